@@ -1,0 +1,148 @@
+"""Diary: the event stream — one markdown file per day, append-only."""
+
+from __future__ import annotations
+
+import os
+from datetime import date as _date, datetime, timedelta, tzinfo
+from pathlib import Path
+
+from .fsio import decode, read_bytes
+from .journal import Journal, diary_record
+from .markdown import Block, clean_meta_value, normalize_content, parse_blocks, render_blocks
+from .models import DiaryItem
+from .mutation import MutationHook, Writer
+from .naming import DATE_RE, check_encodable, is_valid_time, validate_date, validate_time
+from .store import normalize_ts
+
+__all__ = ["Diary", "resolve_tz"]
+
+DIARY_DIR = "diary"
+# Beyond this many days a window is answered from the file listing instead
+# of probing one file name per day.
+_PROBE_DAYS = 400
+
+
+def resolve_tz(tz: tzinfo | str | None) -> tzinfo | None:
+    """A tzinfo from a tzinfo, an IANA name (``"Asia/Shanghai"``) or None (local)."""
+    if tz is None or isinstance(tz, tzinfo):
+        return tz
+    if isinstance(tz, str):
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {tz!r}") from None
+    raise ValueError(f"tz must be a tzinfo or a zone name, got {type(tz).__name__}")
+
+
+def _sort_key_times(blocks: list[Block]) -> list[str]:
+    """Sort keys for a day: HH:MM; a hand-written odd heading sticks to its predecessor."""
+    keys, last = [], "00:00"
+    for b in blocks:
+        if is_valid_time(b.heading):
+            last = b.heading
+        keys.append(last)
+    return keys
+
+
+class Diary:
+    """Append and read the diary of one memory folder (``root/diary/``)."""
+
+    def __init__(self, root: Path | str, *, journal: Journal | None = None,
+                 hook: MutationHook | None = None, _writer: Writer | None = None):
+        self.root = Path(root)
+        self.journal = journal if journal is not None else Journal(self.root / "journal.jsonl")
+        self.writer = _writer if _writer is not None else Writer(self.root, self.journal, hook)
+
+    @property
+    def diary_dir(self) -> Path:
+        return self.root / DIARY_DIR
+
+    # -- writing -----------------------------------------------------------
+
+    def append(
+        self,
+        content: str,
+        *,
+        ts: str | None = None,
+        date: str | None = None,
+        time: str | None = None,
+        owner: str | None = None,
+        source_conv: str | None = None,
+        tz: tzinfo | str | None = None,
+    ) -> DiaryItem:
+        """Append one event; the only write there is. Invalid input raises ValueError."""
+        if not isinstance(content, str):
+            raise ValueError("content must be a string")
+        content = normalize_content(content)
+        if not content:
+            raise ValueError("diary content is empty")
+        check_encodable(content, "content")
+        ts = normalize_ts(ts)
+        local = datetime.fromisoformat(ts).astimezone(resolve_tz(tz))
+        date = validate_date(date) if date is not None else local.date().isoformat()
+        time = validate_time(time) if time is not None else local.strftime("%H:%M")
+        entry = DiaryItem(
+            date=date,
+            time=time,
+            content=content,
+            owner=clean_meta_value(owner, "owner"),
+            source_conv=clean_meta_value(source_conv, "source_conv"),
+            ts=ts,
+        )
+        rel = f"{DIARY_DIR}/{date}.md"
+        with self.writer.unit():
+            old = read_bytes(self.root / rel)
+            blocks = parse_blocks(decode(old)) if old is not None else []
+            blocks.append(Block(time, content, entry.owner, entry.source_conv, ts))
+            # Stable: the same minute keeps insertion order, so the new event
+            # lands after every earlier one of its minute.
+            keys = _sort_key_times(blocks)
+            order = sorted(range(len(blocks)), key=keys.__getitem__)
+            new = render_blocks(date, [blocks[i] for i in order]).encode("utf-8")
+            record = diary_record(date, time, entry.owner, entry.source_conv)
+            self.writer.apply({rel: (old, new)}, record)
+        return entry
+
+    # -- reading -----------------------------------------------------------
+
+    def day(self, date: str) -> list[DiaryItem]:
+        """Every entry of one day, in file order."""
+        validate_date(date)
+        data = read_bytes(self.diary_dir / f"{date}.md")
+        if data is None:
+            return []
+        return [DiaryItem(date, b.heading, b.content, b.owner, b.source_conv, b.ts)
+                for b in parse_blocks(decode(data))]
+
+    def window(self, start: str, end: str) -> list[DiaryItem]:
+        """Entries of the closed date range, in time order (reversed bounds are swapped)."""
+        first, last = _date.fromisoformat(validate_date(start)), _date.fromisoformat(validate_date(end))
+        if first > last:
+            first, last = last, first
+        if (last - first).days > _PROBE_DAYS:
+            days = [d for d in self.dates() if first.isoformat() <= d <= last.isoformat()]
+        else:
+            days = [(first + timedelta(n)).isoformat() for n in range((last - first).days + 1)]
+        out: list[DiaryItem] = []
+        for d in days:
+            out.extend(self.day(d))
+        return out
+
+    def dates(self) -> list[str]:
+        """Every date that has a diary file, ascending."""
+        try:
+            names = os.listdir(self.diary_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for n in names:
+            stem = n[:-3]
+            if n.endswith(".md") and DATE_RE.fullmatch(stem):
+                try:
+                    _date.fromisoformat(stem)
+                except ValueError:
+                    continue
+                out.append(stem)
+        return sorted(out)

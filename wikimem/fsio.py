@@ -1,0 +1,76 @@
+"""Durable file primitives: atomic replace, delete, tolerant read.
+
+Every write goes to a temp file in the same folder, is flushed and fsynced,
+then moved over the target with ``os.replace`` and the folder is fsynced, so
+a crash at any point leaves either the old file or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["atomic_write", "remove_file", "read_bytes", "decode", "fsync_dir", "TEMP_SUFFIX"]
+
+TEMP_SUFFIX = ".wikimem-tmp"
+
+
+def fsync_dir(folder: Path) -> None:
+    """Persist a folder's entries (a rename or unlink inside it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # not supported on this platform (Windows): best effort
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def remove_file(path: Path) -> None:
+    """Delete ``path`` (if present) durably."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(path.parent)
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def decode(data: bytes) -> str:
+    """Text of a memory file; bytes that are not UTF-8 never make a read fail."""
+    return data.decode("utf-8", errors="replace")

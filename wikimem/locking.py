@@ -1,0 +1,75 @@
+"""An inter-process lock on a file (``flock``), released if the holder dies.
+
+Because the kernel drops an ``flock`` when the process holding it exits, a
+crashed writer never leaves a lock behind: the lock *file* may remain, but it
+is no obstacle. On platforms without ``fcntl`` the lock only serialises the
+threads of this process (documented limitation).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .errors import StoreBusy
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["FileLock"]
+
+
+class FileLock:
+    """Exclusive lock on ``path``; ``timeout=None`` waits as long as it takes."""
+
+    def __init__(self, path: Path | str, timeout: float | None = 60.0):
+        self.path = Path(path)
+        self.timeout = timeout
+        self._local = threading.Lock()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        if not self._local.acquire(timeout=-1 if self.timeout is None else self.timeout):
+            raise StoreBusy(f"timed out waiting for {self.path}")
+        try:
+            if fcntl is None:  # pragma: no cover
+                yield
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._acquire(fd)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        finally:
+            self._local.release()
+
+    def _acquire(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if self.timeout is None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                return
+        deadline = time.monotonic() + self.timeout
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.002)

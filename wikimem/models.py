@@ -1,0 +1,66 @@
+"""The data types of the library: wiki items, diary entries, links."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RecallItem", "DiaryItem", "WikiLink", "as_recall_item"]
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    """A ``[[file:name]]`` reference from one memory to a wiki item."""
+
+    file: str
+    name: str
+
+    def render(self) -> str:
+        return f"[[{self.file}:{self.name}]]"
+
+
+@dataclass
+class RecallItem:
+    """One wiki item (state): a ``## name`` section of ``wiki/<file>.md``."""
+
+    file: str
+    name: str
+    content: str
+    owner: str | None = None
+    source_conv: str | None = None
+    ts: str | None = None
+
+    @property
+    def links(self) -> list[WikiLink]:
+        from .links import parse_wiki_links
+
+        return parse_wiki_links(self.content)
+
+
+@dataclass
+class DiaryItem:
+    """One diary event: a ``## HH:MM`` section of ``diary/YYYY-MM-DD.md``."""
+
+    date: str
+    time: str
+    content: str
+    owner: str | None = None
+    source_conv: str | None = None
+    ts: str | None = None
+
+    @property
+    def links(self) -> list[WikiLink]:
+        from .links import parse_wiki_links
+
+        return parse_wiki_links(self.content)
+
+
+def as_recall_item(entry: DiaryItem) -> RecallItem:
+    """A diary entry as a retrieval unit: the day is its file, the time its name."""
+    return RecallItem(
+        file=entry.date,
+        name=entry.time,
+        content=entry.content,
+        owner=entry.owner,
+        source_conv=entry.source_conv,
+        ts=entry.ts,
+    )

@@ -1,0 +1,117 @@
+"""Validation of everything that names a thing on disk or in a heading.
+
+One function per kind of name, used at every edge (store writes, diary
+writes, the host, the CLI). Invalid input raises ``ValueError`` (or the
+:class:`InvalidName` subclass, so callers can tell a bad name from other
+value errors).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date as _date
+
+from .errors import InvalidName
+
+__all__ = [
+    "validate_file",
+    "sanitize_item_name",
+    "validate_date",
+    "validate_time",
+    "is_valid_time",
+    "safe_stem",
+    "MAX_FILE_LEN",
+    "MAX_ITEM_NAME_LEN",
+]
+
+FILE_RE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
+DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+TIME_RE = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
+
+# A RecallFile becomes "<name>.md" plus a temp-file prefix/suffix while it is
+# written; 255 bytes is the usual file-name limit, so leave room for both.
+MAX_FILE_LEN = 128
+# Item names are headings and link targets; a long one is almost certainly a
+# mistake (content passed as the name), and it must fit in a git trailer.
+MAX_ITEM_NAME_LEN = 200
+
+_RESERVED = ("[[", "]]", ":", "|", "#")
+
+
+def validate_file(file: str) -> str:
+    """Return ``file`` if it is a valid RecallFile slug, else raise ValueError."""
+    if not isinstance(file, str):
+        raise InvalidName(f"RecallFile name must be a string, got {type(file).__name__}")
+    if not FILE_RE.fullmatch(file):
+        raise InvalidName(
+            f"invalid RecallFile name {file!r}: must match [a-z0-9_][a-z0-9_-]*"
+        )
+    if len(file) > MAX_FILE_LEN:
+        raise InvalidName(f"RecallFile name longer than {MAX_FILE_LEN} characters")
+    return file
+
+
+def sanitize_item_name(name: str) -> str:
+    """Collapse whitespace in an item name and reject reserved characters."""
+    if not isinstance(name, str):
+        raise InvalidName(f"item name must be a string, got {type(name).__name__}")
+    clean = " ".join(name.split())
+    if not clean:
+        raise InvalidName("item name is empty")
+    for bad in _RESERVED:
+        if bad in clean:
+            raise InvalidName(f"invalid item name {clean!r}: may not contain {bad!r}")
+    if len(clean) > MAX_ITEM_NAME_LEN:
+        raise InvalidName(f"item name longer than {MAX_ITEM_NAME_LEN} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in clean):
+        raise InvalidName(f"item name {clean!r} contains control characters")
+    check_encodable(clean, "item name")
+    return clean
+
+
+def check_encodable(text: str, what: str) -> None:
+    """Raise ValueError if ``text`` cannot be written as UTF-8 (lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} is not valid Unicode text: {exc.reason}") from None
+
+
+def validate_date(value: str) -> str:
+    """Return ``value`` if it is a real calendar date ``YYYY-MM-DD``."""
+    if not isinstance(value, str) or not DATE_RE.fullmatch(value):
+        raise InvalidName(f"invalid date {value!r}: expected YYYY-MM-DD")
+    try:
+        _date.fromisoformat(value)
+    except ValueError:
+        raise InvalidName(f"invalid date {value!r}: no such day") from None
+    return value
+
+
+def is_valid_time(value: object) -> bool:
+    return isinstance(value, str) and TIME_RE.fullmatch(value) is not None
+
+
+def validate_time(value: str) -> str:
+    """Return ``value`` if it is a 24-hour wall-clock time ``HH:MM``."""
+    if not is_valid_time(value):
+        raise InvalidName(f"invalid time {value!r}: expected HH:MM (00:00-23:59)")
+    return value
+
+
+def safe_stem(stem: str) -> str:
+    """Validate a file stem for *reading*.
+
+    Reads are tolerant of hand-made file names (``wiki/My Notes.md``) but must
+    never leave their folder, so anything with a path separator, a NUL, or a
+    leading dot is refused.
+    """
+    if (
+        not isinstance(stem, str)
+        or not stem
+        or stem.startswith(".")
+        or any(c in stem for c in "/\\\0")
+        or len(stem) > MAX_FILE_LEN * 2
+    ):
+        raise InvalidName(f"invalid file name {stem!r}")
+    return stem
