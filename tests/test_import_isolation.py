@@ -1,0 +1,29 @@
+"""`import wikimem` needs only the standard library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("numpy", "flask", "dulwich", "jieba")
+
+
+def test_import_wikimem_pulls_in_no_optional_dependency():
+    code = (
+        "import sys, wikimem\n"
+        "s = wikimem.MemoryStore('/nonexistent-never-written')\n"
+        "import wikimem.store, wikimem.diary, wikimem.journal, wikimem.markdown, wikimem.links\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_public_names_resolve():
+    import wikimem
+
+    core = ["MemoryStore", "Journal", "Diary", "RecallItem", "DiaryItem", "WikiLink",
+            "parse_wiki_links", "validate_file", "sanitize_item_name", "as_recall_item"]
+    for name in core:
+        assert getattr(wikimem, name) is not None
+    assert set(core) <= set(wikimem.__all__)
