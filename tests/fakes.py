@@ -41,6 +41,10 @@ Knobs (plain attributes, may be changed while the server runs):
                       (default True: clients must re-order by ``index``)
 ``api_key``           when set, requests without ``Authorization: Bearer
                       <api_key>`` get 401
+``respond_with``      a function ``(path, body) -> (status, payload) | None``;
+                      a tuple is sent as the JSON answer instead of the
+                      normal one (for odd response shapes), None answers
+                      normally
 ====================  =======================================================
 
 Records: ``requests`` (every request: path, headers, parsed body),
@@ -155,6 +159,7 @@ class FakeOpenAI:
         self.wrong_dim = 0
         self.served_model: str | None = None
         self.shuffle = True
+        self.respond_with: Callable[[str, object], tuple[int, object] | None] | None = None
         self.replies: deque[str | None] = deque()
         self.reply_fn: Callable[[list[dict]], str | None] | None = None
         self.requests: list[Request] = []
@@ -174,7 +179,8 @@ class FakeOpenAI:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-openai", daemon=True)
         self._thread.start()
         return self
 
@@ -325,11 +331,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(status, _error(f"injected failure {status}", "server_error"))
         if fake.garbage:
             return self._send_raw(200, b"<html>502 bad gateway</html>", "text/html")
+        custom = fake.respond_with(self.path, body) if fake.respond_with else None
+        if custom is not None:
+            return self._send(*custom)
         if not isinstance(body, dict):
             return self._send(400, _error("body must be a JSON object", "invalid_request_error"))
         self._send(*getattr(fake, route)(body))
 
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: object) -> None:
         self._send_raw(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), "application/json")
 
     def _send_raw(self, status: int, data: bytes, ctype: str) -> None:

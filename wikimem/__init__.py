@@ -8,6 +8,8 @@ in an optional layer (jieba, numpy, dulwich, flask).
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
@@ -50,3 +52,22 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package module, guarding names shared by a submodule and its function.
+
+    ``memorize`` and ``tokenize`` are both a submodule and the function it
+    exports. When the import system binds such a submodule on the package
+    (after any ``from .memorize import ...``), the public name keeps meaning
+    the function, as ``from wikimem import memorize`` promises.
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if (isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name
+                and value.__name__ == f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
