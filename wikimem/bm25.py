@@ -1,0 +1,425 @@
+"""Okapi BM25 over an inverted index that is updated in place.
+
+Scoring, for a query with term frequencies ``qtf`` and a document ``d``::
+
+    score(d) = Σ_t  qtf(t) · idf(t) · tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))
+
+with ``k1 = 1.5`` and ``b = 0.75``. The IDF variant is Lucene's::
+
+    idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+
+It is the Robertson–Spärck Jones weight shifted inside the logarithm so it
+is never negative: the classic ``ln((N − df + 0.5)/(df + 0.5))`` goes below
+zero for a term in more than half the documents, which would rank a document
+*lower* for matching the query (rank_bm25 patches that with an epsilon floor;
+this variant needs no patch and stays monotone in ``df``). A query term that
+occurs twice counts twice (``qtf``).
+
+The index is built for a memory that keeps changing:
+
+* documents are added and removed one at a time, in time proportional to
+  their own size — never a rebuild;
+* each term's postings are two ``array('i')`` (document slots and term
+  frequencies). Slots only grow, so postings stay sorted by slot and a
+  document's entry is found by bisection; a removed document's entries are
+  zeroed (tombstones) and swept once a term holds more dead than live ones;
+* impacts (the per-posting BM25 factor) are cached per term and reused until
+  the next change of the collection statistics;
+* top-k in pure Python is term-at-a-time with MaxScore-style pruning: once
+  the terms still to come cannot lift a new document into the top k, only
+  documents already seen are updated; with numpy installed, large queries are
+  scored with arrays (:mod:`wikimem.bm25_numpy`, imported lazily).
+
+Both paths add a document's contributions in the same term order with the
+same float operations, so they return the same scores bit for bit, and the
+same ranking: score descending, ties by key ascending. Keys must therefore be
+mutually comparable (the retrieval layer uses ``(file, name)`` tuples).
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib.util
+import math
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass
+from typing import Hashable, Iterable, Sequence
+
+__all__ = ["BM25Index", "K1", "B", "idf"]
+
+K1 = 1.5
+B = 0.75
+# A query whose postings hold at least this many entries is scored with
+# numpy when it is available; below it, interpreter overhead of numpy's
+# calls costs more than it saves.
+NUMPY_MIN_POSTINGS = 1500
+# Pruning bounds are widened by this relative margin, so float rounding can
+# never make a pruned document one that belonged in the top k.
+_SAFETY = 1e-9
+# Slots of removed documents are reclaimed (all slots renumbered) once they
+# outnumber twice the live ones plus this slack: amortised O(1) per removal.
+RENUMBER_SLACK = 16384
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Lucene's BM25 IDF: ``ln(1 + (N − df + 0.5) / (df + 0.5))``, never negative."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class _Postings:
+    """One term's postings: sorted slots, their term frequencies (0 = removed), caches."""
+
+    __slots__ = ("term", "slots", "tfs", "df", "cache")
+
+    def __init__(self, term: str) -> None:
+        self.term = term  # the one copy of the string every document's term tuple shares
+        self.slots = array("i")
+        self.tfs = array("i")
+        self.df = 0
+        # (stats version, impacts aligned with slots, max impact) for the
+        # pure-Python path, or (version, numpy slots, numpy impacts) for numpy.
+        self.cache: tuple | None = None
+
+    def find(self, slot: int) -> int:
+        """Position of ``slot``, or -1."""
+        pos = bisect_left(self.slots, slot)
+        return pos if pos < len(self.slots) and self.slots[pos] == slot else -1
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """Collection statistics a query is scored with."""
+
+    n: int
+    avgdl: float
+    version: int | None  # None: statistics that include extra documents, not cacheable
+
+
+@dataclass(frozen=True)
+class _Term:
+    term: str
+    weight: float  # qtf · idf
+    postings: _Postings | None
+    extra_tf: tuple  # tf of this term in each extra document (0 when absent)
+
+
+class BM25Index:
+    """An in-memory inverted index with Okapi BM25 ranking and in-place updates.
+
+    Not thread-safe: callers serialise access (the retrieval layer holds one
+    lock per index).
+    """
+
+    def __init__(self, *, k1: float = K1, b: float = B, use_numpy: bool | None = None):
+        self.k1 = float(k1)
+        self.b = float(b)
+        if use_numpy is None:
+            try:
+                use_numpy = importlib.util.find_spec("numpy") is not None
+            except (ImportError, ValueError):
+                use_numpy = False
+        self.use_numpy = bool(use_numpy)
+        self._np = None
+        self._slot_of: dict[Hashable, int] = {}
+        self._keys: list = []  # slot -> key, None when removed
+        self._terms: list = []  # slot -> tuple of distinct terms, None when removed
+        self._dl = array("i")  # slot -> document length
+        self._postings: dict[str, _Postings] = {}
+        self._total = 0  # sum of live document lengths
+        self._version = 0  # bumped by every change: cached impacts are keyed by it
+
+    # -- contents ----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._slot_of
+
+    def keys(self) -> list:
+        """Every key in the index."""
+        return list(self._slot_of)
+
+    def doc_terms(self, key: Hashable) -> tuple[str, ...]:
+        """The distinct terms of a document (empty if unknown)."""
+        slot = self._slot_of.get(key)
+        return self._terms[slot] if slot is not None else ()
+
+    def df(self, term: str) -> int:
+        p = self._postings.get(term)
+        return p.df if p is not None else 0
+
+    @property
+    def avgdl(self) -> float:
+        return self._total / len(self._slot_of) if self._slot_of else 0.0
+
+    # -- updates -----------------------------------------------------------
+
+    def add(self, key: Hashable, terms: Iterable[str]) -> None:
+        """Index a document (replacing the one with the same key)."""
+        if key is None:
+            raise ValueError("a document key may not be None")
+        counts = Counter(terms)
+        if key in self._slot_of:
+            self.remove(key)
+        slot = len(self._keys)
+        vocab = self._postings
+        distinct = []
+        for term, tf in counts.items():
+            p = vocab.get(term)
+            if p is None:
+                p = vocab[term] = _Postings(term)
+            p.slots.append(slot)
+            p.tfs.append(tf)
+            p.df += 1
+            distinct.append(p.term)
+        dl = sum(counts.values())
+        self._slot_of[key] = slot
+        self._keys.append(key)
+        self._terms.append(tuple(distinct))
+        self._dl.append(dl)
+        self._total += dl
+        self._version += 1
+
+    def remove(self, key: Hashable) -> bool:
+        """Drop a document; False if it was not indexed."""
+        slot = self._slot_of.pop(key, None)
+        if slot is None:
+            return False
+        for term in self._terms[slot]:
+            p = self._postings[term]
+            p.tfs[p.find(slot)] = 0
+            p.df -= 1
+            if p.df == 0:
+                del self._postings[term]
+            elif len(p.slots) - p.df > max(p.df, 8):
+                self._sweep(p)
+        self._total -= self._dl[slot]
+        self._keys[slot] = None
+        self._terms[slot] = None
+        self._version += 1
+        dead = len(self._keys) - len(self._slot_of)
+        if dead > 2 * len(self._slot_of) + RENUMBER_SLACK:
+            self._renumber()
+        return True
+
+    def clear(self) -> None:
+        """Remove every document."""
+        self.__init__(k1=self.k1, b=self.b, use_numpy=self.use_numpy)
+
+    @staticmethod
+    def _sweep(p: _Postings) -> None:
+        live = [(s, tf) for s, tf in zip(p.slots, p.tfs) if tf]
+        p.slots = array("i", [s for s, _ in live])
+        p.tfs = array("i", [tf for _, tf in live])
+        p.cache = None
+
+    def _renumber(self) -> None:
+        """Compact the slot space after many removals (order of slots is kept)."""
+        remap = {}
+        keys, terms, dl = [], [], array("i")
+        for slot, key in enumerate(self._keys):
+            if key is not None:
+                remap[slot] = len(keys)
+                keys.append(key)
+                terms.append(self._terms[slot])
+                dl.append(self._dl[slot])
+        for p in self._postings.values():
+            live = [(remap[s], tf) for s, tf in zip(p.slots, p.tfs) if tf]
+            p.slots = array("i", [s for s, _ in live])
+            p.tfs = array("i", [tf for _, tf in live])
+            p.cache = None
+        self._keys, self._terms, self._dl = keys, terms, dl
+        self._slot_of = {key: i for i, key in enumerate(keys)}
+        self._version += 1
+
+    # -- scoring -----------------------------------------------------------
+
+    def top_k(self, query: Sequence[str], k: int | None = 10, *,
+              extra: Sequence[tuple[Hashable, Sequence[str]]] = ()) -> list[tuple[Hashable, float]]:
+        """The best ``k`` documents for the query terms as ``(key, score)``.
+
+        ``k=None`` returns every matching document. ``extra`` documents
+        (``(key, terms)``) join the collection for this query only — their
+        terms count in N, df and avgdl exactly as if they were indexed.
+        Score descending, ties by key ascending; only documents sharing a
+        term with the query are returned.
+        """
+        if k is not None and k <= 0:
+            return []
+        extra_docs = [(key, Counter(terms)) for key, terms in extra]
+        stats = self._stats(extra_docs)
+        plan = self._plan(query, stats, extra_docs)
+        if not plan:
+            return []
+        ranked = self._rank_index(plan, stats, k)
+        if extra_docs:
+            ranked += self._rank_extra(plan, stats, extra_docs)
+        return _best(ranked, k)
+
+    def score(self, key: Hashable, query: Sequence[str], *,
+              extra: Sequence[tuple[Hashable, Sequence[str]]] = ()) -> float:
+        """The BM25 score of one indexed document (0.0 if unknown or unmatched)."""
+        slot = self._slot_of.get(key)
+        if slot is None:
+            return 0.0
+        extra_docs = [(k, Counter(t)) for k, t in extra]
+        stats = self._stats(extra_docs)
+        total, dl = 0.0, self._dl[slot]
+        for t in self._plan(query, stats, extra_docs):
+            if t.postings is not None:
+                pos = t.postings.find(slot)
+                if pos >= 0:
+                    total = total + t.weight * self._impact(t.postings.tfs[pos], dl, stats.avgdl)
+        return total
+
+    def _impact(self, tf: int, dl: int, avgdl: float) -> float:
+        # The one formula; bm25_numpy evaluates the same operations in the same order.
+        k1, b = self.k1, self.b
+        return tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / avgdl))
+
+    def _stats(self, extra_docs: list[tuple[Hashable, Counter]]) -> _Stats:
+        n, total = len(self._slot_of), self._total
+        if not extra_docs:
+            return _Stats(n, total / n if n else 0.0, self._version)
+        n += len(extra_docs)
+        total += sum(sum(c.values()) for _, c in extra_docs)
+        return _Stats(n, total / n, None)
+
+    def _plan(self, query: Sequence[str], stats: _Stats, extra_docs) -> list[_Term]:
+        """Matched query terms with their weights, in the scoring order.
+
+        The order (weight descending, then term) depends only on the
+        collection, never on its history, so every path sums a document's
+        contributions identically.
+        """
+        plan = []
+        for term, qtf in Counter(query).items():
+            p = self._postings.get(term)
+            extra_tf = tuple(c.get(term, 0) for _, c in extra_docs)
+            df = (p.df if p is not None else 0) + sum(1 for tf in extra_tf if tf)
+            if df:
+                plan.append(_Term(term, qtf * idf(stats.n, df), p, extra_tf))
+        plan.sort(key=lambda t: (-t.weight, t.term))
+        return plan
+
+    def _rank_index(self, plan: list[_Term], stats: _Stats, k: int | None) -> list[tuple[Hashable, float]]:
+        terms = [t for t in plan if t.postings is not None]
+        if not terms:
+            return []
+        size = sum(len(t.postings.slots) for t in terms)
+        if self.use_numpy and size >= NUMPY_MIN_POSTINGS and self._numpy() is not None:
+            return self._np.rank(self, terms, stats, k)
+        return self._rank_python(terms, stats, k)
+
+    def _numpy(self):
+        if self._np is None:
+            try:
+                from . import bm25_numpy
+            except ImportError:  # numpy went missing: the pure-Python path ranks the same
+                self.use_numpy = False
+                return None
+            self._np = bm25_numpy
+        return self._np
+
+    def _rank_python(self, terms: list[_Term], stats: _Stats, k: int | None) -> list[tuple[Hashable, float]]:
+        """Term-at-a-time scoring with MaxScore-style pruning of new candidates."""
+        cacheable = stats.version is not None
+        if not cacheable:  # statistics with extra documents: nothing to cache, no pruning
+            k = None
+        impacts = [self._cached_impacts(t.postings, stats) for t in terms]
+        loose = self.k1 + 1  # an impact is always below k1 + 1
+        bounds = [t.weight * (imp[1] if imp else loose) for t, imp in zip(terms, impacts)]
+        rest = [0.0] * (len(terms) + 1)
+        for i in range(len(terms) - 1, -1, -1):
+            rest[i] = rest[i + 1] + bounds[i]
+        acc: dict[int, float] = {}
+        closed = False  # True once no new document can reach the top k
+        for i, t in enumerate(terms):
+            w, p = t.weight, t.postings
+            if closed:
+                if impacts[i] is None and len(acc) * 16 < len(p.slots):
+                    self._add_seen_bisect(acc, p, w, stats)  # cheaper than all impacts of a long list
+                    continue
+                imps = (impacts[i] or self._impacts(p, stats))[0]
+                if len(acc) < len(imps):
+                    for s in acc:
+                        x = imps.get(s)
+                        if x is not None:
+                            acc[s] = acc[s] + w * x
+                else:
+                    for s, x in imps.items():
+                        if s in acc:
+                            acc[s] = acc[s] + w * x
+                continue
+            imps = (impacts[i] or self._impacts(p, stats))[0]
+            get = acc.get
+            for s, x in imps.items():
+                acc[s] = get(s, 0.0) + w * x
+            nxt = i + 1
+            if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].postings.slots) > len(acc):
+                closed = self._close(acc, k, rest[nxt])
+        keys = self._keys
+        return [(keys[s], v) for s, v in acc.items()]
+
+    def _cached_impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float] | None:
+        c = p.cache
+        if stats.version is not None and c is not None and c[0] == stats.version and isinstance(c[1], dict):
+            return c[1], c[2]
+        return None
+
+    def _impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float]:
+        """A term's impacts by slot and their maximum; cached until the statistics change."""
+        dl, avgdl, impact = self._dl, stats.avgdl, self._impact
+        imps = {s: impact(tf, dl[s], avgdl) for s, tf in zip(p.slots, p.tfs) if tf}
+        entry = (imps, max(imps.values(), default=0.0))
+        if stats.version is not None:
+            p.cache = (stats.version, imps, entry[1])
+        return entry
+
+    def _add_seen_bisect(self, acc: dict[int, float], p: _Postings, w: float, stats: _Stats) -> None:
+        slots, tfs, dl, avgdl, impact = p.slots, p.tfs, self._dl, stats.avgdl, self._impact
+        n = len(slots)
+        for s in acc:
+            pos = bisect_left(slots, s)
+            if pos < n and slots[pos] == s and tfs[pos]:
+                acc[s] = acc[s] + w * impact(tfs[pos], dl[s], avgdl)
+
+    @staticmethod
+    def _close(acc: dict[int, float], k: int, rest: float) -> bool:
+        """Stop admitting new documents if the remaining terms cannot lift one into the top k.
+
+        Also drops seen documents that cannot reach the top k any more.
+        """
+        theta = heapq.nlargest(k, acc.values())[-1]
+        slack = rest * (1 + _SAFETY) + theta * _SAFETY
+        if slack >= theta:
+            return False
+        for s in [s for s, v in acc.items() if v + slack < theta]:
+            del acc[s]
+        return True
+
+    def _rank_extra(self, plan: list[_Term], stats: _Stats, extra_docs) -> list[tuple[Hashable, float]]:
+        out = []
+        for j, (key, counts) in enumerate(extra_docs):
+            dl = sum(counts.values())
+            total, hit = 0.0, False
+            for t in plan:
+                tf = t.extra_tf[j]
+                if tf:
+                    total = total + t.weight * self._impact(tf, dl, stats.avgdl)
+                    hit = True
+            if hit:
+                out.append((key, total))
+        return out
+
+
+def _best(ranked: list[tuple[Hashable, float]], k: int | None) -> list[tuple[Hashable, float]]:
+    """Score descending, ties by key ascending, cut to ``k``."""
+    if k is not None and len(ranked) > k:
+        threshold = heapq.nlargest(k, (v for _, v in ranked))[-1]
+        ranked = [kv for kv in ranked if kv[1] >= threshold]
+    ranked.sort(key=lambda kv: (-kv[1], kv[0]))
+    return ranked if k is None else ranked[:k]

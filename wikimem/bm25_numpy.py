@@ -1,0 +1,81 @@
+"""numpy scoring for :class:`wikimem.bm25.BM25Index` (the ``[embed]`` extra brings numpy).
+
+Imported lazily by the index, only for queries with many postings. It
+evaluates exactly the float operations of the pure-Python path, in the same
+order, so both return identical scores; the index's tests hold them to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["rank"]
+
+# A term in more than 1/DENSE_FRACTION of the slots is added as a dense row.
+DENSE_FRACTION = 4
+_SLOT = np.dtype(f"i{np.array([0], dtype=np.intc).itemsize}")  # array('i') is a C int
+
+
+def _impacts(index, p, stats) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A term's slots, impacts and (for a common term) dense impacts, cached per statistics."""
+    c = p.cache
+    if stats.version is not None and c is not None and c[0] == stats.version and isinstance(c[1], np.ndarray):
+        return c[1], c[2], c[3]
+    # Copies, never views: a view would pin the arrays against appends.
+    slots = np.array(p.slots, dtype=np.intp)
+    tfs = np.array(p.tfs, dtype=np.float64)
+    dl = np.frombuffer(index._dl, dtype=_SLOT)[slots].astype(np.float64)
+    k1, b, avgdl = index.k1, index.b, stats.avgdl
+    imps = tfs * (k1 + 1) / (tfs + k1 * ((1 - b) + b * dl / avgdl))
+    dense = None
+    n = len(index._keys)
+    if len(slots) * DENSE_FRACTION > n:
+        # Adding a whole row is cheaper than scattering into most of it; the
+        # zeros it adds elsewhere leave those sums unchanged (x + 0.0 == x).
+        dense = np.zeros(n)
+        dense[slots] = imps
+    if stats.version is not None:
+        p.cache = (stats.version, slots, imps, dense)
+    return slots, imps, dense
+
+
+def rank(index, terms, stats, k: int | None) -> list[tuple[object, float]]:
+    """Candidates ``(key, score)`` holding at least the top ``k`` (all matches for None)."""
+    n = len(index._keys)
+    scores = None
+    touched, sparse = [], True
+    for t in terms:
+        slots, imps, dense = _impacts(index, t.postings, stats)
+        if dense is not None:
+            # First term: w·x equals the pure-Python 0.0 + w·x exactly.
+            scores = t.weight * dense if scores is None else scores + t.weight * dense
+            sparse = False
+        else:
+            if scores is None:
+                scores = np.zeros(n)
+            scores[slots] += t.weight * imps  # slots are unique within a term
+            touched.append(slots)
+    if sparse and sum(len(s) for s in touched) * DENSE_FRACTION < n:
+        cand = np.unique(np.concatenate(touched))  # few postings: never scan the whole row
+        return _best_of(index, scores, cand[scores[cand] > 0], k)
+    if k is None or k >= n:
+        return _pairs(index, scores, np.flatnonzero(scores))
+    # Select on the negated values: introselect is far faster with a small
+    # kth when most scores are equal (zeros, or the same few sums).
+    threshold = -np.partition(-scores, k - 1)[k - 1]
+    # Every live match scores > 0, removed documents only ever add 0; ties
+    # at the threshold are all kept and settled by key later.
+    cand = np.flatnonzero(scores >= threshold) if threshold > 0 else np.flatnonzero(scores)
+    return _pairs(index, scores, cand)
+
+
+def _best_of(index, scores, cand, k):
+    if k is not None and len(cand) > k:
+        vals = scores[cand]
+        cand = cand[vals >= -np.partition(-vals, k - 1)[k - 1]]
+    return _pairs(index, scores, cand)
+
+
+def _pairs(index, scores, cand) -> list[tuple[object, float]]:
+    keys = index._keys
+    return [(keys[s], float(scores[s])) for s in cand.tolist()]

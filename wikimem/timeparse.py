@@ -1,0 +1,265 @@
+"""parse_time_range: the regular-expression fast path of time gating.
+
+Turns the time expressions of a query into a closed window of local dates,
+``("YYYY-MM-DD", "YYYY-MM-DD")``, or None. Standard library only.
+
+Narrow rather than wrong: only expressions with a defensible boundary are
+understood (昨天, 上周三, 3天前, 7月21号, 2026-07-21, yesterday...). Vague
+words (最近, 前几天, 以前) find nothing, because a wrong window silently
+hides the right memory. Several expressions in one text give the window
+spanning all of them (``7月1号到7月3号`` → July 1–3).
+
+Conventions: weeks run Monday to Sunday; 这周 / 上周 are whole calendar weeks,
+N周前 is the calendar week holding the day 7·N days ago; 上个月 / N个月前 are
+calendar months; a month and day without a year (7月21号) are in the current
+year.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, tzinfo
+from typing import Callable
+
+__all__ = ["parse_time_range", "scan_time", "TimeScan"]
+
+_CN_NUM = "零〇一二两三四五六七八九十百"
+_NUM = rf"(\d{{1,4}}|[{_CN_NUM}]{{1,4}})"
+_CN_DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
+             "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
+            "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+_WEEK_OFFSET = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+_EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_EN_NUM_RE = r"(\d{1,4}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_WEEK_WORD = r"(?:个)?(?:周|星期|礼拜)"
+# A count after 几/数/多/好 is vague (几十天前 "some tens of days ago").
+_COUNT = rf"(?<![几数多好\d{_CN_NUM}]){_NUM}"
+# Characters before 上/下 that make another word (马上 "soon", 晚上 "evening",
+# 一下 "a moment", 以下 "below"): 马上周末 is not "last weekend".
+_SHIFT = r"(?<![马晚早天身路楼桌线网台班场地面门一以底乡手私])(上上|上|这|本|下下|下)"
+# Characters after 周 that make it another word (周围 surroundings, 周期 cycle...).
+_NOT_WEEK = "围边全到期年岁刊报转长"
+
+Range = tuple[date, date]
+
+
+def cn_number(text: str) -> int | None:
+    """An integer from digits or Chinese numerals (三, 十五, 二十三, 一百零八); None if not one."""
+    if text.isdigit():
+        return int(text)
+    if any(c not in _CN_NUM for c in text):
+        return None
+    total, current = 0, None
+    for c in text:
+        if c == "百":
+            total += (current if current is not None else 1) * 100
+            current = None
+        elif c == "十":
+            total += (current if current is not None else 1) * 10
+            current = None
+        elif c in "零〇" and current is None and total:
+            continue  # a place holder: 一百零八
+        else:
+            if current is not None:  # two digits in a row: 二三 is not a number here
+                return None
+            current = _CN_DIGIT[c]
+    return total + (current or 0)
+
+
+def _en_number(word: str) -> int:
+    return int(word) if word.isdigit() else _EN_NUM[word.lower()]
+
+
+def _day(d: date) -> Range:
+    return d, d
+
+
+def _week(d: date) -> Range:
+    monday = d - timedelta(days=d.weekday())
+    return monday, monday + timedelta(days=6)
+
+
+def _month(year: int, month: int, delta: int = 0) -> Range:
+    index = year * 12 + (month - 1) + delta
+    y, m = divmod(index, 12)
+    first = date(y, m + 1, 1)
+    nxt = date(y + (m + 1) // 12, (m + 1) % 12 + 1, 1)
+    return first, nxt - timedelta(days=1)
+
+
+def _ymd(y: int | None, m: int | None, d: int | None) -> Range | None:
+    if y is None or m is None or d is None:
+        return None
+    try:
+        return _day(date(y, m, d))
+    except ValueError:  # 2月30日, 2025-02-29: no such day
+        return None
+
+
+def _relative_days(today: date, n: int | None, sign: int) -> Range | None:
+    if n is None or n > 3660:
+        return None
+    return _day(today + timedelta(days=sign * n))
+
+
+_RELATIVE_DAY = {
+    "大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "昨晚": -1, "昨夜": -1, "昨儿": -1,
+    "今天": 0, "今日": 0, "今晚": 0, "今早": 0, "今儿": 0,
+    "明天": 1, "明日": 1, "明晚": 1, "明早": 1, "明儿": 1, "后天": 2, "大后天": 3,
+}
+_YEAR_WORD = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
+_EN_DAY = {"today": 0, "yesterday": -1, "tomorrow": 1, "tonight": 0}
+
+
+def _en(pattern: str) -> str:
+    """English words only on word boundaries (a CJK neighbour counts as a boundary)."""
+    return rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
+
+
+# (pattern, resolver) in priority order: a later rule never claims text an
+# earlier one matched. Resolvers return None for impossible dates.
+_Rule = tuple[re.Pattern, Callable[[re.Match, date], Range | None]]
+_RULES: list[_Rule] = [
+    (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"),
+     lambda m, t: _ymd(int(m[1]), int(m[2]), int(m[3]))),
+    (re.compile(r"(?<!\d)(\d{4})/(\d{1,2})/(\d{1,2})(?!\d)"),
+     lambda m, t: _ymd(int(m[1]), int(m[2]), int(m[3]))),
+    (re.compile(rf"(?<!\d)(\d{{4}})\s*年\s*{_NUM}\s*月\s*{_NUM}\s*[日号]"),
+     lambda m, t: _ymd(int(m[1]), cn_number(m[2]), cn_number(m[3]))),
+    (re.compile(rf"(?<![\d年]){_NUM}\s*月\s*{_NUM}\s*[日号]"),
+     lambda m, t: _ymd(t.year, cn_number(m[1]), cn_number(m[2]))),
+    (re.compile(_en(r"the\s+day\s+before\s+yesterday"), re.I), lambda m, t: _day(t - timedelta(days=2))),
+    (re.compile(_en(r"the\s+day\s+after\s+tomorrow"), re.I), lambda m, t: _day(t + timedelta(days=2))),
+    (re.compile(_en(rf"{_EN_NUM_RE}\s+days?\s+ago"), re.I),
+     lambda m, t: _relative_days(t, _en_number(m[1]), -1)),
+    (re.compile(_en(rf"{_EN_NUM_RE}\s+weeks?\s+ago"), re.I),
+     lambda m, t: _weeks_ago(t, _en_number(m[1]))),
+    (re.compile(_en(r"(last|this|next)\s+week"), re.I),
+     lambda m, t: _week(t + timedelta(days=7 * {"last": -1, "this": 0, "next": 1}[m[1].lower()]))),
+    (re.compile(_en(r"(last|this|next)\s+month"), re.I),
+     lambda m, t: _month(t.year, t.month, {"last": -1, "this": 0, "next": 1}[m[1].lower()])),
+    (re.compile(_en(r"(today|yesterday|tomorrow|tonight)"), re.I),
+     lambda m, t: _day(t + timedelta(days=_EN_DAY[m[1].lower()]))),
+    (re.compile(rf"{_COUNT}\s*(?:天|日)(?:之|以)?前"), lambda m, t: _relative_days(t, cn_number(m[1]), -1)),
+    (re.compile(rf"{_COUNT}\s*天(?:之|以)?后"), lambda m, t: _relative_days(t, cn_number(m[1]), 1)),
+    (re.compile(rf"{_SHIFT}{_WEEK_WORD}末"),
+     lambda m, t: _weekend(t, _WEEK_OFFSET[m[1]])),
+    (re.compile(rf"{_SHIFT}{_WEEK_WORD}([一二三四五六日天1-7])"),
+     lambda m, t: _day(_week(t)[0] + timedelta(days=7 * _WEEK_OFFSET[m[1]] + _WEEKDAY[m[2]]))),
+    (re.compile(rf"{_SHIFT}{_WEEK_WORD}(?![{_NOT_WEEK}])"),
+     lambda m, t: _week(t + timedelta(days=7 * _WEEK_OFFSET[m[1]]))),
+    (re.compile(rf"{_COUNT}\s*{_WEEK_WORD}(?:之|以)?前"),
+     lambda m, t: _weeks_ago(t, cn_number(m[1]))),
+    (re.compile(rf"{_COUNT}\s*个月(?:之|以)?前"),
+     lambda m, t: _months_ago(t, cn_number(m[1]))),
+    # 上个月 / 这个月 / 本月; a bare 上月 / 下月 only where it cannot be the
+    # tail of another word (晚上月亮 "the moon tonight", 马上月底 "soon, at month end").
+    (re.compile(r"(上上|上|这|本|下下|下)个月(?!份)|(本)月(?!份)"
+                r"|(?:^|(?<=[\s\W我你他她它们在是和就也都从到]))(上|下)月(?![份亮球光色])"),
+     lambda m, t: _month(t.year, t.month, _WEEK_OFFSET[m[1] or m[2] or m[3]])),
+    (re.compile(r"(?<![以之从提目当眼面生])前年|去年|今年|明年"),
+     lambda m, t: (date(t.year + _YEAR_WORD[m[0]], 1, 1), date(t.year + _YEAR_WORD[m[0]], 12, 31))),
+    # Relative days last: 大前天 before 前天; characters before them that make
+    # another word (以前天气 "the weather before", 然后天黑 "then it got dark",
+    # 聪明天才 "a clever genius", 如今天气 "the weather nowadays") rule them out.
+    (re.compile(r"大前天|大后天|(?<![以之从提目当眼面生])前天|(?<![然之以最先背随过落])后天"
+                r"|(?<![如])今(?:天|日|晚|早|儿)|(?<![聪光黎文])明(?:天|日|晚|早|儿)|昨(?:天|日|晚|夜|儿)"),
+     lambda m, t: _day(t + timedelta(days=_RELATIVE_DAY[m[0]]))),
+]
+
+
+# Every rule needs one of these; a text without any is answered at once.
+_TRIGGER = re.compile(r"[\d天日周月年前后昨今明期拜]|today|yesterday|tomorrow|tonight|ago|week|month", re.I)
+
+
+def _weekend(today: date, offset: int) -> Range:
+    monday = _week(today)[0] + timedelta(days=7 * offset)
+    return monday + timedelta(days=5), monday + timedelta(days=6)
+
+
+def _weeks_ago(today: date, n: int | None) -> Range | None:
+    if n is None or n > 520:
+        return None
+    return _week(today - timedelta(days=7 * n))
+
+
+def _months_ago(today: date, n: int | None) -> Range | None:
+    if n is None or n > 120:
+        return None
+    return _month(today.year, today.month, -n)
+
+
+@dataclass(frozen=True)
+class TimeScan:
+    """What :func:`scan_time` found: the window and the spans of text it came from."""
+
+    range: tuple[str, str]
+    spans: tuple[tuple[int, int], ...]
+
+    def strip(self, text: str) -> str:
+        """``text`` without the time expressions (what is left to search for)."""
+        out, last = [], 0
+        for start, end in self.spans:
+            out.append(text[last:start])
+            last = end
+        out.append(text[last:])
+        return " ".join(p for p in out if p.strip())
+
+
+def _today(tz: tzinfo | str | None, today: date | datetime | str | None) -> date:
+    if today is None:
+        from .diary import resolve_tz
+
+        return datetime.now(resolve_tz(tz)).date()
+    if isinstance(today, datetime):
+        return today.date()
+    if isinstance(today, date):
+        return today
+    if isinstance(today, str):
+        try:
+            return date.fromisoformat(today.strip())
+        except ValueError:
+            raise ValueError(f"invalid today {today!r}: expected YYYY-MM-DD") from None
+    raise ValueError(f"today must be a date or YYYY-MM-DD, got {type(today).__name__}")
+
+
+def scan_time(text: str, *, tz: tzinfo | str | None = None,
+              today: date | datetime | str | None = None) -> TimeScan | None:
+    """The time window of ``text`` with the spans that make it; None when there is none."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    now = _today(tz, today)
+    if not _TRIGGER.search(text):
+        return None
+    claimed: list[tuple[int, int]] = []
+    ranges: list[Range] = []
+    for pattern, resolve in _RULES:
+        for m in pattern.finditer(text):
+            span = m.span()
+            if any(span[0] < e and s < span[1] for s, e in claimed):
+                continue
+            try:
+                found = resolve(m, now)
+            except (ValueError, OverflowError):  # beyond the calendar
+                found = None
+            claimed.append(span)  # an impossible date still claims its text: 2月30日 is not 30日
+            if found is not None:
+                ranges.append(found)
+    if not ranges:
+        return None
+    start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return TimeScan((start.isoformat(), end.isoformat()), tuple(sorted(claimed)))
+
+
+def parse_time_range(text: str, *, tz: tzinfo | str | None = None,
+                     today: date | datetime | str | None = None) -> tuple[str, str] | None:
+    """The closed window of local dates a text's time expressions name, or None.
+
+    ``today`` pins "now" (a date, a datetime or ``YYYY-MM-DD``); otherwise it
+    is the current date in ``tz`` (an IANA name or tzinfo; default local).
+    """
+    found = scan_time(text, tz=tz, today=today)
+    return found.range if found is not None else None

@@ -1,0 +1,96 @@
+"""Tokenisation for retrieval, and the token estimate used by the budget.
+
+Latin text becomes lowercased ``[a-z0-9]+`` words. CJK text (Han, kana,
+Hangul) becomes character bigrams — a lone CJK character is its own token,
+and punctuation or any other character ends a run, so no bigram crosses it —
+or jieba words when the ``[zh]`` extra is importable and allowed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+import threading
+
+__all__ = ["tokenize", "est_tokens", "jieba_available"]
+
+# Han (basic, extension A, compatibility, the supplementary planes),
+# hiragana, katakana and Hangul syllables.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+_TOKEN_RE = re.compile(f"[a-z0-9]+|[{_CJK}]+")
+# est_tokens: one per CJK character, one per run of other letters/digits.
+_EST_RE = re.compile(f"[{_CJK}]|(?:(?![{_CJK}])[^\\W_])+")
+
+_jieba = None
+_jieba_state = None  # None: not probed yet; True/False: importable or not
+_jieba_lock = threading.Lock()
+
+
+def jieba_available() -> bool:
+    """True when jieba can be imported (probed without importing it)."""
+    global _jieba_state
+    if _jieba_state is None:
+        try:
+            _jieba_state = importlib.util.find_spec("jieba") is not None
+        except (ImportError, ValueError):  # blocked or half-imported module
+            _jieba_state = False
+    return _jieba_state
+
+
+def _load_jieba():
+    """The jieba module, imported on first use; None when it cannot be."""
+    global _jieba, _jieba_state
+    if _jieba is None and jieba_available():
+        with _jieba_lock:
+            if _jieba is None:
+                try:
+                    import jieba
+                except Exception:  # a broken install degrades to bigrams, never fails
+                    _jieba_state = False
+                    return None
+                # jieba logs its dictionary loading at DEBUG to stderr by default.
+                jieba.setLogLevel(logging.WARNING)
+                _jieba = jieba
+    return _jieba
+
+
+def _bigrams(run: str, out: list[str]) -> None:
+    if len(run) == 1:
+        out.append(run)
+    else:
+        out.extend(run[i:i + 2] for i in range(len(run) - 1))
+
+
+def tokenize(text: str, *, use_jieba: bool | None = None) -> list[str]:
+    """The retrieval terms of ``text``, in order of appearance.
+
+    ``use_jieba=None`` uses jieba when it is importable, ``True`` asks for it
+    (bigrams if it is missing), ``False`` always uses bigrams — reproducible
+    across machines.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    jieba = _load_jieba() if use_jieba or (use_jieba is None and jieba_available()) else None
+    out: list[str] = []
+    for match in _TOKEN_RE.finditer(text.lower()):
+        token = match.group()
+        if token[0] < "\u0080":  # ASCII: a latin word
+            out.append(token)
+        elif jieba is not None:
+            out.extend(w for w in jieba.lcut(token) if not w.isspace())
+        else:
+            _bigrams(token, out)
+    return out
+
+
+def est_tokens(text: str) -> int:
+    """A rough LLM token count: one per word, one per CJK character.
+
+    Stable rather than exact — it decides budget cuts, not bills. Words of
+    scripts other than latin and CJK (Cyrillic, accented runs...) count one
+    per run too, so no text is estimated as free.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    return len(_EST_RE.findall(text))
