@@ -309,6 +309,8 @@ class VectorCache:
         wanted = [_entry(e) for e in entries]
         keys = [(f, n, content_hash(t)) for f, n, t in wanted]
         texts = {h: t for (_, _, h), (_, _, t) in zip(keys, wanted)}
+        if not keys and not self.keys_path.exists():
+            return CachedVectors([], np.zeros((0, 0), np.float32), _model_of(embedder), None)
         with self._lock.hold():
             current = self._load()
             _check_model(current, embedder)
