@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import date as _date
 
 from wikimem.errors import InvalidName
+from wikimem.naming import validate_date
 
-__all__ = ["CalendarDay", "MonthView", "month_view", "parse_month"]
+__all__ = ["CalendarDay", "MonthView", "month_view", "parse_month", "calendar_params"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class MonthView:
     prev: str | None                 # nearest earlier month with entries
     next: str | None                 # nearest later month with entries
     months: list[tuple[str, int]]    # every month with entries, and its day count
+    latest: str | None               # the last day of this month that has entries
 
 
 def parse_month(value: str) -> str:
@@ -62,5 +64,19 @@ def month_view(dates: list[str], month: str | None = None) -> MonthView:
     earlier = [k for k in keys if k < month]
     later = [k for k in keys if k > month]
     label = f"{calendar.month_name[mon]} {year}"
+    in_month = [d for d in dates if d.startswith(month)]
     return MonthView(month, label, weeks, earlier[-1] if earlier else None,
-                     later[0] if later else None, [(k, counts[k]) for k in keys])
+                     later[0] if later else None, [(k, counts[k]) for k in keys],
+                     in_month[-1] if in_month else None)
+
+
+def calendar_params(args) -> tuple[str | None, str | None]:
+    """``(month, day)`` from the diary page's query; a day implies its month."""
+    day = args.get("day") or None
+    month = args.get("month") or None
+    if day is not None:
+        validate_date(day)
+        month = month or day[:7]
+    if month is not None:
+        parse_month(month)
+    return month, day

@@ -1,0 +1,29 @@
+"""The admin UI: server-rendered pages for operators, under ``/admin/``.
+
+Views are thin: parse the request, make one call into the host (or an
+owner's store), render a template. Every page requires a signed-in
+operator (see :mod:`webapp.session`).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+from ..session import require_operator, security_headers
+
+__all__ = ["bp"]
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+bp.before_request(require_operator)
+bp.after_request(security_headers)
+
+# The view modules register their routes on ``bp``.
+from . import actions, history, owners, search  # noqa: E402,F401
+
+
+@bp.app_template_test("diary_day")
+def _is_diary_day(value) -> bool:
+    """Retrieval names a diary day's items by the date (``file="YYYY-MM-DD"``)."""
+    from wikimem.naming import DATE_RE
+
+    return isinstance(value, str) and DATE_RE.fullmatch(value) is not None

@@ -1,0 +1,69 @@
+"""The search page: real retrieval with its explain breakdown, optionally as of a past point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import render_template, request
+
+from wikimem.errors import NotFound, WikimemError
+from wikimem.naming import validate_date
+
+from . import bp
+from .access import BadParam, int_param, load_owner, wikitext_for
+
+
+@dataclass(frozen=True)
+class SearchForm:
+    """The search box as submitted; ``retrieve_kwargs`` is what goes to the library."""
+
+    q: str = ""
+    limit: int = 10
+    budget: int | None = None
+    expand_links: bool = True
+    start: str = ""
+    end: str = ""
+    as_of: str = ""
+
+    @property
+    def time_range(self) -> tuple[str, str] | None:
+        return (self.start, self.end) if self.start else None
+
+    def retrieve_kwargs(self) -> dict:
+        return {"limit": self.limit, "budget_tokens": self.budget, "expand_links": self.expand_links,
+                "explain": True, "time_range": self.time_range, "as_of": self.as_of or None}
+
+
+def parse_search(args) -> SearchForm:
+    """Read and check the search parameters; a bad one raises :class:`BadParam`."""
+    start, end = (args.get("start") or "").strip(), (args.get("end") or "").strip()
+    if bool(start) != bool(end):
+        raise BadParam("a time range needs both a start and an end date")
+    if start:
+        validate_date(start)
+        validate_date(end)
+    return SearchForm(
+        q=args.get("q", ""),
+        limit=int_param(args, "limit", 10, 1, 200),
+        budget=int_param(args, "budget", None, 1, 1_000_000),
+        # A submitted form without the box ticked means "no expansion";
+        # a bare link (?q=...) keeps the library's default.
+        expand_links=args.get("links") == "on" if "submitted" in args else True,
+        start=start, end=end, as_of=(args.get("as_of") or "").strip(),
+    )
+
+
+@bp.get("/owners/<owner_id>/search")
+def search(owner_id: str):
+    owner = load_owner(owner_id)
+    if "q" not in request.args:
+        return render_template("admin/search.html", owner=owner, form=SearchForm(), result=None, error=None)
+    try:
+        form = parse_search(request.args)
+        result = owner.retrieve(form.q, **form.retrieve_kwargs())
+    except (WikimemError, ValueError) as exc:
+        status = 404 if isinstance(exc, NotFound) else 400
+        form = SearchForm(q=request.args.get("q", ""), as_of=request.args.get("as_of", ""))
+        return render_template("admin/search.html", owner=owner, form=form, result=None, error=str(exc)), status
+    return render_template("admin/search.html", owner=owner, form=form, result=result, error=None,
+                           wikitext=wikitext_for(owner))
