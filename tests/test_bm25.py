@@ -229,3 +229,18 @@ def test_incremental_equals_fresh_under_random_updates(ops, query):
     assert len(index) == len(live)
     for key, terms in live.items():
         assert sorted(index.doc_terms(key)) == sorted(Counter(terms))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10), st.lists(st.sampled_from(list("abcdef")), max_size=6)), max_size=25),
+       st.integers(0, 25))
+def test_extend_equals_adding_one_by_one(docs, split):
+    one_by_one, bulk = BM25Index(use_numpy=False), BM25Index(use_numpy=False)
+    for n, terms in docs:
+        one_by_one.add(f"k{n}", terms)
+    for n, terms in docs[:split]:  # extend also works on an index that holds documents
+        bulk.add(f"k{n}", terms)
+    bulk.extend((f"k{n}", terms) for n, terms in docs[split:])  # repeated keys replace
+    for q in (["a"], ["b", "c"], ["a", "d", "f", "e"]):
+        assert bulk.top_k(q, None) == one_by_one.top_k(q, None)
+    assert len(bulk) == len(one_by_one)

@@ -42,8 +42,11 @@ import heapq
 import importlib.util
 import math
 from array import array
+import gc
 from bisect import bisect_left
 from collections import Counter
+from contextlib import contextmanager
+from sys import intern
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
 
@@ -63,6 +66,17 @@ _SAFETY = 1e-9
 RENUMBER_SLACK = 16384
 
 
+@contextmanager
+def _collector_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def idf(n_docs: int, df: int) -> float:
     """Lucene's BM25 IDF: ``ln(1 + (N − df + 0.5) / (df + 0.5))``, never negative."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
@@ -71,16 +85,18 @@ def idf(n_docs: int, df: int) -> float:
 class _Postings:
     """One term's postings: sorted slots, their term frequencies (0 = removed), caches."""
 
-    __slots__ = ("term", "slots", "tfs", "df", "cache")
+    __slots__ = ("slots", "tfs", "df", "cache", "np_cache", "np_base")
 
-    def __init__(self, term: str) -> None:
-        self.term = term  # the one copy of the string every document's term tuple shares
-        self.slots = array("i")
-        self.tfs = array("i")
+    def __init__(self, slots: array | None = None, tfs: array | None = None) -> None:
+        self.slots = slots if slots is not None else array("i")
+        self.tfs = tfs if tfs is not None else array("i")
         self.df = 0
-        # (stats version, impacts aligned with slots, max impact) for the
-        # pure-Python path, or (version, numpy slots, numpy impacts) for numpy.
+        # Pure Python: (stats version, {slot: impact}, max impact).
         self.cache: tuple | None = None
+        # numpy (see bm25_numpy): impacts per stats version, and the term's
+        # own arrays, valid until this term's postings change.
+        self.np_cache: tuple | None = None
+        self.np_base: tuple | None = None
 
     def find(self, slot: int) -> int:
         """Position of ``slot``, or -1."""
@@ -161,27 +177,78 @@ class BM25Index:
         """Index a document (replacing the one with the same key)."""
         if key is None:
             raise ValueError("a document key may not be None")
-        counts = Counter(terms)
+        # Interned: every document's term tuple shares one copy of each string.
+        counts = Counter(map(intern, terms))
         if key in self._slot_of:
             self.remove(key)
         slot = len(self._keys)
         vocab = self._postings
-        distinct = []
         for term, tf in counts.items():
             p = vocab.get(term)
             if p is None:
-                p = vocab[term] = _Postings(term)
+                p = vocab[term] = _Postings()
             p.slots.append(slot)
             p.tfs.append(tf)
             p.df += 1
-            distinct.append(p.term)
+            p.np_base = None
         dl = sum(counts.values())
         self._slot_of[key] = slot
         self._keys.append(key)
-        self._terms.append(tuple(distinct))
+        self._terms.append(tuple(counts))
         self._dl.append(dl)
         self._total += dl
         self._version += 1
+
+    def extend(self, docs: Iterable[tuple[Hashable, Iterable[str]]]) -> None:
+        """Add many documents at once: a fresh build, faster than ``add`` one by one.
+
+        A key that is already indexed is replaced, as with ``add``.
+        """
+        with _collector_paused():  # millions of small objects: generational GC passes only cost here
+            self._extend(docs)
+
+    def _extend(self, docs: Iterable[tuple[Hashable, Iterable[str]]]) -> None:
+        pending: dict[str, tuple[list[int], list[int]]] = {}
+        slot_of, keys, doc_terms, dls = self._slot_of, self._keys, self._terms, self._dl
+        total = 0
+        for key, terms in docs:
+            if key is None:
+                raise ValueError("a document key may not be None")
+            if key in slot_of:  # rare: settle what is pending, then replace normally
+                self._merge(pending)
+                pending = {}
+                self.add(key, terms)
+                continue
+            counts = Counter(map(intern, terms))
+            slot = len(keys)
+            for term, tf in counts.items():
+                entry = pending.get(term)
+                if entry is None:
+                    pending[term] = ([slot], [tf])
+                else:
+                    entry[0].append(slot)
+                    entry[1].append(tf)
+            dl = sum(counts.values())
+            slot_of[key] = slot
+            keys.append(key)
+            doc_terms.append(tuple(counts))
+            dls.append(dl)
+            total += dl
+        self._total += total
+        self._merge(pending)
+        self._version += 1
+
+    def _merge(self, pending: dict[str, tuple[list[int], list[int]]]) -> None:
+        vocab = self._postings
+        for term, (slots, tfs) in pending.items():
+            p = vocab.get(term)
+            if p is None:
+                p = vocab[term] = _Postings(array("i", slots), array("i", tfs))
+            else:
+                p.slots.extend(slots)  # new slots are larger than every existing one: still sorted
+                p.tfs.extend(tfs)
+                p.np_base = None
+            p.df += len(slots)
 
     def remove(self, key: Hashable) -> bool:
         """Drop a document; False if it was not indexed."""
@@ -192,6 +259,7 @@ class BM25Index:
             p = self._postings[term]
             p.tfs[p.find(slot)] = 0
             p.df -= 1
+            p.np_base = None
             if p.df == 0:
                 del self._postings[term]
             elif len(p.slots) - p.df > max(p.df, 8):
@@ -214,7 +282,7 @@ class BM25Index:
         live = [(s, tf) for s, tf in zip(p.slots, p.tfs) if tf]
         p.slots = array("i", [s for s, _ in live])
         p.tfs = array("i", [tf for _, tf in live])
-        p.cache = None
+        p.cache = p.np_cache = p.np_base = None
 
     def _renumber(self) -> None:
         """Compact the slot space after many removals (order of slots is kept)."""
@@ -230,7 +298,7 @@ class BM25Index:
             live = [(remap[s], tf) for s, tf in zip(p.slots, p.tfs) if tf]
             p.slots = array("i", [s for s, _ in live])
             p.tfs = array("i", [tf for _, tf in live])
-            p.cache = None
+            p.cache = p.np_cache = p.np_base = None
         self._keys, self._terms, self._dl = keys, terms, dl
         self._slot_of = {key: i for i, key in enumerate(keys)}
         self._version += 1
@@ -296,8 +364,17 @@ class BM25Index:
         contributions identically.
         """
         plan = []
-        for term, qtf in Counter(query).items():
-            p = self._postings.get(term)
+        counts = Counter(query) if len(query) > 1 else {t: 1 for t in query}
+        n, vocab = stats.n, self._postings
+        if not extra_docs:
+            for term, qtf in counts.items():
+                p = vocab.get(term)
+                if p is not None:
+                    plan.append(_Term(term, qtf * idf(n, p.df), p, ()))
+            plan.sort(key=lambda t: (-t.weight, t.term))
+            return plan
+        for term, qtf in counts.items():
+            p = vocab.get(term)
             extra_tf = tuple(c.get(term, 0) for _, c in extra_docs)
             df = (p.df if p is not None else 0) + sum(1 for tf in extra_tf if tf)
             if df:
@@ -362,11 +439,14 @@ class BM25Index:
             if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].postings.slots) > len(acc):
                 closed = self._close(acc, k, rest[nxt])
         keys = self._keys
+        if k is not None and len(acc) > k:  # only what can make the top k becomes a pair
+            threshold = heapq.nlargest(k, acc.values())[-1]
+            return [(keys[s], v) for s, v in acc.items() if v >= threshold]
         return [(keys[s], v) for s, v in acc.items()]
 
     def _cached_impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float] | None:
         c = p.cache
-        if stats.version is not None and c is not None and c[0] == stats.version and isinstance(c[1], dict):
+        if stats.version is not None and c is not None and c[0] == stats.version:
             return c[1], c[2]
         return None
 

@@ -16,27 +16,44 @@ DENSE_FRACTION = 4
 _SLOT = np.dtype(f"i{np.array([0], dtype=np.intc).itemsize}")  # array('i') is a C int
 
 
-def _impacts(index, p, stats) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """A term's slots, impacts and (for a common term) dense impacts, cached per statistics."""
-    c = p.cache
-    if stats.version is not None and c is not None and c[0] == stats.version and isinstance(c[1], np.ndarray):
-        return c[1], c[2], c[3]
+def _base(index, p) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """A term's own arrays: slots, tf and document lengths (dense rows for a common term).
+
+    They change only when this term's postings do (a document's length
+    never changes while it holds its slot), so they outlive other writes.
+    """
+    base = p.np_base
+    if base is not None:
+        return base
     # Copies, never views: a view would pin the arrays against appends.
     slots = np.array(p.slots, dtype=np.intp)
     tfs = np.array(p.tfs, dtype=np.float64)
     dl = np.frombuffer(index._dl, dtype=_SLOT)[slots].astype(np.float64)
-    k1, b, avgdl = index.k1, index.b, stats.avgdl
-    imps = tfs * (k1 + 1) / (tfs + k1 * ((1 - b) + b * dl / avgdl))
-    dense = None
     n = len(index._keys)
     if len(slots) * DENSE_FRACTION > n:
         # Adding a whole row is cheaper than scattering into most of it; the
         # zeros it adds elsewhere leave those sums unchanged (x + 0.0 == x).
-        dense = np.zeros(n)
-        dense[slots] = imps
+        # Slots added later are beyond the row and never hold this term.
+        dense_tf, dense_dl = np.zeros(n), np.zeros(n)
+        dense_tf[slots], dense_dl[slots] = tfs, dl
+        base = (None, dense_tf, dense_dl)
+    else:
+        base = (slots, tfs, dl)
+    p.np_base = base
+    return base
+
+
+def _impacts(index, p, stats) -> tuple[np.ndarray | None, np.ndarray]:
+    """Slots (None for a dense row) and impacts of a term, cached per statistics."""
+    c = p.np_cache
+    if stats.version is not None and c is not None and c[0] == stats.version:
+        return c[1], c[2]
+    slots, tf, dl = _base(index, p)
+    k1, b, avgdl = index.k1, index.b, stats.avgdl
+    imps = tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / avgdl))
     if stats.version is not None:
-        p.cache = (stats.version, slots, imps, dense)
-    return slots, imps, dense
+        p.np_cache = (stats.version, slots, imps)
+    return slots, imps
 
 
 def rank(index, terms, stats, k: int | None) -> list[tuple[object, float]]:
@@ -45,10 +62,14 @@ def rank(index, terms, stats, k: int | None) -> list[tuple[object, float]]:
     scores = None
     touched, sparse = [], True
     for t in terms:
-        slots, imps, dense = _impacts(index, t.postings, stats)
-        if dense is not None:
-            # First term: w·x equals the pure-Python 0.0 + w·x exactly.
-            scores = t.weight * dense if scores is None else scores + t.weight * dense
+        slots, imps = _impacts(index, t.postings, stats)
+        if slots is None:  # a dense row over the first len(imps) slots
+            m = len(imps)
+            if scores is None:
+                scores = np.zeros(n)
+                scores[:m] = t.weight * imps  # equals the pure-Python 0.0 + w·x exactly
+            else:
+                scores[:m] += t.weight * imps
             sparse = False
         else:
             if scores is None:

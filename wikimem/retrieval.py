@@ -213,7 +213,8 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._bm25 = BM25Index()
         self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
-        self._est: dict[tuple[str, str], int] = {}
+        # (file, name) -> (item, tokens_est, links), valid while the index holds that item
+        self._facts_cache: dict[tuple[str, str], tuple] = {}
         self._revision: Any = None
         self._built = False
         self._embed_lock = threading.Lock()
@@ -233,11 +234,12 @@ class MemoryIndex:
         """Rescan the whole store now (after edits made outside this process)."""
         with self._lock:
             revision = self.store.revision
-            bm25, files = BM25Index(), {}
-            for item in self.store.items():
+            bm25, files, use_jieba = BM25Index(), {}, self.use_jieba
+            items = self.store.items()
+            for item in items:
                 files.setdefault(item.file, {})[item.name] = item
-                bm25.add((item.file, item.name), tokenize(_text(item), use_jieba=self.use_jieba))
-            self._bm25, self._files, self._est = bm25, files, {}
+            bm25.extend(((i.file, i.name), tokenize(_text(i), use_jieba=use_jieba)) for i in items)
+            self._bm25, self._files, self._facts_cache = bm25, files, {}
             self._revision, self._built = revision, True
             self._generation += 1
 
@@ -264,15 +266,14 @@ class MemoryIndex:
         changed = False
         for name in old.keys() - new.keys():
             self._bm25.remove((file, name))
-            self._est.pop((file, name), None)
+            self._facts_cache.pop((file, name), None)
             changed = True
         for name, item in new.items():
             before = old.get(name)
             if before is None or before.content != item.content:
                 self._bm25.add((file, name), tokenize(_text(item), use_jieba=self.use_jieba))
-                self._est.pop((file, name), None)
                 changed = True
-            elif before != item:
+            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
                 changed = True  # provenance only: same terms, new item object
         if new:
             self._files[file] = new
@@ -452,14 +453,18 @@ class MemoryIndex:
 
     # -- result assembly -----------------------------------------------------
 
-    def _tokens_est(self, item: RecallItem, kind: str) -> int:
+    def _facts(self, item: RecallItem, kind: str) -> tuple[int, list]:
+        """An item's token estimate and links, remembered for indexed wiki items."""
+        if kind != "wiki":
+            return est_tokens(_text(item)), item.links
         key = (item.file, item.name)
-        if kind != "wiki" or self._files.get(item.file, {}).get(item.name) is not item:
-            return est_tokens(_text(item))
-        n = self._est.get(key)
-        if n is None:
-            n = self._est[key] = est_tokens(_text(item))
-        return n
+        cached = self._facts_cache.get(key)
+        if cached is not None and cached[0] is item:
+            return cached[1], cached[2]
+        facts = (est_tokens(_text(item)), item.links)
+        if self._files.get(item.file, {}).get(item.name) is item:
+            self._facts_cache[key] = (item, *facts)
+        return facts
 
     def _matched(self, item: RecallItem, kind: str, terms: set[str]) -> list[str]:
         if not terms:
@@ -477,7 +482,7 @@ class MemoryIndex:
             bm25_score=c.bm25 if terms or c.cos is not None else None,
             cos_score=c.cos,
             matched_terms=self._matched(c.item, c.kind, terms),
-            tokens_est=self._tokens_est(c.item, c.kind),
+            tokens_est=self._facts(c.item, c.kind)[0],
             kind=c.kind,
         ) for c in hits]
 
@@ -488,7 +493,7 @@ class MemoryIndex:
         out = []
         for hit in hits:
             out.append(hit)
-            for link in hit.item.links:
+            for link in self._facts(hit.item, hit.kind)[1]:
                 target = self._files.get(link.file, {}).get(" ".join(link.name.split()))
                 if target is None:
                     unresolved.setdefault(link.render(), None)
@@ -499,7 +504,7 @@ class MemoryIndex:
                 out.append(RetrievedItem(
                     item=target, source="link", via=hit.item.name, via_file=hit.item.file,
                     matched_terms=self._matched(target, "wiki", terms),
-                    tokens_est=self._tokens_est(target, "wiki"),
+                    tokens_est=self._facts(target, "wiki")[0],
                 ))
         result.unresolved_links = list(unresolved)
         return out

@@ -19,8 +19,11 @@ __all__ = ["tokenize", "est_tokens", "jieba_available"]
 # hiragana, katakana and Hangul syllables.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN_RE = re.compile(f"[a-z0-9]+|[{_CJK}]+")
+_LATIN_RE = re.compile("[a-z0-9]+")
 # est_tokens: one per CJK character, one per run of other letters/digits.
-_EST_RE = re.compile(f"[{_CJK}]|(?:(?![{_CJK}])[^\\W_])+")
+_CJK_CHAR_RE = re.compile(f"[{_CJK}]")
+_OTHER_WORD_RE = re.compile(f"[^\\W_{_CJK}]+")
+_ASCII_WORD_RE = re.compile("[A-Za-z0-9]+")
 
 _jieba = None
 _jieba_state = None  # None: not probed yet; True/False: importable or not
@@ -71,10 +74,12 @@ def tokenize(text: str, *, use_jieba: bool | None = None) -> list[str]:
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
+    lowered = text.lower()
+    if lowered.isascii():  # the common case: one C-level pass
+        return _LATIN_RE.findall(lowered)
     jieba = _load_jieba() if use_jieba or (use_jieba is None and jieba_available()) else None
     out: list[str] = []
-    for match in _TOKEN_RE.finditer(text.lower()):
-        token = match.group()
+    for token in _TOKEN_RE.findall(lowered):
         if token[0] < "\u0080":  # ASCII: a latin word
             out.append(token)
         elif jieba is not None:
@@ -93,4 +98,6 @@ def est_tokens(text: str) -> int:
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    return len(_EST_RE.findall(text))
+    if text.isascii():
+        return len(_ASCII_WORD_RE.findall(text))
+    return len(_CJK_CHAR_RE.findall(text)) + len(_OTHER_WORD_RE.findall(text))
