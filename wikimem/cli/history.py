@@ -1,0 +1,107 @@
+"""``log``, ``diff``, ``revert``, ``rollback``, ``restore``: the history of a versioned memory folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK
+
+
+def open_versioned(args):
+    root = Path(args.store)
+    if not (root / ".git").is_dir():
+        raise ValueError(f"{root} is not a versioned memory folder (no .git)")
+    from ..versioned import VersionedStore  # dulwich only when a history command runs
+
+    return VersionedStore(root)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("log", help="the history, newest first (of a file, an item or a run)")
+    p.add_argument("--file")
+    p.add_argument("--item")
+    p.add_argument("--run")
+    p.add_argument("-n", "--limit", type=int, default=20)
+    p.set_defaults(handler=cmd_log)
+
+    p = sub.add_parser("diff", help="what a commit changed, or the changes between two points, item by item")
+    p.add_argument("commit", help="a commit id/prefix, an ISO-8601 time, or HEAD")
+    p.add_argument("to", nargs="?", help="a second point: show FROM..TO instead of one commit")
+    p.add_argument("--patch", action="store_true", help="also print the raw unified patch")
+    p.set_defaults(handler=cmd_diff)
+
+    for name, what, helptext in (("revert", "commit", "undo one commit, item by item, as a new commit"),
+                                 ("rollback", "run", "undo every commit of a run as one new commit"),
+                                 ("restore", "point", "make wiki/ and diary/ what they were at a commit or time")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument(what)
+        p.add_argument("--dry-run", action="store_true", help="only show the plan")
+        if name != "restore":
+            p.add_argument("--force", action="store_true", help="apply even over conflicts")
+        p.add_argument("--actor", default="cli")
+        p.set_defaults(handler=cmd_undo, op=name, target=what)
+
+
+def _change_line(ch) -> str:
+    where = f"{ch.file}/{ch.name}" if ch.kind == "wiki" else f"diary {ch.date} {ch.time}"
+    mark = {"added": "+", "removed": "-", "changed": "~"}[ch.status]
+    return f"{mark} {where}"
+
+
+def _print_changes(changes) -> None:
+    for ch in changes:
+        print(_change_line(ch))
+        if ch.before is not None and ch.status != "added":
+            for line in ch.before.splitlines() or [""]:
+                print(f"    - {line}")
+        if ch.after is not None and ch.status != "removed":
+            for line in ch.after.splitlines() or [""]:
+                print(f"    + {line}")
+
+
+def cmd_log(args) -> int:
+    vs = open_versioned(args)
+    page = vs.history(file=args.file, item=args.item, run=args.run, limit=args.limit)
+    for e in page.entries:
+        tags = " ".join(f"{k}={v}" for k, v in (("run", e.run), ("actor", e.actor)) if v)
+        print(f"{e.id[:12]}  {e.time}  {e.summary}  [{tags}]")
+    return EXIT_OK if page.entries else EXIT_NOT_FOUND
+
+
+def cmd_diff(args) -> int:
+    vs = open_versioned(args)
+    result = vs.diff(args.commit, args.to) if args.to else vs.commit(args.commit)
+    if result.entry is not None:
+        print(f"commit {result.entry.id}\n{result.entry.time}  {result.entry.actor}  {result.entry.summary}\n")
+    _print_changes(result.changes)
+    if args.patch:
+        sys.stdout.write(result.patch)
+    return EXIT_OK
+
+
+def cmd_undo(args) -> int:
+    from ..errors import Conflict
+
+    vs = open_versioned(args)
+    target = getattr(args, args.target)
+    preview = getattr(vs, f"preview_{args.op}")
+    if args.dry_run:
+        plan = preview(target)
+        _print_changes(plan.changes)
+        for c in plan.conflicts:
+            print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
+        return EXIT_OK
+    kwargs = {"actor": args.actor}
+    if args.op != "restore":
+        kwargs["force"] = args.force
+    try:
+        done = getattr(vs, args.op)(target, **kwargs)
+    except Conflict as exc:
+        print(f"wikimem: {exc} (nothing written; --force to apply anyway)", file=sys.stderr)
+        for c in exc.conflicts:
+            print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}", file=sys.stderr)
+        return EXIT_ERROR
+    _print_changes(done.value.changes)
+    print(f"commit {done.commit}" if done.commit else "nothing to change")
+    return EXIT_OK

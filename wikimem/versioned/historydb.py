@@ -1,0 +1,327 @@
+"""The history index: a derived, deletable SQLite file inside ``.git/``.
+
+Git is the truth; this file only makes history queries fast (an item's
+history never walks the whole log). It is fed from the commits themselves —
+trailers plus a per-item diff against the first parent — whenever the
+branch is ahead of it: right after our own commits (under the owner lock),
+or lazily before a query (after a commit made with the ``git`` CLI, or when
+the file was deleted). Several processes may catch up at once; SQLite's
+write lock and ``INSERT OR IGNORE`` make that harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .itemdiff import path_changes
+from .messages import parse_trailers
+from .objects import GitRepo
+
+__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "DB_NAME"]
+
+DB_NAME = "wikimem-history.sqlite3"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS commits (
+    seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, parents TEXT NOT NULL, time INTEGER NOT NULL,
+    actor TEXT, run TEXT, action TEXT, file TEXT, item TEXT, date TEXT, tod TEXT, owner TEXT,
+    source_conv TEXT, summary TEXT, changes INTEGER NOT NULL, idem TEXT);
+CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, name TEXT, date TEXT, time TEXT);
+CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
+CREATE INDEX IF NOT EXISTS touches_date ON touches (date, seq);
+CREATE INDEX IF NOT EXISTS commits_run ON commits (run, seq);
+CREATE INDEX IF NOT EXISTS commits_time ON commits (time, seq);
+CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, commit_id TEXT NOT NULL, result TEXT);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def iso(ts: int) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class HistoryEntry:
+    """One commit, as the history shows it."""
+
+    id: str
+    parents: list[str]
+    time: str
+    actor: str | None
+    run: str | None
+    action: str | None
+    file: str | None
+    item: str | None
+    date: str | None
+    time_of_day: str | None
+    owner: str | None
+    source_conv: str | None
+    summary: str
+    changes: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HistoryPage:
+    entries: list[HistoryEntry] = field(default_factory=list)
+    next: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"entries": [e.to_dict() for e in self.entries], "next": self.next}
+
+
+_COLUMNS = "id, parents, time, actor, run, action, file, item, date, tod, owner, source_conv, summary, changes"
+
+
+def _entry(row) -> HistoryEntry:
+    return HistoryEntry(row[0], json.loads(row[1]), iso(row[2]), *row[3:13], row[13])
+
+
+class HistoryDB:
+    def __init__(self, git: GitRepo):
+        self.git = git
+        self.path = Path(git.root) / ".git" / DB_NAME
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._synced: bytes | None = None
+
+    # -- connection ----------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            try:
+                self._conn = self._connect()
+            except sqlite3.DatabaseError:
+                # A damaged index is only a cache: start it again.
+                for suffix in ("", "-wal", "-shm"):
+                    try:
+                        os.unlink(str(self.path) + suffix)
+                    except FileNotFoundError:
+                        pass
+                self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+        conn.execute("SELECT count(*) FROM commits").fetchone()
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- catching up with the branch -----------------------------------------
+
+    def sync(self, hints: dict[bytes, list[tuple]] | None = None) -> None:
+        """Index every commit reachable from the branch that is not indexed yet.
+
+        ``hints`` maps a commit we just made to its touches (taken from its
+        journal records), which saves re-parsing the files it changed.
+        """
+        head = self.git.head()
+        if head is None or head == self._synced:
+            return
+        with self._lock:
+            db = self._db()
+            if self._meta(db, "head") == head.decode():
+                self._synced = head
+                return
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._meta(db, "head") != head.decode():
+                    self._catch_up(db, head, hints or {})
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._synced = head
+
+    def _meta(self, db, key: str) -> str | None:
+        row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _known(self, db, cid: bytes) -> bool:
+        return db.execute("SELECT 1 FROM commits WHERE id=?", (cid.decode(),)).fetchone() is not None
+
+    def _catch_up(self, db, head: bytes, hints: dict) -> None:
+        # Post-order walk from the head down to indexed commits: parents first.
+        order: list[bytes] = []
+        seen: set[bytes] = set()
+        reached_known = False
+        stack: list[tuple[bytes, bool]] = [(head, False)]
+        while stack:
+            cid, expanded = stack.pop()
+            if expanded:
+                order.append(cid)
+                continue
+            if cid in seen:
+                continue
+            if self._known(db, cid):
+                reached_known = True
+                seen.add(cid)
+                continue
+            seen.add(cid)
+            stack.append((cid, True))
+            for parent in reversed(self.git.commit(cid).parents):
+                if parent not in seen:
+                    stack.append((parent, False))
+        has_rows = db.execute("SELECT 1 FROM commits LIMIT 1").fetchone() is not None
+        if has_rows and not reached_known:
+            # The branch was rewritten under us: the old rows describe another history.
+            db.execute("DELETE FROM commits")
+            db.execute("DELETE FROM touches")
+            db.execute("DELETE FROM idem")
+        for cid in order:
+            self._index_commit(db, cid, hints.get(cid))
+        since = int(self._meta(db, "since_pack") or 0) + len(order)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('since_pack', ?)", (str(since),))
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head.decode(),))
+
+    def _index_commit(self, db, cid: bytes, touches: list[tuple] | None = None) -> None:
+        commit = self.git.commit(cid)
+        summary, trailers, journal = parse_trailers(commit.message.decode("utf-8", "replace"))
+        if touches is None:
+            touches = self._touches(commit)
+        actor = trailers.get("Actor") or commit.author.decode("utf-8", "replace").split(" <")[0]
+        action = trailers.get("Action") or ("external-edit" if not trailers else None)
+        cur = db.execute(
+            "INSERT OR IGNORE INTO commits (id, parents, time, actor, run, action, file, item, date, tod, owner,"
+            " source_conv, summary, changes, idem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cid.decode(), json.dumps([p.decode() for p in commit.parents]), commit.commit_time, actor,
+             trailers.get("Run"), action, trailers.get("File"), trailers.get("Item"), trailers.get("Date"),
+             trailers.get("Time"), trailers.get("Owner"), trailers.get("Source-Conv"), summary, len(touches),
+             trailers.get("Idempotency-Key")))
+        if cur.rowcount == 0:
+            return
+        seq = cur.lastrowid
+        db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?)", [(seq, *t) for t in touches])
+        key = trailers.get("Idempotency-Key")
+        if key:
+            db.execute("INSERT OR IGNORE INTO idem VALUES (?,?,NULL)", (key, cid.decode()))
+
+    def _touches(self, commit) -> list[tuple]:
+        """``(kind, file, name, date, time)`` of every item or entry the commit changed."""
+        parent_tree = self.git.commit_tree(commit.parents[0]) if commit.parents else None
+        touches = []
+        for path in sorted(self.git.changed_paths(parent_tree, commit.tree)):
+            old, new = self.git.blob_at(parent_tree, path), self.git.blob_at(commit.tree, path)
+            for ch in path_changes(path, old, new):
+                touches.append((ch.kind, ch.file, ch.name, ch.date, ch.time))
+        return touches
+
+    # -- queries -------------------------------------------------------------
+
+    def page(self, *, file=None, item=None, run=None, date=None, limit=50, cursor=None) -> HistoryPage:
+        self.sync()
+        where, args = [], []
+        if cursor is not None:
+            try:
+                where.append("c.seq < ?")
+                args.append(int(cursor))
+            except ValueError:
+                raise ValueError(f"invalid history cursor {cursor!r}") from None
+        if run is not None:
+            where.append("c.run = ?")
+            args.append(run)
+        if file is not None or item is not None or date is not None:
+            sub, sub_args = ["t.seq = c.seq"], []
+            if file is not None:
+                sub.append("t.file = ?")
+                sub_args.append(file)
+            if item is not None:
+                sub.append("t.name = ?")
+                sub_args.append(item)
+            if date is not None:
+                sub.append("t.date = ?")
+                sub_args.append(date)
+            where.append(f"EXISTS (SELECT 1 FROM touches t WHERE {' AND '.join(sub)})")
+            args.extend(sub_args)
+        sql = f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, c.seq FROM commits c"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY c.seq DESC LIMIT ?"
+        args.append(int(limit) + 1)
+        with self._lock:
+            rows = self._db().execute(sql, args).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return HistoryPage([_entry(r) for r in rows], str(rows[-1][-1]) if more and rows else None)
+
+    def entry(self, cid: str) -> HistoryEntry | None:
+        self.sync()
+        with self._lock:
+            row = self._db().execute(f"SELECT {_COLUMNS} FROM commits WHERE id=?", (cid,)).fetchone()
+        return _entry(row) if row else None
+
+    def run_commits(self, run: str) -> list[str]:
+        """Commit ids carrying ``Wikimem-Run: run``, newest first."""
+        self.sync()
+        with self._lock:
+            rows = self._db().execute("SELECT id FROM commits WHERE run=? ORDER BY seq DESC", (run,)).fetchall()
+        return [r[0] for r in rows]
+
+    def runs(self, limit: int = 50) -> list[dict]:
+        self.sync()
+        sql = ("SELECT run, MAX(seq) AS last, COUNT(*), SUM(changes), MAX(time) FROM commits"
+               " WHERE run IS NOT NULL GROUP BY run ORDER BY last DESC LIMIT ?")
+        out = []
+        with self._lock:
+            db = self._db()
+            for run, last, n, changes, when in db.execute(sql, (int(limit),)).fetchall():
+                actor, conv = db.execute("SELECT actor, source_conv FROM commits WHERE seq=?", (last,)).fetchone()
+                out.append({"run": run, "actor": actor, "source_conv": conv, "time": iso(when),
+                            "commits": n, "changes": changes or 0})
+        return out
+
+    def by_prefix(self, prefix: str) -> list[str]:
+        self.sync()
+        with self._lock:
+            rows = self._db().execute("SELECT id FROM commits WHERE id >= ? AND id < ? LIMIT 2",
+                                      (prefix, prefix + "g")).fetchall()
+        return [r[0] for r in rows]
+
+    def at_or_before(self, ts: int) -> str | None:
+        self.sync()
+        with self._lock:
+            row = self._db().execute("SELECT id FROM commits WHERE time <= ? ORDER BY seq DESC LIMIT 1",
+                                     (ts,)).fetchone()
+        return row[0] if row else None
+
+    def idem(self, key: str) -> tuple[str, dict | None] | None:
+        """``(commit, stored result)`` of an applied request with this Idempotency-Key."""
+        self.sync()
+        with self._lock:
+            row = self._db().execute("SELECT commit_id, result FROM idem WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        return row[0], (json.loads(row[1]) if row[1] else None)
+
+    def set_result(self, key: str, commit: str, result) -> None:
+        with self._lock:
+            self._db().execute("INSERT OR REPLACE INTO idem VALUES (?,?,?)",
+                               (key, commit, json.dumps(result, ensure_ascii=False, default=str)))
+
+    def since_pack(self) -> int:
+        with self._lock:
+            return int(self._meta(self._db(), "since_pack") or 0)
+
+    def reset_since_pack(self) -> None:
+        with self._lock:
+            self._db().execute("INSERT OR REPLACE INTO meta VALUES ('since_pack', '0')")
+
+    def count(self) -> int:
+        self.sync()
+        with self._lock:
+            return self._db().execute("SELECT count(*) FROM commits").fetchone()[0]

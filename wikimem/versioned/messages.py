@@ -1,0 +1,118 @@
+"""Commit messages: a one-line summary, a readable body, and ``Wikimem-*`` trailers.
+
+A single mutation reads like ``add preferences/likes-the-sea`` followed by
+``Wikimem-Action``, ``Wikimem-File``, ``Wikimem-Item`` (or ``Wikimem-Date`` /
+``Wikimem-Time``), ``Wikimem-Owner``, ``Wikimem-Source-Conv``, ``Wikimem-Run``,
+``Wikimem-Actor``. Each mutation's journal line rides along as a
+``Wikimem-Journal`` trailer, so ``git log`` is the whole audit trail even
+though ``journal.jsonl`` itself is not versioned.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+__all__ = ["build_message", "parse_trailers", "describe", "clean_value"]
+
+_ORDER = ("Action", "File", "Item", "Date", "Time", "Owner", "Source-Conv", "Run", "Actor", "Reverts",
+          "Idempotency-Key")
+
+
+def clean_value(value) -> str | None:
+    """A trailer value on one line, or None."""
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    return text[:500] or None
+
+
+def describe(record: dict) -> str:
+    """``add preferences/likes-the-sea`` / ``diary 2026-07-21 14:30`` for one journal record."""
+    action = record.get("action", "change")
+    if action == "diary":
+        return f"diary {record.get('date')} {record.get('time')}"
+    if record.get("file") is not None and record.get("item") is not None:
+        return f"{action} {record['file']}/{record['item']}"
+    if record.get("file") is not None:
+        return f"{action} {record['file']}"
+    if record.get("date") is not None:
+        return f"{action} diary {record['date']} {record.get('time') or ''}".rstrip()
+    return str(action)
+
+
+def build_message(records: list[dict], info: dict, *, action: str | None = None) -> str:
+    """The message of one commit made of ``records`` (journal lines) with unit ``info``."""
+    trailers: dict[str, str | None] = {}
+    if len(records) == 1 and action is None:
+        rec = records[0]
+        summary = info.get("message") or describe(rec)
+        trailers.update({
+            "Action": rec.get("action"), "File": rec.get("file"), "Item": rec.get("item"),
+            "Date": rec.get("date"), "Time": rec.get("time"), "Owner": rec.get("owner"),
+            "Source-Conv": rec.get("source_conv"),
+        })
+    else:
+        kind = action or "batch"
+        summary = info.get("message") or (f"{kind}: {len(records)} change{'s' if len(records) != 1 else ''}")
+        owners = {r.get("owner") for r in records if r.get("owner")}
+        files = {r.get("file") for r in records if r.get("file")}
+        trailers["Action"] = kind
+        trailers["File"] = next(iter(files)) if len(files) == 1 else None
+        trailers["Owner"] = next(iter(owners)) if len(owners) == 1 else None
+        convs = {r.get("source_conv") for r in records if r.get("source_conv")}
+        trailers["Source-Conv"] = next(iter(convs)) if len(convs) == 1 else None
+    if info.get("source_conv"):
+        trailers["Source-Conv"] = info["source_conv"]
+    trailers["Run"] = info.get("run")
+    trailers["Actor"] = info.get("actor")
+    trailers["Reverts"] = info.get("reverts")
+    trailers["Idempotency-Key"] = info.get("idempotency_key")
+    summary = clean_value(summary) or "change"
+    lines = [summary[:200], ""]
+    if len(records) > 1:
+        lines.extend(f"- {describe(r)}" for r in records)
+        lines.append("")
+    for key in _ORDER:
+        value = clean_value(trailers.get(key))
+        if value is not None:
+            lines.append(f"Wikimem-{key}: {value}")
+    for rec in records:
+        lines.append("Wikimem-Journal: " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
+def parse_trailers(message: str) -> tuple[str, dict[str, str], list[dict]]:
+    """``(summary, {trailer: first value}, journal records)`` of a commit message."""
+    lines = message.splitlines()
+    summary = lines[0].strip() if lines else ""
+    trailers: dict[str, str] = {}
+    journal: list[dict] = []
+    for line in _last_paragraph(lines[1:]):
+        key, sep, value = line.partition(": ")
+        if not sep or not key.startswith("Wikimem-"):
+            continue
+        name = key[len("Wikimem-"):]
+        if name == "Journal":
+            try:
+                rec = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                journal.append(rec)
+        else:
+            trailers.setdefault(name, value.strip())
+    return summary, trailers, journal
+
+
+def _last_paragraph(lines: Iterable[str]) -> list[str]:
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            paragraphs[-1].append(line)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    for para in reversed(paragraphs):
+        if para:
+            return para
+    return []

@@ -1,0 +1,269 @@
+"""Git objects written directly: blob → tree → commit, and the branch moved by compare-and-swap.
+
+Nothing here stages through the git index or calls porcelain: a commit
+rebuilds only the trees on the changed paths and writes loose objects, so
+its cost does not grow with history. dulwich is imported here and in the
+rest of :mod:`wikimem.versioned` only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "TRACKED_DIRS"]
+
+BRANCH = b"refs/heads/main"
+TRACKED_DIRS = ("wiki", "diary")
+GITIGNORE = b"""# wikimem: the journal goes into commit messages, caches are derived
+journal.jsonl
+vectors*
+diary-vectors/
+.wikimem.lock
+*.wikimem-tmp
+"""
+_FILE_MODE = 0o100644
+_DIR_MODE = 0o040000
+_TREE_CACHE = 512
+COMMITTER = b"wikimem <wikimem@localhost>"
+
+
+def _person(name: str | None) -> bytes:
+    """``Name <email>`` for a free-text actor (no angle brackets or newlines survive)."""
+    clean = " ".join(str(name or "wikimem").replace("<", "").replace(">", "").split()) or "wikimem"
+    local = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in clean).strip("-") or "actor"
+    return f"{clean} <{local[:64]}@wikimem>".encode("utf-8")
+
+
+class GitRepo:
+    """The repository of one memory folder, as seen by the versioned store."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        try:
+            self.repo = Repo(str(self.root))
+        except NotGitRepository:
+            raise
+        self.store = self.repo.object_store
+        self._trees: OrderedDict[bytes, Tree] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def init(cls, root: Path) -> "GitRepo":
+        """Create the repository (branch ``main``, auto-gc off) with a first commit of ``.gitignore``."""
+        root = Path(root)
+        repo = Repo.init(str(root), default_branch=b"main")
+        config = repo.get_config()
+        config.set((b"gc",), b"auto", b"0")
+        config.set((b"core",), b"quotepath", b"false")
+        config.write_to_path()
+        repo.close()
+        self = cls(root)
+        ignore = root / ".gitignore"
+        if not ignore.exists():
+            from ..fsio import atomic_write
+
+            atomic_write(ignore, GITIGNORE)
+        data = ignore.read_bytes()
+        tree = self.write_tree(None, {".gitignore": data})
+        commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
+        self.move_ref(None, commit)
+        self.update_index({".gitignore": Blob.from_string(data).id})
+        return self
+
+    # -- reading ------------------------------------------------------------
+
+    def head(self) -> bytes | None:
+        """The branch tip, read from disk every time (other processes move it)."""
+        try:
+            return self.repo.refs[BRANCH]
+        except KeyError:
+            return None
+
+    def commit(self, commit_id: bytes) -> Commit:
+        obj = self.store[commit_id]
+        if not isinstance(obj, Commit):
+            raise KeyError(commit_id)
+        return obj
+
+    def tree(self, tree_id: bytes) -> Tree:
+        with self._lock:
+            cached = self._trees.get(tree_id)
+            if cached is not None:
+                self._trees.move_to_end(tree_id)
+                return cached
+        obj = self.store[tree_id]
+        if not isinstance(obj, Tree):
+            raise KeyError(tree_id)
+        with self._lock:
+            self._trees[tree_id] = obj
+            while len(self._trees) > _TREE_CACHE:
+                self._trees.popitem(last=False)
+        return obj
+
+    def commit_tree(self, commit_id: bytes | None) -> bytes | None:
+        return None if commit_id is None else self.commit(commit_id).tree
+
+    def entry(self, tree_id: bytes | None, path: str) -> tuple[int, bytes] | None:
+        """``(mode, sha)`` of ``path`` in the tree, or None."""
+        if tree_id is None:
+            return None
+        parts = path.split("/")
+        current = tree_id
+        for i, part in enumerate(parts):
+            tree = self.tree(current)
+            try:
+                mode, sha = tree[part.encode("utf-8")]
+            except KeyError:
+                return None
+            if i == len(parts) - 1:
+                return mode, sha
+            if mode != _DIR_MODE:
+                return None
+            current = sha
+        return None
+
+    def blob_at(self, tree_id: bytes | None, path: str) -> bytes | None:
+        found = self.entry(tree_id, path)
+        if found is None or found[0] == _DIR_MODE:
+            return None
+        return self.store[found[1]].as_raw_string()
+
+    def blob(self, sha: bytes) -> bytes:
+        return self.store[sha].as_raw_string()
+
+    def files_under(self, tree_id: bytes | None, folder: str) -> dict[str, bytes]:
+        """``{relpath: blob sha}`` of the regular files directly in ``folder``."""
+        found = self.entry(tree_id, folder)
+        if found is None or found[0] != _DIR_MODE:
+            return {}
+        out = {}
+        for item in self.tree(found[1]).iteritems():
+            if item.mode != _DIR_MODE:
+                out[f"{folder}/{item.path.decode('utf-8', 'replace')}"] = item.sha
+        return out
+
+    def tracked(self, tree_id: bytes | None) -> dict[str, bytes]:
+        """Every file of ``wiki/`` and ``diary/`` in the tree."""
+        out: dict[str, bytes] = {}
+        for folder in TRACKED_DIRS:
+            out.update(self.files_under(tree_id, folder))
+        return out
+
+    def changed_paths(self, old_tree: bytes | None, new_tree: bytes | None) -> set[str]:
+        """Tracked paths whose blob differs between two trees (only differing subtrees are read)."""
+        out: set[str] = set()
+        for folder in TRACKED_DIRS:
+            a = self.entry(old_tree, folder) if old_tree else None
+            b = self.entry(new_tree, folder) if new_tree else None
+            if a == b:
+                continue
+            fa, fb = self.files_under(old_tree, folder), self.files_under(new_tree, folder)
+            out.update(p for p in fa.keys() | fb.keys() if fa.get(p) != fb.get(p))
+        return out
+
+    # -- writing ------------------------------------------------------------
+
+    def write_tree(self, base_tree: bytes | None, changes: dict[str, bytes | None]) -> bytes:
+        """A new root tree: ``base_tree`` with ``{path: content or None}`` applied.
+
+        Only the trees along the changed paths are rebuilt; empty folders vanish.
+        """
+        grouped: dict[str, dict[str, bytes | None]] = {}
+        here: dict[str, bytes | None] = {}
+        for path, content in changes.items():
+            head, sep, rest = path.partition("/")
+            if sep:
+                grouped.setdefault(head, {})[rest] = content
+            else:
+                here[head] = content
+        tree = Tree()
+        if base_tree is not None:
+            for item in self.tree(base_tree).iteritems():
+                tree.add(item.path, item.mode, item.sha)
+        for name, content in here.items():
+            key = name.encode("utf-8")
+            if content is None:
+                if key in tree:
+                    del tree[key]
+            else:
+                blob = Blob.from_string(content)
+                self.store.add_object(blob)
+                tree.add(key, _FILE_MODE, blob.id)
+        for name, sub in grouped.items():
+            key = name.encode("utf-8")
+            base_sub = None
+            if key in tree:
+                mode, sha = tree[key]
+                base_sub = sha if mode == _DIR_MODE else None
+            new_sub = self.write_tree(base_sub, sub)
+            if not self.tree(new_sub).items():
+                if key in tree:
+                    del tree[key]
+            else:
+                tree.add(key, _DIR_MODE, new_sub)
+        self.store.add_object(tree)
+        with self._lock:
+            self._trees[tree.id] = tree
+        return tree.id
+
+    def make_commit(self, tree_id: bytes, parents: list[bytes], message: str, actor: str | None,
+                    when: int | None = None) -> bytes:
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = list(parents)
+        commit.author = _person(actor)
+        commit.committer = COMMITTER
+        now = int(time.time()) if when is None else when
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.encoding = b"UTF-8"
+        commit.message = message.encode("utf-8")
+        self.store.add_object(commit)
+        return commit.id
+
+    def move_ref(self, old: bytes | None, new: bytes) -> bool:
+        """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock)."""
+        self.clear_stale_locks()
+        return self.repo.refs.set_if_equals(BRANCH, old, new)
+
+    def clear_stale_locks(self) -> None:
+        """Remove git lock files left by a killed writer. Call only under the owner lock."""
+        git_dir = self.root / ".git"
+        for rel in ("refs/heads/main.lock", "index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"):
+            try:
+                os.unlink(git_dir / rel)
+            except FileNotFoundError:
+                pass
+
+    def update_index(self, written: dict[str, bytes | None]) -> None:
+        """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean."""
+        from dulwich.index import index_entry_from_stat
+
+        from dulwich.index import Index
+
+        index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
+        for path, sha in written.items():
+            key = path.encode("utf-8")
+            if sha is None:
+                if key in index:
+                    del index[key]
+                continue
+            try:
+                st = os.lstat(self.root / path)
+            except FileNotFoundError:
+                if key in index:
+                    del index[key]
+                continue
+            index[key] = index_entry_from_stat(st, sha)
+        index.write()
+
+    def close(self) -> None:
+        self.repo.close()

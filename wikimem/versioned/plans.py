@@ -1,0 +1,141 @@
+"""Revert, roll back, restore — computed item by item on an in-memory copy of the files.
+
+A plan never writes: it reads the current files, works out the new content
+of each touched file and lists the conflicts. The versioned store previews
+plans as they are, and applies one (under the owner lock, on files re-read
+there) as a single commit.
+
+Revert rules (SPEC §5): an item the commit changed goes back to what it was
+before the commit only if it still holds what the commit wrote; if it
+already holds the old content nothing is to be done; anything else is a
+conflict. A diary entry the commit appended is removed (exactly that entry);
+one it removed (an earlier revert) comes back.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from ..models import RecallItem
+from .itemdiff import ItemChange, diary_entries, path_changes, render_diary, render_wiki, split_path, wiki_items
+from .objects import GitRepo
+
+__all__ = ["Plan", "State", "plan_revert", "plan_restore", "finish"]
+
+
+@dataclass
+class Plan:
+    """What an operation will change (``changes``), what stops it (``conflicts``), and its target."""
+
+    target: str
+    changes: list[ItemChange] = field(default_factory=list)
+    conflicts: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class State:
+    """Current file contents, read lazily, and the planned new contents."""
+
+    def __init__(self, read: Callable[[str], bytes | None]):
+        self._read = read
+        self.original: dict[str, bytes | None] = {}
+        self.current: dict[str, bytes | None] = {}
+
+    def get(self, path: str) -> bytes | None:
+        if path not in self.current:
+            self.original[path] = self.current[path] = self._read(path)
+        return self.current[path]
+
+    def set(self, path: str, data: bytes | None) -> None:
+        self.get(path)
+        self.current[path] = data
+
+    def changed(self) -> dict[str, tuple[bytes | None, bytes | None]]:
+        return {p: (self.original[p], new) for p, new in sorted(self.current.items()) if new != self.original[p]}
+
+
+def _same(a: RecallItem | None, b: RecallItem | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.content, a.owner, a.source_conv, a.ts) == (b.content, b.owner, b.source_conv, b.ts)
+
+
+def plan_revert(git: GitRepo, state: State, commit: bytes, conflicts: list[dict], force: bool) -> None:
+    """Undo one commit on ``state``; conflicts are appended (and overridden when ``force``)."""
+    obj = git.commit(commit)
+    parent_tree = git.commit_tree(obj.parents[0]) if obj.parents else None
+    short = commit.decode()[:12]
+    for path in sorted(git.changed_paths(parent_tree, obj.tree)):
+        kind = split_path(path)
+        if kind is None:
+            continue
+        folder, name = kind
+        old, new = git.blob_at(parent_tree, path), git.blob_at(obj.tree, path)
+        if folder == "wiki":
+            _revert_wiki(state, path, name, old, new, conflicts, force, short)
+        else:
+            _revert_diary(state, path, name, old, new)
+
+
+def _revert_wiki(state, path, file, old, new, conflicts, force, short) -> None:
+    before_items, after_items = wiki_items(old, file), wiki_items(new, file)
+    now = wiki_items(state.get(path), file)
+    result = dict(now)
+    for name in list(before_items) + [n for n in after_items if n not in before_items]:
+        before, after, current = before_items.get(name), after_items.get(name), now.get(name)
+        if _same(before, after):
+            continue
+        if _same(current, before):
+            continue  # already back to what it was
+        if not _same(current, after):
+            conflicts.append({"kind": "wiki", "file": file, "name": name, "commit": short,
+                              "reason": "removed again later" if current is None else "changed again later",
+                              "current": None if current is None else current.content,
+                              "wanted": None if before is None else before.content})
+            if not force:
+                continue
+        if before is None:
+            result.pop(name, None)
+        else:
+            result[name] = before
+    if list(result.items()) != list(now.items()):
+        state.set(path, render_wiki(file, list(result.values())))
+
+
+def _revert_diary(state, path, date, old, new) -> None:
+    a, b = diary_entries(old), diary_entries(new)
+    added, removed = Counter(b) - Counter(a), Counter(a) - Counter(b)
+    current = diary_entries(state.get(path))
+    result = list(current)
+    for entry, n in added.items():
+        for _ in range(n):
+            # remove the last occurrence: the appended one (an identical older twin stays)
+            for i in range(len(result) - 1, -1, -1):
+                if result[i] == entry:
+                    del result[i]
+                    break
+    for entry, n in removed.items():
+        result.extend([entry] * n)
+    if result != current:
+        state.set(path, render_diary(date, result))
+
+
+def plan_restore(git: GitRepo, state: State, head: bytes, target: bytes) -> None:
+    """Make every tracked file equal to its content at ``target``."""
+    head_tree, target_tree = git.commit_tree(head), git.commit_tree(target)
+    for path in sorted(git.changed_paths(head_tree, target_tree)):
+        if split_path(path) is not None:
+            state.set(path, git.blob_at(target_tree, path))
+
+
+def finish(state: State, target: str, conflicts: list[dict]) -> tuple[Plan, dict]:
+    """The plan (per-item changes against the current files) and the file writes it needs."""
+    writes = state.changed()
+    changes: list[ItemChange] = []
+    for path, (old, new) in writes.items():
+        changes.extend(path_changes(path, old, new))
+    return Plan(target, changes, conflicts), writes
