@@ -195,7 +195,7 @@ class GitRepo:
                     del tree[key]
             else:
                 blob = Blob.from_string(content)
-                self.store.add_object(blob)
+                self._add(blob)
                 tree.add(key, _FILE_MODE, blob.id)
         for name, sub in grouped.items():
             key = name.encode("utf-8")
@@ -209,7 +209,7 @@ class GitRepo:
                     del tree[key]
             else:
                 tree.add(key, _DIR_MODE, new_sub)
-        self.store.add_object(tree)
+        self._add(tree)
         with self._lock:
             self._trees[tree.id] = tree
         return tree.id
@@ -226,8 +226,18 @@ class GitRepo:
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = message.encode("utf-8")
-        self.store.add_object(commit)
+        self._add(commit)
         return commit.id
+
+    def _add(self, obj) -> None:
+        """Write a loose object; a ``.lock`` a killed writer left on it is removed (we hold the owner lock)."""
+        from dulwich.file import FileLocked
+
+        try:
+            self.store.add_object(obj)
+        except FileLocked as exc:
+            os.unlink(exc.lockfilename)
+            self.store.add_object(obj)
 
     def move_ref(self, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock)."""

@@ -507,7 +507,7 @@ class VersionedStore:
         self.db.reset_since_pack()
 
     def verify(self) -> list[str]:
-        """Problems found: a missing branch, unreadable objects on the branch's tip, stray lock files."""
+        """Problems found: a missing branch or unreadable objects at the branch's tip (hand edits are not problems)."""
         problems = []
         head = self.git.head()
         if head is None:
@@ -518,6 +518,4 @@ class VersionedStore:
                 self.git.blob(sha)
         except KeyError as exc:
             problems.append(f"missing object {exc}")
-        if self.external_changes():
-            problems.append("uncommitted hand edits: " + ", ".join(self.external_changes()))
         return problems
