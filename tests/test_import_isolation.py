@@ -27,3 +27,22 @@ def test_public_names_resolve():
     for name in core:
         assert getattr(wikimem, name) is not None
     assert set(core) <= set(wikimem.__all__)
+
+
+def test_every_exported_name_resolves():
+    import wikimem
+
+    missing = [name for name in wikimem.__all__ if getattr(wikimem, name, None) is None]
+    assert missing == []
+
+
+def test_retrieval_and_the_cli_stay_light():
+    code = (
+        "import sys, wikimem\n"
+        "from wikimem import MemoryIndex, MemoryStore\n"
+        "MemoryIndex(MemoryStore('/nonexistent-never-written'), use_jieba=False).retrieve('x')\n"
+        "import wikimem.cli; wikimem.cli.build_parser()\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
