@@ -209,6 +209,10 @@ def test_resolve_points(vs):
     a = vs.add("f", "a", "1").commit
     assert vs.resolve("HEAD") == a == vs.resolve(a) == vs.resolve(a[:8]) == vs.resolve(a.upper())
     assert vs.resolve("2999-01-01T00:00:00Z") == a
+    b = vs.add("f", "b", "2").commit
+    assert vs.resolve("HEAD~") == a == vs.resolve("HEAD~1") and vs.resolve("head") == b
+    with pytest.raises(NotFound):
+        vs.resolve("HEAD~99")
     with pytest.raises(NotFound):
         vs.resolve("1999-01-01T00:00:00Z")
     with pytest.raises(NotFound):

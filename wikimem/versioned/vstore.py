@@ -337,10 +337,19 @@ class VersionedStore:
         return self.db.runs(limit)
 
     def resolve(self, point: str | None) -> str:
-        """A full commit id for ``HEAD``, an id or unique prefix, or an ISO-8601 time."""
+        """A full commit id for ``HEAD`` / ``HEAD~N``, an id or unique prefix, or an ISO-8601 time."""
         if point is None or point.strip().upper() == "HEAD":
             return self.head()
         text = point.strip()
+        back = re.fullmatch(r"HEAD~(\d*)", text, re.IGNORECASE)
+        if back:
+            cid = self.git.head()
+            for _ in range(int(back.group(1) or 1)):
+                parents = self.git.commit(cid).parents
+                if not parents:
+                    raise NotFound(f"{text} goes back beyond the first commit")
+                cid = parents[0]
+            return cid.decode()
         if _HEX_RE.fullmatch(text):
             text = text.lower()
             if len(text) == 40:
