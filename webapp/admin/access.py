@@ -9,7 +9,7 @@ from wikimem.models import WikiLink
 
 from .wikitext import WikiText
 
-__all__ = ["load_owner", "scoped_prefix", "wikitext_for", "BadParam", "int_param", "PAGE_SIZE"]
+__all__ = ["load_owner", "scoped_prefix", "wikitext_for", "etags_of", "BadParam", "int_param", "PAGE_SIZE"]
 
 PAGE_SIZE = 50
 
@@ -69,3 +69,10 @@ def int_param(args, name: str, default: int | None, lo: int, hi: int) -> int | N
     if not lo <= value <= hi:
         raise BadParam(f"{name} must be between {lo} and {hi}, got {value}")
     return value
+
+
+def etags_of(items) -> dict[str, str]:
+    """Each item's etag by name: what an ``If-Match`` write must carry (shown, never computed by a template)."""
+    from wikimem.versioned import item_etag
+
+    return {item.name: item_etag(item) for item in items}

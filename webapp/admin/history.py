@@ -29,7 +29,8 @@ def run(owner_id: str, run: str):
     page = owner.vstore.history(run=run, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None)
     if not page.entries:
         raise NotFound(f"no run {run!r} in the history of {owner_id!r}")
-    return render_template("admin/run.html", owner=owner, run=run, entries=page.entries,
+    diffs = [owner.vstore.commit(e.id) for e in page.entries]  # each commit's per-item diff
+    return render_template("admin/run.html", owner=owner, run=run, diffs=diffs,
                            next_cursor=page.next, inline_diff=inline_diff)
 
 

@@ -9,7 +9,7 @@ from flask import g, render_template, request, send_file
 from wikimem.errors import NotFound
 
 from . import bp
-from .access import PAGE_SIZE, _host, load_owner, scoped_prefix, wikitext_for
+from .access import PAGE_SIZE, _host, etags_of, load_owner, scoped_prefix, wikitext_for
 from .months import calendar_params, month_view
 
 
@@ -31,7 +31,7 @@ def owner(owner_id: str):
         raise NotFound(f"no RecallFile {file!r} for {owner_id!r}")
     items = owner.store.items(file) if file else []
     return render_template("admin/owner.html", owner=owner, stats=owner.stats(), files=files,
-                           file=file, items=items, wikitext=wikitext_for(owner))
+                           file=file, items=items, etags=etags_of(items), wikitext=wikitext_for(owner))
 
 
 @bp.get("/owners/<owner_id>/items/<file>/<path:name>")
@@ -42,7 +42,7 @@ def item(owner_id: str, file: str, name: str):
         raise NotFound(f"no item {name!r} in {file!r}")
     page = owner.vstore.history(file=file, item=found.name, limit=20)
     return render_template("admin/item.html", owner=owner, item=found, history=page.entries,
-                           wikitext=wikitext_for(owner))
+                           etag=etags_of([found])[found.name], wikitext=wikitext_for(owner))
 
 
 @bp.get("/owners/<owner_id>/diary")
