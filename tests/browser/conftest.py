@@ -1,0 +1,114 @@
+"""One real server and one real Chromium for the browser tests.
+
+Each test gets its own world: a tmp data root seeded through the library
+(:mod:`browser_seed`), the real app (``create_app()`` configured by ``WIKIMEM_*``
+environment variables, as in production) served by werkzeug's threaded
+server on 127.0.0.1. Chromium is Debian's (``/usr/bin/chromium``), driven
+by Playwright; no browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
+ADMIN_TOKEN = "browser-test-admin-token-0123456789"
+LAPTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the seed module next to this file
+
+
+def pytest_collection_modifyitems(items):
+    if os.path.exists(CHROMIUM):
+        return
+    skip = pytest.mark.skip(reason=f"Debian chromium not installed at {CHROMIUM} (apt-get install chromium)")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    return SCREENSHOTS
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"Debian chromium not installed at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@dataclass
+class World:
+    """A running host: its URL, its data root, and the library's view of the same data."""
+
+    url: str
+    root: Path
+    host: object   # a wikimem.host.Host of its own over the same data root (a second "process")
+    seeded: object
+
+    def owner(self, owner_id: str | None = None):
+        return self.host.owner(owner_id or self.seeded.owner)
+
+    def path(self, owner_id: str | None = None) -> Path:
+        return self.host.owner_path(owner_id or self.seeded.owner)
+
+
+@pytest.fixture()
+def world(tmp_path, monkeypatch):
+    from werkzeug.serving import make_server
+
+    from browser_seed import seed
+    from webapp import create_app
+    from wikimem.host import Host
+
+    root = tmp_path / "data"
+    seeded = seed(Host(root))
+    monkeypatch.setenv("WIKIMEM_DATA", str(root))
+    monkeypatch.setenv("WIKIMEM_ADMIN_TOKEN", ADMIN_TOKEN)
+    monkeypatch.setenv("WIKIMEM_SECRET_KEY", secrets.token_hex(32))
+    app = create_app()
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield World(f"http://127.0.0.1:{server.server_port}", root, Host(root), seeded)
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport=LAPTOP)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+@pytest.fixture()
+def signed_in(page, world):
+    """The page, signed in through the login form as an operator would."""
+    page.goto(world.url + "/admin/")
+    page.fill("input[name=token]", ADMIN_TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_url(world.url + "/admin/")
+    return page
