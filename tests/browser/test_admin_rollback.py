@@ -173,10 +173,13 @@ def test_rollback_conflict_is_shown_and_nothing_is_written_unless_forced(world, 
     page = signed_in
     head = world.owner().vstore.head()
     page.goto(owner_url(world, f"/runs/{STALE_RUN}/rollback"))
-    conflicts = page.locator("section.conflicts li.conflict")
+    conflicts = page.locator("section.conflicts section.conflict")
     expect(conflicts).to_have_count(1)
-    expect(conflicts.first).to_contain_text("work")
-    expect(conflicts.first).to_contain_text("job")
+    expect(conflicts.first).to_contain_text("work / job")
+    expect(conflicts.first).to_contain_text("changed again later")
+    # What forcing would do: the item as it is now, and that it goes away (the run created it).
+    expect(conflicts.first.locator(".before")).to_contain_text("Works as a teacher now.")
+    expect(conflicts.first.locator(".after")).to_contain_text("(removed)")
     page.screenshot(path=screenshots / "confirm-conflict.png", full_page=True)
     page.click("#confirm")  # without "force"
     expect(page.locator("[role=alert]")).to_contain_text("changed after run")
