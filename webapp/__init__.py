@@ -1,0 +1,106 @@
+"""The Flask app: the JSON API (``/api/v1``), the admin UI (``/admin/``), ``/healthz``.
+
+``create_app(test_config=None)`` is the only way to get an app (``wsgi.py``
+calls it once for gunicorn). Configuration: :mod:`webapp.config`. Views get
+the process's :class:`wikimem.host.Host` from :func:`get_host`.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from flask import Flask, current_app, jsonify, redirect
+
+__all__ = ["create_app", "get_host"]
+
+_HOST = "wikimem.host"
+_PACKAGE = Path(__file__).resolve().parent
+# Optional parts: the app runs without them (the admin UI is built separately).
+_OPTIONAL = ("webapp.session", "webapp.admin")
+
+
+def _asset_folder(name: str) -> str:
+    """``templates``/``static`` next to the package in a wheel, or at the repository top."""
+    for candidate in (_PACKAGE / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return str(candidate)
+    return str(_PACKAGE / name)
+
+
+def _make_host(config: Mapping[str, Any]):
+    from wikimem.host import Host
+
+    llm = embedder = None
+    if config.get("LLM_URL"):
+        from wikimem.llm import ChatClient
+
+        llm = ChatClient(config["LLM_URL"], config["LLM_MODEL"], api_key=config.get("LLM_API_KEY"),
+                         timeout=float(config["LLM_TIMEOUT"]))
+    if config.get("EMBED_URL"):
+        from wikimem.vectors import HttpEmbedder
+
+        embedder = HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
+                                timeout=float(config["EMBED_TIMEOUT"]))
+    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm)
+
+
+def get_host():
+    """The :class:`~wikimem.host.Host` of this app (created on first use, once per process)."""
+    app = current_app
+    host = app.extensions.get(_HOST)
+    if host is None:
+        with app.extensions["wikimem.host_lock"]:
+            host = app.extensions.get(_HOST)
+            if host is None:
+                host = app.extensions[_HOST] = _make_host(app.config)
+    return host
+
+
+def _import_optional(name: str):
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:  # the part is not there; a broken import inside it still fails loudly
+            return None
+        raise
+
+
+def _register_ui(app: Flask, api_bp) -> None:
+    session_mod = _import_optional("webapp.session")
+    admin_mod = _import_optional("webapp.admin")
+    if session_mod is not None:
+        session_mod.init_app(app, exempt=[api_bp])
+        app.register_blueprint(session_mod.bp)
+    if admin_mod is not None:
+        app.register_blueprint(admin_mod.bp)
+    if session_mod is None:
+        app.add_url_rule("/", "root", lambda: redirect("/admin/"))
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
+    from . import api, auth, errors
+    from .config import load_config
+
+    config = load_config(test_config)
+    app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
+    app.config.update(config)
+    app.json.sort_keys = False
+    app.extensions["wikimem.host_lock"] = threading.Lock()
+    if config.get("HOST") is not None:  # tests may hand in a ready Host
+        app.extensions[_HOST] = config["HOST"]
+    if int(config.get("PROXIES") or 0):
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        n = int(config["PROXIES"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)
+    auth.init_app(app)
+    errors.init_app(app)
+    app.register_blueprint(api.bp)
+    _register_ui(app, api.bp)
+    app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    return app

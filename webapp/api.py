@@ -1,0 +1,309 @@
+"""The JSON API for bot workers: ``/api/v1`` (SPEC §7; the route table is the contract).
+
+Every view is the same three steps: read the request (:mod:`webapp.params`,
+auth), make one call into the host or the owner's versioned store, answer
+JSON. Errors are raised, never caught here: :mod:`webapp.errors` maps them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from flask import Blueprint, Response, jsonify, request
+
+import wikimem
+from wikimem.host import validate_owner_id
+
+from . import get_host
+from .auth import current_principal, require
+from .params import (
+    WRITE_FIELDS, idempotency_key, if_match, json_body, opt_bool, opt_int, opt_str, opt_str_list, point,
+    query_int, query_str, req_str, write_fields,
+)
+
+__all__ = ["bp"]
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+OWNER = "/owners/<owner_id>"
+_EXPORT_TYPES = {"zip": "application/zip", "tar": "application/x-tar"}
+
+
+def _owner(owner_id: str, scope: str):
+    """The owner of the route, after the token's scope and prefix are checked."""
+    require(scope, owner_id)
+    validate_owner_id(owner_id)
+    return get_host().owner(owner_id)
+
+
+def _actor(data: dict) -> dict:
+    """The write's run / actor / source_conv; the actor defaults to the token's name."""
+    fields = write_fields(data)
+    fields["actor"] = fields["actor"] or current_principal().name
+    return fields
+
+
+def _committed(done, key: str):
+    return jsonify({key: done.value, "commit": done.commit, "replayed": bool(done.replayed)})
+
+
+def _etag(response: Response, tag: str | None) -> Response:
+    if tag:
+        response.headers["ETag"] = f'"{tag}"'
+    return response
+
+
+# -- service ----------------------------------------------------------------
+
+@bp.get("/version")
+def version():
+    current_principal()
+    return jsonify(version=wikimem.__version__, api=1)
+
+
+@bp.get("/openapi.json")
+def openapi():
+    from .openapi import document
+
+    return jsonify(document())
+
+
+# -- owners -------------------------------------------------------------------
+
+@bp.get("/owners")
+def list_owners():
+    principal = require("read")
+    prefix = query_str("prefix", limit=128) or ""
+    if not (prefix.startswith(principal.owner_prefix) or principal.owner_prefix.startswith(prefix)):
+        return jsonify(owners=[], next=None)
+    rows, nxt = get_host().list_owners(prefix=max(prefix, principal.owner_prefix, key=len),
+                                       limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128))
+    return jsonify(owners=[r.to_dict() for r in rows], next=nxt)
+
+
+@bp.put(OWNER)
+def create_owner(owner_id: str):
+    require("write", owner_id)
+    owner, created = get_host().ensure_owner(owner_id)
+    return _etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.vstore.head()), 201 if created else 200
+
+
+@bp.get(OWNER)
+def owner_stats(owner_id: str):
+    stats = _owner(owner_id, "read").stats()
+    return _etag(jsonify(stats.to_dict()), stats.head)
+
+
+@bp.delete(OWNER)
+def delete_owner(owner_id: str):
+    require("admin", owner_id)
+    get_host().delete_owner(owner_id)
+    return jsonify(deleted=owner_id)
+
+
+@bp.get(OWNER + "/export")
+def export_owner(owner_id: str):
+    require("read", owner_id)
+    fmt = query_str("format") or "zip"
+    data = get_host().export_owner(owner_id, fmt=fmt)
+    filename = get_host().owner_path(owner_id).name + "." + fmt
+    return Response(data, mimetype=_EXPORT_TYPES[fmt],
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+# -- wiki ---------------------------------------------------------------------
+
+@bp.get(OWNER + "/files")
+def files(owner_id: str):
+    return jsonify(files=_owner(owner_id, "read").store.files())
+
+
+@bp.get(OWNER + "/items")
+def items(owner_id: str):
+    owner = _owner(owner_id, "read")
+    return jsonify(items=owner.store.items(query_str("file")))
+
+
+@bp.get(OWNER + "/items/<file>/<path:name>")
+def get_item(owner_id: str, file: str, name: str):
+    from wikimem.errors import NotFound
+    from wikimem.versioned import item_etag
+
+    item = _owner(owner_id, "read").store.get(file, name)
+    if item is None:
+        raise NotFound(f"no item {name!r} in {file!r}")
+    return _etag(jsonify(item=item), item_etag(item))
+
+
+@bp.put(OWNER + "/items/<file>/<path:name>")
+def put_item(owner_id: str, file: str, name: str):
+    owner = _owner(owner_id, "write")
+    data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
+    done = owner.vstore.add(file, name, req_str(data, "content"), owner=owner.id, ts=opt_str(data, "ts"),
+                            if_match=if_match(), idempotency_key=idempotency_key(), **_actor(data))
+    from wikimem.versioned import item_etag
+
+    return _etag(_committed(done, "item"), item_etag(done.value))
+
+
+@bp.delete(OWNER + "/items/<file>/<path:name>")
+def delete_item(owner_id: str, file: str, name: str):
+    owner = _owner(owner_id, "write")
+    data = json_body(WRITE_FIELDS, optional_body=True)
+    fields = _actor(data)
+    fields.pop("source_conv")
+    done = owner.vstore.remove(file, name, owner=owner.id, if_match=if_match(),
+                               idempotency_key=idempotency_key(), **fields)
+    if not done.value:
+        from wikimem.errors import NotFound
+
+        raise NotFound(f"no item {name!r} in {file!r}")
+    return _committed(done, "removed")
+
+
+# -- diary --------------------------------------------------------------------
+
+_APPEND = {"ts", "date", "time", "tz"}
+
+
+def _append_kwargs(data: dict) -> dict:
+    return {k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}
+
+
+@bp.post(OWNER + "/diary")
+def diary_append(owner_id: str):
+    owner = _owner(owner_id, "write")
+    data = json_body({"content"} | _APPEND | WRITE_FIELDS, {"content"})
+    done = owner.vstore.diary_append(req_str(data, "content"), owner=owner.id, idempotency_key=idempotency_key(),
+                                     **_append_kwargs(data), **_actor(data))
+    return _committed(done, "entry"), 201
+
+
+@bp.get(OWNER + "/diary/dates")
+def diary_dates(owner_id: str):
+    return jsonify(dates=_owner(owner_id, "read").diary.dates())
+
+
+@bp.get(OWNER + "/diary")
+def diary_window(owner_id: str):
+    owner = _owner(owner_id, "read")
+    start, end = query_str("start", limit=10), query_str("end", limit=10)
+    if start is None or end is None:
+        from wikimem.host import BadRequest
+
+        raise BadRequest("give both start and end dates (YYYY-MM-DD)")
+    return jsonify(entries=owner.diary.window(start, end))
+
+
+@bp.get(OWNER + "/diary/<day>")
+def diary_day(owner_id: str, day: str):
+    return jsonify(entries=_owner(owner_id, "read").diary.day(day))
+
+
+# -- batches, retrieval, memorize ---------------------------------------------
+
+@bp.post(OWNER + "/batch")
+def batch(owner_id: str):
+    owner = _owner(owner_id, "write")
+    data = json_body({"ops", "message"} | WRITE_FIELDS, {"ops"})
+    result = owner.apply_batch(data["ops"], message=opt_str(data, "message", limit=200), if_match=if_match(),
+                               idempotency_key=idempotency_key(), **_actor(data))
+    return jsonify(result.to_dict())
+
+
+_RETRIEVE = {"query", "limit", "budget_tokens", "expand_links", "explain", "time_range", "tz", "as_of"}
+
+
+@bp.post(OWNER + "/retrieve")
+def retrieve(owner_id: str):
+    owner = _owner(owner_id, "read")
+    data = json_body(_RETRIEVE, {"query"})
+    as_of = opt_str(data, "as_of")
+    time_range = opt_str_list(data, "time_range", 2)
+    limit = opt_int(data, "limit")
+    result = owner.retrieve(
+        req_str(data, "query"), as_of=None if as_of is None else point(as_of, "as_of"),
+        limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens"),
+        expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
+        time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.post(OWNER + "/memorize")
+def memorize(owner_id: str):
+    owner = _owner(owner_id, "write")
+    data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
+    fields = write_fields(data)
+    result = owner.memorize(
+        req_str(data, "turn"), character=opt_str(data, "character", limit=200) or "the assistant",
+        prompt=opt_str(data, "prompt"), idempotency_key=idempotency_key(),
+        **{k: v for k, v in (("ts", opt_str(data, "ts", limit=64)), ("tz", opt_str(data, "tz", limit=64))) if v},
+        **fields,
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.post(OWNER + "/diary-tool")
+def diary_tool(owner_id: str):
+    owner = _owner(owner_id, "write")
+    data = json_body({"arguments"} | _APPEND | WRITE_FIELDS, {"arguments"})
+    entry, commit, replayed = owner.diary_tool(data["arguments"], idempotency_key=idempotency_key(),
+                                               **_append_kwargs(data), **_actor(data))
+    return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201
+
+
+# -- history ------------------------------------------------------------------
+
+@bp.get(OWNER + "/history")
+def history(owner_id: str):
+    owner = _owner(owner_id, "read")
+    page = owner.vstore.history(file=query_str("file"), item=query_str("item"), run=query_str("run"),
+                                limit=query_int("limit", 50, 1, 500), cursor=query_str("cursor"))
+    return jsonify(entries=page.entries, next=page.next)
+
+
+@bp.get(OWNER + "/commits/<commit>")
+def commit(owner_id: str, commit: str):
+    owner = _owner(owner_id, "read")
+    return jsonify(owner.vstore.commit(point(commit, "commit")))
+
+
+@bp.get(OWNER + "/diff")
+def diff(owner_id: str):
+    owner = _owner(owner_id, "read")
+    return jsonify(owner.vstore.diff(point(query_str("from", limit=64), "from"),
+                                     point(query_str("to", limit=64) or "HEAD", "to")))
+
+
+def _operation(owner_id: str, target_field: str):
+    """Owner, target point and flags of revert / rollback / restore."""
+    owner = _owner(owner_id, "admin")
+    data = json_body({target_field, "force", "preview", "actor"}, {target_field})
+    return owner, point(opt_str(data, target_field), target_field), data
+
+
+@bp.post(OWNER + "/revert")
+def revert(owner_id: str):
+    owner, target, data = _operation(owner_id, "commit")
+    if opt_bool(data, "preview", False):
+        return jsonify(plan=owner.vstore.preview_revert(target))
+    done = owner.vstore.revert(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"])
+    return jsonify(commit=done.commit)
+
+
+@bp.post(OWNER + "/rollback")
+def rollback(owner_id: str):
+    owner, target, data = _operation(owner_id, "run")
+    if opt_bool(data, "preview", False):
+        return jsonify(plan=owner.vstore.preview_rollback(target))
+    done = owner.vstore.rollback(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"])
+    return jsonify(commit=done.commit)
+
+
+@bp.post(OWNER + "/restore")
+def restore(owner_id: str):
+    owner, target, data = _operation(owner_id, "to")
+    if opt_bool(data, "preview", False):
+        return jsonify(plan=owner.vstore.preview_restore(target))
+    return jsonify(commit=owner.vstore.restore(target, actor=_actor(data)["actor"]).commit)

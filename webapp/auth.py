@@ -1,0 +1,77 @@
+"""Bearer-token auth of the JSON API, and what the admin UI uses to check a token.
+
+``Authorization: Bearer <secret>``. Tokens come from the hashed tokens file
+(``WIKIMEM_TOKENS_FILE``; format in :mod:`wikimem.host.tokens`) and from
+``WIKIMEM_ADMIN_TOKEN`` (a plain admin token for development and tests).
+
+- no token or an unknown token → 401 (with ``WWW-Authenticate: Bearer``);
+- a valid token without the route's scope, or for an owner outside its
+  owner-id prefix → 403.
+
+Scopes: ``read`` (GET routes and retrieve), ``write`` (writes, memorize,
+creating an owner), ``admin`` (deleting an owner, revert, rollback,
+restore). ``admin`` implies ``write``, which implies ``read``.
+"""
+
+from __future__ import annotations
+
+from flask import current_app, g, request
+
+from wikimem.host.tokens import Principal, TokenFile
+
+__all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app"]
+
+_EXT = "wikimem.tokens"
+
+
+class AuthError(Exception):
+    """401: no credentials, or credentials that are not valid."""
+
+    code = "unauthorized"
+
+
+class Forbidden(Exception):
+    """403: valid credentials without the right scope or owner prefix."""
+
+    code = "forbidden"
+
+
+def init_app(app) -> None:
+    app.extensions[_EXT] = TokenFile(app.config.get("TOKENS_FILE"), app.config.get("ADMIN_TOKEN"))
+
+
+def authenticate(token: str | None) -> Principal | None:
+    """The principal a token secret belongs to, or None (needs an app context)."""
+    return current_app.extensions[_EXT].authenticate(token)
+
+
+def _bearer() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def current_principal() -> Principal:
+    """The authenticated principal of this request (401 if there is none)."""
+    principal = getattr(g, "principal", None)
+    if principal is None:
+        token = _bearer()
+        if token is None:
+            raise AuthError("missing bearer token: send Authorization: Bearer <token>")
+        principal = authenticate(token)
+        if principal is None:
+            raise AuthError("invalid token")
+        g.principal = principal
+    return principal
+
+
+def require(scope: str, owner_id: str | None = None) -> Principal:
+    """The principal, if it holds ``scope`` (and may reach ``owner_id``); else 401/403."""
+    principal = current_principal()
+    if not principal.has(scope):
+        raise Forbidden(f"this token lacks the {scope!r} scope")
+    if owner_id is not None and not principal.may_access(owner_id):
+        raise Forbidden(f"this token may only reach owners whose id starts with {principal.owner_prefix!r}")
+    return principal

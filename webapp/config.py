@@ -1,0 +1,133 @@
+"""Configuration: defaults, then ``WIKIMEM_*`` environment variables, then the test config.
+
+=========================  =====================  ==========================================
+environment                config key             meaning (default)
+=========================  =====================  ==========================================
+``WIKIMEM_DATA``           ``DATA_ROOT``          data root (``./data``)
+``WIKIMEM_BIND``           ``BIND``               address to serve on (``127.0.0.1:8000``)
+``WIKIMEM_ADMIN_TOKEN``    ``ADMIN_TOKEN``        a plain admin token (development, tests)
+``WIKIMEM_TOKENS_FILE``    ``TOKENS_FILE``        hashed tokens, see :mod:`webapp.auth`
+``WIKIMEM_SECRET_KEY``     ``SECRET_KEY``         session signing key
+``WIKIMEM_LLM_URL``        ``LLM_URL``            OpenAI-compatible chat endpoint (``…/v1``)
+``WIKIMEM_LLM_MODEL``      ``LLM_MODEL``          chat model name
+``WIKIMEM_LLM_API_KEY``    ``LLM_API_KEY``        its key
+``WIKIMEM_EMBED_URL``      ``EMBED_URL``          OpenAI-compatible embeddings endpoint
+``WIKIMEM_EMBED_MODEL``    ``EMBED_MODEL``        embedding model name
+``WIKIMEM_EMBED_API_KEY``  ``EMBED_API_KEY``      its key
+``WIKIMEM_INDEX_CACHE``    ``INDEX_CACHE``        owners' indexes a process keeps (64)
+``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
+``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
+``WIKIMEM_PROXIES``        ``PROXIES``            reverse proxies to trust for X-Forwarded-* (0)
+=========================  =====================  ==========================================
+
+In production (the default, e.g. under gunicorn) the app refuses to start
+without a real ``SECRET_KEY``; in development and tests a random one is
+made for the life of the process.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any, Mapping
+
+__all__ = ["DEFAULTS", "ENV_VARS", "load_config", "ConfigError", "check_secret"]
+
+DEFAULTS: dict[str, Any] = {
+    "DATA_ROOT": "data",
+    "BIND": "127.0.0.1:8000",
+    "ADMIN_TOKEN": None,
+    "TOKENS_FILE": None,
+    "SECRET_KEY": None,
+    "LLM_URL": None,
+    "LLM_MODEL": None,
+    "LLM_API_KEY": None,
+    "LLM_TIMEOUT": 60.0,
+    "EMBED_URL": None,
+    "EMBED_MODEL": None,
+    "EMBED_API_KEY": None,
+    "EMBED_TIMEOUT": 5.0,
+    "INDEX_CACHE": 64,
+    "ENV": "production",
+    "MAX_CONTENT_LENGTH": 1024 * 1024,
+    "PROXIES": 0,
+}
+
+ENV_VARS = {
+    "WIKIMEM_DATA": "DATA_ROOT",
+    "WIKIMEM_BIND": "BIND",
+    "WIKIMEM_ADMIN_TOKEN": "ADMIN_TOKEN",
+    "WIKIMEM_TOKENS_FILE": "TOKENS_FILE",
+    "WIKIMEM_SECRET_KEY": "SECRET_KEY",
+    "WIKIMEM_LLM_URL": "LLM_URL",
+    "WIKIMEM_LLM_MODEL": "LLM_MODEL",
+    "WIKIMEM_LLM_API_KEY": "LLM_API_KEY",
+    "WIKIMEM_EMBED_URL": "EMBED_URL",
+    "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
+    "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
+    "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
+    "WIKIMEM_ENV": "ENV",
+    "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
+    "WIKIMEM_PROXIES": "PROXIES",
+}
+
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES"}
+# Secrets people paste from examples; never acceptable in production.
+_DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
+MIN_SECRET_LEN = 16
+
+
+class ConfigError(RuntimeError):
+    """The configuration cannot run (e.g. production without a secret key)."""
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for var, key in ENV_VARS.items():
+        value = environ.get(var)
+        if value is None or value == "":
+            continue
+        if key in _INTS:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                raise ConfigError(f"{var} must be an integer, got {value!r}") from None
+        else:
+            out[key] = value
+    return out
+
+
+def check_secret(config: dict[str, Any]) -> None:
+    """Refuse a missing or development secret in production; make one up otherwise."""
+    secret = config.get("SECRET_KEY")
+    weak = not secret or str(secret).lower() in _DEV_SECRETS or len(str(secret)) < MIN_SECRET_LEN
+    if not weak:
+        return
+    if config.get("TESTING") or config.get("ENV") == "development":
+        config["SECRET_KEY"] = secrets.token_hex(32)
+        return
+    raise ConfigError(
+        "WIKIMEM_SECRET_KEY is missing or a development value; set it to a long random string "
+        "(e.g. python -c 'import secrets; print(secrets.token_hex(32))') or set WIKIMEM_ENV=development"
+    )
+
+
+def load_config(test_config: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The app's configuration; raises :class:`ConfigError` when it cannot run."""
+    config = dict(DEFAULTS)
+    config.update(_from_env(os.environ if environ is None else environ))
+    if test_config:
+        config.update(test_config)
+    if config["ENV"] not in ("production", "development"):
+        raise ConfigError(f"WIKIMEM_ENV must be production or development, got {config['ENV']!r}")
+    for key in _INTS:
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "PROXIES" else 1):
+            raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+    if bool(config["LLM_URL"]) != bool(config["LLM_MODEL"]):
+        raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
+    if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):
+        raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+    check_secret(config)
+    return config

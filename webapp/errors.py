@@ -1,0 +1,135 @@
+"""The one place where errors become HTTP responses.
+
+For ``/api/`` paths every error is JSON ``{"error": {"code", "message"}}``
+(plus ``conflicts`` on 409 and ``current`` on 412); elsewhere an HTML page.
+No response ever carries a traceback: unexpected exceptions are logged and
+answered with a plain 500.
+
+=================================================  ======  ======================
+exception                                          status  code
+=================================================  ======  ======================
+``InvalidName``, ``BadRequest``, ``ToolCallError``  400     its ``code``
+other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
+``AuthError`` / ``Forbidden``                       401/403 ``unauthorized``/``forbidden``
+``NotFound``                                        404     ``not_found``
+``Conflict``                                        409     ``conflict``
+``PreconditionFailed``                              412     ``precondition_failed``
+``LLMNotConfigured``                                501     ``llm_not_configured``
+``LLMError``                                        502     ``llm_error``
+``StoreBusy``                                       503     ``busy`` (``Retry-After``)
+werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large``
+=================================================  ======  ======================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from flask import Flask, jsonify, render_template, request
+from markupsafe import escape
+from werkzeug.exceptions import HTTPException
+
+from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy
+from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
+from wikimem.llm import LLMError
+
+from .auth import AuthError, Forbidden
+
+__all__ = ["init_app", "error_status", "error_body"]
+
+log = logging.getLogger(__name__)
+
+_TABLE: list[tuple[type[BaseException], int]] = [
+    (AuthError, 401),
+    (Forbidden, 403),
+    (InvalidName, 400),
+    (BadRequest, 400),
+    (ToolCallError, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (PreconditionFailed, 412),
+    (LLMNotConfigured, 501),
+    (LLMError, 502),
+    (StoreBusy, 503),
+    (ValueError, 422),
+]
+
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
+               429: "rate_limited"}
+
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status of an exception (500 if it is not a known one)."""
+    if isinstance(exc, HTTPException):
+        return exc.code or 500
+    for cls, status in _TABLE:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def error_body(exc: BaseException, status: int) -> dict:
+    """The JSON error document of an exception."""
+    if status == 500:
+        code, message = "internal", "internal server error"
+    elif isinstance(exc, HTTPException):
+        code, message = _HTTP_CODES.get(status, "http_error"), exc.description or exc.name
+        if status == 413:
+            message = f"request body larger than {request.max_content_length} bytes"
+    elif status == 422:
+        code, message = "invalid_value", str(exc)
+    else:
+        code, message = getattr(exc, "code", "error"), str(exc)
+    err: dict = {"code": code, "message": message}
+    if isinstance(exc, Conflict):
+        err["conflicts"] = [_plain(c) for c in exc.conflicts]
+    if isinstance(exc, PreconditionFailed):
+        err["current"] = exc.current
+    return {"error": err}
+
+
+def _wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def _handle(exc: BaseException):
+    status = error_status(exc)
+    if status == 500:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+    body = error_body(exc, status)
+    if _wants_json():
+        response = jsonify(body)
+        response.status_code = status
+    else:
+        response = _html(status, body["error"]["message"], exc)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
+    elif status == 503:
+        response.headers["Retry-After"] = "1"
+    elif status == 405 and isinstance(exc, HTTPException):
+        for key, value in exc.get_headers():
+            if key.lower() == "allow":
+                response.headers["Allow"] = value
+    return response
+
+
+def _html(status: int, message: str, exc: BaseException):
+    title = exc.name if isinstance(exc, HTTPException) else {404: "Not found", 409: "Conflict"}.get(status, "Error")
+    try:
+        page = render_template("error.html", status=status, title=title, message=message)
+    except Exception:  # TemplateNotFound or a broken template: the error page must not fail in turn
+        page = f"<!doctype html><title>{status}</title><h1>{status} {escape(title)}</h1><p>{escape(message)}</p>"
+    return page, status, {"Content-Type": "text/html; charset=utf-8"}
+
+
+def init_app(app: Flask) -> None:
+    """Route every exception through :func:`_handle`."""
+    app.register_error_handler(Exception, _handle)

@@ -1,0 +1,147 @@
+"""Reading API requests: the JSON body, query parameters, and the write headers.
+
+Everything here checks *shape* (a field is missing, unknown, or of the wrong
+JSON type → :class:`BadRequest`, 400). Values are the library's to judge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from flask import request
+
+from wikimem.host.errors import BadRequest
+
+__all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_str_list", "query_int", "query_str",
+           "if_match", "idempotency_key", "point", "WRITE_FIELDS"]
+
+WRITE_FIELDS = {"run", "actor", "source_conv"}
+_KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
+_ETAG_RE = re.compile(r'^(?:W/)?"?([^"]*)"?$')
+_POINT_RE = re.compile(r"[0-9A-Za-z:+.\-_~^ ]{1,64}")
+MAX_FIELD_CHARS = 200
+
+
+def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_body: bool = False) -> dict[str, Any]:
+    """The request's JSON object, with only ``allowed`` keys and every ``required`` one."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if optional_body and not required:
+            return {}
+        raise BadRequest("the request body must be a JSON object")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"the request body is not valid JSON: {getattr(exc, 'msg', 'undecodable')}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the request body must be a JSON object")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(unknown)}")
+    missing = sorted(k for k in required if k not in data)
+    if missing:
+        raise BadRequest(f"missing field(s): {', '.join(missing)}")
+    return data
+
+
+def opt_str(data: dict, key: str, *, limit: int | None = None) -> str | None:
+    """A string field (None when absent or null)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{key} must be a string")
+    if limit is not None and len(value) > limit:
+        raise BadRequest(f"{key} is longer than {limit} characters")
+    return value
+
+
+def req_str(data: dict, key: str) -> str:
+    value = opt_str(data, key)
+    if value is None:
+        raise BadRequest(f"{key} must be a string")
+    return value
+
+
+def opt_bool(data: dict, key: str, default: bool) -> bool:
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequest(f"{key} must be true or false")
+    return value
+
+
+def opt_int(data: dict, key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"{key} must be an integer")
+    return value
+
+
+def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != length or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{key} must be a list of {length} strings")
+    return value
+
+
+def query_str(name: str, *, limit: int = MAX_FIELD_CHARS) -> str | None:
+    value = request.args.get(name)
+    if value is None or value == "":
+        return None
+    if len(value) > limit:
+        raise BadRequest(f"query parameter {name} is longer than {limit} characters")
+    return value
+
+
+def query_int(name: str, default: int, lo: int, hi: int) -> int:
+    value = request.args.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise BadRequest(f"query parameter {name} must be an integer") from None
+    if not lo <= number <= hi:
+        raise BadRequest(f"query parameter {name} must be from {lo} to {hi}")
+    return number
+
+
+def point(value: str | None, what: str) -> str:
+    """A commit id, prefix, ISO time or ``HEAD`` as sent (the git layer resolves it)."""
+    if value is None or not _POINT_RE.fullmatch(value):
+        raise BadRequest(f"{what} must be a commit id, an ISO-8601 time or HEAD")
+    return value
+
+
+def write_fields(data: dict) -> dict[str, str | None]:
+    """``run``, ``actor``, ``source_conv`` of a write body."""
+    return {k: opt_str(data, k, limit=MAX_FIELD_CHARS) for k in sorted(WRITE_FIELDS)}
+
+
+def if_match() -> str | None:
+    """The ``If-Match`` precondition (an item etag or a commit id), unquoted; ``*`` is none."""
+    raw = request.headers.get("If-Match")
+    if raw is None or raw.strip() in ("", "*"):
+        return None
+    m = _ETAG_RE.match(raw.strip())
+    if m is None or not m.group(1) or len(m.group(1)) > 128:
+        raise BadRequest("If-Match must be one etag or commit id")
+    return m.group(1)
+
+
+def idempotency_key() -> str | None:
+    """The ``Idempotency-Key`` header: 1-200 printable ASCII characters, or absent."""
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    if not _KEY_RE.fullmatch(raw):
+        raise BadRequest("Idempotency-Key must be 1-200 printable ASCII characters without spaces")
+    return raw

@@ -1,0 +1,208 @@
+"""The host: many owners' versioned memories under one data root.
+
+Layout::
+
+    <data root>/
+    ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
+    ├── staging/                     owners being created or deleted (renamed in/out atomically)
+    └── cache/<encoded owner id>/    derived caches the host may delete at any time
+
+Each process keeps an LRU of :class:`Owner` objects (each with its
+``MemoryIndex``), bounded by ``index_cache``; every lookup checks that the
+owner still exists, and every use of an index checks the repository HEAD and
+the wiki folder, so writes from other processes and hand edits are seen.
+Nothing a client sends reaches the file system except through
+:func:`encode_owner_id`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from ..errors import InvalidName, NotFound
+from .archive import FORMATS, archive_markdown
+from .errors import BadRequest, LLMNotConfigured, ToolCallError
+from .owner import BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
+from .owner_ids import decode_owner_id, encode_owner_id, validate_owner_id
+
+__all__ = [
+    "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "new_run_id",
+    "validate_owner_id", "encode_owner_id", "decode_owner_id",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE",
+]
+
+MAX_PAGE = 1000
+
+
+class Host:
+    """Owners → versioned stores and indexes, for one process."""
+
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
+        if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
+            raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
+        self.root = Path(data_root)
+        self.owners_dir = self.root / "owners"
+        self.staging_dir = self.root / "staging"
+        self.cache_dir = self.root / "cache"
+        self.index_cache = index_cache
+        self.embedder = embedder
+        self.llm = llm
+        self._owners: OrderedDict[str, Owner] = OrderedDict()
+        self._lock = threading.Lock()
+        self._stats: dict[str, tuple[tuple, OwnerStats]] = {}
+        self.owners_dir.mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Host({str(self.root)!r})"
+
+    # -- paths -------------------------------------------------------------
+
+    def owner_path(self, owner_id: str) -> Path:
+        """The folder of an owner (validated; never outside the data root)."""
+        return self.owners_dir / encode_owner_id(owner_id)
+
+    def _open(self, owner_id: str, path: Path) -> Owner:
+        return Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
+                     cache_dir=self.cache_dir / path.name)
+
+    # -- lookup ------------------------------------------------------------
+
+    def owner(self, owner_id: str) -> Owner:
+        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing."""
+        path = self.owner_path(owner_id)
+        with self._lock:
+            cached = self._owners.get(owner_id)
+            if cached is not None:
+                if cached.exists():
+                    self._owners.move_to_end(owner_id)
+                    return cached
+                del self._owners[owner_id]  # deleted by another process
+        if not (path / ".git").is_dir():
+            raise NotFound(f"no owner {owner_id!r}")
+        opened = self._open(owner_id, path)
+        with self._lock:
+            owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
+            self._owners.move_to_end(owner_id)
+            while len(self._owners) > self.index_cache:
+                self._owners.popitem(last=False)
+        return owner
+
+    def exists(self, owner_id: str) -> bool:
+        return (self.owner_path(owner_id) / ".git").is_dir()
+
+    def cached_owners(self) -> list[str]:
+        """Owner ids this process holds, least recently used first."""
+        with self._lock:
+            return list(self._owners)
+
+    # -- create / delete ---------------------------------------------------
+
+    def create_owner(self, owner_id: str) -> Owner:
+        """Create the owner if it does not exist yet (idempotent); return it."""
+        return self.ensure_owner(owner_id)[0]
+
+    def ensure_owner(self, owner_id: str) -> tuple[Owner, bool]:
+        """``(owner, created)``: creates the owner unless it exists.
+
+        The repository is initialised in a staging folder and renamed into
+        place, so two processes creating the same owner at once never see a
+        half-made repository: one rename wins, the other is thrown away.
+        """
+        path = self.owner_path(owner_id)
+        if (path / ".git").is_dir():
+            return self.owner(owner_id), False
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        created = False
+        try:
+            self._open(owner_id, tmp)  # initialises the repository
+            if path.exists() and not (path / ".git").is_dir():
+                self._discard(path)  # debris of an owner deleted while a write was in flight
+            try:
+                os.rename(tmp, path)
+                created = True
+            except OSError:
+                if not (path / ".git").is_dir():
+                    raise
+        finally:
+            if not created:
+                shutil.rmtree(tmp, ignore_errors=True)
+        with self._lock:
+            self._owners.pop(owner_id, None)
+        return self.owner(owner_id), created
+
+    def delete_owner(self, owner_id: str) -> None:
+        """Delete an owner and all its history; :class:`NotFound` if missing.
+
+        The folder is renamed out of ``owners/`` under the owner's write lock
+        (no write of another process is half-way through), then removed.
+        """
+        owner = self.owner(owner_id)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
+        with owner.store.batch():
+            if not owner.exists():
+                raise NotFound(f"no owner {owner_id!r}")
+            os.rename(owner.root, trash)
+        with self._lock:
+            self._owners.pop(owner_id, None)
+            self._stats.pop(owner_id, None)
+        shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
+
+    def _discard(self, path: Path) -> None:
+        trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # -- listing -----------------------------------------------------------
+
+    def owner_ids(self, prefix: str = "") -> list[str]:
+        """Every owner id starting with ``prefix``, sorted."""
+        try:
+            names = os.listdir(self.owners_dir)
+        except FileNotFoundError:
+            return []
+        ids = (decode_owner_id(n) for n in names)
+        return sorted(i for i in ids if i is not None and i.startswith(prefix)
+                      and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
+
+    def list_owners(self, prefix: str = "", limit: int = 50,
+                    cursor: str | None = None) -> tuple[list[OwnerStats], str | None]:
+        """A page of owners (sorted by id) with their stats, and the cursor of the next page."""
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise InvalidName("prefix must be a string of at most 128 characters")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
+        if cursor is not None:
+            validate_owner_id(cursor)
+        ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
+        page, more = ids[:limit], len(ids) > limit
+        stats = [s for s in map(self._stats_of, page) if s is not None]
+        return stats, (page[-1] if more and page else None)
+
+    def _stats_of(self, owner_id: str) -> OwnerStats | None:
+        """Stats of a listed owner without pushing hot owners out of the LRU."""
+        with self._lock:
+            owner = self._owners.get(owner_id)
+        try:
+            if owner is None:
+                owner = self._open(owner_id, self.owner_path(owner_id))
+            return owner.stats()
+        except (NotFound, FileNotFoundError):  # deleted meanwhile
+            return None
+
+    # -- export ------------------------------------------------------------
+
+    def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``)."""
+        if fmt not in FORMATS:
+            raise BadRequest(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+        owner = self.owner(owner_id)
+        return archive_markdown(owner.root, owner.root.name, fmt)

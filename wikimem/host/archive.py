@@ -1,0 +1,65 @@
+"""Export of an owner's markdown as a zip or tar archive (in memory)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+__all__ = ["FORMATS", "archive_markdown"]
+
+FORMATS = ("zip", "tar")
+_FOLDERS = ("wiki", "diary")
+
+
+def _markdown_files(root: Path) -> list[tuple[str, Path]]:
+    """``(archive path, file)`` of every markdown file, sorted; nothing outside the folders."""
+    out = []
+    for folder in _FOLDERS:
+        base = root / folder
+        try:
+            names = sorted(os.listdir(base))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            path = base / name
+            # Temp files of an in-flight write start with a dot; links could point anywhere.
+            if name.endswith(".md") and not name.startswith(".") and path.is_file() and not path.is_symlink():
+                out.append((f"{folder}/{name}", path))
+    return out
+
+
+def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
+    """An archive of ``root``'s ``wiki/`` and ``diary/`` markdown under the folder ``top``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown archive format {fmt!r}: use one of {', '.join(FORMATS)}")
+    buf = io.BytesIO()
+    files = []
+    for arc, path in _markdown_files(Path(root)):
+        # Read first: a file replaced while the archive is built must not tear it.
+        try:
+            files.append((f"{top}/{arc}", path.read_bytes(), path.stat().st_mtime))
+        except FileNotFoundError:
+            continue
+    if fmt == "zip":
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for arc, data, mtime in files:
+                info = zipfile.ZipInfo(arc, date_time=_zip_time(mtime))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, data)
+    else:
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+            for arc, data, mtime in files:
+                info = tarfile.TarInfo(arc)
+                info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
+                tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _zip_time(mtime: float) -> tuple[int, int, int, int, int, int]:
+    import time
+
+    t = time.gmtime(max(mtime, 315532800))  # zip cannot store times before 1980
+    return (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)

@@ -1,0 +1,68 @@
+"""Batches of writes sent as data (the API's ``POST …/batch``), checked before any lands.
+
+An op is a JSON object:
+
+- ``{"op": "add", "file", "name", "content", "source_conv"?, "ts"?}``
+- ``{"op": "remove", "file", "name"}``
+- ``{"op": "diary", "content", "ts"?, "date"?, "time"?, "tz"?, "source_conv"?}``
+
+:func:`parse_ops` checks the shape of every op first, so a malformed op
+fails the request before anything is written; the library checks names and
+values while the batch runs, and any failure there rolls the whole batch back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadRequest
+
+__all__ = ["Op", "parse_ops", "MAX_OPS"]
+
+MAX_OPS = 1000
+
+_FIELDS = {
+    "add": ({"file", "name", "content"}, {"source_conv", "ts"}),
+    "remove": ({"file", "name"}, set()),
+    "diary": ({"content"}, {"ts", "date", "time", "tz", "source_conv"}),
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One checked op: its kind and its string arguments."""
+
+    kind: str
+    args: dict[str, str] = field(default_factory=dict)
+
+
+def _parse_op(n: int, raw: Any) -> Op:
+    if not isinstance(raw, dict):
+        raise BadRequest(f"ops[{n}] must be an object")
+    kind = raw.get("op")
+    if kind not in _FIELDS:
+        raise BadRequest(f"ops[{n}].op must be one of {', '.join(sorted(_FIELDS))}")
+    required, optional = _FIELDS[kind]
+    args = {k: v for k, v in raw.items() if k != "op"}
+    unknown = sorted(set(args) - required - optional)
+    if unknown:
+        raise BadRequest(f"ops[{n}] ({kind}): unknown field(s) {', '.join(unknown)}")
+    missing = sorted(required - set(args))
+    if missing:
+        raise BadRequest(f"ops[{n}] ({kind}): missing field(s) {', '.join(missing)}")
+    for key, value in args.items():
+        if value is None and key in optional:
+            continue
+        if not isinstance(value, str):
+            raise BadRequest(f"ops[{n}].{key} must be a string")
+    return Op(kind, {k: v for k, v in args.items() if v is not None})
+
+
+def parse_ops(ops: Any) -> list[Op]:
+    """Check a list of ops; raise :class:`BadRequest` naming the first bad one."""
+    if not isinstance(ops, list) or not ops:
+        raise BadRequest("ops must be a non-empty list")
+    if len(ops) > MAX_OPS:
+        raise BadRequest(f"at most {MAX_OPS} ops per batch")
+    return [_parse_op(n, raw) for n, raw in enumerate(ops)]

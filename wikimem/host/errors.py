@@ -1,0 +1,25 @@
+"""Errors the host adds to the library's (:mod:`wikimem.errors`)."""
+
+from __future__ import annotations
+
+from ..errors import WikimemError
+
+__all__ = ["BadRequest", "ToolCallError", "LLMNotConfigured"]
+
+
+class BadRequest(WikimemError, ValueError):
+    """A request whose shape is wrong: a missing or unknown field, a wrong type."""
+
+    code = "bad_request"
+
+
+class ToolCallError(WikimemError, ValueError):
+    """A diary tool call that was refused; the message is meant for the agent."""
+
+    code = "bad_tool_call"
+
+
+class LLMNotConfigured(WikimemError):
+    """Memorize was asked for, but the host has no chat endpoint configured."""
+
+    code = "llm_not_configured"

@@ -1,0 +1,104 @@
+"""Keeping one owner's :class:`~wikimem.MemoryIndex` fresh across processes.
+
+Other gunicorn workers write the same owner, and people edit the markdown by
+hand. Before each use, an :class:`IndexSlot` makes two cheap checks:
+
+1. the repository HEAD (one ref read): when it moved, the commits in
+   between name the RecallFiles they changed (``vs.changed_paths``);
+2. the wiki folder's listing with each file's (inode, mtime, size): a file
+   that appeared, vanished or was rewritten — by an editor, by ``git`` —
+   shows up here even without a commit.
+
+Only the RecallFiles named by either check are re-read (``index.refresh``);
+anything unexpected falls back to a full ``rebuild``. Writes made in this
+process are seen by the index on its own (``store.revision``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["IndexSlot", "wiki_signature"]
+
+log = logging.getLogger(__name__)
+
+Signature = dict[str, tuple[int, int, int]]
+
+
+def wiki_signature(wiki_dir: Path) -> Signature:
+    """``{RecallFile: (inode, mtime_ns, size)}`` of the wiki folder's markdown files."""
+    out: Signature = {}
+    try:
+        entries = os.scandir(wiki_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".md") or name.startswith(".") or len(name) <= 3:
+                continue
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # replaced between listing and stat
+                continue
+            out[name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _changed(old: Signature, new: Signature) -> set[str]:
+    return {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
+
+
+def _wiki_files(paths: list[str]) -> set[str]:
+    """RecallFile names among repository paths (``wiki/<file>.md``)."""
+    out = set()
+    for rel in paths:
+        folder, _, name = rel.partition("/")
+        if folder == "wiki" and name.endswith(".md") and "/" not in name:
+            out.add(name[:-3])
+    return out
+
+
+class IndexSlot:
+    """One owner's index and what it was last synchronised with."""
+
+    def __init__(self, vstore, make_index: Callable[[], object]):
+        self.vstore = vstore
+        self._make_index = make_index
+        self._lock = threading.Lock()
+        self.index = None
+        self._head: str | None = None
+        self._signature: Signature = {}
+
+    def fresh(self):
+        """The index, brought up to date with the repository and the working tree."""
+        with self._lock:
+            # Read HEAD before the files: a write landing in between makes the
+            # next call refresh once more, never miss a change.
+            head = self.vstore.head()
+            signature = wiki_signature(self.vstore.store.wiki_dir)
+            if self.index is None:
+                self.index = self._make_index()
+                self.index.rebuild()
+            elif head != self._head or signature != self._signature:
+                self._catch_up(head, signature)
+            self._head, self._signature = head, signature
+            return self.index
+
+    def _catch_up(self, head: str | None, signature: Signature) -> None:
+        try:
+            files = _changed(self._signature, signature)
+            if head != self._head:
+                if self._head is None or head is None:
+                    raise LookupError("no common commit")
+                files |= _wiki_files(self.vstore.changed_paths(self._head, head))
+            if files:
+                self.index.refresh(files)
+        except Exception as exc:  # an odd file name, a vanished commit: start over
+            log.info("full index rebuild for %s: %s", self.vstore.store.root, exc)
+            self.vstore.store.invalidate()
+            self.index.rebuild()

@@ -1,0 +1,72 @@
+"""Owner ids: the one validation, and the reversible folder-name encoding.
+
+An owner id looks like ``user:xnne``: letters, digits and ``._:@-``, 1–128
+characters. On disk it becomes a folder name that is safe everywhere:
+
+- lowercase letters, digits, ``-`` and ``@`` are kept as they are, so
+  ``user:xnne`` reads as ``user_3axnne`` in a listing;
+- every other character (``A``–``Z``, ``.``, ``:``, ``_``) becomes ``_`` plus
+  its two lowercase hex digits, so case-insensitive file systems never fold
+  two owners together and no name can start with a dot;
+- an id whose readable form would be too long for a file name (many
+  escapes) is stored as ``~`` plus its lowercase base32 instead.
+
+The encoding is canonical: :func:`decode_owner_id` accepts a folder name
+only if encoding the decoded id gives that exact name back, so a hand-made
+folder (``owners/../x``, ``owners/User``) is never mistaken for an owner.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from ..errors import InvalidName
+
+__all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id"]
+
+MAX_OWNER_ID_LEN = 128
+OWNER_ID_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-@")
+_ESCAPE_RE = re.compile(r"_([0-9a-f]{2})")
+# Well under the usual 255-byte limit, leaving room for temp-folder suffixes.
+_MAX_READABLE = 200
+_B32_PREFIX = "~"
+
+
+def validate_owner_id(owner_id: object) -> str:
+    """Return ``owner_id`` if it is a valid owner id, else raise :class:`InvalidName`."""
+    if not isinstance(owner_id, str):
+        raise InvalidName(f"owner id must be a string, got {type(owner_id).__name__}")
+    if not OWNER_ID_RE.fullmatch(owner_id):
+        shown = owner_id if len(owner_id) <= 40 else owner_id[:40] + "…"
+        raise InvalidName(
+            f"invalid owner id {shown!r}: use 1-{MAX_OWNER_ID_LEN} letters, digits or ._:@- (e.g. user:xnne)"
+        )
+    if set(owner_id) == {"."}:  # ".", ".." — never meaningful, always suspicious
+        raise InvalidName(f"invalid owner id {owner_id!r}: an id made only of dots is not allowed")
+    return owner_id
+
+
+def encode_owner_id(owner_id: str) -> str:
+    """The folder name of a (valid) owner id."""
+    validate_owner_id(owner_id)
+    readable = "".join(c if c in _KEEP else f"_{ord(c):02x}" for c in owner_id)
+    if len(readable) <= _MAX_READABLE:
+        return readable
+    return _B32_PREFIX + base64.b32encode(owner_id.encode("ascii")).decode("ascii").rstrip("=").lower()
+
+
+def decode_owner_id(folder: str) -> str | None:
+    """The owner id a folder name encodes, or None if it is not a canonical encoding."""
+    try:
+        if folder.startswith(_B32_PREFIX):
+            body = folder[1:].upper()
+            owner_id = base64.b32decode(body + "=" * (-len(body) % 8)).decode("ascii")
+        else:
+            owner_id = _ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 16)), folder)
+        if encode_owner_id(owner_id) != folder:
+            return None
+    except (ValueError, UnicodeDecodeError):  # binascii.Error and InvalidName are ValueErrors
+        return None
+    return owner_id
