@@ -23,6 +23,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
 ADMIN_TOKEN = "browser-test-admin-token-0123456789"
+# An operator account (hashed in the accounts file) limited to owners starting with "user:x".
+OPERATOR = ("carol", "correct horse battery staple", "user:x")
 LAPTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
@@ -78,10 +80,14 @@ def world(tmp_path, monkeypatch):
 
     from browser_seed import seed
     from webapp import create_app
+    from webapp.session import account_line
     from wikimem.host import Host
 
     root = tmp_path / "data"
     seeded = seed(Host(root))
+    accounts = tmp_path / "operators.jsonl"
+    accounts.write_text(account_line(*OPERATOR) + "\n", encoding="utf-8")
+    monkeypatch.setenv("WIKIMEM_OPERATORS_FILE", str(accounts))
     monkeypatch.setenv("WIKIMEM_DATA", str(root))
     monkeypatch.setenv("WIKIMEM_ADMIN_TOKEN", ADMIN_TOKEN)
     monkeypatch.setenv("WIKIMEM_SECRET_KEY", secrets.token_hex(32))
@@ -109,6 +115,6 @@ def signed_in(page, world):
     """The page, signed in through the login form as an operator would."""
     page.goto(world.url + "/admin/")
     page.fill("input[name=token]", ADMIN_TOKEN)
-    page.click("button[type=submit]")
+    page.click("#token-submit")
     page.wait_for_url(world.url + "/admin/")
     return page

@@ -33,13 +33,13 @@ def test_admin_pages_need_sign_in_and_a_valid_token(world, page, screenshots):
     page.goto(owner_url(world, "/history"))
     expect(page).to_have_url(re.compile(r"/login\?next="))
     page.fill("input[name=token]", "not-the-token")
-    page.click("button[type=submit]")
+    page.click("#token-submit")
     expect(page.locator("[role=alert]")).to_contain_text("not valid")
     page.screenshot(path=screenshots / "login.png", full_page=True)
     from conftest import ADMIN_TOKEN
 
     page.fill("input[name=token]", ADMIN_TOKEN)
-    page.click("button[type=submit]")
+    page.click("#token-submit")
     # Back where the operator was going, signed in.
     expect(page).to_have_url(owner_url(world, "/history"))
     expect(page.locator(".who")).to_contain_text("admin")
@@ -47,6 +47,27 @@ def test_admin_pages_need_sign_in_and_a_valid_token(world, page, screenshots):
     expect(page).to_have_url(re.compile(r"/login"))
     page.goto(world.url + "/admin/")
     expect(page).to_have_url(re.compile(r"/login"))
+
+
+def test_operator_account_signs_in_and_sees_only_its_owners(world, page):
+    from conftest import OPERATOR
+
+    name, password, _prefix = OPERATOR
+    page.goto(world.url + "/login")
+    page.fill("#username", name)
+    page.fill("#password", "wrong password")
+    page.click("#account-submit")
+    expect(page.locator("[role=alert]")).to_contain_text("Wrong name or password")
+    page.fill("#username", name)
+    page.fill("#password", password)
+    page.click("#account-submit")
+    expect(page).to_have_url(world.url + "/admin/")
+    expect(page.locator(".who")).to_contain_text(name)
+    expect(page.locator("table.owners tbody tr")).to_have_count(1)
+    expect(page.locator("table.owners")).to_contain_text(OWNER)
+    # An owner outside the account's prefix does not exist, as far as it can tell.
+    response = page.goto(f"{world.url}/admin/owners/{OTHER}")
+    assert response.status == 404
 
 
 def test_find_owner_by_prefix(world, signed_in, screenshots):

@@ -21,7 +21,7 @@ PWNED = "() => window.__pwned === undefined && document.querySelectorAll('main s
 def sign_in(page, url: str) -> None:
     page.goto(url + "/login")
     page.fill("input[name=token]", ADMIN_TOKEN)
-    page.click("button[type=submit]")
+    page.click("#token-submit")
     page.wait_for_url(url + "/admin/")
 
 
