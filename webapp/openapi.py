@@ -1,0 +1,263 @@
+"""The OpenAPI 3.0 document of ``/api/v1``, served at ``/api/v1/openapi.json``.
+
+Written by hand next to :mod:`webapp.api` (one entry per route of the SPEC §7
+table); ``tests/test_openapi.py`` checks that it lists exactly the app's
+routes, and fuzzes the running app against it with schemathesis (no 5xx, no
+response outside the schema).
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+import wikimem
+
+__all__ = ["document", "OWNER_ID_PATTERN", "FILE_PATTERN"]
+
+OWNER_ID_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
+FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
+_DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "example": "2026-07-21"}
+_NSTR = {"type": "string", "nullable": True}
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(props: dict, required: list[str] | None = None, *, extra: bool = True) -> dict:
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    if not extra:
+        out["additionalProperties"] = False
+    return out
+
+
+def _arr(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+_WRITE = {"run": {**_NSTR, "maxLength": 200}, "actor": {**_NSTR, "maxLength": 200},
+          "source_conv": {**_NSTR, "maxLength": 200}}
+_APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
+           "time": {**_NSTR, "maxLength": 64}, "tz": {**_NSTR, "maxLength": 64}}
+
+SCHEMAS: dict[str, dict] = {
+    "Error": _obj({"error": _obj({"code": {"type": "string"}, "message": {"type": "string"},
+                                  "conflicts": _arr({"type": "object"}), "current": {}},
+                                 ["code", "message"])}, ["error"]),
+    "Item": _obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
+                  "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["file", "name", "content"]),
+    "DiaryItem": _obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
+                       "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["date", "time", "content"]),
+    "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
+                        "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR},
+                       ["id", "items", "files", "diary_days"]),
+    "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
+    "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
+                          "actor": _NSTR, "run": _NSTR, "action": _NSTR, "file": _NSTR, "item": _NSTR,
+                          "date": _NSTR, "time_of_day": _NSTR, "owner": _NSTR, "source_conv": _NSTR,
+                          "summary": {"type": "string"}, "changes": {"type": "integer"}},
+                         ["id", "time", "summary"]),
+    "ItemChange": _obj({"kind": {"type": "string", "enum": ["wiki", "diary"]},
+                        "status": {"type": "string", "enum": ["added", "changed", "removed"]},
+                        "file": _NSTR, "name": _NSTR, "date": _NSTR, "time": _NSTR,
+                        "before": _NSTR, "after": _NSTR}, ["kind", "status"]),
+    "Plan": _obj({"target": {"type": "string"}, "changes": _arr(_ref("ItemChange")),
+                  "conflicts": _arr({"type": "object"})}, ["changes", "conflicts"]),
+    "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
+                           "score": {"type": "number", "nullable": True},
+                           "bm25_score": {"type": "number", "nullable": True},
+                           "cos_score": {"type": "number", "nullable": True},
+                           "via": _NSTR, "via_file": _NSTR, "matched_terms": _arr({"type": "string"}),
+                           "tokens_est": {"type": "integer"}, "kind": {"type": "string"}},
+                          ["item", "source"]),
+    "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
+                             "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
+                             "dropped": _arr(_ref("RetrievedItem"))}, ["items"]),
+}
+
+
+def _body(props: dict, required: list[str] | None = None) -> dict:
+    return {"required": True, "content": {"application/json": {"schema": _obj(props, required, extra=False)}}}
+
+
+def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: bool = False) -> dict:
+    response: dict[str, Any] = {"description": description, "content": {"application/json": {"schema": schema}}}
+    if etag:
+        response["headers"] = {"ETag": {"schema": {"type": "string"}, "description": "item etag or owner HEAD"}}
+    return {status: response,
+            "default": {"description": "an error (SPEC §7 statuses)",
+                        "content": {"application/json": {"schema": _ref("Error")}}}}
+
+
+def _param(name: str, where: str, schema: dict, *, required: bool = False, description: str = "") -> dict:
+    out = {"name": name, "in": where, "required": required or where == "path", "schema": schema}
+    if description:
+        out["description"] = description
+    return out
+
+
+_OWNER = _param("owner_id", "path", {"type": "string", "pattern": OWNER_ID_PATTERN, "example": "user:xnne"},
+                description="owner id, e.g. user:xnne")
+_FILE = _param("file", "path", {"type": "string", "pattern": FILE_PATTERN, "maxLength": 128,
+                                "example": "preferences"})
+_NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 200, "example": "likes the sea"},
+               description="item name")
+_HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
+                       description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
+_HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
+                   description="a retried write with the same key writes nothing again")
+_Q = {"type": "string", "maxLength": 200}
+_POINT = {"type": "string", "pattern": r"^[0-9A-Za-z:+.\-_~^ ]{1,64}$",
+          "description": "a commit id or prefix, HEAD, HEAD~N, or an ISO-8601 time"}
+
+
+def _op(summary: str, scope: str, responses: dict, *, params: list | None = None, body: dict | None = None,
+        tag: str = "memory") -> dict:
+    out: dict[str, Any] = {"summary": summary, "tags": [tag], "responses": responses,
+                           "description": f"Needs a token with the `{scope}` scope."}
+    if params:
+        out["parameters"] = params
+    if body:
+        out["requestBody"] = body
+    return out
+
+
+def _paths() -> dict[str, dict]:
+    owner = "/owners/{owner_id}"
+    item = owner + "/items/{file}/{name}"
+    committed = lambda key, schema: {"allOf": [_ref("Committed"), _obj({key: schema}, [key])]}  # noqa: E731
+    entries = _obj({"entries": _arr(_ref("DiaryItem"))}, ["entries"])
+    point_body = lambda field, schema: _body({field: schema, "force": {"type": "boolean"},  # noqa: E731
+                                              "preview": {"type": "boolean"}, "actor": _WRITE["actor"]}, [field])
+    operation = _ok({"oneOf": [_obj({"commit": _NSTR}, ["commit"]), _obj({"plan": _ref("Plan")}, ["plan"])]},
+                    description="the new commit (null when nothing needed undoing), or the plan with preview")
+    return {
+        "/version": {"get": _op("server and API version", "read", _ok(
+            _obj({"version": {"type": "string"}, "api": {"type": "integer"}}, ["version", "api"])), tag="service")},
+        "/owners": {"get": _op("list owners (paged)", "read", _ok(
+            _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR}, ["owners", "next"])),
+            params=[_param("prefix", "query", {"type": "string", "maxLength": 128}),
+                    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                    _param("cursor", "query", {"type": "string", "maxLength": 128})], tag="owners")},
+        owner: {
+            "parameters": [_OWNER],
+            "put": _op("create an owner (idempotent)", "write", {
+                **_ok(_obj({"owner": _ref("OwnerStats"), "created": {"type": "boolean"}}), "201", "created"),
+                "200": {"description": "already there", "content": {"application/json": {"schema": _obj(
+                    {"owner": _ref("OwnerStats"), "created": {"type": "boolean"}})}}}}, tag="owners"),
+            "get": _op("an owner's counts and last change", "read", _ok(_ref("OwnerStats"), etag=True), tag="owners"),
+            "delete": _op("delete an owner", "admin", _ok(_obj({"deleted": {"type": "string"}})), tag="owners"),
+        },
+        owner + "/export": {"parameters": [_OWNER], "get": _op(
+            "archive of the owner's markdown", "read",
+            {"200": {"description": "the archive", "content": {"application/zip": {"schema": {
+                "type": "string", "format": "binary"}}, "application/x-tar": {"schema": {
+                    "type": "string", "format": "binary"}}}},
+             "default": _ok({})["default"]},
+            params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar"]})], tag="owners")},
+        owner + "/files": {"parameters": [_OWNER], "get": _op("RecallFile names", "read", _ok(
+            _obj({"files": _arr({"type": "string"})}, ["files"])))},
+        owner + "/items": {"parameters": [_OWNER], "get": _op("items, of one file or all", "read", _ok(
+            _obj({"items": _arr(_ref("Item"))}, ["items"])),
+            params=[_param("file", "query", {"type": "string", "maxLength": 128})])},
+        item: {
+            "parameters": [_OWNER, _FILE, _NAME],
+            "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
+            "put": _op("add or update an item", "write", _ok(committed("item", _ref("Item")), etag=True),
+                       params=[_HDR_IF_MATCH, _HDR_IDEM],
+                       body=_body({"content": {"type": "string"}, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
+                                  ["content"])),
+            "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
+                          params=[_HDR_IF_MATCH, _HDR_IDEM]),
+        },
+        owner + "/diary": {
+            "parameters": [_OWNER],
+            "post": _op("append a diary event", "write", _ok(committed("entry", _ref("DiaryItem")), "201", "appended"),
+                        params=[_HDR_IDEM], body=_body({"content": {"type": "string"}, **_APPEND, **_WRITE},
+                                                       ["content"])),
+            "get": _op("diary events of a window of days", "read", _ok(entries),
+                       params=[_param("start", "query", _DATE, required=True),
+                               _param("end", "query", _DATE, required=True)]),
+        },
+        owner + "/diary/dates": {"parameters": [_OWNER], "get": _op("days with a diary file", "read", _ok(
+            _obj({"dates": _arr({"type": "string"})}, ["dates"])))},
+        owner + "/diary/{day}": {"parameters": [_OWNER, _param("day", "path", _DATE)],
+                                 "get": _op("one day's diary events", "read", _ok(entries))},
+        owner + "/batch": {"parameters": [_OWNER], "post": _op(
+            "several writes as one commit", "write",
+            _ok(_obj({"results": _arr({"type": "object"}), "commit": _NSTR, "replayed": {"type": "boolean"}},
+                     ["results", "commit"])),
+            params=[_HDR_IF_MATCH, _HDR_IDEM],
+            body=_body({"ops": _arr(_obj({"op": {"type": "string", "enum": ["add", "remove", "diary"]},
+                                          "file": {"type": "string"}, "name": {"type": "string"},
+                                          "content": {"type": "string"}, **_APPEND,
+                                          "source_conv": _WRITE["source_conv"]}, ["op"])),
+                        "message": {**_NSTR, "maxLength": 200}, **_WRITE}, ["ops"]))},
+        owner + "/retrieve": {"parameters": [_OWNER], "post": _op(
+            "the memories that belong in the prompt", "read", _ok(_ref("RetrievalResult")),
+            body=_body({"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                        "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1},
+                        "expand_links": {"type": "boolean"}, "explain": {"type": "boolean"},
+                        "time_range": {"type": "array", "items": _DATE, "minItems": 2, "maxItems": 2,
+                                       "nullable": True},
+                        "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True}}, ["query"]),
+            tag="retrieval")},
+        owner + "/memorize": {"parameters": [_OWNER], "post": _op(
+            "run the configured LLM over a turn and write its diary entries as one run", "write",
+            _ok(_obj({"entries": _arr(_ref("DiaryItem")), "run": {"type": "string"}, "commit": _NSTR}, ["run"])),
+            params=[_HDR_IDEM],
+            body=_body({"turn": {"type": "string"}, "character": {**_NSTR, "maxLength": 200},
+                        "prompt": _NSTR, "ts": _APPEND["ts"], "tz": _APPEND["tz"], **_WRITE}, ["turn"]),
+            tag="memorize")},
+        owner + "/diary-tool": {"parameters": [_OWNER], "post": _op(
+            "handle the agent's append_diary tool call (400 carries the message for the agent)", "write",
+            _ok(committed("entry", _ref("DiaryItem")), "201", "appended"), params=[_HDR_IDEM],
+            body=_body({"arguments": {}, **_APPEND, **_WRITE}, ["arguments"]), tag="memorize")},
+        owner + "/history": {"parameters": [_OWNER], "get": _op(
+            "commits, newest first", "read",
+            _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR}, ["entries", "next"])),
+            params=[_param("file", "query", _Q), _param("item", "query", _Q), _param("run", "query", _Q),
+                    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
+                    _param("cursor", "query", _Q)], tag="history")},
+        owner + "/commits/{commit}": {"parameters": [_OWNER, _param("commit", "path", _POINT)], "get": _op(
+            "one commit with its per-item diff", "read",
+            _ok(_obj({"entry": _ref("HistoryEntry"), "changes": _arr(_ref("ItemChange")),
+                      "patch": {"type": "string"}}, ["changes"])), tag="history")},
+        owner + "/diff": {"parameters": [_OWNER], "get": _op(
+            "per-item diff between two points", "read",
+            _ok(_obj({"entry": {"nullable": True}, "changes": _arr(_ref("ItemChange")),
+                      "patch": {"type": "string"}}, ["changes"])),
+            params=[_param("from", "query", _POINT, required=True), _param("to", "query", _POINT)], tag="history")},
+        owner + "/revert": {"parameters": [_OWNER], "post": _op(
+            "undo one commit, item by item (409 lists conflicts unless forced)", "admin", deepcopy(operation),
+            body=point_body("commit", _POINT), tag="history")},
+        owner + "/rollback": {"parameters": [_OWNER], "post": _op(
+            "undo every commit of a run as one commit (409 lists conflicts unless forced)", "admin",
+            deepcopy(operation), body=point_body("run", {"type": "string", "minLength": 1, "maxLength": 64}),
+            tag="history")},
+        owner + "/restore": {"parameters": [_OWNER], "post": _op(
+            "make wiki/ and diary/ as they were at a point, as one new commit", "admin", deepcopy(operation),
+            body=point_body("to", _POINT), tag="history")},
+        "/openapi.json": {"get": {"summary": "this document", "tags": ["service"], "security": [],
+                                  "responses": {"200": {"description": "OpenAPI 3.0",
+                                                        "content": {"application/json": {"schema": {
+                                                            "type": "object"}}}}}}},
+    }
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document (a fresh dict each call)."""
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "wikimem host API", "version": wikimem.__version__,
+                 "description": "Git-backed markdown memory for LLM chat bots. Every write answers with "
+                                "the commit id; errors are {\"error\": {\"code\", \"message\"}}."},
+        "servers": [{"url": "/api/v1"}],
+        "security": [{"bearer": []}],
+        "paths": _paths(),
+        "components": {"schemas": deepcopy(SCHEMAS),
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+    }
