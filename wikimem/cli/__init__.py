@@ -40,11 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     import importlib
 
     for name in _GROUPS:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ImportError:  # a group not built yet, or its layer absent
-            continue
-        module.register(sub)
+        importlib.import_module(f".{name}", __name__).register(sub)
     return parser
 
 

@@ -1,0 +1,134 @@
+"""``serve``, ``token mint``, ``operator add``: running the host and managing its credentials.
+
+Flask and the host layer are imported only when one of these commands runs,
+so ``wikimem ls`` keeps working with the standard library alone.
+
+``wikimem serve`` is the development server (one process, threads). In
+production run gunicorn: ``gunicorn -c deploy/gunicorn.conf.py``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from . import EXIT_ERROR, EXIT_OK, _Parser
+
+ADMIN_TOKEN_FILE = "admin-token"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="run the host (development server; use gunicorn in production)")
+    p.add_argument("--data", default=os.environ.get("WIKIMEM_DATA", "data"),
+                   help="data root (default: $WIKIMEM_DATA or ./data)")
+    p.add_argument("--bind", default=os.environ.get("WIKIMEM_BIND", "127.0.0.1:8000"),
+                   help="HOST:PORT to listen on (default: $WIKIMEM_BIND or 127.0.0.1:8000)")
+    p.add_argument("--demo", action="store_true", help="fill an empty data root with demo owners first")
+    p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("token", help="API tokens")
+    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=_Parser)
+    m = tsub.add_parser("mint", help="make a token, store its hash, print the secret once")
+    m.add_argument("name", help="who uses it, e.g. worker-elaina")
+    m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
+                   help="read, write or admin (repeatable)")
+    m.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
+    m.add_argument("--file", default=os.environ.get("WIKIMEM_TOKENS_FILE"),
+                   help="tokens file (default: $WIKIMEM_TOKENS_FILE)")
+    m.set_defaults(handler=cmd_token_mint)
+
+    p = sub.add_parser("operator", help="admin UI operator accounts")
+    osub = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True,
+                            parser_class=_Parser)
+    a = osub.add_parser("add", help="add an account (password read from the terminal or stdin)")
+    a.add_argument("name")
+    a.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
+    a.add_argument("--file", default=os.environ.get("WIKIMEM_OPERATORS_FILE"),
+                   help="accounts file (default: $WIKIMEM_OPERATORS_FILE)")
+    a.set_defaults(handler=cmd_operator_add)
+
+
+def _split_bind(bind: str) -> tuple[str, int]:
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--bind must be HOST:PORT, got {bind!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _admin_token(data: Path) -> str:
+    """``$WIKIMEM_ADMIN_TOKEN``, else the one kept in the data root (made on first run, mode 0600)."""
+    token = os.environ.get("WIKIMEM_ADMIN_TOKEN")
+    if token:
+        return token
+    path = data / ADMIN_TOKEN_FILE
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = "wmk_dev_" + secrets.token_urlsafe(24)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(token + "\n")
+        return token
+
+
+def cmd_serve(args) -> int:
+    host, port = _split_bind(args.bind)
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    token = _admin_token(data)
+    from webapp import create_app  # flask only now
+
+    # The development server: a random session key unless one is configured.
+    env = "development" if not os.environ.get("WIKIMEM_SECRET_KEY") else os.environ.get("WIKIMEM_ENV", "production")
+    app = create_app({"DATA_ROOT": str(data), "ADMIN_TOKEN": token, "ENV": env})
+    if args.demo:
+        from ..host.demo import seed_demo
+
+        with app.app_context():
+            from webapp import get_host
+
+            seeded = seed_demo(get_host())
+        print(f"demo data: {', '.join(seeded.owners)}" + ("" if seeded.created else " (already there)"))
+        print(f"  a bad memorize run to roll back: {seeded.bad_run} (owner user:xnne, History page)")
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    print(f"wikimem host on http://{shown}:{port}/  (admin UI: /admin/, API: /api/v1/)")
+    print(f"data root:   {data.resolve()}")
+    print(f"admin token: {token}")
+    sys.stdout.flush()
+    app.run(host=host, port=port, threaded=True, use_reloader=False)
+    return EXIT_OK
+
+
+def cmd_token_mint(args) -> int:
+    from ..host.tokens import append_token, mint_token
+
+    if not args.file:
+        print("wikimem: give --file or set WIKIMEM_TOKENS_FILE", file=sys.stderr)
+        return EXIT_ERROR
+    secret, entry = mint_token(args.name, args.scope, args.owner_prefix)
+    append_token(args.file, entry)
+    scopes = ",".join(entry["scopes"])
+    print(f"minted {entry['name']!r} ({scopes}{', owners ' + repr(entry['owner_prefix']) + '*' if entry['owner_prefix'] else ''})"
+          f" into {args.file}; the secret is shown only now:", file=sys.stderr)
+    print(secret)
+    return EXIT_OK
+
+
+def cmd_operator_add(args) -> int:
+    from webapp.session import account_line
+
+    if not args.file:
+        print("wikimem: give --file or set WIKIMEM_OPERATORS_FILE", file=sys.stderr)
+        return EXIT_ERROR
+    password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    line = account_line(args.name, password, args.owner_prefix)
+    path = Path(args.file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    print(f"added operator {args.name!r} to {path}", file=sys.stderr)
+    return EXIT_OK

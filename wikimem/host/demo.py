@@ -1,0 +1,96 @@
+"""Demo owners for ``wikimem serve --demo``: a few memories with history worth reviewing.
+
+Everything is written through the host's real write paths (versioned
+stores, :meth:`Owner.memorize` with a scripted model standing in for a chat
+endpoint, batches with run ids), so the history reads exactly like a real
+bot's: two characters, a good memorize run, and a bad one (``run id`` in
+:data:`BAD_RUN`) that wrote a wrong fact and a wrong diary event — the
+one a newcomer rolls back from the admin UI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+__all__ = ["seed_demo", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
+
+BAD_RUN = "run_demo_bad"
+GOOD_RUN = "run_demo_good"
+DEMO_OWNERS = ("user:xnne", "user:lumi", "user:sam")
+
+
+class _ScriptedLLM:
+    """Answers memorize's one chat call with a fixed reply (the demo has no model)."""
+
+    def __init__(self, entries: list[str]):
+        self.reply = json.dumps([{"content": c} for c in entries], ensure_ascii=False)
+
+    def chat(self, messages, **_: object) -> str:
+        return self.reply
+
+
+@dataclass(frozen=True)
+class DemoSeeded:
+    owners: tuple[str, ...]
+    bad_run: str
+    created: bool
+
+
+def _memorize(owner, turn: str, entries: list[str], **kwargs) -> None:
+    saved, owner.llm = owner.llm, _ScriptedLLM(entries)
+    try:
+        owner.memorize(turn, **kwargs)
+    finally:
+        owner.llm = saved
+
+
+def _xnne(host) -> None:
+    owner, _ = host.ensure_owner("user:xnne")
+    vs, oid = owner.vstore, owner.id
+    vs.add("preferences", "likes-the-sea", "喜欢海边，尤其是傍晚的海风。计划见 [[daily_life:beach-trip]]。",
+           owner=oid, source_conv="conv_101", actor="Elaina", ts="2026-07-18T09:00:00Z")
+    vs.add("preferences", "tea", "每天早上喝乌龙茶，不加糖。", owner=oid, source_conv="conv_101", actor="Elaina")
+    vs.add("daily_life", "beach-trip", "八月想去青岛看海，[[people:sister]] 可能一起去。",
+           owner=oid, source_conv="conv_102", actor="Elaina")
+    vs.add("people", "sister", "有一个妹妹，叫小雨，在上海读大学。", owner=oid, source_conv="conv_102", actor="Elaina")
+    vs.add("work", "job", "在一家咖啡馆做咖啡师。", owner=oid, source_conv="conv_103", actor="Elaina")
+    _memorize(owner, "user: 今天傍晚去海边散步了，风很大但是很舒服。\nassistant: 听起来很放松！",
+              ["傍晚去海边散步，风很大，但心情很好，说很舒服。", "聊到八月的青岛之行，打算带妹妹小雨一起去。"],
+              character="Elaina", run=GOOD_RUN, source_conv="conv_104", date="2026-07-20", time="19:05")
+    vs.diary_append("说最近工作很累，晚饭也没怎么吃，一句话都不想说。", date="2026-07-22", time="21:40",
+                    owner=oid, source_conv="conv_105", actor="Elaina")
+    # The bad run: the model misread a joke and wrote the opposite of what is true.
+    with vs.batch(run=BAD_RUN, actor="Elaina", message="memorize: 1 fact, 1 diary entry", source_conv="conv_106"):
+        vs.store.add("preferences", "likes-the-sea", "其实讨厌海边，从来不去。", owner=oid, source_conv="conv_106")
+        vs.diary.append("说自己讨厌大海，再也不想去青岛了。", date="2026-07-23", time="20:15", owner=oid,
+                        source_conv="conv_106")
+
+
+def _lumi(host) -> None:
+    owner, _ = host.ensure_owner("user:lumi")
+    vs, oid = owner.vstore, owner.id
+    vs.add("preferences", "cats", "Has two cats, Miso and Tofu. See [[people:roommate]].",
+           owner=oid, source_conv="conv_201", actor="Lumi")
+    vs.add("people", "roommate", "Shares a flat with Jonas, who is allergic to cats.",
+           owner=oid, source_conv="conv_201", actor="Lumi")
+    vs.add("hobbies", "climbing", "Goes bouldering on Thursdays. Wants to try [[hobbies:lead-climbing]].",
+           owner=oid, source_conv="conv_202", actor="Lumi")
+    _memorize(owner, "user: Miso knocked my coffee over again this morning.\nassistant: Oh no, poor laptop?",
+              ["Miso knocked coffee over the laptop in the morning; the laptop survived, the mood did not."],
+              character="Lumi", source_conv="conv_203", date="2026-07-21", time="08:10")
+
+
+def _sam(host) -> None:
+    owner, _ = host.ensure_owner("user:sam")
+    owner.vstore.add("preferences", "music", "Listens to jazz while cooking.", owner=owner.id, actor="Lumi")
+
+
+def seed_demo(host) -> DemoSeeded:
+    """Write the demo owners into an empty data root; a root that has owners is left alone."""
+    if host.owner_ids():
+        return DemoSeeded(tuple(host.owner_ids()), BAD_RUN, False)
+    _xnne(host)
+    _lumi(host)
+    _sam(host)
+    return DemoSeeded(DEMO_OWNERS, BAD_RUN, True)
