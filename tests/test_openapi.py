@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import threading
@@ -89,7 +90,7 @@ CHECKS = [
 
 @pytest.mark.slow
 @schema.parametrize()
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=int(os.environ.get("WIKIMEM_FUZZ_EXAMPLES", "30")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much, HealthCheck.data_too_large])
 def test_fuzzed_requests_get_documented_answers(case, server):

@@ -90,6 +90,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
     app.config.update(config)
     app.json.sort_keys = False
+    app.json.ensure_ascii = False  # CJK memory reads as text in curl and logs
     app.extensions["wikimem.host_lock"] = threading.Lock()
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]

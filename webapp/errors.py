@@ -30,7 +30,7 @@ from flask import Flask, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
-from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy
+from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
@@ -85,7 +85,8 @@ def error_body(exc: BaseException, status: int) -> dict:
         if status == 413:
             message = f"request body larger than {request.max_content_length} bytes"
     elif status == 422:
-        code, message = "invalid_value", str(exc)
+        code, message = getattr(exc, "code", None) if isinstance(exc, WikimemError) else None, str(exc)
+        code = code or "invalid_value"
     else:
         code, message = getattr(exc, "code", "error"), str(exc)
     err: dict = {"code": code, "message": message}

@@ -58,6 +58,12 @@ class PreconditionFailed(WikimemError):
         self.current = current
 
 
+class IdempotencyKeyReused(WikimemError, ValueError):
+    """An ``Idempotency-Key`` already used for a different kind of request."""
+
+    code = "idempotency_key_reused"
+
+
 class StoreBusy(WikimemError):
     """The store's write lock could not be taken in time."""
 

@@ -41,7 +41,7 @@ def _parse_op(n: int, raw: Any) -> Op:
     if not isinstance(raw, dict):
         raise BadRequest(f"ops[{n}] must be an object")
     kind = raw.get("op")
-    if kind not in _FIELDS:
+    if not isinstance(kind, str) or kind not in _FIELDS:
         raise BadRequest(f"ops[{n}].op must be one of {', '.join(sorted(_FIELDS))}")
     required, optional = _FIELDS[kind]
     args = {k: v for k, v in raw.items() if k != "op"}

@@ -194,7 +194,7 @@ class Owner:
         run = run or new_run_id()
         actor = actor or character
         if idempotency_key is not None:
-            replay = self._replay(idempotency_key)
+            replay = self._replay(idempotency_key, "memorize")
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
@@ -202,16 +202,16 @@ class Owner:
                  source_conv=source_conv, **append_kwargs)
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
         with self.vstore.batch(run=run, actor=actor, message=message, source_conv=source_conv,
-                               idempotency_key=idempotency_key) as b:
+                               idempotency_key=idempotency_key, kind="memorize") as b:
             if b.replay is not None:
                 return _memorize_replay(b.replay)
             entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
             b.result = {"entries": [asdict(e) for e in entries], "run": run}
         return MemorizeResult(entries, run, b.commit)
 
-    def _replay(self, key: str):
+    def _replay(self, key: str, kind: str):
         """The stored result of an already-applied request with this key, or None."""
-        with self.vstore.batch(idempotency_key=key) as b:
+        with self.vstore.batch(idempotency_key=key, kind=kind) as b:
             return b.replay
 
     def diary_tool(self, arguments: Any, *, run: str | None = None, actor: str | None = None,
@@ -222,7 +222,8 @@ class Owner:
         """
         from ..memorize import handle_diary_tool
 
-        with self.vstore.batch(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key) as b:
+        with self.vstore.batch(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key,
+                               kind="diary-tool") as b:
             if b.replay is not None:
                 return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
             try:
@@ -239,7 +240,7 @@ class Owner:
         """Apply several writes (see :mod:`wikimem.host.batch`) as one commit, or none of them."""
         checked = parse_ops(ops)
         with self.vstore.batch(run=run, actor=actor, message=message, source_conv=source_conv,
-                               if_match=if_match, idempotency_key=idempotency_key) as b:
+                               if_match=if_match, idempotency_key=idempotency_key, kind="batch") as b:
             if b.replay is not None:
                 return BatchResult(b.replay["results"], b.replay.get("commit"), True)
             results = [self._apply_op(op, source_conv) for op in checked]

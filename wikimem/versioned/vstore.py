@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from dulwich.objects import Blob
 
-from ..errors import Conflict, NotFound, PreconditionFailed
+from ..errors import Conflict, IdempotencyKeyReused, NotFound, PreconditionFailed
 from ..fsio import read_bytes
 from ..journal import utc_now
 from ..locking import FileLock
@@ -259,8 +259,15 @@ class VersionedStore:
     @contextmanager
     def batch(self, *, run: str | None = None, actor: str | None = None, message: str | None = None,
               source_conv: str | None = None, if_match: str | None = None,
-              idempotency_key: str | None = None, action: str | None = None) -> Iterator[Batch]:
-        """Everything written inside is one commit (or none, if nothing was written)."""
+              idempotency_key: str | None = None, action: str | None = None,
+              kind: str | None = None) -> Iterator[Batch]:
+        """Everything written inside is one commit (or none, if nothing was written).
+
+        With an ``idempotency_key`` already applied, ``handle.replay`` holds the
+        stored result and nothing should be written; ``kind`` names the request
+        (``add``, ``diary``, …) so that a key reused for another kind of
+        request is refused (:class:`IdempotencyKeyReused`) rather than replayed.
+        """
         handle = Batch()
         info = {k: v for k, v in (("run", run), ("actor", actor), ("message", message), ("source_conv", source_conv),
                                   ("idempotency_key", idempotency_key), ("action", action)) if v is not None}
@@ -272,16 +279,30 @@ class VersionedStore:
                     handle.replay = dict(found[1] or {}) if isinstance(found[1], dict) else {"result": found[1]}
                     handle.replay.setdefault("commit", found[0])
                     handle.commit = found[0]
+                    stored = handle.replay.get("_kind")
+                    if kind is not None and stored is not None and stored != kind:
+                        raise IdempotencyKeyReused(
+                            f"Idempotency-Key {idempotency_key!r} was already used for a {stored} request, "
+                            f"not {kind}; use a new key for a new request")
             if if_match is not None and handle.replay is None:
                 head = self.head()
                 if not head.startswith(if_match.lower()) or len(if_match) < 4:
                     raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match}", current=head)
             yield handle
+            if kind is not None and isinstance(handle.result, dict):
+                handle.result["_kind"] = kind
         if handle.replay is None:
             handle.commit = unit.info.get("_commit") if unit.info.get("_batch") is handle else None
 
     def _check_item(self, file: str, name: str, if_match: str | None) -> None:
+        """``if_match`` is the item's etag, or a full commit id that must still be the head."""
         if if_match is None:
+            return
+        if len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
+            head = self.head()
+            if head != if_match.lower():
+                raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
+                                         current=head)
             return
         current = self.store.get(file, name)
         tag = item_etag(current) if current is not None else None
@@ -291,7 +312,7 @@ class VersionedStore:
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             source_conv: str | None = None, run: str | None = None, actor: str | None = None,
             if_match: str | None = None, idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key) as b:
+        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="add") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True)
@@ -303,7 +324,7 @@ class VersionedStore:
     def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
                actor: str | None = None, if_match: str | None = None,
                idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key) as b:
+        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="remove") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
             self._check_item(file, name, if_match)
@@ -315,7 +336,7 @@ class VersionedStore:
                      time: str | None = None, tz=None, owner: str | None = None, source_conv: str | None = None,
                      run: str | None = None, actor: str | None = None,
                      idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key) as b:
+        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(DiaryItem(**value) if value else None, b.commit, True)
