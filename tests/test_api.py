@@ -340,3 +340,22 @@ def test_a_key_reused_for_another_kind_of_request_is_refused(world):
 def test_malformed_batch_ops_are_400(world, ops):
     _, client, _, _ = world
     _error(client.post(O + "/batch", headers=_auth(ADMIN), json={"ops": ops}), 400)
+
+
+def test_retrieve_fuses_embeddings_from_the_configured_endpoint_and_degrades_when_it_is_down(tmp_path):
+    with FakeOpenAI() as fake:
+        app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path), "ADMIN_TOKEN": ADMIN,
+                          "EMBED_URL": fake.url, "EMBED_MODEL": "fake-embed"})
+        client = app.test_client()
+        client.put(O, headers=_auth(ADMIN))
+        for name, content in (("that-evening", "他一句话没说，饭也没怎么吃。"), ("coffee", "只喝手冲咖啡。")):
+            client.put(f"{O}/items/mood/{name}", headers=_auth(ADMIN), json={"content": content})
+        query = {"query": "那天我是不是很沮丧", "limit": 1, "expand_links": False}
+        found = client.post(O + "/retrieve", headers=_auth(ADMIN), json=query).get_json()
+        assert found["embedding_used"] is True
+        assert found["items"][0]["item"]["name"] == "that-evening"
+        fake.fail_status = 503
+        degraded = client.post(O + "/retrieve", headers=_auth(ADMIN), json={**query, "query": "沮丧 咖啡"})
+    assert degraded.status_code == 200
+    body = degraded.get_json()
+    assert body["embedding_used"] is False and [i["item"]["name"] for i in body["items"]] == ["coffee"]
