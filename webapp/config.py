@@ -7,6 +7,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_BIND``           ``BIND``               address to serve on (``127.0.0.1:8000``)
 ``WIKIMEM_ADMIN_TOKEN``    ``ADMIN_TOKEN``        a plain admin token (development, tests)
 ``WIKIMEM_TOKENS_FILE``    ``TOKENS_FILE``        hashed tokens, see :mod:`webapp.auth`
+``WIKIMEM_OPERATORS_FILE`` ``OPERATORS_FILE``     admin UI accounts, see :mod:`webapp.session`
 ``WIKIMEM_SECRET_KEY``     ``SECRET_KEY``         session signing key
 ``WIKIMEM_LLM_URL``        ``LLM_URL``            OpenAI-compatible chat endpoint (``…/v1``)
 ``WIKIMEM_LLM_MODEL``      ``LLM_MODEL``          chat model name
@@ -38,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "BIND": "127.0.0.1:8000",
     "ADMIN_TOKEN": None,
     "TOKENS_FILE": None,
+    "OPERATORS_FILE": None,
     "SECRET_KEY": None,
     "LLM_URL": None,
     "LLM_MODEL": None,
@@ -58,6 +60,7 @@ ENV_VARS = {
     "WIKIMEM_BIND": "BIND",
     "WIKIMEM_ADMIN_TOKEN": "ADMIN_TOKEN",
     "WIKIMEM_TOKENS_FILE": "TOKENS_FILE",
+    "WIKIMEM_OPERATORS_FILE": "OPERATORS_FILE",
     "WIKIMEM_SECRET_KEY": "SECRET_KEY",
     "WIKIMEM_LLM_URL": "LLM_URL",
     "WIKIMEM_LLM_MODEL": "LLM_MODEL",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import wraps
@@ -240,9 +239,6 @@ bp.after_request(security_headers)
 def init_app(app: Flask, *, exempt=()) -> None:
     """Set up sessions and CSRF for the UI; ``exempt`` lists blueprints CSRF skips (the API)."""
     app.config["SESSION_COOKIE_HTTPONLY"] = True
-    # webapp.config does not know this key yet; read it here, still inside the factory.
-    if not app.config.get("OPERATORS_FILE"):
-        app.config["OPERATORS_FILE"] = os.environ.get("WIKIMEM_OPERATORS_FILE") or None
     if not app.config.get("SESSION_COOKIE_SAMESITE"):
         app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
     # The signed cookie is only accepted this long after sign-in (Flask checks
