@@ -1,0 +1,88 @@
+"""gunicorn configuration of the wikimem host: ``gunicorn -c deploy/gunicorn.conf.py``.
+
+Everything comes from the environment (see ``deploy/env.example``):
+
+- ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
+- ``WIKIMEM_WORKERS``   worker processes (``2 * cores + 1``, at most 8);
+- ``WIKIMEM_TIMEOUT``   seconds a request may take before its worker is restarted (60);
+- ``WIKIMEM_LOG_LEVEL`` gunicorn's log level (``info``).
+
+No ``preload_app``: each worker imports ``webapp.wsgi`` itself and so opens
+its own repositories, locks and indexes after the fork (dulwich objects and
+file locks must not be shared across a fork). Writers of one owner in
+different workers are serialised by the owner's inter-process lock.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+# The cap keeps a big machine from holding dozens of per-process index LRUs
+# (memory grows with workers × WIKIMEM_INDEX_CACHE); shard owners across hosts instead.
+MAX_DEFAULT_WORKERS = 8
+
+
+def _int_env(name: str, default: int, minimum: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SystemExit(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _default_workers() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))  # honours CPU pinning / container cpusets
+    except (AttributeError, OSError):
+        cores = multiprocessing.cpu_count()
+    return min(2 * cores + 1, MAX_DEFAULT_WORKERS)
+
+
+wsgi_app = "webapp.wsgi:app"
+bind = [os.environ.get("WIKIMEM_BIND", "").strip() or "127.0.0.1:8000"]
+workers = _int_env("WIKIMEM_WORKERS", _default_workers())
+worker_class = "sync"  # requests are short and CPU-bound; nginx buffers slow clients
+preload_app = False
+
+# memorize waits on an LLM; a worker stuck longer than this is killed and restarted.
+timeout = _int_env("WIKIMEM_TIMEOUT", 60)
+graceful_timeout = _int_env("WIKIMEM_GRACEFUL_TIMEOUT", 30)
+keepalive = 5
+
+# Recycle workers now and then so a slow leak never becomes an outage; jitter avoids all at once.
+max_requests = _int_env("WIKIMEM_MAX_REQUESTS", 10000, minimum=0)
+max_requests_jitter = max(1, max_requests // 10) if max_requests else 0
+
+# Logs to stdout/stderr: systemd's journal or the container runtime collects them.
+accesslog = "-"
+errorlog = "-"
+loglevel = os.environ.get("WIKIMEM_LOG_LEVEL", "info")
+# %(p)s is the worker's pid: which process served a request (each holds its own index LRU).
+access_log_format = '%(h)s %(p)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+capture_output = True
+
+# Headers are small; the body limit (1 MiB) is enforced by the app (WIKIMEM_MAX_BODY) and nginx.
+limit_request_line = 8190
+limit_request_fields = 100
+
+# gunicorn itself trusts X-Forwarded-* only from the local proxy; the app's ProxyFix is WIKIMEM_PROXIES.
+forwarded_allow_ips = os.environ.get("WIKIMEM_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+
+# gunicorn >= 25 opens a control socket ($HOME/.gunicorn/gunicorn.ctl by default), one path shared
+# by every instance of a user and unwritable under ProtectSystem/ProtectHome: off unless asked for.
+_control = os.environ.get("WIKIMEM_CONTROL_SOCKET", "").strip()
+control_socket_disable = not _control
+if _control:
+    control_socket = _control
+
+# Several workers on few cores: one BLAS thread each keeps the exact vector tier's tail latency
+# flat (bench/vectors.py measured p99 108 ms with 2 threads vs 5 ms with 1 on a busy 2-core box).
+# Set before the workers import numpy; an explicit value in the environment wins.
+for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")

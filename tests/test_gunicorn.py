@@ -1,0 +1,269 @@
+"""The host under a real gunicorn (deploy/gunicorn.conf.py, 3 workers), driven by wikimem.client.
+
+The `git` command line is the independent witness: the owner's repository
+must hold exactly one commit per write and pass `git fsck`, however the
+writes were spread over the worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
+from wikimem.host.owner_ids import encode_owner_id
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+CONF = REPO / "deploy" / "gunicorn.conf.py"
+OWNER = "user:gunicorn"
+STARTUP_SECONDS = 30
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _gunicorn_command() -> list[str]:
+    beside = Path(sys.executable).with_name("gunicorn")
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"gunicorn exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(base + "/healthz", timeout=1) as resp:
+                if json.load(resp) == {"ok": True}:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"gunicorn did not become healthy:\n{log.read_text(errors='replace')}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    """A running gunicorn: ``(base_url, admin_token, data_root, log_path)``."""
+    tmp = tmp_path_factory.mktemp("gunicorn")
+    data, log = tmp / "data", tmp / "gunicorn.log"
+    port, token = _free_port(), secrets.token_urlsafe(24)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
+    env.update(WIKIMEM_DATA=str(data), WIKIMEM_BIND=f"127.0.0.1:{port}", WIKIMEM_WORKERS="3",
+               WIKIMEM_ADMIN_TOKEN=token, WIKIMEM_SECRET_KEY=secrets.token_hex(32), HOME=str(tmp))
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(_gunicorn_command() + ["-c", str(CONF)], cwd=REPO, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base, proc, log)
+        yield base, token, data, log
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def client(host):
+    base, token, _, _ = host
+    c = Client(base, token, owner=OWNER, timeout=30.0, proxies={})
+    c.create_owner()
+    return c
+
+
+def _git(data: Path, owner: str, *args: str) -> str:
+    repo = data / "owners" / encode_owner_id(owner)
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _commits(data: Path, owner: str) -> int:
+    return int(_git(data, owner, "rev-list", "--count", "main"))
+
+
+def _raw(base: str, method: str, path: str, *, token: str | None, body: bytes | None = None,
+         headers: dict | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(base + path, data=body, method=method, headers=dict(headers or {}))
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=30) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.load(exc)
+
+
+def _worker_pids(log: Path, needle: str) -> set[str]:
+    """Pids of the workers whose access-log lines contain ``needle`` (format: host, <pid>, request …)."""
+    lines = log.read_text(errors="replace").splitlines()
+    return {line.split()[1] for line in lines if needle in line and len(line.split()) > 2}
+
+
+def test_version_answers(host):
+    base, token, _, _ = host
+    assert Client(base, token, proxies={}).version()["api"] == 1
+
+
+def test_create_owner_is_idempotent(client, host):
+    again = client.create_owner()
+    assert again["created"] is False
+    assert again["owner"]["id"] == OWNER
+    assert OWNER in [o["id"] for o in client.owners(prefix="user:").entries]
+
+
+def test_add_get_etag_and_retrieve_chinese(client):
+    written = client.add("preferences", "likes-the-sea", "她喜欢大海，也喜欢 the sea at dawn.", source_conv="conv-1")
+    assert written.commit and written.etag and not written.replayed
+    fetched = client.fetch("preferences", "likes-the-sea")
+    assert fetched.item.content == "她喜欢大海，也喜欢 the sea at dawn."
+    assert fetched.item.source_conv == "conv-1"
+    assert fetched.etag == written.etag
+    result = client.retrieve("大海")
+    assert [e.item.name for e in result.items] == ["likes-the-sea"]
+    assert result.items[0].source == "hit"
+
+
+def test_name_with_slash_and_cjk_round_trips(client):
+    client.add("places", "海边/南岸", "去过一次。")
+    assert client.get("places", "海边/南岸").content == "去过一次。"
+    assert "海边/南岸" in [i.name for i in client.items("places")]
+
+
+def test_if_match_refuses_a_lost_update(client):
+    first = client.add("preferences", "tea", "green tea")
+    client.add("preferences", "tea", "oolong", if_match=first.etag)
+    with pytest.raises(PreconditionFailedError) as info:
+        client.add("preferences", "tea", "black tea", if_match=first.etag)
+    assert info.value.status == 412 and info.value.current
+    assert client.get("preferences", "tea").content == "oolong"
+
+
+def test_diary_append_replayed_with_the_same_key_writes_one_event(host, client):
+    base, token, data, _ = host
+    before = _commits(data, OWNER)
+    path = f"/api/v1/owners/{OWNER.replace(':', '%3A')}/diary"
+    body = json.dumps({"content": "在海边散步，捡到一只贝壳。", "date": "2026-07-21", "time": "09:15"}).encode()
+    key = {"Idempotency-Key": f"retry-{secrets.token_hex(8)}", "Content-Type": "application/json"}
+    status1, first = _raw(base, "POST", path, token=token, body=body, headers=key)
+    status2, second = _raw(base, "POST", path, token=token, body=body, headers=key)
+    assert (status1, status2) == (201, 201)
+    assert first["replayed"] is False and second["replayed"] is True
+    assert second["commit"] == first["commit"] and second["entry"] == first["entry"]
+    assert [e.content for e in client.diary_day("2026-07-21")] == ["在海边散步，捡到一只贝壳。"]
+    assert _commits(data, OWNER) == before + 1
+
+
+def test_same_key_sent_in_parallel_to_several_workers_writes_once(host, client):
+    base, token, data, _ = host
+    owner = "user:parallel-key"
+    client.create_owner(owner)
+    before = _commits(data, owner)
+    body = json.dumps({"content": "同一个事件", "date": "2026-07-22", "time": "08:00"}).encode()
+    headers = {"Idempotency-Key": f"dup-{secrets.token_hex(8)}", "Content-Type": "application/json"}
+    path = f"/api/v1/owners/{owner.replace(':', '%3A')}/diary"
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: _raw(base, "POST", path, token=token, body=body, headers=headers),
+                                range(6)))
+    assert [status for status, _ in answers] == [201] * 6
+    assert sorted(a["replayed"] for _, a in answers) == [False] + [True] * 5
+    assert len({a["commit"] for _, a in answers}) == 1
+    assert len(client.diary_day("2026-07-22", owner=owner)) == 1
+    assert _commits(data, owner) == before + 1
+
+
+def test_concurrent_writes_over_three_workers_lose_nothing(host, client):
+    _, _, data, log = host
+    owner = "user:concurrent"
+    client.create_owner(owner)
+    before = _commits(data, owner)
+    threads, per_thread = 4, 25
+
+    def write(t: int) -> list[str]:
+        return [client.add(f"t{t}", f"item-{i}", f"thread {t} write {i}", owner=owner).commit
+                for i in range(per_thread)]
+
+    with ThreadPoolExecutor(threads) as pool:
+        commits = [c for batch in pool.map(write, range(threads)) for c in batch]
+    assert len(set(commits)) == threads * per_thread
+    names = {(i.file, i.name) for i in client.items(owner=owner)}
+    assert names == {(f"t{t}", f"item-{i}") for t in range(threads) for i in range(per_thread)}
+    assert _commits(data, owner) == before + threads * per_thread
+    assert set(_git(data, owner, "rev-list", "main").split()) >= set(commits)
+    _git(data, owner, "fsck", "--strict")
+    assert _git(data, owner, "status", "--porcelain", "--", "wiki", "diary") == ""
+    time.sleep(0.2)  # the access log is written after the response
+    assert len(_worker_pids(log, "/owners/user%3Aconcurrent/items/")) >= 2  # really several processes
+
+
+def test_retrieve_as_of_an_older_commit(client):
+    old = client.add("moods", "today", "calm like the sea").commit
+    client.add("moods", "today", "stormy")
+    assert [e.item.content for e in client.retrieve("calm").items] == []
+    past = client.retrieve("calm", as_of=old)
+    assert [e.item.content for e in past.items] == ["calm like the sea"]
+
+
+def test_history_diff_and_revert(client):
+    done = client.add("moods", "later", "to be reverted")
+    assert client.history(limit=1).entries[0]["id"] == done.commit
+    changes = client.commit(done.commit)["changes"]
+    assert [(c["status"], c["name"]) for c in changes] == [("added", "later")]
+    client.revert(done.commit)
+    with pytest.raises(NotFoundError):
+        client.get("moods", "later")
+
+
+def test_oversized_body_is_413_json(host, client):  # client: the owner exists
+    base, token, _, _ = host
+    body = json.dumps({"content": "x" * (1024 * 1024 + 10)}).encode()
+    status, answer = _raw(base, "PUT", f"/api/v1/owners/{OWNER}/items/big/one", token=token, body=body,
+                          headers={"Content-Type": "application/json"})
+    assert status == 413 and answer["error"]["code"] == "too_large"
+
+
+def test_client_raises_too_large(client):
+    with pytest.raises(TooLargeError):
+        client.add("big", "one", "大" * (400 * 1024))  # 1.2 MB of UTF-8
+
+
+def test_no_token_is_a_401_json_error(host):
+    base, _, _, _ = host
+    status, answer = _raw(base, "GET", "/api/v1/owners", token=None)
+    assert status == 401 and answer["error"]["code"] == "unauthorized"
+    with pytest.raises(ClientError) as info:
+        Client(base, "wrong-token", owner=OWNER, proxies={}).files()
+    assert info.value.status == 401
+
+
+def test_unknown_item_and_owner_raise_not_found(client):
+    with pytest.raises(NotFoundError) as info:
+        client.get("preferences", "never-written")
+    assert info.value.status == 404 and info.value.code == "not_found"
+    with pytest.raises(NotFoundError):
+        client.files(owner="user:nobody")
