@@ -359,3 +359,31 @@ def test_retrieve_fuses_embeddings_from_the_configured_endpoint_and_degrades_whe
     assert degraded.status_code == 200
     body = degraded.get_json()
     assert body["embedding_used"] is False and [i["item"]["name"] for i in body["items"]] == ["coffee"]
+
+
+def test_a_key_reused_for_another_item_is_refused_not_replayed(world):
+    _, client, _, _ = world
+    headers = _auth(ADMIN, **{"Idempotency-Key": "k-item"})
+    assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).status_code == 200
+    assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).get_json()["replayed"] is True
+    _error(client.put(O + "/items/notes/y", headers=headers, json={"content": "y"}), 422)
+    _error(client.get(O + "/items/notes/y", headers=_auth(ADMIN)), 404)
+
+
+def test_a_retried_rollback_or_revert_with_the_same_key_writes_once(world):
+    app, client, _, _ = world
+    client.put(O + "/items/notes/bad", headers=_auth(ADMIN), json={"content": "wrong", "run": "run_r"})
+    client.put(O + "/items/notes/other", headers=_auth(ADMIN), json={"content": "fine"})
+    headers = _auth(ADMIN, **{"Idempotency-Key": "rb-1"})
+    first = client.post(O + "/rollback", headers=headers, json={"run": "run_r"}).get_json()
+    again = client.post(O + "/rollback", headers=headers, json={"run": "run_r"}).get_json()
+    assert first["commit"] and again == {"commit": first["commit"], "replayed": True}
+    head = _git(_repo(app), "rev-parse", "main")
+    assert head == first["commit"]
+    target = client.get(O + "/history?limit=2", headers=_auth(ADMIN)).get_json()["entries"][1]["id"]  # "other"
+    rv = _auth(ADMIN, **{"Idempotency-Key": "rv-1"})
+    one = client.post(O + "/revert", headers=rv, json={"commit": target}).get_json()
+    two = client.post(O + "/revert", headers=rv, json={"commit": target})
+    assert two.status_code == 200 and two.get_json() == {"commit": one["commit"], "replayed": True}
+    assert _git(_repo(app), "rev-list", "--count", "main") == str(int(_git(_repo(app), "rev-list", "--count",
+                                                                             head)) + 1)

@@ -61,7 +61,10 @@ def test_only_webapp_imports_flask():
 
 
 def test_the_library_never_imports_the_web_app():
-    bad = [rel(p) for p in modules("wikimem") if any(is_under(m, "webapp") for m, _ in imports(p))]
+    # `wikimem serve` / `operator add` start or use the web app: inside their functions only.
+    allowed_lazily = {"wikimem/cli/hostcmd.py"}
+    bad = [rel(p) for p in modules("wikimem")
+           if any(is_under(m, "webapp") and (top or rel(p) not in allowed_lazily) for m, top in imports(p))]
     assert bad == []
 
 

@@ -283,13 +283,17 @@ def _operation(owner_id: str, target_field: str):
     return owner, point(opt_str(data, target_field), target_field), data
 
 
+def _undone(done):
+    return jsonify(commit=done.commit, replayed=bool(done.replayed))
+
+
 @bp.post(OWNER + "/revert")
 def revert(owner_id: str):
     owner, target, data = _operation(owner_id, "commit")
     if opt_bool(data, "preview", False):
         return jsonify(plan=owner.vstore.preview_revert(target))
-    done = owner.vstore.revert(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"])
-    return jsonify(commit=done.commit)
+    return _undone(owner.vstore.revert(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"],
+                                       idempotency_key=idempotency_key()))
 
 
 @bp.post(OWNER + "/rollback")
@@ -297,8 +301,8 @@ def rollback(owner_id: str):
     owner, target, data = _operation(owner_id, "run")
     if opt_bool(data, "preview", False):
         return jsonify(plan=owner.vstore.preview_rollback(target))
-    done = owner.vstore.rollback(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"])
-    return jsonify(commit=done.commit)
+    return _undone(owner.vstore.rollback(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"],
+                                         idempotency_key=idempotency_key()))
 
 
 @bp.post(OWNER + "/restore")
@@ -306,4 +310,4 @@ def restore(owner_id: str):
     owner, target, data = _operation(owner_id, "to")
     if opt_bool(data, "preview", False):
         return jsonify(plan=owner.vstore.preview_restore(target))
-    return jsonify(commit=owner.vstore.restore(target, actor=_actor(data)["actor"]).commit)
+    return _undone(owner.vstore.restore(target, actor=_actor(data)["actor"], idempotency_key=idempotency_key()))

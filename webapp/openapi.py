@@ -132,7 +132,8 @@ def _paths() -> dict[str, dict]:
     entries = _obj({"entries": _arr(_ref("DiaryItem"))}, ["entries"])
     point_body = lambda field, schema: _body({field: schema, "force": {"type": "boolean"},  # noqa: E731
                                               "preview": {"type": "boolean"}, "actor": _WRITE["actor"]}, [field])
-    operation = _ok({"oneOf": [_obj({"commit": _NSTR}, ["commit"]), _obj({"plan": _ref("Plan")}, ["plan"])]},
+    operation = _ok({"oneOf": [_obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit"]),
+                               _obj({"plan": _ref("Plan")}, ["plan"])]},
                     description="the new commit (null when nothing needed undoing), or the plan with preview")
     return {
         "/version": {"get": _op("server and API version", "read", _ok(
@@ -233,14 +234,14 @@ def _paths() -> dict[str, dict]:
             params=[_param("from", "query", _POINT, required=True), _param("to", "query", _POINT)], tag="history")},
         owner + "/revert": {"parameters": [_OWNER], "post": _op(
             "undo one commit, item by item (409 lists conflicts unless forced)", "admin", deepcopy(operation),
-            body=point_body("commit", _POINT), tag="history")},
+            params=[_HDR_IDEM], body=point_body("commit", _POINT), tag="history")},
         owner + "/rollback": {"parameters": [_OWNER], "post": _op(
             "undo every commit of a run as one commit (409 lists conflicts unless forced)", "admin",
-            deepcopy(operation), body=point_body("run", {"type": "string", "minLength": 1, "maxLength": 64}),
-            tag="history")},
+            deepcopy(operation), params=[_HDR_IDEM],
+            body=point_body("run", {"type": "string", "minLength": 1, "maxLength": 64}), tag="history")},
         owner + "/restore": {"parameters": [_OWNER], "post": _op(
             "make wiki/ and diary/ as they were at a point, as one new commit", "admin", deepcopy(operation),
-            body=point_body("to", _POINT), tag="history")},
+            params=[_HDR_IDEM], body=point_body("to", _POINT), tag="history")},
         "/openapi.json": {"get": {"summary": "this document", "tags": ["service"], "security": [],
                                   "responses": {"200": {"description": "OpenAPI 3.0",
                                                         "content": {"application/json": {"schema": {

@@ -71,6 +71,7 @@ class Batch:
     replay: dict | None = None
     result: Any = None
     commit: str | None = None
+    unit: Any = field(default=None, repr=False)  # the writer's unit: its ``info`` goes into the commit
 
 
 @dataclass
@@ -260,19 +261,22 @@ class VersionedStore:
     def batch(self, *, run: str | None = None, actor: str | None = None, message: str | None = None,
               source_conv: str | None = None, if_match: str | None = None,
               idempotency_key: str | None = None, action: str | None = None,
-              kind: str | None = None) -> Iterator[Batch]:
+              kind: str | None = None, extra: dict | None = None) -> Iterator[Batch]:
         """Everything written inside is one commit (or none, if nothing was written).
 
         With an ``idempotency_key`` already applied, ``handle.replay`` holds the
         stored result and nothing should be written; ``kind`` names the request
         (``add``, ``diary``, …) so that a key reused for another kind of
         request is refused (:class:`IdempotencyKeyReused`) rather than replayed.
+        ``extra`` adds fields to the commit's info (e.g. ``reverts``).
         """
         handle = Batch()
         info = {k: v for k, v in (("run", run), ("actor", actor), ("message", message), ("source_conv", source_conv),
                                   ("idempotency_key", idempotency_key), ("action", action)) if v is not None}
+        info.update(extra or {})
         info["_batch"] = handle
         with self.writer.unit(**info) as unit:
+            handle.unit = unit
             if idempotency_key is not None:
                 found = self.db.idem(idempotency_key)
                 if found is not None:
@@ -312,7 +316,7 @@ class VersionedStore:
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             source_conv: str | None = None, run: str | None = None, actor: str | None = None,
             if_match: str | None = None, idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="add") as b:
+        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True)
@@ -324,7 +328,7 @@ class VersionedStore:
     def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
                actor: str | None = None, if_match: str | None = None,
                idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="remove") as b:
+        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
             self._check_item(file, name, if_match)
@@ -483,38 +487,49 @@ class VersionedStore:
                       "detail": detail}
             self.writer.apply({path: (old, new)}, record)
 
-    def revert(self, point: str, *, force: bool = False, actor: str | None = None) -> Committed:
+    def revert(self, point: str, *, force: bool = False, actor: str | None = None,
+               idempotency_key: str | None = None) -> Committed:
         """Undo one commit, item by item, as a new commit; conflicts raise unless ``force``."""
         cid = self._revertible(point)
         entry = self.db.entry(cid)
         summary = entry.summary if entry else cid[:12]
-        with self.writer.unit(action="revert", actor=actor or "operator", reverts=cid,
-                              message=f"revert {cid[:12]}: {summary}") as unit:
+        with self.batch(action="revert", actor=actor or "operator", message=f"revert {cid[:12]}: {summary}",
+                        idempotency_key=idempotency_key, kind=f"revert {cid}", extra={"reverts": cid}) as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
             plan, writes = self._plan_revert(cid, force)
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
             self._apply(writes, "revert", f"revert {cid[:12]}")
-        return Committed(plan, unit.info.get("_commit"))
+            b.result = {}
+        return Committed(plan, b.commit)
 
-    def rollback(self, run: str, *, force: bool = False, actor: str | None = None) -> Committed:
+    def rollback(self, run: str, *, force: bool = False, actor: str | None = None,
+                 idempotency_key: str | None = None) -> Committed:
         """Undo every commit of a run (newest first) as one new commit."""
-        with self.writer.unit(action="rollback", actor=actor or "operator", run=None,
-                              message=f"roll back run {run}") as unit:
+        with self.batch(action="rollback", actor=actor or "operator", message=f"roll back run {run}",
+                        idempotency_key=idempotency_key, kind=f"rollback {run}") as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
             plan, writes, commits = self._plan_rollback(run, force)
-            unit.info["reverts"] = " ".join(c[:12] for c in commits)
+            b.unit.info["reverts"] = " ".join(c[:12] for c in commits)
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback run {run}")
-        return Committed(plan, unit.info.get("_commit"))
+            b.result = {}
+        return Committed(plan, b.commit)
 
-    def restore(self, point: str, *, actor: str | None = None) -> Committed:
+    def restore(self, point: str, *, actor: str | None = None, idempotency_key: str | None = None) -> Committed:
         """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
         target = self.resolve(point)
-        with self.writer.unit(action="restore", actor=actor or "operator", reverts=target,
-                              message=f"restore to {target[:12]}") as unit:
+        with self.batch(action="restore", actor=actor or "operator", message=f"restore to {target[:12]}",
+                        idempotency_key=idempotency_key, kind=f"restore {target}", extra={"reverts": target}) as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
             plan, writes = self._plan_restore(target)
             self._apply(writes, "restore", f"restore to {target[:12]}")
-        return Committed(plan, unit.info.get("_commit"))
+            b.result = {}
+        return Committed(plan, b.commit)
 
     # -- housekeeping ------------------------------------------------------------
 
