@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes import FakeOpenAI
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
 
@@ -69,14 +70,22 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory):
+def llm():
+    """A chat-completions server on 127.0.0.1 standing in for the LLM of memorize."""
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory, llm):
     """A running gunicorn: ``(base_url, admin_token, data_root, log_path)``."""
     tmp = tmp_path_factory.mktemp("gunicorn")
     data, log = tmp / "data", tmp / "gunicorn.log"
     port, token = _free_port(), secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
     env.update(WIKIMEM_DATA=str(data), WIKIMEM_BIND=f"127.0.0.1:{port}", WIKIMEM_WORKERS="3",
-               WIKIMEM_ADMIN_TOKEN=token, WIKIMEM_SECRET_KEY=secrets.token_hex(32), HOME=str(tmp))
+               WIKIMEM_ADMIN_TOKEN=token, WIKIMEM_SECRET_KEY=secrets.token_hex(32), HOME=str(tmp),
+               WIKIMEM_LLM_URL=llm.url, WIKIMEM_LLM_MODEL="fake-chat")
     with open(log, "wb") as out:
         proc = subprocess.Popen(_gunicorn_command() + ["-c", str(CONF)], cwd=REPO, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
@@ -267,3 +276,41 @@ def test_unknown_item_and_owner_raise_not_found(client):
     assert info.value.status == 404 and info.value.code == "not_found"
     with pytest.raises(NotFoundError):
         client.files(owner="user:nobody")
+
+
+def test_every_worker_sees_each_write_at_once(host, client):
+    _, _, _, log = host
+    owner = "user:fresh"
+    client.create_owner(owner)
+    for n in range(5):
+        word = f"zebra{n}x"
+        client.add("notes", f"fresh-{n}", f"saw a {word} today", owner=owner)
+        # New connections each time: the retrieves land on different workers, each with its own index.
+        hits = [[e.item.name for e in client.retrieve(word, owner=owner).items] for _ in range(8)]
+        assert hits == [[f"fresh-{n}"]] * 8
+        client.remove("notes", f"fresh-{n}", owner=owner)
+        assert all(client.retrieve(word, owner=owner).items == [] for _ in range(8))
+    time.sleep(0.2)
+    assert len(_worker_pids(log, "/owners/user%3Afresh/retrieve")) >= 2
+
+
+def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
+    _, token, data, _ = host
+    owner = "user:memorize"
+    client.create_owner(owner)
+    before = _commits(data, owner)
+    llm.reset_records()
+    llm.replies.append(json.dumps([{"content": "傍晚去海边散步。"}, {"content": "想八月去青岛。"}], ensure_ascii=False))
+    body = json.dumps({"turn": "user: 今天去海边了", "character": "Elaina", "run": "run_g"}).encode()
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "memo-1"}
+    path = f"/api/v1/owners/{owner}/memorize"
+    status, first = _raw(host[0], "POST", path, token=token, body=body, headers=headers)
+    assert status == 200 and first["run"] == "run_g" and len(first["entries"]) == 2
+    status, again = _raw(host[0], "POST", path, token=token, body=body, headers=headers)  # a retry
+    assert status == 200 and again["commit"] == first["commit"]
+    assert llm.chat_calls == 1 and "Elaina" in llm.chat_messages[0][0]["content"]
+    assert _commits(data, owner) == before + 1
+    history = client.history(owner=owner, run="run_g").entries
+    assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "Elaina"
+    assert [e.content for e in client.diary_window("2000-01-01", "2100-01-01", owner=owner)] == \
+        ["傍晚去海边散步。", "想八月去青岛。"]
