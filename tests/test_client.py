@@ -228,10 +228,17 @@ def test_429_after_every_retry_raises_rate_limited(server, client):
     assert len(server.requests) == 3
 
 
-def test_revert_is_not_retried_when_it_may_have_been_applied(server, client):
-    server.script = [err(504, "http_error", "gateway timeout"), ok({"commit": "ab"})]
+def test_revert_is_retried_with_the_same_key_after_a_gateway_timeout(server, client):
+    server.script = [err(504, "http_error", "gateway timeout"), ok({"commit": "ab", "replayed": True})]
+    assert client.revert("abcd1234") == "ab"
+    keys = [r["headers"].get("Idempotency-Key") for r in server.requests]
+    assert len(keys) == 2 and keys[0] and keys[0] == keys[1]
+
+
+def test_deleting_an_owner_is_not_retried_when_it_may_have_been_applied(server, client):
+    server.script = [err(504, "http_error", "gateway timeout"), ok({"deleted": "user:x"})]
     with pytest.raises(ServerError):
-        client.revert("abcd1234")
+        client.delete_owner("user:x")
     assert len(server.requests) == 1
 
 

@@ -18,8 +18,8 @@ on a connection error or timeout, on 502/503/504, and on 429 after the
 server's ``Retry-After``; never on another 4xx. Every write sends an
 ``Idempotency-Key`` made once per call and sent again on each retry, so a
 write the server already applied is answered with its first result
-(``replayed=True``) instead of being applied twice. Operator operations the
-server does not deduplicate (revert, rollback, restore, delete owner) are
+(``replayed=True``) instead of being applied twice (revert, rollback and
+restore too). Deleting an owner, which the server does not deduplicate, is
 retried only when the server surely did nothing (connection refused, 429,
 503).
 
@@ -554,8 +554,7 @@ class Client:
     def _operation(self, route: str, field_name: str, target: str, owner: str | None, **flags: Any) -> Any:
         body = self._fields(**{field_name: target}, **flags)
         preview = bool(flags.get("preview"))  # a preview writes nothing: retried like a read
-        return self._call("POST", f"{self._owner_path(owner)}/{route}", body=body, write=not preview,
-                          dedup=False)
+        return self._call("POST", f"{self._owner_path(owner)}/{route}", body=body, write=not preview)
 
     def revert(self, commit: str, *, owner: str | None = None, force: bool = False,
                actor: str | None = None) -> str:
