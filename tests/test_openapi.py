@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.specs.openapi import checks as oa_checks  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
+from tests.fakes import FakeOpenAI  # noqa: E402
 from webapp import create_app  # noqa: E402
 from webapp.openapi import document  # noqa: E402
 
@@ -29,8 +30,8 @@ TOKEN = "test-admin-" + secrets.token_hex(8)
 _VERBS = {"get", "put", "post", "delete", "patch"}
 
 
-def _app(tmp_path):
-    return create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": TOKEN})
+def _app(tmp_path, **extra):
+    return create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": TOKEN, **extra})
 
 
 def test_document_lists_exactly_the_api_routes(tmp_path):
@@ -60,7 +61,9 @@ def test_every_path_parameter_is_declared():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
-    app = _app(root)
+    # memorize gets a real chat endpoint on 127.0.0.1 (without one it is a documented 501, a 5xx).
+    llm = FakeOpenAI().start()
+    app = _app(root, LLM_URL=llm.url, LLM_MODEL="fake-chat")
     client = app.test_client()
     auth = {"Authorization": f"Bearer {TOKEN}"}
     # A little memory so that reads and history have something to find.
@@ -72,6 +75,7 @@ def server(tmp_path_factory):
     thread.start()
     yield f"http://127.0.0.1:{srv.server_port}", app
     srv.shutdown()
+    llm.stop()
 
 
 # The same document the server serves (the first test proves they are equal).
