@@ -387,3 +387,12 @@ def test_a_retried_rollback_or_revert_with_the_same_key_writes_once(world):
     assert two.status_code == 200 and two.get_json() == {"commit": one["commit"], "replayed": True}
     assert _git(_repo(app), "rev-list", "--count", "main") == str(int(_git(_repo(app), "rev-list", "--count",
                                                                              head)) + 1)
+
+
+@pytest.mark.parametrize("run, status", [("no-such-run", 404), ("", 400), ("  ", 400), ("x" * 65, 400),
+                                         ("../../etc", 404)])
+def test_rollback_of_an_unknown_or_bad_run_id(world, run, status):
+    app, client, _, _ = world
+    head = _git(_repo(app), "rev-parse", "main")
+    _error(client.post(O + "/rollback", headers=_auth(ADMIN), json={"run": run}), status)
+    assert _git(_repo(app), "rev-parse", "main") == head

@@ -280,6 +280,13 @@ def _operation(owner_id: str, target_field: str):
     """Owner, target point and flags of revert / rollback / restore."""
     owner = _owner(owner_id, "admin")
     data = json_body({target_field, "force", "preview", "actor"}, {target_field})
+    if target_field == "run":  # a run id, as written in Wikimem-Run
+        run = opt_str(data, "run", limit=64)
+        if not run or not run.strip():
+            from wikimem.host import BadRequest
+
+            raise BadRequest("run must be a non-empty run id")
+        return owner, run, data
     return owner, point(opt_str(data, target_field), target_field), data
 
 
