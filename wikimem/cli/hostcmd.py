@@ -110,9 +110,9 @@ def cmd_token_mint(args) -> int:
         return EXIT_ERROR
     secret, entry = mint_token(args.name, args.scope, args.owner_prefix)
     append_token(args.file, entry)
-    scopes = ",".join(entry["scopes"])
-    print(f"minted {entry['name']!r} ({scopes}{', owners ' + repr(entry['owner_prefix']) + '*' if entry['owner_prefix'] else ''})"
-          f" into {args.file}; the secret is shown only now:", file=sys.stderr)
+    reach = f", owners {entry['owner_prefix']}*" if entry["owner_prefix"] else ""
+    print(f"minted {entry['name']!r} ({','.join(entry['scopes'])}{reach}) into {args.file}; "
+          "the secret is shown only now:", file=sys.stderr)
     print(secret)
     return EXIT_OK
 
