@@ -244,3 +244,21 @@ def test_extend_equals_adding_one_by_one(docs, split):
     for q in (["a"], ["b", "c"], ["a", "d", "f", "e"]):
         assert bulk.top_k(q, None) == one_by_one.top_k(q, None)
     assert len(bulk) == len(one_by_one)
+
+
+@pytest.mark.parametrize("use_numpy", [False, True])
+def test_impact_caches_stay_under_their_bound_and_rank_the_same(use_numpy, monkeypatch):
+    monkeypatch.setattr(bm25_module, "IMPACT_CACHE_MIN_BYTES", 4000)
+    monkeypatch.setattr(bm25_module, "IMPACT_CACHE_BYTES_PER_DOC", 1)
+    if use_numpy:
+        monkeypatch.setattr(bm25_module, "NUMPY_MIN_POSTINGS", 1)
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(300)]
+    corpus = {f"d{i}": rng.choices(vocab, k=12) for i in range(400)}
+    index = build(corpus, use_numpy=use_numpy)
+    queries = [rng.sample(vocab, 3) for _ in range(200)]
+    for q in queries:  # every term gets cached once; the bound evicts the least recent
+        index.top_k(q, 10)
+        assert 0 < index.cached_impact_bytes <= 4000
+    for q in queries[:40] + queries[-10:]:  # evicted and still cached terms alike
+        assert index.top_k(q, 10) == build(corpus, use_numpy=use_numpy).top_k(q, 10)

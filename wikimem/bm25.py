@@ -24,7 +24,9 @@ The index is built for a memory that keeps changing:
   document's entry is found by bisection; a removed document's entries are
   zeroed (tombstones) and swept once a term holds more dead than live ones;
 * impacts (the per-posting BM25 factor) are cached per term and reused until
-  the next change of the collection statistics;
+  the next change of the collection statistics; the caches are bounded
+  (least recently used terms dropped first, :data:`IMPACT_CACHE_BYTES_PER_DOC`)
+  so that a long-lived index does not grow with the vocabulary it is asked;
 * top-k in pure Python is term-at-a-time with MaxScore-style pruning: once
   the terms still to come cannot lift a new document into the top k, only
   documents already seen are updated; with numpy installed, large queries are
@@ -44,7 +46,8 @@ import math
 from array import array
 import gc
 from bisect import bisect_left
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from contextlib import contextmanager
 from sys import intern
 from dataclasses import dataclass
@@ -54,6 +57,12 @@ __all__ = ["BM25Index", "K1", "B", "idf"]
 
 K1 = 1.5
 B = 0.75
+# Bound of the impact caches (estimated bytes): per indexed document, with a floor.
+IMPACT_CACHE_BYTES_PER_DOC = 320
+IMPACT_CACHE_MIN_BYTES = 256 * 1024
+# Estimated bytes of one cached posting: a dict entry with its float, or four numpy cells
+# (bm25_numpy's impacts plus its slots/tf/length arrays, which are dropped with them).
+_PY_ENTRY_BYTES, NP_ENTRY_BYTES = 100, 32
 # A query whose postings hold at least this many entries is scored with
 # numpy when it is available; below it, interpreter overhead of numpy's
 # calls costs more than it saves.
@@ -145,6 +154,9 @@ class BM25Index:
         self._postings: dict[str, _Postings] = {}
         self._total = 0  # sum of live document lengths
         self._version = 0  # bumped by every change: cached impacts are keyed by it
+        self._cached: OrderedDict[tuple[int, str], tuple[_Postings, int]] = OrderedDict()  # LRU of caches
+        self._cached_bytes = 0
+        self._cache_lock = threading.Lock()
 
     # -- contents ----------------------------------------------------------
 
@@ -447,6 +459,7 @@ class BM25Index:
     def _cached_impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float] | None:
         c = p.cache
         if stats.version is not None and c is not None and c[0] == stats.version:
+            self.touch_cache(p, "py")
             return c[1], c[2]
         return None
 
@@ -457,7 +470,38 @@ class BM25Index:
         entry = (imps, max(imps.values(), default=0.0))
         if stats.version is not None:
             p.cache = (stats.version, imps, entry[1])
+            self.remember_cache(p, "py", len(imps) * _PY_ENTRY_BYTES)
         return entry
+
+    # -- the bound on the impact caches ----------------------------------------
+
+    def touch_cache(self, p: _Postings, kind: str) -> None:
+        """A cached impact set was used: it is the most recent now."""
+        with self._cache_lock:
+            if (id(p), kind) in self._cached:
+                self._cached.move_to_end((id(p), kind))
+
+    def remember_cache(self, p: _Postings, kind: str, nbytes: int) -> None:
+        """Account for a new cache on ``p`` (``py`` or ``np``); drop the least recent beyond the bound."""
+        budget = max(IMPACT_CACHE_MIN_BYTES, IMPACT_CACHE_BYTES_PER_DOC * len(self._slot_of))
+        with self._cache_lock:
+            old = self._cached.pop((id(p), kind), None)
+            if old is not None:
+                self._cached_bytes -= old[1]
+            self._cached[(id(p), kind)] = (p, nbytes)
+            self._cached_bytes += nbytes
+            while self._cached_bytes > budget and len(self._cached) > 1:
+                (_, dropped), (q, size) = self._cached.popitem(last=False)
+                if dropped == "py":
+                    q.cache = None
+                else:
+                    q.np_cache = q.np_base = None
+                self._cached_bytes -= size
+
+    @property
+    def cached_impact_bytes(self) -> int:
+        """Estimated bytes held by the impact caches (kept under the bound)."""
+        return self._cached_bytes
 
     def _add_seen_bisect(self, acc: dict[int, float], p: _Postings, w: float, stats: _Stats) -> None:
         slots, tfs, dl, avgdl, impact = p.slots, p.tfs, self._dl, stats.avgdl, self._impact

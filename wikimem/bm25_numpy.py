@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .bm25 import NP_ENTRY_BYTES
+
 __all__ = ["rank"]
 
 # A term in more than 1/DENSE_FRACTION of the slots is added as a dense row.
@@ -47,12 +49,14 @@ def _impacts(index, p, stats) -> tuple[np.ndarray | None, np.ndarray]:
     """Slots (None for a dense row) and impacts of a term, cached per statistics."""
     c = p.np_cache
     if stats.version is not None and c is not None and c[0] == stats.version:
+        index.touch_cache(p, "np")
         return c[1], c[2]
     slots, tf, dl = _base(index, p)
     k1, b, avgdl = index.k1, index.b, stats.avgdl
     imps = tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / avgdl))
     if stats.version is not None:
         p.np_cache = (stats.version, slots, imps)
+        index.remember_cache(p, "np", len(imps) * NP_ENTRY_BYTES)
     return slots, imps
 
 
