@@ -325,9 +325,13 @@ def _load_level(port: int, owners: list[str], items: int, threads: int, duration
 
 
 def _warm(port: int, owners: list[str], rounds: int, threads: int) -> list[dict]:
-    """Retrieve from every owner ``rounds`` times (so every worker opens most of them)."""
+    """Retrieve from every owner, round after round (at least ``rounds``, at most 10), until a
+    round has no request over 50 ms: requests land on workers at random, so only then has
+    every worker opened every owner and the ramp measures cached indexes."""
     out = []
-    for r in range(rounds):
+    for r in range(10):
+        if r >= rounds and out and max(out[-1]["lat"], default=0.0) < 0.050:
+            break
         lat, errs = [], []
         queue = list(owners)
         random.Random(r).shuffle(queue)
@@ -424,6 +428,9 @@ def _lib_cold(conn, root: str, owners: list[str]) -> None:
     conn.close()
 
 
+STEADY_QUERIES = 2000
+
+
 def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> None:
     import gc
     import tracemalloc
@@ -459,6 +466,13 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     gc.collect()
     s1 = tracemalloc.take_snapshot()
     whole = sum(st.size_diff for st in s1.compare_to(s0, "filename"))
+    # Steady state: the query-driven caches after many varied queries (bench words + the owner's own).
+    words = sorted({w for item in owner.store.items() for w in item.content.split() if w.isalpha()})
+    for _ in range(STEADY_QUERIES):
+        owner.retrieve(query(rng) if rng.random() < 0.5 or len(words) < 3 else " ".join(rng.sample(words, 3)))
+    gc.collect()
+    s1b = tracemalloc.take_snapshot()
+    steady = sum(st.size_diff for st in s1b.compare_to(s0, "filename"))
     owner2 = Host(root, index_cache=4).owner(owners[1])
     for f in owner2.store.files():  # load the store's parsed files first
         owner2.store.items(f)
@@ -470,7 +484,7 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     s3 = tracemalloc.take_snapshot()
     index_only = sum(st.size_diff for st in s3.compare_to(s2, "filename"))
     tracemalloc.stop()
-    conn.send({"rows": rows, "whole": (o, whole), "index": (owners[1], index_only)})
+    conn.send({"rows": rows, "whole": (o, whole), "steady": steady, "index": (owners[1], index_only)})
     del owner, owner2
     conn.close()
 
@@ -612,7 +626,7 @@ def main() -> None:
           f"which has not opened the owner either; the library's second column is a warm retrieve.)\n")
 
     # -- warm-up -------------------------------------------------------------------------
-    print("## Warm-up (3 rounds of one retrieve per owner, 2 threads)\n")
+    print("## Warm-up (rounds of one retrieve per owner until none is over 50 ms, 2 threads)\n")
     print(table(["round", "wall s", "p50 ms", "p99 ms", "max ms", "errors"],
                 [[i + 1, f"{w['wall']:.1f}", ms(pct(w['lat'], .5)), ms(pct(w['lat'], .99)), ms(max(w['lat'])),
                   len(w["errors"])] for i, w in enumerate(warm)]))
@@ -636,15 +650,18 @@ def main() -> None:
     print(table(["measure", "owner", "bytes", "markdown bytes", "ratio"], [
         ["whole cached Owner (open + first retrieve: store cache + index)", o_whole, f"{whole / 1e6:.2f} MB",
          f"{md_whole / 1e3:.0f} kB", f"{whole / md_whole:.1f}x"],
+        [f"same Owner after {STEADY_QUERIES} more varied retrieves (steady state)", o_whole,
+         f"{mem['steady'] / 1e6:.2f} MB", f"{md_whole / 1e3:.0f} kB", f"{mem['steady'] / md_whole:.1f}x"],
         ["index alone (first retrieve after the store was loaded)", o_idx, f"{idx / 1e6:.2f} MB",
          f"{md_idx / 1e3:.0f} kB", f"{idx / md_idx:.1f}x"],
         ["RSS per owner at N=%d (above)" % mem["rows"][-1][0], "mean", f"{mem['rows'][-1][1] / mem['rows'][-1][0] / 1e6:.2f} MB",
          f"{statistics.mean(md) / 1e3:.0f} kB", f"{mem['rows'][-1][1] / mem['rows'][-1][0] / statistics.mean(md):.1f}x"],
     ]))
     print()
-    ratio = whole / md_whole
-    trows.append(["cached owner index bytes / markdown bytes", f"{ratio:.1f}x (whole Owner), "
-                  f"{idx / md_idx:.1f}x (index alone)", "met" if ratio <= 10 else "MISSED (target <= 10x)"])
+    ratio = mem["steady"] / md_whole
+    trows.append(["cached owner bytes / markdown bytes", f"{ratio:.1f}x (whole Owner, steady state), "
+                  f"{whole / md_whole:.1f}x (after one retrieve), {idx / md_idx:.1f}x (index alone)",
+                  "met" if ratio <= 10 else "MISSED (target <= 10x)"])
     print("## Targets\n")
     print(table(["target", "measured", "verdict"], trows))
     if lines_err:

@@ -57,9 +57,9 @@ __all__ = ["BM25Index", "K1", "B", "idf"]
 
 K1 = 1.5
 B = 0.75
-# Bound of the impact caches (estimated bytes): per indexed document, with a floor.
+# Bound of the impact caches (estimated bytes): per indexed document, with a small floor.
 IMPACT_CACHE_BYTES_PER_DOC = 320
-IMPACT_CACHE_MIN_BYTES = 256 * 1024
+IMPACT_CACHE_MIN_BYTES = 32 * 1024
 # Estimated bytes of one cached posting: a dict entry with its float, or four numpy cells
 # (bm25_numpy's impacts plus its slots/tf/length arrays, which are dropped with them).
 _PY_ENTRY_BYTES, NP_ENTRY_BYTES = 100, 32
