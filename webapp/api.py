@@ -12,7 +12,9 @@ from dataclasses import asdict
 from flask import Blueprint, Response, jsonify, request
 
 import wikimem
-from wikimem.host import validate_owner_id
+from wikimem.errors import NotFound
+from wikimem.host import BadRequest, validate_owner_id
+from wikimem.versioned import item_etag
 
 from . import get_host
 from .auth import current_principal, require
@@ -126,9 +128,6 @@ def items(owner_id: str):
 
 @bp.get(OWNER + "/items/<file>/<path:name>")
 def get_item(owner_id: str, file: str, name: str):
-    from wikimem.errors import NotFound
-    from wikimem.versioned import item_etag
-
     item = _owner(owner_id, "read").store.get(file, name)
     if item is None:
         raise NotFound(f"no item {name!r} in {file!r}")
@@ -141,8 +140,6 @@ def put_item(owner_id: str, file: str, name: str):
     data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
     done = owner.vstore.add(file, name, req_str(data, "content"), owner=owner.id, ts=opt_str(data, "ts"),
                             if_match=if_match(), idempotency_key=idempotency_key(), **_actor(data))
-    from wikimem.versioned import item_etag
-
     return _etag(_committed(done, "item"), item_etag(done.value))
 
 
@@ -155,8 +152,6 @@ def delete_item(owner_id: str, file: str, name: str):
     done = owner.vstore.remove(file, name, owner=owner.id, if_match=if_match(),
                                idempotency_key=idempotency_key(), **fields)
     if not done.value:
-        from wikimem.errors import NotFound
-
         raise NotFound(f"no item {name!r} in {file!r}")
     return _committed(done, "removed")
 
@@ -189,8 +184,6 @@ def diary_window(owner_id: str):
     owner = _owner(owner_id, "read")
     start, end = query_str("start", limit=10), query_str("end", limit=10)
     if start is None or end is None:
-        from wikimem.host import BadRequest
-
         raise BadRequest("give both start and end dates (YYYY-MM-DD)")
     return jsonify(entries=owner.diary.window(start, end))
 
@@ -276,45 +269,39 @@ def diff(owner_id: str):
                                      point(query_str("to", limit=64) or "HEAD", "to")))
 
 
-def _operation(owner_id: str, target_field: str):
-    """Owner, target point and flags of revert / rollback / restore."""
-    owner = _owner(owner_id, "admin")
-    data = json_body({target_field, "force", "preview", "actor"}, {target_field})
-    if target_field == "run":  # a run id, as written in Wikimem-Run
+def _target(data: dict, field: str) -> str:
+    """The run id of a rollback, or the commit point of a revert / restore."""
+    if field == "run":  # a run id, as written in Wikimem-Run
         run = opt_str(data, "run", limit=64)
         if not run or not run.strip():
-            from wikimem.host import BadRequest
-
             raise BadRequest("run must be a non-empty run id")
-        return owner, run, data
-    return owner, point(opt_str(data, target_field), target_field), data
+        return run
+    return point(opt_str(data, field), field)
 
 
-def _undone(done):
+def _undo(owner_id: str, operation: str, field: str):
+    """revert / rollback / restore: the preview plan, or the new commit (409 on conflicts unless forced)."""
+    owner = _owner(owner_id, "admin")
+    data = json_body({field, "force", "preview", "actor"}, {field})
+    target = _target(data, field)
+    if opt_bool(data, "preview", False):
+        return jsonify(plan=getattr(owner.vstore, f"preview_{operation}")(target))
+    flags = {} if operation == "restore" else {"force": opt_bool(data, "force", False)}
+    done = getattr(owner.vstore, operation)(target, actor=_actor(data)["actor"], idempotency_key=idempotency_key(),
+                                            **flags)
     return jsonify(commit=done.commit, replayed=bool(done.replayed))
 
 
 @bp.post(OWNER + "/revert")
 def revert(owner_id: str):
-    owner, target, data = _operation(owner_id, "commit")
-    if opt_bool(data, "preview", False):
-        return jsonify(plan=owner.vstore.preview_revert(target))
-    return _undone(owner.vstore.revert(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"],
-                                       idempotency_key=idempotency_key()))
+    return _undo(owner_id, "revert", "commit")
 
 
 @bp.post(OWNER + "/rollback")
 def rollback(owner_id: str):
-    owner, target, data = _operation(owner_id, "run")
-    if opt_bool(data, "preview", False):
-        return jsonify(plan=owner.vstore.preview_rollback(target))
-    return _undone(owner.vstore.rollback(target, force=opt_bool(data, "force", False), actor=_actor(data)["actor"],
-                                         idempotency_key=idempotency_key()))
+    return _undo(owner_id, "rollback", "run")
 
 
 @bp.post(OWNER + "/restore")
 def restore(owner_id: str):
-    owner, target, data = _operation(owner_id, "to")
-    if opt_bool(data, "preview", False):
-        return jsonify(plan=owner.vstore.preview_restore(target))
-    return _undone(owner.vstore.restore(target, actor=_actor(data)["actor"], idempotency_key=idempotency_key()))
+    return _undo(owner_id, "restore", "to")
