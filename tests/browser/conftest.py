@@ -18,17 +18,9 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
-ADMIN_TOKEN = "browser-test-admin-token-0123456789"
-# An operator account (hashed in the accounts file) limited to owners starting with "user:x".
-OPERATOR = ("carol", "correct horse battery staple", "user:x")
-LAPTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the seed and env modules next to this file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the seed module next to this file
+from browser_env import ADMIN_TOKEN, CHROMIUM, CHROMIUM_ARGS, LAPTOP, OPERATOR, PHONE, SCREENSHOTS  # noqa: E402,F401
 
 
 def pytest_collection_modifyitems(items):

@@ -12,7 +12,7 @@ import re
 import subprocess
 
 import pytest
-from playwright.sync_api import expect
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, BAD_WORDS, OTHER, OWNER, SEA, STALE_RUN
 
@@ -36,7 +36,7 @@ def test_admin_pages_need_sign_in_and_a_valid_token(world, page, screenshots):
     page.click("#token-submit")
     expect(page.locator("[role=alert]")).to_contain_text("not valid")
     page.screenshot(path=screenshots / "login.png", full_page=True)
-    from conftest import ADMIN_TOKEN
+    from browser_env import ADMIN_TOKEN
 
     page.fill("input[name=token]", ADMIN_TOKEN)
     page.click("#token-submit")
@@ -50,7 +50,7 @@ def test_admin_pages_need_sign_in_and_a_valid_token(world, page, screenshots):
 
 
 def test_operator_account_signs_in_and_sees_only_its_owners(world, page):
-    from conftest import OPERATOR
+    from browser_env import OPERATOR
 
     name, password, _prefix = OPERATOR
     page.goto(world.url + "/login")

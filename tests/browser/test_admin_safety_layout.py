@@ -7,10 +7,10 @@ the escaping itself, not only the CSP behind it.
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import OWNER, SCRIPT
-from conftest import ADMIN_TOKEN, LAPTOP, PHONE
+from browser_env import ADMIN_TOKEN, LAPTOP, PHONE
 
 pytestmark = pytest.mark.browser
 

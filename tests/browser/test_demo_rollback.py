@@ -12,9 +12,9 @@ import secrets
 import threading
 
 import pytest
-from playwright.sync_api import expect
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
-from conftest import ADMIN_TOKEN
+from browser_env import ADMIN_TOKEN
 
 pytestmark = pytest.mark.browser
 

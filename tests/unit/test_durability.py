@@ -26,8 +26,8 @@ def snapshot(root) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = MemoryStore(tmp_path / "mem")
+def store(store):
+    s = store
     s.add("f", "a", "one")
     s.diary.append("event", date="2026-07-21", time="10:00")
     return s

@@ -80,7 +80,7 @@ while True:
 def test_a_writer_killed_mid_write_leaves_a_repository_that_keeps_working(tmp_path):
     root = tmp_path / "owner"
     VersionedStore(root).close()
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     for round_ in range(4):
         child = subprocess.Popen([sys.executable, "-c", _LOOP, str(root)], env=env)
         time.sleep(0.4 + 0.15 * round_)  # a different moment of the write cycle each round

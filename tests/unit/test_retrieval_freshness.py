@@ -57,8 +57,8 @@ def ranking(index: MemoryIndex, query: str, **kw):
 
 
 @pytest.fixture
-def store(tmp_path) -> MemoryStore:
-    s = MemoryStore(tmp_path / "m")
+def store(store) -> MemoryStore:
+    s = store
     for n in range(30):
         s.add("notes", f"note-{n:02d}", f"note number {n} about topic{n % 5} and shared words")
     s.add("other", "sea", "the sea is calm")

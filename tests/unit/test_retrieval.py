@@ -12,8 +12,8 @@ from wikimem.tokenize import tokenize
 
 
 @pytest.fixture
-def store(tmp_path) -> MemoryStore:
-    s = MemoryStore(tmp_path / "memory")
+def store(store) -> MemoryStore:
+    s = store
     s.add("preferences", "likes-the-sea", "Loves the sea and wants a beach trip. [[daily_life:beach-trip-plan]]")
     s.add("daily_life", "beach-trip-plan", "Plans a trip to the coast in August. [[daily_life:packing]] [[gone:missing]]")
     s.add("daily_life", "packing", "Packs a towel and sunscreen.")

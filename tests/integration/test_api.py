@@ -17,34 +17,12 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.fakes import FakeOpenAI
+from fakes import FakeOpenAI
 from webapp import create_app, get_host
 from wikimem.host import encode_owner_id
-from wikimem.host.tokens import append_token, mint_token
 
-ADMIN = "test-admin-token-0123456789"
-OWNER = "user:xnne"
+from apiworld import ADMIN, OWNER, auth as _auth
 O = f"/api/v1/owners/{OWNER}"
-
-
-@pytest.fixture
-def world(tmp_path):
-    tokens = tmp_path / "tokens.jsonl"
-    secrets = {}
-    for name, scopes, prefix in (("reader", ["read"], ""), ("writer", ["read", "write"], ""),
-                                 ("scoped", ["read", "write"], "user:lu")):
-        secret, entry = mint_token(name, scopes, prefix)
-        append_token(tokens, entry)
-        secrets[name] = secret
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "TOKENS_FILE": str(tokens), "MAX_CONTENT_LENGTH": 64 * 1024})
-    client = app.test_client()
-    client.put(O, headers=_auth(ADMIN))
-    return app, client, secrets, tmp_path
-
-
-def _auth(token: str, **extra) -> dict:
-    return {"Authorization": f"Bearer {token}", **extra}
 
 
 def _repo(app, owner=OWNER):
@@ -66,7 +44,7 @@ def _error(response, status: int) -> dict:
 # -- auth ---------------------------------------------------------------------
 
 def test_healthz_needs_no_token_but_the_api_does(world):
-    _, client, secrets, _ = world
+    client, secrets = world.client, world.secrets
     assert client.get("/healthz").get_json() == {"ok": True}
     r = client.get("/api/v1/version")
     assert _error(r, 401)["code"] == "unauthorized" and r.headers["WWW-Authenticate"].startswith("Bearer")
@@ -76,7 +54,7 @@ def test_healthz_needs_no_token_but_the_api_does(world):
 
 
 def test_scopes_and_owner_prefixes(world):
-    _, client, secrets, _ = world
+    client, secrets = world.client, world.secrets
     put = dict(json={"content": "x"})
     assert _error(client.put(O + "/items/notes/a", headers=_auth(secrets["reader"]), **put), 403)["code"] == "forbidden"
     assert client.put(O + "/items/notes/a", headers=_auth(secrets["writer"]), **put).status_code == 200
@@ -94,7 +72,7 @@ def test_scopes_and_owner_prefixes(world):
 # -- writes and their commits ---------------------------------------------------
 
 def test_put_item_answers_with_the_commit_git_sees_and_its_trailers(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     r = client.put(O + "/items/preferences/" + quote("likes the sea", safe=""), headers=_auth(ADMIN),
                    json={"content": "喜欢海边", "run": "run_7", "actor": "Elaina", "source_conv": "conv_1"})
     assert r.status_code == 200
@@ -112,7 +90,7 @@ def test_put_item_answers_with_the_commit_git_sees_and_its_trailers(world):
 
 
 def test_if_match_refuses_a_stale_write_with_412_and_writes_nothing(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     url = O + "/items/notes/plan"
     first = client.put(url, headers=_auth(ADMIN), json={"content": "v1"})
     etag = first.headers["ETag"]
@@ -129,7 +107,7 @@ def test_if_match_refuses_a_stale_write_with_412_and_writes_nothing(world):
 
 
 def test_a_retried_diary_append_with_the_same_key_writes_once(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     headers = _auth(ADMIN, **{"Idempotency-Key": "append-42"})
     body = {"content": "下午去了海边。", "date": "2026-07-21", "time": "15:00", "run": "run_9"}
     first = client.post(O + "/diary", headers=headers, json=body)
@@ -145,7 +123,7 @@ def test_a_retried_diary_append_with_the_same_key_writes_once(world):
 
 
 def test_batch_is_one_commit_or_nothing(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     ops = [{"op": "add", "file": "people", "name": "sister", "content": "小雨"},
            {"op": "diary", "content": "聊到了妹妹。", "date": "2026-07-20", "time": "20:00"}]
     r = client.post(O + "/batch", headers=_auth(ADMIN), json={"ops": ops, "run": "run_b", "message": "two things"})
@@ -158,7 +136,7 @@ def test_batch_is_one_commit_or_nothing(world):
 
 
 def test_rollback_conflict_is_409_item_by_item_and_force_writes(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     url = O + "/items/work/job"
     client.put(url, headers=_auth(ADMIN), json={"content": "barista", "run": "run_bad"})
     client.put(url, headers=_auth(ADMIN), json={"content": "teacher"})
@@ -173,7 +151,7 @@ def test_rollback_conflict_is_409_item_by_item_and_force_writes(world):
 
 
 def test_retrieve_as_of_an_older_commit(world):
-    _, client, _, _ = world
+    client = world.client
     url = O + "/items/preferences/place"
     old = client.put(url, headers=_auth(ADMIN), json={"content": "loves the sea"}).get_json()["commit"]
     client.put(url, headers=_auth(ADMIN), json={"content": "hates mountains"})
@@ -204,7 +182,7 @@ def test_memorize_runs_the_configured_chat_endpoint_as_one_run(tmp_path):
 
 
 def test_memorize_without_a_model_and_a_bad_tool_call_are_clear_errors(world):
-    _, client, _, _ = world
+    client = world.client
     assert _error(client.post(O + "/memorize", headers=_auth(ADMIN), json={"turn": "hi"}), 501)["code"] == \
         "llm_not_configured"
     err = _error(client.post(O + "/diary-tool", headers=_auth(ADMIN), json={"arguments": '{"text": "x"}'}), 400)
@@ -214,7 +192,7 @@ def test_memorize_without_a_model_and_a_bad_tool_call_are_clear_errors(world):
 
 
 def test_export_is_a_zip_of_the_markdown(world):
-    _, client, _, _ = world
+    client = world.client
     client.put(O + "/items/preferences/tea", headers=_auth(ADMIN), json={"content": "乌龙茶"})
     r = client.get(O + "/export", headers=_auth(ADMIN))
     assert r.status_code == 200 and r.mimetype == "application/zip"
@@ -224,7 +202,7 @@ def test_export_is_a_zip_of_the_markdown(world):
 
 
 def test_delete_owner(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     assert client.delete(O, headers=_auth(ADMIN)).get_json() == {"deleted": OWNER}
     _error(client.get(O + "/files", headers=_auth(ADMIN)), 404)
     assert not os.path.exists(_repo(app))
@@ -241,7 +219,7 @@ def test_delete_owner(world):
     (b"\xff\xfe", "not valid JSON"),
 ])
 def test_broken_bodies_are_400_and_write_nothing(world, raw, fragment):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     head = _git(_repo(app), "rev-parse", "main")
     r = client.put(O + "/items/notes/a", headers=_auth(ADMIN, **{"Content-Type": "application/json"}), data=raw)
     assert fragment in _error(r, 400)["message"]
@@ -249,7 +227,7 @@ def test_broken_bodies_are_400_and_write_nothing(world, raw, fragment):
 
 
 def test_an_oversized_body_is_413(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     head = _git(_repo(app), "rev-parse", "main")
     r = client.put(O + "/items/notes/a", headers=_auth(ADMIN), json={"content": "x" * (65 * 1024)})
     assert _error(r, 413)["code"] == "too_large"
@@ -263,7 +241,7 @@ HOSTILE_OWNERS = ["..", ".", "%2e%2e", "%2E%2E%2Fetc", "..%2F..%2Fetc", "%2Fetc%
 
 @pytest.mark.parametrize("segment", HOSTILE_OWNERS)
 def test_hostile_owner_ids_are_rejected_and_touch_nothing(world, segment):
-    app, client, _, tmp_path = world
+    app, client, tmp_path = world.app, world.client, world.tmp_path
     before = sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts)
     for method, path in (("put", ""), ("get", "/files"), ("put", "/items/notes/a")):
         r = getattr(client, method)(f"/api/v1/owners/{segment}{path}", headers=_auth(ADMIN), json={"content": "x"})
@@ -282,7 +260,7 @@ def test_hostile_owner_ids_are_rejected_and_touch_nothing(world, segment):
     ("notes", "%20"), ("notes", "x" * 1000),
 ])
 def test_hostile_file_and_item_names_are_400(world, file, name):
-    app, client, _, tmp_path = world
+    app, client, tmp_path = world.app, world.client, world.tmp_path
     head = _git(_repo(app), "rev-parse", "main")
     r = client.put(f"{O}/items/{file}/{name}", headers=_auth(ADMIN), json={"content": "x"})
     _error(r, 400)
@@ -291,7 +269,7 @@ def test_hostile_file_and_item_names_are_400(world, file, name):
 
 
 def test_bad_query_parameters_and_headers_are_400(world):
-    _, client, _, _ = world
+    client = world.client
     _error(client.get("/api/v1/owners?limit=0", headers=_auth(ADMIN)), 400)
     _error(client.get("/api/v1/owners?limit=abc", headers=_auth(ADMIN)), 400)
     _error(client.get(O + "/diary?start=2026-07-01", headers=_auth(ADMIN)), 400)
@@ -304,14 +282,14 @@ def test_bad_query_parameters_and_headers_are_400(world):
 
 
 def test_unknown_routes_and_methods_answer_json(world):
-    _, client, _, _ = world
+    client = world.client
     assert _error(client.get("/api/v1/nope", headers=_auth(ADMIN)), 404)["code"] == "not_found"
     r = client.patch(O, headers=_auth(ADMIN))
     assert _error(r, 405)["code"] == "method_not_allowed" and "GET" in r.headers["Allow"]
 
 
 def test_an_unexpected_failure_is_a_500_without_a_traceback(world, monkeypatch):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     with app.app_context():
         host = get_host()
 
@@ -326,7 +304,7 @@ def test_an_unexpected_failure_is_a_500_without_a_traceback(world, monkeypatch):
 
 
 def test_a_key_reused_for_another_kind_of_request_is_refused(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     headers = _auth(ADMIN, **{"Idempotency-Key": "k-1"})
     assert client.post(O + "/diary", headers=headers, json={"content": "一件事"}).status_code == 201
     head = _git(_repo(app), "rev-parse", "main")
@@ -338,7 +316,7 @@ def test_a_key_reused_for_another_kind_of_request_is_refused(world):
 
 @pytest.mark.parametrize("ops", [[{"op": {}}], [{"op": ["add"]}], [{"op": None}], [], "add", [[1]]])
 def test_malformed_batch_ops_are_400(world, ops):
-    _, client, _, _ = world
+    client = world.client
     _error(client.post(O + "/batch", headers=_auth(ADMIN), json={"ops": ops}), 400)
 
 
@@ -362,7 +340,7 @@ def test_retrieve_fuses_embeddings_from_the_configured_endpoint_and_degrades_whe
 
 
 def test_a_key_reused_for_another_item_is_refused_not_replayed(world):
-    _, client, _, _ = world
+    client = world.client
     headers = _auth(ADMIN, **{"Idempotency-Key": "k-item"})
     assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).status_code == 200
     assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).get_json()["replayed"] is True
@@ -371,7 +349,7 @@ def test_a_key_reused_for_another_item_is_refused_not_replayed(world):
 
 
 def test_a_retried_rollback_or_revert_with_the_same_key_writes_once(world):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     client.put(O + "/items/notes/bad", headers=_auth(ADMIN), json={"content": "wrong", "run": "run_r"})
     client.put(O + "/items/notes/other", headers=_auth(ADMIN), json={"content": "fine"})
     headers = _auth(ADMIN, **{"Idempotency-Key": "rb-1"})
@@ -392,7 +370,7 @@ def test_a_retried_rollback_or_revert_with_the_same_key_writes_once(world):
 @pytest.mark.parametrize("run, status", [("no-such-run", 404), ("", 400), ("  ", 400), ("x" * 65, 400),
                                          ("../../etc", 404)])
 def test_rollback_of_an_unknown_or_bad_run_id(world, run, status):
-    app, client, _, _ = world
+    app, client = world.app, world.client
     head = _git(_repo(app), "rev-parse", "main")
     _error(client.post(O + "/rollback", headers=_auth(ADMIN), json={"run": run}), status)
     assert _git(_repo(app), "rev-parse", "main") == head

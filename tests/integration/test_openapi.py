@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.specs.openapi import checks as oa_checks  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
-from tests.fakes import FakeOpenAI  # noqa: E402
+from fakes import FakeOpenAI  # noqa: E402
 from webapp import create_app  # noqa: E402
 from webapp.openapi import document  # noqa: E402
 

@@ -15,8 +15,8 @@ TZ = "Asia/Shanghai"
 
 
 @pytest.fixture
-def store(tmp_path) -> MemoryStore:
-    s = MemoryStore(tmp_path / "m")
+def store(store) -> MemoryStore:
+    s = store
     s.add("preferences", "likes-the-sea", "Loves the sea.")
     s.add("work", "current-job", "Works at a robotics company.")
     d = s.diary

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import FakeOpenAI
+from fakes import FakeOpenAI
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "deploy" / "gunicorn.conf.py"
 OWNER = "user:gunicorn"
 STARTUP_SECONDS = 30

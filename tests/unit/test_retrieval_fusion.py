@@ -39,8 +39,8 @@ def test_fuse_without_spread_and_ties():
 
 
 @pytest.fixture
-def store(tmp_path) -> MemoryStore:
-    s = MemoryStore(tmp_path / "m")
+def store(store) -> MemoryStore:
+    s = store
     s.add("mood", "that-evening", "他一句话没说，饭也没怎么吃。")
     s.add("preferences", "likes-the-sea", "喜欢海边，想去海边玩。")
     s.add("preferences", "coffee", "只喝手冲咖啡。")

@@ -7,11 +7,6 @@ import pytest
 from wikimem import MemoryStore, RecallItem
 
 
-@pytest.fixture
-def store(tmp_path):
-    return MemoryStore(tmp_path / "mem")
-
-
 def write(store: MemoryStore, file: str, text: str) -> None:
     path = store.root / "wiki" / f"{file}.md"
     path.parent.mkdir(parents=True, exist_ok=True)

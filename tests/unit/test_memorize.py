@@ -42,11 +42,6 @@ class CountingHook:
         self.units.append((mutations, info))
 
 
-@pytest.fixture
-def store(tmp_path):
-    return MemoryStore(tmp_path / "mem")
-
-
 def entries(*texts) -> str:
     return json.dumps([{"content": t} for t in texts], ensure_ascii=False)
 

@@ -1,0 +1,24 @@
+"""Fixtures every test folder shares.
+
+``tests/unit`` exercises the library alone (no flask, no git), ``tests/integration``
+real dulwich repositories, the real Flask app and real gunicorn processes,
+``tests/browser`` real Chromium. Every test builds its own world in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# ``from fakes import FakeOpenAI``: the fakes of true system boundaries live next to this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty plain store in ``tmp_path / "mem"`` (a module may extend it: ``def store(store): ...``)."""
+    from wikimem import MemoryStore
+
+    return MemoryStore(tmp_path / "mem")
