@@ -2,10 +2,25 @@
 
 Configured only by the ``WIKIMEM_*`` environment variables (:mod:`webapp.config`).
 Each worker process imports this module once and so builds one app and one host.
+
+A configuration that cannot run (no ``WIKIMEM_SECRET_KEY`` in production, …)
+is one line on stderr and exit status 4, which gunicorn takes as "the app
+failed to load" and stops, instead of restarting the worker forever. (With
+``deploy/gunicorn.conf.py`` the master has already refused it, once.)
 """
 
 from __future__ import annotations
 
-from . import create_app
+import sys
 
-app = create_app()
+from . import create_app
+from .config import ConfigError
+
+# gunicorn's Arbiter.APP_LOAD_ERROR: the master halts rather than respawning the worker.
+APP_LOAD_ERROR = 4
+
+try:
+    app = create_app()
+except ConfigError as exc:
+    print(f"wikimem: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(APP_LOAD_ERROR) from None
