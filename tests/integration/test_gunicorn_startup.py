@@ -64,10 +64,13 @@ def test_a_slow_model_holds_one_thread_not_the_worker(tmp_path):
                       WIKIMEM_LLM_TIMEOUT="50") as host:
             assert "Using worker: gthread" in host.output()
             writer = Client(host.base, host.token, owner="user:writer", timeout=55, retries=0, proxies={})
-            reader = Client(host.base, host.token, owner="user:reader", timeout=10, retries=0, proxies={})
+            # A generous timeout: what matters is that the answer comes while the model still thinks
+            # (the gate is shut until then), however slow a busy machine makes it.
+            reader = Client(host.base, host.token, owner="user:reader", timeout=45, retries=0, proxies={})
             writer.create_owner()
             reader.create_owner()
             reader.add("preferences", "likes-the-sea", "喜欢海边。")
+            reader.retrieve("海边")  # the first retrieve pays for loading the index and the tokenizer
             outcome = {}
             memorizing = threading.Thread(
                 target=lambda: outcome.setdefault("result", writer.memorize("user: 我开始学冲浪了")))

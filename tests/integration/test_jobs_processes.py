@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,9 +140,14 @@ def _git_log(root: Path) -> list[str]:
 def test_memorize_killed_while_the_model_thinks_is_finished_by_the_next_process(owner_root):
     root = owner_root
     jobs = JobStore.at(root)
+    gate = threading.Event()  # the model answers only once the first process is dead
+
+    def reply(messages):
+        gate.wait(30)
+        return json.dumps([{"content": "上周三我们去了海边。"}], ensure_ascii=False)
+
     with FakeOpenAI() as llm:
-        llm.delay = 1.0
-        llm.reply_fn = lambda messages: json.dumps([{"content": "上周三我们去了海边。"}], ensure_ascii=False)
+        llm.reply_fn = reply
         job, _ = submit_memorize(jobs, "user:ann", "user: 上周三我们去了海边", key="turn-1",
                                  ts="2026-07-23T10:00:00+08:00", tz="Asia/Shanghai", character="Elaina")
         env = {"WIKIMEM_LLM_URL": llm.url}
@@ -152,6 +158,7 @@ def test_memorize_killed_while_the_model_thinks_is_finished_by_the_next_process(
             first.wait()
         finally:
             stop(first)
+            gate.set()
         second = start_worker(root, "--lease", "30", env=env)
         try:
             done = wait_done(jobs, job.id)
