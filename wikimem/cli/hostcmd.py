@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_OK, _Parser
+from . import EXIT_ERROR, EXIT_OK, Parser
 
 ADMIN_TOKEN_FILE = "admin-token"
 
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("token", help="API tokens")
-    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=_Parser)
+    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=Parser)
     m = tsub.add_parser("mint", help="make a token, store its hash, print the secret once")
     m.add_argument("name", help="who uses it, e.g. worker-elaina")
     m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
@@ -42,7 +42,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("operator", help="admin UI operator accounts")
     osub = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True,
-                            parser_class=_Parser)
+                            parser_class=Parser)
     a = osub.add_parser("add", help="add an account (password read from the terminal or stdin)")
     a.add_argument("name")
     a.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
