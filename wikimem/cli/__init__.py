@@ -31,14 +31,14 @@ EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 _GROUPS = ("browse", "explain", "history", "hostcmd")
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 2, like argparse, with our prefix
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"wikimem: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="wikimem", description="Read, search and manage a wikimem memory folder.")
+    parser = Parser(prog="wikimem", description="Read, search and manage a wikimem memory folder.")
     parser.add_argument("--version", action="version", version=f"wikimem {__version__}")
     parser.add_argument("--store", default=None,
                         help="memory folder (default: $WIKIMEM_STORE or the current folder)")
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a host owner's memory folder instead, by owner id (e.g. user:xnne)")
     parser.add_argument("--data", dest="data_root", default=None, metavar="ROOT",
                         help="the host's data root for --owner (default: $WIKIMEM_DATA or ./data)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     import importlib
 
     for name in _GROUPS:
