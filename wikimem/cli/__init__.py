@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
-
 from pathlib import Path
+from typing import Sequence
 
 from .. import __version__
 from ..errors import WikimemError
 
-__all__ = ["main", "store_root", "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
+__all__ = ["main", "store_root", "Parser", "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 

@@ -514,24 +514,32 @@ class JobRunner:
 # -- handlers ----------------------------------------------------------------------
 
 MEMORIZE = "memorize"
+# Step parameters of a memorize job that make its WriteContext; the rest go to Owner.memorize.
+_CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key")
 
 
 def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None,
                     **memorize_kwargs: Any) -> tuple[Job, bool]:
     """Submit a memorize of one turn as a one-step job; ``(job, created)``.
 
-    The turn's time (``ts``, default now) and the run id (``run``, default a
-    new one) are fixed here, at submission: the entries are dated from when
-    the turn was told, not from when the job ran, and the run id is known at
-    once. ``key`` is scoped to the owner (the same key for two owners makes two jobs).
+    ``memorize_kwargs`` are :meth:`Owner.memorize`'s (``character``,
+    ``prompt``, ``ts``, ``tz``) and the write context's (``run``, ``actor``,
+    ``source_conv``). The turn's time (``ts``, default now) and the run id
+    (default a new one) are fixed here, at submission: entries are dated from
+    when the turn was told, not from when the job ran, and the run id is
+    known at once. ``key`` (the request's Idempotency-Key) is scoped to the
+    owner, names the job, and is the memorize's own idempotency key, so a
+    memorize already applied under it synchronously is replayed, not redone.
     """
-    from ..store import normalize_ts
+    from ..codec import normalize_ts
     from .owner import new_run_id
 
     params = {k: v for k, v in memorize_kwargs.items() if v is not None}
     request = {"owner": owner, "turn": turn, **params}
     params["ts"] = normalize_ts(params.get("ts"))
     params.setdefault("run", new_run_id())
+    if key is not None:
+        params["idempotency_key"] = key
     step = {"owner": owner, "turn": turn, **params}
     scoped = None if key is None else f"{MEMORIZE}\n{owner}\n{key}"
     return store.submit(MEMORIZE, [step], params={"owner": owner, "run": params["run"]}, key=scoped,
@@ -539,18 +547,22 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
 
 
 def memorize_handler(host: Any) -> Handler:
-    """Steps ``{"owner", "turn", …Owner.memorize keywords}`` → ``MemorizeResult.to_dict()``.
+    """Steps made by :func:`submit_memorize` → ``MemorizeResult.to_dict()``.
 
-    The step key is the memorize's idempotency key: a step re-run after its
-    process died between the commit and the "done" mark replays the commit's
-    result instead of asking the model and writing again.
+    The memorize's idempotency key is the request's, else the step key: a
+    step re-run after its process died between the commit and the "done"
+    mark replays the commit's result instead of asking the model and writing
+    again.
     """
+    from ..context import WriteContext
+
     def run(step: Step) -> dict[str, Any]:
         params = dict(step.params)
-        owner = params.pop("owner")
-        turn = params.pop("turn")
+        owner, turn = params.pop("owner"), params.pop("turn")
+        ctx = WriteContext.of(**{k: params.pop(k, None) for k in _CONTEXT_FIELDS})
+        ctx = WriteContext.of(ctx, idempotency_key=ctx.idempotency_key or step.key)
         try:
-            return host.owner(owner).memorize(turn, idempotency_key=step.key, **params).to_dict()
+            return host.owner(owner).memorize(turn, ctx=ctx, **params).to_dict()
         except StoreBusy as exc:
             raise RetryLater(str(exc), delay=1.0) from None
 
