@@ -60,7 +60,7 @@ class Gunicorn:
     def start(self) -> "Gunicorn":
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(gunicorn_command() + self.args, cwd=REPO, env=self.env,
-                                         stdout=out, stderr=subprocess.STDOUT)
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + STARTUP_SECONDS
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         while time.monotonic() < deadline:
@@ -87,6 +87,12 @@ class Gunicorn:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+
+    def kill(self) -> None:
+        """SIGKILL the master and every worker at once (a crash, not a shutdown)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=15)
 
     def __enter__(self) -> "Gunicorn":
         return self.start()
