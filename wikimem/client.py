@@ -222,6 +222,11 @@ class Memorized:
         return iter((self.entries, self.run, self.commit))
 
 
+def _memorized(data: Mapping[str, Any]) -> Memorized:
+    return Memorized([_diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
+                     data.get("commit"), bool(data.get("replayed")))
+
+
 def _recall_item(data: Mapping[str, Any]) -> RecallItem:
     return RecallItem(file=data["file"], name=data["name"], content=data["content"], owner=data.get("owner"),
                       source_conv=data.get("source_conv"), ts=data.get("ts"))
@@ -710,12 +715,55 @@ class Client:
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
                  prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                  source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Memorized:
-        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit."""
+        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit.
+
+        The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
+        """
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
                             run=run, actor=actor)
         data = self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True)
-        return Memorized([_diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
-                         data.get("commit"), bool(data.get("replayed")))
+        return _memorized(data)
+
+    def memorize_async(self, turn: str, *, owner: str | None = None, character: str | None = None,
+                       prompt: str | None = None, ts: str | None = None, tz: str | None = None,
+                       source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                       key: str | None = None) -> dict[str, Any]:
+        """Memorize as a background job (``Prefer: respond-async``): the job, at once (``id``,
+        ``state``, ``params.run``); follow it with :meth:`job` or :meth:`wait_job`. ``key`` is the
+        Idempotency-Key (default: a new one, the same on every retry): the same key is the same job."""
+        body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        headers = {"Prefer": "respond-async", **({"Idempotency-Key": key} if key else {})}
+        return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
+        return self._call("GET", f"{API}/jobs/{_q(job_id)}")
+
+    def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
+        """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
+        job_id = job if isinstance(job, str) else job["id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.job(job_id)
+            if found.get("state") in ("done", "failed"):
+                return found
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
+            self._sleep(poll)
+
+    # -- settings ----------------------------------------------------------------
+
+    def settings(self, *, owner: str | None = None) -> dict[str, Any]:
+        """The owner's settings (``tz``, ``character``; None when unset)."""
+        return self._call("GET", self._owner_path(owner) + "/settings")["settings"]
+
+    def set_settings(self, *, owner: str | None = None, run: str | None = None, actor: str | None = None,
+                     **values: Any) -> Written:
+        """Set some settings as one commit (``tz="Asia/Shanghai"``; ``None`` unsets one; the others stay)."""
+        body = {**values, **self._fields(run=run, actor=actor)}
+        data = self._call("PUT", self._owner_path(owner) + "/settings", body=body, write=True)
+        return Written(data["settings"], data.get("commit"), bool(data.get("replayed")))
 
     # -- history ---------------------------------------------------------------
 

@@ -473,3 +473,44 @@ def test_a_plain_http_proxy_gets_the_absolute_url_and_its_credentials(server, mo
     (req,) = server.requests
     assert req["path"] == "http://wikimem.invalid:8000/api/v1/owners/o/files"
     assert req["headers"]["Proxy-Authorization"] == "Basic Ym90OnMzY3JldA=="
+
+
+# -- settings and jobs ---------------------------------------------------------------
+
+JOB = {"id": "job_20260723T020000Z_0123456789ab", "kind": "memorize", "state": "queued", "done": 0, "total": 1,
+       "results": [{"step": 0, "state": "pending"}], "params": {"owner": "user:xnne", "run": "run_x"}}
+
+
+def test_memorize_async_asks_for_a_job_with_one_key_per_call(server, client):
+    server.script = [err(503, "busy", "busy"), ok(JOB, 202, {"Location": f"/api/v1/jobs/{JOB['id']}"})]
+    job = client.memorize_async("user: hi", character="Elaina")
+    assert job["id"] == JOB["id"]
+    first, second = server.requests
+    assert first["headers"]["Prefer"] == "respond-async"
+    assert first["headers"]["Idempotency-Key"] == second["headers"]["Idempotency-Key"]
+    assert first["body"] == {"turn": "user: hi", "character": "Elaina"}
+    server.script = [ok(JOB, 202)]
+    client.memorize_async("user: hi", key="turn-1")
+    assert server.requests[-1]["headers"]["Idempotency-Key"] == "turn-1"
+
+
+def test_wait_job_polls_until_the_job_is_finished(server, client):
+    client._sleep = lambda s: None
+    done = dict(JOB, state="done", done=1, results=[{"step": 0, "state": "done", "result": {"entries": []}}])
+    server.script = [ok(JOB), ok(dict(JOB, state="running")), ok(done)]
+    assert client.wait_job(JOB)["state"] == "done"
+    assert [r["path"] for r in server.requests] == [f"/api/v1/jobs/{JOB['id']}"] * 3
+    server.script = [ok(JOB)] * 50
+    with pytest.raises(TimeoutError):
+        client.wait_job(JOB["id"], timeout=0)
+
+
+def test_settings_are_read_and_set(server, client):
+    server.script = [ok({"settings": {"tz": None, "character": None}}),
+                     ok({"settings": {"tz": "Asia/Shanghai", "character": None}, "commit": "c1", "replayed": False})]
+    assert client.settings() == {"tz": None, "character": None}
+    written = client.set_settings(tz="Asia/Shanghai", character=None)
+    assert written.value["tz"] == "Asia/Shanghai" and written.commit == "c1"
+    put = server.requests[1]
+    assert put["method"] == "PUT" and put["path"] == "/api/v1/owners/user%3Axnne/settings"
+    assert put["body"] == {"tz": "Asia/Shanghai", "character": None} and put["headers"]["Idempotency-Key"]
