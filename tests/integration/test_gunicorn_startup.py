@@ -26,14 +26,19 @@ def test_a_missing_secret_key_is_one_line_from_the_master(tmp_path):
     assert "Booting worker" not in done.stderr + done.stdout  # refused before any worker started
 
 
-def test_without_the_config_file_each_worker_says_it_in_one_line_and_gunicorn_stops(tmp_path):
-    done = run_until_exit(tmp_path, args=["-w", "2", "-b", "127.0.0.1:0", "webapp.wsgi:app"],
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_without_the_config_file_each_worker_says_it_in_one_line_and_gunicorn_stops(tmp_path, workers):
+    done = run_until_exit(tmp_path, args=["-w", workers, "-b", "127.0.0.1:0", "webapp.wsgi:app"],
                           WIKIMEM_SECRET_KEY=None)
     assert done.returncode != 0
     out = done.stderr + done.stdout
-    assert "Traceback" not in out
-    assert 1 <= sum(line.startswith("wikimem: WIKIMEM_SECRET_KEY") for line in _lines(out)) <= 2
+    assert 1 <= sum(line.startswith("wikimem: WIKIMEM_SECRET_KEY") for line in _lines(out)) <= int(workers)
     assert "App failed to load" in out  # halted, not respawning workers forever
+    # No traceback of ours. (When several workers fail at once, gunicorn 27's master may print its own
+    # HaltServer traceback while reaping the second one: the reason the config file checks first.)
+    assert "webapp/" not in out and "wikimem/" not in out
+    if workers == "1":
+        assert "Traceback" not in out
 
 
 @pytest.mark.parametrize("env, words", [
