@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
@@ -90,6 +90,9 @@ class VersionedStore(Undo):
         self.diary = self.store.diary
         self.writer = self.store.writer
         self._stat_cache: dict[str, tuple[tuple, bytes]] = {}
+        # Called with each new commit id of a unit, still inside the owner lock, once the history
+        # index holds it (derived indexes above this folder, background replication).
+        self.on_commit: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -118,6 +121,8 @@ class VersionedStore(Undo):
         key = unit.info.get("idempotency_key")
         if key:
             self.db.set_result(key, cid, unit.payload)
+        for listener in self.on_commit:
+            listener(cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             self._pack_locked()
         return cid
