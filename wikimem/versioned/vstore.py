@@ -16,6 +16,7 @@ someone's editor change into its own commit.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -45,6 +46,8 @@ from .snapshot import Snapshot
 from .undo import Undo
 
 __all__ = ["VersionedStore", "PACK_EVERY"]
+
+log = logging.getLogger(__name__)
 
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
@@ -122,7 +125,10 @@ class VersionedStore(Undo):
         if key:
             self.db.set_result(key, cid, unit.payload)
         for listener in self.on_commit:
-            listener(cid)
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             self._pack_locked()
         return cid
