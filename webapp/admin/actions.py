@@ -14,6 +14,7 @@ from flask import flash, g, redirect, render_template, request, url_for
 
 from wikimem.errors import Conflict
 
+from ..session import require_role
 from . import bp
 from .access import load_owner
 from .diffs import inline_diff
@@ -49,6 +50,7 @@ def _confirm(owner_id: str, kind: str, target: str):
         plan = action.preview(owner.vstore, target)
         return render_template("admin/confirm.html", owner=owner, kind=kind, action=action, target=target,
                                plan=plan, error=None, inline_diff=inline_diff)
+    require_role("operator")  # reviewers may preview, not change
     force = request.form.get("force") == "on"
     try:
         done = action.apply(owner.vstore, target, force, g.operator.name)
