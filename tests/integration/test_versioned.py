@@ -412,3 +412,13 @@ def test_stale_git_lock_files_do_not_block_writes(vs):
     (folder / (blob.id[2:].decode() + ".lock")).write_bytes(b"")
     vs.git._add(blob)
     assert vs.git.blob(blob.id) == blob.data
+
+
+def test_a_failing_commit_listener_does_not_undo_the_commit(tmp_path):
+    vs = VersionedStore(tmp_path / "o")
+    heard = []
+    vs.on_commit.append(heard.append)
+    vs.on_commit.append(lambda cid: 1 / 0)
+    done = vs.add("f", "a", "x")
+    assert heard == [done.commit] == [vs.head()]
+    assert vs.store.get("f", "a").content == "x" and vs.external_changes() == []

@@ -16,6 +16,7 @@ someone's editor change into its own commit.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
@@ -35,16 +36,19 @@ from ..fsio import read_bytes
 from ..locking import FileLock
 from ..models import DiaryItem, RecallItem
 from ..mutation import LOCK_NAME, Unit
+from ..naming import validate_provenance
 from ..store import MemoryStore
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .itemdiff import ItemChange, path_changes, unified_patch
-from .messages import build_message
+from .messages import build_message, printable
 from .objects import GitRepo
 from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
 from .undo import Undo
 
 __all__ = ["VersionedStore", "PACK_EVERY"]
+
+log = logging.getLogger(__name__)
 
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
@@ -90,6 +94,9 @@ class VersionedStore(Undo):
         self.diary = self.store.diary
         self.writer = self.store.writer
         self._stat_cache: dict[str, tuple[tuple, bytes]] = {}
+        # Called with each new commit id of a unit, still inside the owner lock, once the history
+        # index holds it (derived indexes above this folder, background replication).
+        self.on_commit: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -118,6 +125,11 @@ class VersionedStore(Undo):
         key = unit.info.get("idempotency_key")
         if key:
             self.db.set_result(key, cid, unit.payload)
+        for listener in self.on_commit:
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             self._pack_locked()
         return cid
@@ -187,10 +199,10 @@ class VersionedStore(Undo):
         self.store.invalidate()
         contents = {p: read_bytes(self.root / p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
-        lines += [f"- {p}" for p in paths] + ["", "Wikimem-Action: external-edit"]
+        lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
         if len(paths) == 1:
             folder, name = memory_path(paths[0])
-            lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {name}")
+            lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")
 
@@ -241,6 +253,7 @@ class VersionedStore(Undo):
         commit made once the block is over.
         """
         ctx = WriteContext.of(ctx, **fields)
+        message = validate_provenance(message, "message")
         info = dict(ctx.commit_info())
         info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts)) if v)
         outcome = Outcome()
