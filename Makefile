@@ -44,6 +44,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/vectors.py
 	$(PY) bench/commits.py
 	$(PY) bench/api.py
+	$(PY) bench/slow_llm.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots

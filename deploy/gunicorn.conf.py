@@ -4,7 +4,7 @@ Everything comes from the environment (see ``deploy/env.example``):
 
 - ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
 - ``WIKIMEM_WORKERS``   worker processes (``cores + 1``, at most 8);
-- ``WIKIMEM_THREADS``   request threads per worker (4): a request waiting on the LLM
+- ``WIKIMEM_THREADS``   request threads per worker (8): a request waiting on the LLM
   (memorize) or on an owner's write lock holds one thread, not a whole process;
 - ``WIKIMEM_TIMEOUT``   seconds a silent worker may take before it is restarted (60);
   ``WIKIMEM_LLM_TIMEOUT`` (30) must stay below it;
@@ -61,7 +61,7 @@ workers = _int_env("WIKIMEM_WORKERS", _default_workers())
 # Threaded workers: a memorize call waiting 20 s on a slow model holds one thread, while the
 # process's other threads keep serving retrieves (a sync worker would be blocked whole).
 worker_class = "gthread"
-threads = _int_env("WIKIMEM_THREADS", 4)
+threads = _int_env("WIKIMEM_THREADS", 8)
 preload_app = False
 
 # A worker whose main loop is silent this long is killed and restarted. With gthread a slow
