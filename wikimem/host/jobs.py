@@ -485,8 +485,8 @@ class JobRunner:
         while not self._stop.is_set():
             try:
                 did = self.run_once()
-            except sqlite3.Error:  # the database was busy or briefly unreadable: try again soon
-                log.exception("job runner: claiming a step failed")
+            except Exception:  # the database busy or unreadable, a step's row damaged: never kill the thread
+                log.exception("job runner: claiming or recording a step failed")
                 did = False
             if not did:
                 self._wake.wait(self.poll)
@@ -497,7 +497,7 @@ class JobRunner:
         while not self._stop.wait(self.lease / 3):
             try:
                 self.store.heartbeat(self.id, lease=self.lease)
-            except sqlite3.Error:
+            except Exception:
                 log.exception("job runner: heartbeat failed")
 
     def _maybe_prune(self) -> None:
