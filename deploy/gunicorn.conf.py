@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 
 # The cap keeps a big machine from holding dozens of per-process index LRUs
 # (memory grows with workers × WIKIMEM_INDEX_CACHE); shard owners across hosts instead.
