@@ -197,3 +197,22 @@ def test_memorize_killed_after_its_commit_is_replayed_not_written_twice(owner_ro
     assert [e["content"] for e in done.results[0]["result"]["entries"]] == ["她开始学冲浪了。"]
     assert _git_log(root).count("memorize 1 diary entry") == 1
     assert [line[3] for line in log_lines(root) if line[0] == "memorized"] == ["1", "2"]
+
+
+def test_processes_with_busy_runners_exit_promptly(tmp_path):
+    """Runner threads polling one database from several processes never hang the interpreter's exit."""
+    root = tmp_path / "data"
+    JobStore.at(root).submit("effect", [{"n": n} for n in range(200)])
+    script = ("import sys, time; sys.path.insert(0, %r)\n"
+              "from wikimem.host.jobs import JobRunner, JobStore\n"
+              "r = JobRunner(JobStore.at(%r), threads=4, lease=5, poll=0.01)\n"
+              "r.register('effect', lambda step: time.sleep(0.001) or step.n)\n"
+              "r.start(); time.sleep(0.5)\n") % (str(Path(__file__).resolve().parents[2]), str(root))
+    procs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(4)]
+    for proc in procs:
+        try:
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

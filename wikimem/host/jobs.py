@@ -33,6 +33,7 @@ Finished jobs are pruned after ``retention`` seconds (a week by default).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -305,6 +306,9 @@ class JobStore:
             return None
         now = time.time()
         marks = ",".join("?" * len(kinds))
+        if not self._db().execute("SELECT 1 FROM steps WHERE state IN ('pending', 'running') AND not_before <= ? "
+                                  "LIMIT 1", (now,)).fetchone():
+            return None  # nothing to do: no write lock taken (every idle runner polls this)
         with self._tx() as db:
             dead = [(j, n) for j, n, holder in db.execute(
                 "SELECT job, n, lease_owner FROM steps WHERE state = 'running' AND lease_until >= ?", (now,))
@@ -420,6 +424,7 @@ class JobRunner:
         self._pid = 0
         self._lock = threading.Lock()
         self._last_prune = 0.0
+        self._atexit = False
 
     def register(self, kind: str, handler: Handler) -> None:
         """Run the steps of ``kind`` with ``handler`` (a :class:`Step` → a JSON-able result)."""
@@ -449,15 +454,21 @@ class JobRunner:
             self._threads.append(threading.Thread(target=self._beat, name="wikimem-job-heartbeat", daemon=True))
             for t in self._threads:
                 t.start()
+            if not self._atexit:
+                # Daemon threads are frozen mid-call when the interpreter finalizes; one frozen inside
+                # SQLite holds its connection's mutex and hangs the exit. Stop them first.
+                atexit.register(self.stop, timeout=5.0)
+                self._atexit = True
         return self
 
     def stop(self, timeout: float | None = 10.0) -> None:
         """Stop after the steps in flight (their leases lapse if they do not finish in ``timeout``)."""
         self._stop.set()
         self._wake.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
         for t in self._threads:
             if t is not threading.current_thread():
-                t.join(timeout)
+                t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def run_once(self) -> bool:
         """Claim and run one step in the calling thread; whether there was one."""
