@@ -288,9 +288,12 @@ class Owner:
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
         ctx = WriteContext.of(ctx)
-        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        # The run id is made up once per request: it is not part of what a retry must repeat.
+        request_ctx = ctx.bound("memorize", turn, character, prompt, sorted(append_kwargs.items()))
+        ctx = WriteContext.of(request_ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
-            replay = self.vstore.replay(ctx.idempotency_key, "memorize")
+            replay = self.vstore.replay(ctx.idempotency_key, "memorize",
+                                        self.vstore.request_of(ctx, "memorize"))
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
@@ -311,10 +314,11 @@ class Owner:
         """
         from ..memorize import handle_diary_tool
 
-        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         with self.vstore.batch(ctx, kind="diary-tool") as b:
             if b.replay is not None:
-                return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
+                entry = b.replay.get("entry")
+                return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
             try:
                 entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
                                           **append_kwargs)
@@ -326,10 +330,10 @@ class Owner:
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
-        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx).bound("batch", ops, message)
         with self.vstore.batch(ctx, message=message, kind="batch") as b:
             if b.replay is not None:
-                return BatchResult(b.replay["results"], b.replay.get("commit"), True)
+                return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
             results = [self._apply_op(op, ctx.source_conv) for op in checked]
             b.result = {"results": results}
         return BatchResult(results, b.commit)
