@@ -7,7 +7,9 @@ go through one :class:`Writer`. A write runs inside a *unit*:
    inter-process lock (``hook.locked()``); the caller re-reads the file it
    will change *under* the lock, so no concurrent writer's change is lost;
 2. the caller applies its changes with :meth:`Writer.apply` (atomic file
-   writes plus one journal line per mutation);
+   writes plus one journal line per mutation); before any file is touched
+   the hook hears which ones (``hook.writing(unit, paths)``), so that it can
+   record the write in flight and recover it after a crash;
 3. when the unit ends without error, ``hook.committed(unit)`` is called,
    still inside the lock — the git layer turns the unit into exactly one
    commit and returns its id, which the writer keeps as ``unit.commit``;
@@ -60,6 +62,9 @@ class MutationHook(Protocol):
     def locked(self) -> ContextManager[None]:
         """Inter-process exclusion held for a whole unit."""
 
+    def writing(self, unit: "Unit", paths: tuple[str, ...]) -> None:
+        """Called inside the lock before ``paths`` (relative to the root) are written or deleted."""
+
     def committed(self, unit: "Unit") -> str | None:
         """Called once per successful unit, inside the lock, after the writes; returns the commit id (or None)."""
 
@@ -72,6 +77,9 @@ class PlainHook:
 
     def locked(self) -> ContextManager[None]:
         return self._lock.hold()
+
+    def writing(self, unit: "Unit", paths: tuple[str, ...]) -> None:
+        return None
 
     def committed(self, unit: "Unit") -> str | None:
         return None
@@ -136,6 +144,7 @@ class Writer:
         for rel, (old, _new) in changes.items():
             unit.originals.setdefault(rel, old)
         journal_size = self.journal.size()
+        self.hook.writing(unit, tuple(changes))
         try:
             for rel, (_old, new) in changes.items():
                 path = self.root / rel

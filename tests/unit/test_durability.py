@@ -86,6 +86,9 @@ class RecordingHook:
         finally:
             self.depth -= 1
 
+    def writing(self, unit, paths):
+        assert self.depth == 1, "writing() must run inside the lock"
+
     def committed(self, unit):
         assert self.depth == 1, "committed() must run inside the lock"
         self.units.append((unit.mutations, unit.info))

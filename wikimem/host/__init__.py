@@ -256,13 +256,20 @@ class Host:
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
         """
+        from ..context import WriteContext
         from .jobs import submit_memorize
 
-        self.owner(owner_id)
+        owner = self.owner(owner_id)
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
+        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
+            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            request = owner.memorize_request(
+                turn, ctx=WriteContext(idempotency_key=key, **given),
+                **{k: v for k, v in memorize_kwargs.items() if k not in given})
+            memorize_kwargs["fingerprint"] = request.fingerprint
         job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created

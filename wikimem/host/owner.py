@@ -182,6 +182,7 @@ class Owner:
 
         changes = check_settings(changes)
         shown = ", ".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(changes.items()))
+        ctx = WriteContext.of(ctx).bound("settings", sorted(changes.items()))
         with self.vstore.batch(ctx, message=f"settings: {shown or 'unchanged'}", kind="settings") as b:
             if b.replay is not None:
                 return Committed(OwnerSettings.from_file(b.replay.get("settings") or {}), b.commit, True)
@@ -323,8 +324,16 @@ class Owner:
     def diary_append(self, content: str, *, ctx: WriteContext | None = None, **append_kwargs: Any) -> Committed:
         """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`
         (``tz`` defaults to the owner's)."""
+        ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
+
+    @staticmethod
+    def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
+                         ctx: WriteContext | None = None, **append_kwargs: Any) -> WriteContext:
+        """The context of a memorize request, bound to what a retry with its key must repeat."""
+        given = sorted((k, v) for k, v in append_kwargs.items() if v is not None)
+        return WriteContext.of(ctx).bound("memorize", turn, character, prompt, given)
 
     def memorize(self, turn: str, *, character: str | None = None, prompt: str | None = None,
                  ctx: WriteContext | None = None, **append_kwargs: Any) -> MemorizeResult:
@@ -341,13 +350,15 @@ class Owner:
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
-        settings = self.settings()
-        character = character or settings.character or "the assistant"
+        # Bound to the request as sent: the run id made up here and the owner's defaults (which may
+        # change between a request and its retry) are not part of what a retry must repeat.
+        ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
+        character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        ctx = WriteContext.of(ctx)
         ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
-            replay = self.vstore.replay(ctx.idempotency_key, "memorize")
+            replay = self.vstore.replay(ctx.idempotency_key, "memorize",
+                                        self.vstore.request_of(ctx, "memorize"))
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
@@ -368,11 +379,12 @@ class Owner:
         """
         from ..memorize import handle_diary_tool
 
-        ctx = WriteContext.of(ctx)
-        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
+        ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
+        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
         with self.vstore.batch(ctx, kind="diary-tool") as b:
             if b.replay is not None:
-                return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
+                entry = b.replay.get("entry")
+                return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
             try:
                 entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
                                           **append_kwargs)
@@ -384,10 +396,10 @@ class Owner:
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
-        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx).bound("batch", ops, message)
         with self.vstore.batch(ctx, message=message, kind="batch") as b:
             if b.replay is not None:
-                return BatchResult(b.replay["results"], b.replay.get("commit"), True)
+                return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
             results = [self._apply_op(op, ctx.source_conv) for op in checked]
             b.result = {"results": results}
         return BatchResult(results, b.commit)
