@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..codec import item_etag
 from ..context import WriteContext
 from ..errors import NotFound
+from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
@@ -200,7 +201,12 @@ class Owner:
         return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir)
 
     def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
-        """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time."""
+        """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
+
+        The query is at most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
+        """
+        if isinstance(query, str):
+            check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
         return index.retrieve(query, **retrieve_kwargs)
 
@@ -287,6 +293,8 @@ class Owner:
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
+        if isinstance(turn, str):
+            check_length(turn, MAX_TURN_CHARS, "turn")
         ctx = WriteContext.of(ctx)
         # The run id is made up once per request: it is not part of what a retry must repeat.
         request_ctx = ctx.bound("memorize", turn, character, prompt, sorted(append_kwargs.items()))
