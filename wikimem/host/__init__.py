@@ -30,11 +30,12 @@ from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .quotas import OwnerQuota
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
@@ -46,7 +47,8 @@ MAX_PAGE = 1000
 class Host:
     """Owners → versioned stores and indexes, for one process."""
 
-    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None,
+                 quota: OwnerQuota | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -56,6 +58,7 @@ class Host:
         self.index_cache = index_cache
         self.embedder = embedder
         self.llm = llm
+        self.quota = quota or OwnerQuota()
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self._jobs = None  # JobStore, opened on first use
@@ -112,9 +115,12 @@ class Host:
         """Create the owner if it does not exist yet (idempotent); return it."""
         return self.ensure_owner(owner_id)[0]
 
-    def ensure_owner(self, owner_id: str) -> tuple[Owner, bool]:
+    def ensure_owner(self, owner_id: str, *, quota_prefix: str | None = None) -> tuple[Owner, bool]:
         """``(owner, created)``: creates the owner unless it exists.
 
+        With ``quota_prefix`` (the owner prefix of the token asking), a new
+        owner counts against the host's :class:`OwnerQuota` for that prefix
+        (:class:`~wikimem.errors.QuotaExceeded` when it is used up).
         The repository is initialised in a staging folder and renamed into
         place, so two processes creating the same owner at once never see a
         half-made repository: one rename wins, the other is thrown away.
@@ -122,12 +128,16 @@ class Host:
         path = self.owner_path(owner_id)
         if (path / ".git").is_dir():
             return self.owner(owner_id), False
+        if quota_prefix is not None:
+            from .authstate import AuthState
+
+            self.quota.check(quota_prefix, lambda prefix: len(self.owner_ids(prefix)), AuthState(self.root))
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
         tmp.mkdir()
         created = False
         try:
-            self._open(owner_id, tmp)  # initialises the repository
+            self._open(owner_id, tmp).vstore.close()  # initialises the repository (and folds its WAL back)
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
             try:
@@ -257,6 +267,7 @@ class Host:
         now, not when the job runs); the job survives a restart of the host.
         """
         from ..context import WriteContext
+        from ..limits import MAX_TURN_CHARS, check_length
         from .jobs import submit_memorize
 
         owner = self.owner(owner_id)
@@ -264,6 +275,7 @@ class Host:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
+        check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
             given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
             request = owner.memorize_request(

@@ -14,6 +14,7 @@ from ..codec import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from ..context import WriteContext
 from ..errors import NotFound
 from ..fsio import read_bytes
+from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
@@ -248,8 +249,11 @@ class Owner:
     def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
-        Time words in the query are read in ``tz``, else in the owner's time zone.
+        Time words in the query are read in ``tz``, else in the owner's time zone. The query is at
+        most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
         """
+        if isinstance(query, str):
+            check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
         return index.retrieve(query, **retrieve_kwargs)
@@ -350,6 +354,8 @@ class Owner:
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
+        if isinstance(turn, str):
+            check_length(turn, MAX_TURN_CHARS, "turn")
         # Bound to the request as sent: the run id made up here and the owner's defaults (which may
         # change between a request and its retry) are not part of what a retry must repeat.
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
