@@ -76,6 +76,7 @@ def _git(root: Path, *args: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(int(SECONDS) + 300)
 @pytest.mark.skipif(GIT is None, reason="git is the witness of this test")
 def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path):
     port = _free_port()
