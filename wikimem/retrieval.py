@@ -55,6 +55,7 @@ from typing import Any, Iterable
 
 from .bm25 import BM25Index
 from .diary_index import DiaryIndex
+from .errors import StoreBusy
 from .fusion import Candidate as _Candidate, apply_recency, fuse as _fuse, normalise as _normalise
 from .models import RecallItem, as_recall_item
 from .naming import validate_date
@@ -74,6 +75,10 @@ DIARY_MODES = ("window", "all")
 EMBED_SLICE = 64
 # After a failed background step, wait this long before the next try.
 EMBED_RETRY_SECONDS = 30.0
+# When another process is embedding the same memory, look again after this long.
+EMBED_BUSY_SECONDS = 1.0
+# Window entries waiting for the background worker, at most.
+DIARY_WANTED_MAX = 4096
 
 
 def _item_dict(item: RecallItem) -> dict[str, Any]:
@@ -300,6 +305,7 @@ class MemoryIndex:
         self._embed_ok = True
         self._retry_at = 0.0  # background: no new step before this (monotonic) time
         self._counts: tuple[Any, tuple[int, int]] | None = None
+        self._diary_wanted: dict[tuple[str, str, str], RecallItem] = {}  # background: window entries to embed
 
     # -- keeping the index fresh -------------------------------------------
 
@@ -598,7 +604,8 @@ class MemoryIndex:
         lazy = not self.embed_in_background
         if q.mode == "window":
             diary_cos = search.diary_scores(qv, q.window, embed_missing=lazy) if q.window else []
-            diary_new = [(((i.file, i.name, n)), i, v) for n, (i, v) in enumerate(zip(q.window, diary_cos))]
+            diary_new = [((i.file, i.name, n), i, v) for n, (i, v) in enumerate(zip(q.window, diary_cos))]
+            self._want_diary([i for i, v in zip(q.window, diary_cos) if v is None])
         else:
             diary_new = self._diary_vector_candidates(q, qv, pool, by_key, search)
         with self._lock:
@@ -640,6 +647,7 @@ class MemoryIndex:
                         listed.append((key, index.item(key)))
         listed = list(dict(listed).items())
         values = search.diary_scores(qv, [item for _, item in listed], embed_missing=not self.embed_in_background)
+        self._want_diary([item for (_, item), v in zip(listed, values) if v is None])
         return [(key, item, v) for (key, item), v in zip(listed, values)]
 
     def _rescore_diary(self, by_key: dict, q: _Query) -> None:
@@ -651,6 +659,17 @@ class MemoryIndex:
                 by_key[key].bm25 = value
 
     # -- background embedding -------------------------------------------------
+
+    def _want_diary(self, items: list[RecallItem]) -> None:
+        """Background: diary entries a query met without a vector are embedded next."""
+        if not items or not self.embed_in_background:
+            return
+        with self._lock:
+            for item in items:
+                self._diary_wanted[(item.file, item.name, item.content)] = item
+            while len(self._diary_wanted) > DIARY_WANTED_MAX:  # a flood of windows: keep the newest
+                self._diary_wanted.pop(next(iter(self._diary_wanted)))
+        self._schedule()
 
     def _schedule(self) -> None:
         """Ask the worker to embed what the vectors lack (unless a failure is recent)."""
@@ -680,12 +699,25 @@ class MemoryIndex:
             key = self._state_key(mode)
             items = self._all_items()
             diary = self._diary_index.items() if mode == "all" else None
+            wanted = list(self._diary_wanted.values())
+            self._diary_wanted.clear()
+        if wanted:
+            diary = (diary or []) + wanted
         slice_ = max(EMBED_SLICE, len(items) // 4)
         try:
-            pending = search.sync(items, max_new=slice_)
-            if diary is not None:
-                pending += search.ensure_diary(diary, max_new=slice_)
+            with search.claim():
+                pending = search.sync(items, max_new=slice_)
+                if diary is not None:
+                    left = search.ensure_diary(diary, max_new=slice_)
+                    if left:
+                        self._requeue(wanted)  # those already embedded are no-ops next time
+                    pending += left
+        except StoreBusy:  # another process is embedding this memory: look again soon
+            self._retry_at = time.monotonic() + EMBED_BUSY_SECONDS
+            self._requeue(wanted)
+            return False
         except Exception as exc:
+            self._requeue(wanted)
             self._retry_at = time.monotonic() + EMBED_RETRY_SECONDS
             log.warning("background embedding failed, retrying in %.0f s: %s", EMBED_RETRY_SECONDS, exc)
             return False
@@ -693,6 +725,11 @@ class MemoryIndex:
             if pending == 0:
                 self._synced = key
             return pending > 0 or self._state_key(mode) != key
+
+    def _requeue(self, items: list[RecallItem]) -> None:
+        with self._lock:
+            for item in items:
+                self._diary_wanted.setdefault((item.file, item.name, item.content), item)
 
     def vector_counts(self) -> tuple[int, int]:
         """``(embedded, total)``: items (and, with ``diary="all"``, diary entries) with their vectors.
@@ -713,7 +750,7 @@ class MemoryIndex:
             return 0, total
         if snapshot is not None and self.embed_in_background:
             self._schedule()
-        memo_key = (self._state_key(mode), id(search._state), id(search._diary))
+        memo_key = (self._state_key(mode), search.version)
         if self._counts is not None and self._counts[0] == memo_key:
             return self._counts[1]
         counts = (search.embedded(items) + (search.diary_embedded(diary) if diary else 0), total)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .embedding import Embedder, EmbeddingError, VectorMismatch, content_hash, embed_queries, embed_text
+from .locking import FileLock
 from .models import RecallItem
 from .vector_cache import KEYS_FILE, CachedVectors, VectorCache, check_model, embed_matrix
 from .vector_index import MemmapVectorIndex
@@ -43,6 +44,7 @@ __all__ = ["EmbeddingSearch", "NeighbourContext", "context_texts", "DIARY_VECTOR
 
 DIARY_VECTORS_DIR = "diary-vectors"
 CONTEXT_VECTORS_DIR = "vectors-context"  # "vectors*": ignored by a versioned store's .gitignore
+CLAIM_FILE = "vectors.embedding.lock"  # held by the one process embedding a folder in the background
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class EmbeddingSearch:
         self.context_cache = VectorCache(self.vectors_dir / CONTEXT_VECTORS_DIR)
         self.diary_cache = VectorCache(self.vectors_dir / DIARY_VECTORS_DIR)
         self._state: _WikiState | None = None
+        self.version = 0  # bumped whenever the vectors in memory change (wiki or diary)
         self._diary: CachedVectors | None = None
         self._diary_index: MemmapVectorIndex | None = None
         self._diary_loaded = False
@@ -128,6 +131,14 @@ class EmbeddingSearch:
         self._diary_lock = threading.Lock()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._warned = False
+        # Background steps of several processes (gunicorn workers) on one folder
+        # would embed the same new texts: one claims the folder, the others skip.
+        self._claim = FileLock(self.vectors_dir / CLAIM_FILE, timeout=0)
+
+    def claim(self):
+        """Context manager: this process embeds the folder in the background now;
+        :class:`~wikimem.errors.StoreBusy` when another one does."""
+        return self._claim.hold()
 
     # -- the wiki ----------------------------------------------------------
 
@@ -148,10 +159,12 @@ class EmbeddingSearch:
                 if max_new is None:
                     with self._lock:
                         self._state = None  # stale rows must not score changed items
+                        self.version += 1
                 raise
             state = self._build_state(cached, ctx)
             with self._lock:
                 self._state = state
+                self.version += 1
                 self._warned = False  # a later mismatch deserves a new warning
         return self._pending(items, cached, ctx)
 
@@ -301,6 +314,8 @@ class EmbeddingSearch:
         if not self._diary_loaded:
             self._diary = self.diary_cache.load()
             self._diary_loaded = True
+            with self._lock:
+                self.version += 1
         return self._diary
 
     def ensure_diary(self, items: list[RecallItem], *, max_new: int | None = None) -> int:
@@ -316,6 +331,8 @@ class EmbeddingSearch:
                 cached = self._guard(lambda: self.diary_cache.ensure(entries, self.embedder, self.batch_size,
                                                                      max_new=max_new))
                 self._diary, self._diary_index = cached, None
+                with self._lock:
+                    self.version += 1
                 held = cached.hashes()
         return sum(1 for t in texts if content_hash(t) not in held)
 

@@ -176,3 +176,48 @@ def test_a_failing_job_does_not_kill_the_worker(worker):
     worker.submit("bad", lambda: 1 / 0)
     worker.submit("good", lambda: done.set() or False)
     assert done.wait(10)
+
+
+def test_one_process_at_a_time_embeds_a_folder_in_the_background(mem, tmp_path):
+    """Two indexes on one vectors folder (two gunicorn workers): the new texts are embedded once."""
+    first_worker, second_worker = EmbeddingWorker(name="w1"), EmbeddingWorker(name="w2")
+    try:
+        emb_a, emb_b = Gated(), Gated()
+        emb_b.gate.set()
+        a = MemoryIndex(mem, use_jieba=False, embedder=emb_a, embed_in_background=True, worker=first_worker,
+                        vectors_dir=tmp_path / "shared")
+        b = MemoryIndex(mem, use_jieba=False, embedder=emb_b, embed_in_background=True, worker=second_worker,
+                        vectors_dir=tmp_path / "shared")
+        a.vector_counts()  # a's step starts and blocks inside the model, holding the claim
+        deadline = threading.Event()
+        while not first_worker.idle() and not emb_a.passages and not deadline.wait(0.05):
+            if a._search is not None and a._search._claim.path.exists():
+                break
+        b.vector_counts()
+        assert second_worker.wait_idle(10)
+        assert emb_b.passages == []  # b saw the folder claimed and left it to a
+        emb_a.gate.set()
+        assert first_worker.wait_idle(10)
+        assert sorted(emb_a.passages) == sorted(f"{i.name}\n{i.content}" for i in mem.items())
+        b._retry_at = 0.0
+        assert b.wait_for_vectors(10)  # b picks up a's vectors from the folder, embedding nothing
+        assert emb_b.passages == []
+    finally:
+        first_worker.stop()
+        second_worker.stop()
+
+
+def test_window_entries_are_embedded_in_the_background_too(mem, worker):
+    mem.diary.append("今天很难过，一直不说话。", date="2026-07-21", time="20:00")
+    emb = Gated()
+    emb.gate.set()
+    index = MemoryIndex(mem, use_jieba=False, embedder=emb, embed_in_background=True, worker=worker)
+    assert index.wait_for_vectors(10)
+    window = ("2026-07-21", "2026-07-21")
+    first = index.retrieve("那天我是不是很沮丧", time_range=window)
+    diary = [e for e in first.items if e.kind == "diary"]
+    assert first.embedding_used and diary and diary[0].cos_score is None  # not embedded yet: BM25 for it
+    assert worker.wait_idle(10)
+    again = index.retrieve("那天我是不是很沮丧", time_range=window)
+    assert [e.cos_score is not None for e in again.items if e.kind == "diary"] == [True]
+    assert emb.passages.count("20:00\n今天很难过，一直不说话。") == 1
