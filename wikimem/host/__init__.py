@@ -42,7 +42,7 @@ MAX_PAGE = 1000
 class Host:
     """Owners → versioned stores and indexes, for one process."""
 
-    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -52,6 +52,7 @@ class Host:
         self.index_cache = index_cache
         self.embedder = embedder
         self.llm = llm
+        self.recall = recall  # wikimem.retrieval.RecallOptions for every index (None: the library's defaults)
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self._stats: dict[str, tuple[tuple, OwnerStats]] = {}
@@ -68,7 +69,7 @@ class Host:
 
     def _open(self, owner_id: str, path: Path) -> Owner:
         return Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                     cache_dir=self.cache_dir / path.name)
+                     cache_dir=self.cache_dir / path.name, recall=self.recall)
 
     # -- lookup ------------------------------------------------------------
 
