@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	WIKIMEM_DATA=$${WIKIMEM_DATA:-$(DATA)} $(VENV)/bin/wikimem serve --demo
+	WIKIMEM_DATA=$${WIKIMEM_DATA:-$(DATA)} WIKIMEM_EMBEDDER=$${WIKIMEM_EMBEDDER-local} $(VENV)/bin/wikimem serve --demo
 
 system-deps:
 	.ci/system-deps
