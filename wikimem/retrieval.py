@@ -278,6 +278,8 @@ class MemoryIndex:
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
+        if not isinstance(neighbour_context, bool) and not hasattr(neighbour_context, "item_weight"):
+            raise ValueError(f"neighbour_context must be True, False or a NeighbourContext, got {neighbour_context!r}")
         self.store = store
         self.use_jieba = jieba_available() if use_jieba is None else bool(use_jieba)
         self.embedder = embedder
@@ -621,11 +623,14 @@ class MemoryIndex:
 
     def _add_wiki(self, by_key: dict, cos: dict, q: _Query) -> None:
         """Cosines onto wiki candidates; vector-only ones join with their BM25 score (under the lock)."""
-        fresh = [tuple(k) for k in cos if tuple(k) not in by_key and tuple(k)[0] in self._files
-                 and tuple(k)[1] in self._files[tuple(k)[0]]]
-        if fresh and q.terms:
+        files = self._files
+        fresh = [k for k in map(tuple, cos) if k not in by_key and k[1] in files.get(k[0], ())]
+        terms = set(q.terms)
+        # Most vector-only candidates share no term with the query: their BM25 is 0, no need to score.
+        matching = [k for k in fresh if terms.intersection(self._bm25.doc_terms(k))]
+        if matching:
             peers = [self._diary_index.bm25] if q.mode == "all" else []
-            scores = self._bm25.scores(fresh, q.terms, extra=q.extra, peers=peers)
+            scores = self._bm25.scores(matching, q.terms, extra=q.extra, peers=peers)
         else:
             scores = {}
         for key in fresh:

@@ -101,3 +101,10 @@ def test_reordering_a_file_changes_contexts(tmp_path):
     index.retrieve("turn")
     item_texts = {embed_text(i.name, i.content) for i in items}
     assert emb.texts and set(emb.texts) <= set(context_texts(reordered)) - item_texts  # contexts only
+
+
+def test_neighbour_context_argument_is_checked(tmp_path):
+    s = MemoryStore(tmp_path / "m")
+    with pytest.raises(ValueError):
+        MemoryIndex(s, neighbour_context="yes")
+    assert MemoryIndex(s, neighbour_context=NeighbourContext(item_weight=0.5)).neighbour_context.item_weight == 0.5
