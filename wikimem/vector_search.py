@@ -38,7 +38,7 @@ from .embedding import Embedder, EmbeddingError, VectorMismatch, content_hash, e
 from .locking import FileLock
 from .models import RecallItem
 from .vector_cache import KEYS_FILE, CachedVectors, VectorCache, check_model, embed_matrix
-from .vector_index import MemmapVectorIndex
+from .vector_index import MemmapVectorIndex, _unit
 
 __all__ = ["EmbeddingSearch", "NeighbourContext", "context_texts", "DIARY_VECTORS_DIR", "CONTEXT_VECTORS_DIR"]
 
@@ -96,6 +96,9 @@ class _WikiState:
     context_row: np.ndarray | None = None  # item row -> context row, -1 when missing
     context_hashes: dict[tuple[str, str], str] | None = None
     item_weight: float = 1.0
+    # Exact tier with context: the mixed unit rows w·item + (1−w)·context, so one
+    # pass over one matrix scores everything (instead of two passes over two).
+    mixed: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -185,8 +188,11 @@ class EmbeddingSearch:
             self._guard(lambda: _raise_dim(cached.matrix.shape[1], ctx.matrix.shape[1]))
         ctx_of = {(f, n): i for i, (f, n, _) in enumerate(ctx.keys)}
         mapping = np.array([ctx_of.get(k, -1) for k in keys], np.int64)
-        return _WikiState(index, keys, hashes, row_of_key, MemmapVectorIndex(ctx.matrix, self.binary_threshold),
-                          mapping, {(f, n): h for f, n, h in ctx.keys}, self.context.item_weight)
+        ctx_index = MemmapVectorIndex(ctx.matrix, self.binary_threshold)
+        w = self.context.item_weight
+        mixed = None if index.binary or ctx_index.binary else _mixed_rows(index, ctx_index, mapping, w)
+        return _WikiState(index, keys, hashes, row_of_key, ctx_index, mapping,
+                          {(f, n): h for f, n, h in ctx.keys}, w, mixed)
 
     def _pending(self, items: list[RecallItem], cached: CachedVectors, ctx: CachedVectors | None) -> int:
         held = cached.hashes()
@@ -266,11 +272,8 @@ class EmbeddingSearch:
 
     def _context_top(self, q: np.ndarray, top_k: int, state: _WikiState) -> list[int]:
         """Item rows worth a mixed score: the top by item cosine and by context cosine."""
-        if not state.index.binary and not state.context.binary:  # exact: mix every row at once
-            item = state.index.all_scores(q)
-            ctx = state.context.all_scores(q) if state.context.rows else np.zeros(0, np.float32)
-            aligned = np.where(state.context_row >= 0, ctx[np.maximum(state.context_row, 0)] if len(ctx) else 0.0, item)
-            mixed = state.item_weight * item + (1.0 - state.item_weight) * aligned
+        if state.mixed is not None:  # exact: one pass over the mixed rows
+            mixed = state.mixed @ _unit(q, state.dim)
             k = min(top_k, len(mixed))
             return np.argpartition(-mixed, k - 1)[:k].tolist() if k else []
         rows = [r for r, _ in state.index.search(q, top_k)]
@@ -281,6 +284,8 @@ class EmbeddingSearch:
     @staticmethod
     def _mixed(q: np.ndarray, rows: np.ndarray, state: _WikiState) -> np.ndarray:
         """The mixed cosine of item ``rows``; an item without a context vector keeps its own."""
+        if state.mixed is not None:
+            return state.mixed[rows] @ _unit(q, state.dim) if len(rows) else np.zeros(0, np.float32)
         item = state.index.scores(q, rows)
         ctx_rows = state.context_row[rows]
         have = ctx_rows >= 0
@@ -397,6 +402,21 @@ class _QueryRole:
 
     def embed(self, texts: list[str]) -> Any:
         return embed_queries(self.embedder, texts)
+
+
+def _mixed_rows(items: MemmapVectorIndex, contexts: MemmapVectorIndex, ctx_row: np.ndarray, w: float) -> np.ndarray:
+    """``w·unit(item) + (1−w)·unit(context)`` per item row (its own unit row when it has no context)."""
+    out = np.empty((items.rows, items.dim), np.float32)
+    for start in range(0, items.rows, 4096):
+        stop = min(items.rows, start + 4096)
+        unit = np.asarray(items.matrix[start:stop], np.float32) * items.inv_norms[start:stop, None]
+        rows = ctx_row[start:stop]
+        ctx = unit.copy()
+        have = rows >= 0
+        if have.any():
+            ctx[have] = np.asarray(contexts.matrix[rows[have]], np.float32) * contexts.inv_norms[rows[have], None]
+        out[start:stop] = w * unit + (1.0 - w) * ctx
+    return out
 
 
 def _cosines(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -108,3 +108,20 @@ def test_neighbour_context_argument_is_checked(tmp_path):
     with pytest.raises(ValueError):
         MemoryIndex(s, neighbour_context="yes")
     assert MemoryIndex(s, neighbour_context=NeighbourContext(item_weight=0.5)).neighbour_context.item_weight == 0.5
+
+
+def test_the_exact_and_the_sign_bit_tiers_mix_alike(tmp_path):
+    turns = [RecallItem(f"s{n // 5}", f"t{n}", f"turn {n} about {'dogs' if n % 3 else 'coffee'} and {n * 7}")
+             for n in range(40)]
+    exact = EmbeddingSearch(Local(), tmp_path / "a", context=NeighbourContext())
+    tier1 = EmbeddingSearch(Local(), tmp_path / "b", context=NeighbourContext(), binary_threshold=10)
+    exact.sync(turns)
+    tier1.sync(turns)
+    assert exact._state.mixed is not None and tier1._state.mixed is None
+    everyone = [(t.file, t.name) for t in turns]
+    a, _ = exact.search("coffee please", 5, candidates=everyone, diary=[])
+    b, _ = tier1.search("coffee please", 5, candidates=everyone, diary=[])
+    assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], abs=1e-5) for k in a)
+    top = lambda scores: sorted(scores, key=lambda k: -scores[k])[:5]
+    exact_only, _ = exact.search("coffee please", 5, candidates=[], diary=[])
+    assert set(top(exact_only)) == set(top(a))
