@@ -25,6 +25,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
 ``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries (on)
 ``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
+``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.5)
 ``WIKIMEM_INDEX_CACHE``    ``INDEX_CACHE``        owners' indexes a process keeps (64)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
@@ -69,6 +70,7 @@ DEFAULTS: dict[str, Any] = {
     "TOKENIZER": "bigram",
     "QUERY_STOPWORDS": True,
     "NEIGHBOUR_CONTEXT": True,
+    "FUSION_WEIGHT": 0.5,
     "INDEX_CACHE": 64,
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
@@ -98,6 +100,7 @@ ENV_VARS = {
     "WIKIMEM_TOKENIZER": "TOKENIZER",
     "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
     "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
+    "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
     "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
@@ -106,6 +109,7 @@ ENV_VARS = {
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
+_FLOATS = {"FUSION_WEIGHT"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
@@ -130,6 +134,11 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"{var} must be an integer, got {value!r}") from None
+        elif key in _FLOATS:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"{var} must be a number, got {value!r}") from None
         elif key in _BOOLS:
             flag = value.strip().lower()
             if flag not in _TRUE | _FALSE:
@@ -158,6 +167,9 @@ def _check_recall(config: dict[str, Any]) -> None:
     threads = config["EMBED_THREADS"]
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
+    weight = config["FUSION_WEIGHT"]
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"WIKIMEM_FUSION_WEIGHT must be a number in [0, 1], got {weight!r}")
     for key in _BOOLS - {"EMBED_BACKGROUND"}:
         if not isinstance(config[key], bool):
             raise ConfigError(f"{key} must be true or false, got {config[key]!r}")
@@ -216,4 +228,5 @@ def recall_options(config: Mapping[str, Any]):
         query_stopwords=bool(config.get("QUERY_STOPWORDS", True)),
         neighbour_context=bool(config.get("NEIGHBOUR_CONTEXT", True)),
         embed_in_background=local if background is None else bool(background),
+        fusion_weight=float(config.get("FUSION_WEIGHT", 0.5)),
     )

@@ -32,6 +32,7 @@ def test_the_defaults_are_the_measured_ones():
     ({"WIKIMEM_QUERY_STOPWORDS": "off"}, {"query_stopwords": False}),
     ({"WIKIMEM_NEIGHBOUR_CONTEXT": "0"}, {"neighbour_context": False}),
     ({"WIKIMEM_EMBEDDER": "local", "WIKIMEM_EMBED_BACKGROUND": "no"}, {"embed_in_background": False}),
+    ({"WIKIMEM_FUSION_WEIGHT": "0.3"}, {"fusion_weight": 0.3}),
 ])
 def test_switches(env, expected):
     options = recall_options(config(**env))
@@ -45,6 +46,8 @@ def test_switches(env, expected):
     ({"WIKIMEM_QUERY_STOPWORDS": "maybe"}, "on/off"),
     ({"WIKIMEM_EMBED_THREADS": "two"}, "integer"),
     ({"WIKIMEM_EMBED_THREADS": "0"}, "positive"),
+    ({"WIKIMEM_FUSION_WEIGHT": "1.5"}, r"\[0, 1\]"),
+    ({"WIKIMEM_FUSION_WEIGHT": "half"}, "number"),
     ({"WIKIMEM_EMBEDDER": "local", "WIKIMEM_EMBED_URL": "http://127.0.0.1:9/v1", "WIKIMEM_EMBED_MODEL": "m"},
      "not both"),
 ])
