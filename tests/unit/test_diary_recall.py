@@ -185,3 +185,21 @@ def test_all_mode_with_fusion_finds_a_paraphrased_event(store, tmp_path):
     emb.texts.clear()
     index.retrieve("the ocean trip", diary="all")
     assert emb.texts == ["the ocean trip"]  # every entry embedded once, ever; only the query now
+
+
+def test_switching_between_two_windows_embeds_each_entry_once(store, tmp_path):
+    """The peer's diary cache: rows accumulate across windows, each entry embedded once, ever."""
+    for d in ("2026-07-01", "2026-07-02"):
+        for t in ("10:00", "11:00"):
+            store.diary.append(f"went to the sea at {t} on {d}", date=d, time=t)
+    emb = Local()
+    index = MemoryIndex(store, use_jieba=False, embedder=emb, vectors_dir=tmp_path / "v")
+    seen = []
+    for d in ("2026-07-01", "2026-07-02", "2026-07-01", "2026-07-02"):
+        emb.texts.clear()
+        assert index.retrieve("sea", time_range=(d, d)).embedding_used
+        seen.append([t for t in emb.texts if t != "sea"])
+    assert [len(s) for s in seen] == [2, 2, 0, 0]
+    from wikimem.vector_cache import VectorCache
+
+    assert VectorCache(tmp_path / "v" / "diary-vectors").load().rows == 4
