@@ -356,14 +356,14 @@ def cost_table(args, rss_before: tuple[float, float], embedders: dict) -> None:
     print("| measure | value |")
     print("|---|---|")
     if emb is not None:
-        anon, file_ = rss()
-        print(f"| model resident (RssAnon / RssFile growth after loading) | {anon - rss_before[0]:.0f} MB / "
-              f"{file_ - rss_before[1]:.0f} MB |")
         texts = [f"{t['content']} ({n})" for n, t in enumerate(conv["sessions"][0]["turns"] * 3)][:96]
         t0 = time.perf_counter()
         emb.embed(texts)
         rate = len(texts) / (time.perf_counter() - t0)
         print(f"| passages embedded per second (batch of {len(texts)}) | {rate:.1f} |")
+        anon, file_ = rss()
+        print(f"| model in memory after use (RssAnon / RssFile growth; the weights are a shared file mapping) "
+              f"| {anon - rss_before[0]:.0f} MB / {file_ - rss_before[1]:.0f} MB |")
         qs = [q["question"] + f" {n}" for n, q in enumerate(conv["questions"][:40])]
         lat = []
         for q in qs:
