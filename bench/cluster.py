@@ -15,7 +15,11 @@ next to the reference measured in the same run: one unreplicated write
 (``VersionedStore.add``), so "sync replication costs at most 2x a write"
 can be read off directly.
 
-    .venv/bin/python bench/cluster.py [--samples 40] [--section transport]
+    .venv/bin/python bench/cluster.py [--samples 40] [--pushes 600] [--section transport]
+
+and a growth table: push latency of a file:// remote over ``--pushes``
+pushes, git's receive-pack (what :class:`Remote` uses when git is installed)
+vs dulwich's in-process LocalGitClient (one pack per push in the remote).
 
 Figures on the shared 2-core machine are noisy: compare ratios within one run.
 """
@@ -78,9 +82,22 @@ class CliTransport:
         self._git(repo, "fetch", "-q", "--no-tags", self.url, "+refs/heads/main:refs/remotes/origin/main")
 
 
+def make_transport(client: str, url: str):
+    """``dulwich``: :class:`Remote` as the product uses it; ``dulwich in-process``: file:// through
+    dulwich's LocalGitClient instead of git's receive-pack; ``git CLI``: :class:`CliTransport`."""
+    if client == "git CLI":
+        return CliTransport(url)
+    remote = Remote(url)
+    if client == "dulwich in-process":
+        from dulwich.client import LocalGitClient
+
+        remote._client = LocalGitClient()
+    return remote
+
+
 def transport_rows(kind: str, client: str, url: str, tmp: Path, samples: int) -> list[tuple[str, str, str, float]]:
     """(remote kind, operation, figures, median) of one client against one fresh, empty remote."""
-    transport = Remote(url) if client == "dulwich" else CliTransport(url)
+    transport = make_transport(client, url)
     writer = VersionedStore(tmp / f"{kind[:4]}-{client}-w", auto_pack=False)
     reader = tmp / f"{kind[:4]}-{client}-r"
     writer.add("f", "seed", "first memory")
@@ -112,16 +129,39 @@ def section_transport(args) -> None:
             for kind, url_of in (("file://", lambda n: f"file://{bare_repo(tmp / 'file' / f'{n}.git')}"),
                                  ("http (nginx+git http-backend)", lambda n: f"{http.url}/{n}.git"),
                                  ("git:// (git daemon)", lambda n: f"{daemon.url}/{bare_repo(daemon.repo(n)).name}")):
-                for client in ("dulwich", "git CLI"):
-                    rows += transport_rows(kind, client, url_of(f"bench-{client[:3]}"), tmp, args.samples)
+                clients = ("dulwich", "dulwich in-process", "git CLI") if kind == "file://" else ("dulwich", "git CLI")
+                for n, client in enumerate(clients):
+                    rows += transport_rows(kind, client, url_of(f"bench-{n}"), tmp, args.samples)
         print(f"\n## Transport: dulwich client vs git CLI ({args.samples} samples each, one commit per push)\n")
         print(f"reference: one unreplicated write (VersionedStore.add): {fmt(ref)}\n")
         print("| remote | operation · client | latency median (p90) | ÷ unreplicated write |")
         print("|---|---|---|---|")
         for kind, op, figures, m in rows:
             print(f"| {kind} | {op} | {figures} | {m / med(ref):.1f}x |")
+        growth(tmp, args.pushes)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def growth(tmp: Path, pushes: int) -> None:
+    """Push latency of a file:// remote over its life: the first and the last 50 of ``pushes`` pushes."""
+    print(f"\n## file:// remote over {pushes} pushes (one commit each): first 50 vs last 50\n")
+    print("| client | first 50 | last 50 | packs in the remote |")
+    print("|---|---|---|---|")
+    for client in ("dulwich", "dulwich in-process"):
+        bare = bare_repo(tmp / "growth" / f"{client.replace(' ', '-')}.git")
+        remote = make_transport(client, f"file://{bare}")
+        writer = VersionedStore(tmp / "growth" / f"{client.replace(' ', '-')}-w", auto_pack=False)
+        writer.add("f", "seed", "x")
+        remote.push(writer.root, writer.head(), None)
+        lat = []
+        for i in range(pushes):
+            before = writer.head()
+            writer.add(f"f{i % 10}", f"item{i}", f"memory {i}")
+            lat.append(timed(lambda: remote.push(writer.root, writer.head(), before)))
+        writer.close()
+        packs = len(list((bare / "objects" / "pack").glob("*.pack")))
+        print(f"| {client} | {fmt(lat[:50])} | {fmt(lat[-50:])} | {packs} |")
 
 
 SECTIONS = {"transport": section_transport}
@@ -130,6 +170,7 @@ SECTIONS = {"transport": section_transport}
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--samples", type=int, default=40)
+    ap.add_argument("--pushes", type=int, default=600, help="pushes of the file:// growth table")
     ap.add_argument("--section", choices=sorted(SECTIONS), action="append")
     args = ap.parse_args()
     for name in args.section or list(SECTIONS):

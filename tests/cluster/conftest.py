@@ -65,6 +65,8 @@ def remote_kind(request, tmp_path) -> RemoteKind:
     """Each test runs against a file:// remote, the smart-HTTP server and git daemon."""
     kind = request.param
     if kind == "file":
+        (tmp_path / "remotes").mkdir()
+
         def new() -> tuple[str, Path]:
             folder = tmp_path / "remotes" / f"r{next(_names)}.git"
             return f"file://{folder}", folder

@@ -192,19 +192,9 @@ def _nginx_argv(workdir: Path, conf: Path) -> list[str]:
     return [nginx, "-e", str(workdir / "nginx-error.log"), "-p", str(workdir), "-c", str(conf)]
 
 
-# The CGI that fcgiwrap runs for every request: push-to-create, then git's own http-backend.
-_CREATE_AND_SERVE = """#!/bin/sh
-# push-to-create: a receive-pack request for a missing repository creates it (bare, branch main)
-repo="$GIT_PROJECT_ROOT${PATH_INFO%%.git/*}.git"
-case "$PATH_INFO$QUERY_STRING" in
-  *..*) ;;
-  *git-receive-pack*)
-    if [ ! -e "$repo/HEAD" ]; then
-      mkdir -p "$repo" && git init -q --bare -b main "$repo" 2>/dev/null || true
-    fi ;;
-esac
-exec git http-backend
-"""
+# The CGI that fcgiwrap runs for every request: push-to-create, then git's own http-backend
+# (the same file a production git server uses, see deploy/cluster/git-server.nginx.conf).
+CREATE_AND_SERVE = REPO / "deploy" / "cluster" / "git-http-create.cgi"
 
 
 class GitHttpServer(Engine):
@@ -232,9 +222,7 @@ class GitHttpServer(Engine):
         fcgiwrap = _which("fcgiwrap")
         if not fcgiwrap:
             raise EngineError("fcgiwrap is not installed (.ci/system-deps installs it)")
-        script = self.workdir / "git-http.cgi"
-        script.write_text(_CREATE_AND_SERVE)
-        script.chmod(0o755)
+        script = CREATE_AND_SERVE
         self.fcgi_port = free_port()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workdir)}
         self._spawn([fcgiwrap, "-f", "-c", str(self.fcgi_children), "-s", f"tcp:127.0.0.1:{self.fcgi_port}"],

@@ -275,6 +275,9 @@ def test_a_missing_repository_is_reported_as_missing(tmp_path, git_daemon, git_h
 
 def test_create_makes_a_bare_repository_for_file_remotes_only_once(tmp_path):
     remote = Remote(f"file://{tmp_path}/r/owner.git")
+    with pytest.raises(RemoteUnavailable, match="mounted"):  # the replica folder itself is never made
+        remote.create()
+    (tmp_path / "r").mkdir()
     assert remote.create() is True and remote.create() is False
     assert git(tmp_path / "r" / "owner.git", "rev-parse", "--is-bare-repository") == "true"
     assert git(tmp_path / "r" / "owner.git", "symbolic-ref", "HEAD") == "refs/heads/main"
@@ -283,14 +286,16 @@ def test_create_makes_a_bare_repository_for_file_remotes_only_once(tmp_path):
 
 
 def test_the_server_refuses_a_broken_object_and_nothing_moves(git_http, git_daemon, writer, tmp_path):
-    """receive.fsckObjects=true on the servers: a commit with a malformed author is refused."""
+    """receive.fsckObjects=true on the servers (and in file remotes made by create()): a bad commit is refused."""
     from dulwich.objects import Commit, ShaFile
 
     writer.add("a", "b", "c")
     start = writer.head()
     for url, bare in ((f"{git_http.url}/fsck.git", git_http.repo("fsck")),
-                      (f"{git_daemon.url}/fsck.git", bare_repo(git_daemon.repo("fsck")))):
+                      (f"{git_daemon.url}/fsck.git", bare_repo(git_daemon.repo("fsck"))),
+                      (f"file://{tmp_path}/fsck.git", tmp_path / "fsck.git")):
         remote = Remote(url)
+        remote.create()
         remote.push(writer.root, start, None)
         tree = writer.git.commit(start.encode()).tree
         raw = (b"tree " + tree + b"\nparent " + start.encode() + b"\nauthor no email 1700000000 +0000\n"

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ from dulwich.client import (
     HttpGitClient,
     LocalGitClient,
     SSHGitClient,
+    SubprocessGitClient,
     TCPGitClient,
 )
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
@@ -213,7 +215,10 @@ class Remote:
         if self._client is None:
             p = self._parts
             if self.scheme == "file":
-                self._client = LocalGitClient()
+                # git's own receive-pack/upload-pack when git is installed: fsck on receive, small pushes
+                # kept as loose objects and auto-gc'd. dulwich's in-process client writes one pack per
+                # push into the remote, and lookups there slow down ~10x after 1,000 pushes.
+                self._client = SubprocessGitClient() if shutil.which("git") else LocalGitClient()
             elif self.scheme in ("http", "https"):
                 base = urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, "", ""))
                 self._client = HttpGitClient(base, username=p.username, password=p.password, timeout=self.timeout)
@@ -278,7 +283,11 @@ class Remote:
     def create(self) -> bool:
         """Create the remote repository if this scheme allows it; True when it was created now."""
         if self.scheme == "file":
-            return _init_bare(Path(self.path))
+            folder = Path(self.path)
+            if not folder.parent.is_dir():  # an unmounted replica disk must not become a folder on this one
+                raise RemoteUnavailable(f"create: {folder.parent} does not exist (is the replica mounted?)",
+                                        self.shown)
+            return _init_bare(folder)
         if self.scheme in ("ssh", "git+ssh"):
             return self._ssh_init()
         return False  # http(s), git://: the server creates on push, or the operator prepares it
@@ -453,7 +462,7 @@ def _init_bare(path: Path) -> bool:
     """A bare repository with ``main`` as HEAD and fsck on receive (for git servers that serve it later)."""
     if (path / "HEAD").exists():
         return False
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(exist_ok=True)
     repo = Repo.init_bare(str(path), default_branch=b"main")
     try:
         config = repo.get_config()
