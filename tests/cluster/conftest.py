@@ -83,3 +83,61 @@ def remote_kind(request, tmp_path) -> RemoteKind:
             name = f"r{next(_names)}"
             return f"{server.url}/{name}.git", bare_repo(server.repo(name))
     return RemoteKind(kind, new)
+
+
+@dataclass
+class Cluster:
+    """N wikimem hosts (gunicorn, own data roots) behind an nginx consistent-hash balancer."""
+
+    hosts: list
+    balancer: object
+    token: str
+    remote: object | None = None
+
+    @property
+    def url(self) -> str:
+        return self.balancer.url
+
+    def host_holding(self, owner_id: str) -> list:
+        """The hosts whose data root holds the owner's repository."""
+        from wikimem.host.owner_ids import encode_owner_id
+
+        folder = encode_owner_id(owner_id)
+        return [h for h in self.hosts if (h.data / "owners" / folder / ".git").is_dir()]
+
+    def stop(self) -> None:
+        for engine in [self.balancer, *self.hosts]:
+            if engine is not None:
+                engine.stop()
+
+
+@pytest.fixture
+def make_cluster(tmp_path):
+    """``make_cluster(n, env=…, remote=…)`` starts a cluster; everything it started is stopped at teardown."""
+    import secrets
+
+    from engines import Balancer, HostProcess
+
+    need("nginx", "git")
+    made: list[Cluster] = []
+
+    def make(n: int = 3, env: dict | None = None, workers: int = 2, remote=None) -> Cluster:
+        token = secrets.token_urlsafe(24)
+        shared = {"WIKIMEM_ADMIN_TOKEN": token, "WIKIMEM_SECRET_KEY": secrets.token_hex(32), **(env or {})}
+        cluster = Cluster([], None, token, remote)
+        made.append(cluster)
+        root = tmp_path / f"cluster{len(made)}"
+        for i in range(n):
+            cluster.hosts.append(HostProcess(root / f"host{i}", env=shared, workers=workers))
+        for host in cluster.hosts:
+            host.start(wait=False)
+        for host in cluster.hosts:
+            host.wait_ready()
+        cluster.balancer = Balancer(root / "balancer", [h.address for h in cluster.hosts]).start()
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop()
