@@ -92,7 +92,7 @@ def main() -> None:
         dif = []
         for cid in ids[:50]:
             t = time.perf_counter()
-            vs.commit(cid)
+            vs.show_commit(cid)
             dif.append(time.perf_counter() - t)
         rows.append(("per-item diff of a commit, deep", fmt(dif)))
         t = time.perf_counter()

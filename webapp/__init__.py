@@ -104,4 +104,5 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     _register_ui(app, api.bp)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    app.add_url_rule("/favicon.ico", "favicon", lambda: app.send_static_file("favicon.ico"))  # browsers ask anyway
     return app

@@ -1,26 +1,25 @@
 """The JSON API for bot workers: ``/api/v1`` (SPEC §7; the route table is the contract).
 
 Every view is the same three steps: read the request (:mod:`webapp.params`,
-auth), make one call into the host or the owner's versioned store, answer
-JSON. Errors are raised, never caught here: :mod:`webapp.errors` maps them.
+auth), make one call into the host or one :class:`~wikimem.host.Owner`,
+answer JSON. Errors are raised, never caught here: :mod:`webapp.errors` maps
+them.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 import wikimem
-from wikimem.errors import NotFound
-from wikimem.host import BadRequest, validate_owner_id
-from wikimem.versioned import item_etag
+from wikimem.host import EXPORT_TYPES, UNDO_TARGETS, BadRequest, validate_owner_id
 
 from . import get_host
 from .auth import current_principal, require
 from .params import (
-    WRITE_FIELDS, idempotency_key, if_match, json_body, opt_bool, opt_int, opt_str, opt_str_list, point,
-    query_int, query_str, req_str, write_fields,
+    WRITE_FIELDS, json_body, opt_bool, opt_int, opt_str, opt_str_list, point, query_int, query_str, req_str,
+    write_context,
 )
 
 __all__ = ["bp"]
@@ -28,7 +27,6 @@ __all__ = ["bp"]
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 OWNER = "/owners/<owner_id>"
-_EXPORT_TYPES = {"zip": "application/zip", "tar": "application/x-tar"}
 
 
 def _owner(owner_id: str, scope: str):
@@ -38,11 +36,9 @@ def _owner(owner_id: str, scope: str):
     return get_host().owner(owner_id)
 
 
-def _actor(data: dict) -> dict:
-    """The write's run / actor / source_conv; the actor defaults to the token's name."""
-    fields = write_fields(data)
-    fields["actor"] = fields["actor"] or current_principal().name
-    return fields
+def _context(data: dict, **overrides):
+    """The write's context; the actor defaults to the token's name."""
+    return write_context(data, default_actor=current_principal().name, **overrides)
 
 
 def _committed(done, key: str):
@@ -75,10 +71,7 @@ def openapi():
 @bp.get("/owners")
 def list_owners():
     principal = require("read")
-    prefix = query_str("prefix", limit=128) or ""
-    if not (prefix.startswith(principal.owner_prefix) or principal.owner_prefix.startswith(prefix)):
-        return jsonify(owners=[], next=None)
-    rows, nxt = get_host().list_owners(prefix=max(prefix, principal.owner_prefix, key=len),
+    rows, nxt = get_host().list_owners(prefix=query_str("prefix", limit=128) or "", within=principal.owner_prefix,
                                        limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128))
     return jsonify(owners=[r.to_dict() for r in rows], next=nxt)
 
@@ -87,7 +80,7 @@ def list_owners():
 def create_owner(owner_id: str):
     require("write", owner_id)
     owner, created = get_host().ensure_owner(owner_id)
-    return _etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.vstore.head()), 201 if created else 200
+    return _etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.head()), 201 if created else 200
 
 
 @bp.get(OWNER)
@@ -108,52 +101,42 @@ def export_owner(owner_id: str):
     require("read", owner_id)
     fmt = query_str("format") or "zip"
     data = get_host().export_owner(owner_id, fmt=fmt)
-    filename = get_host().owner_path(owner_id).name + "." + fmt
-    return Response(data, mimetype=_EXPORT_TYPES[fmt],
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return Response(data, mimetype=EXPORT_TYPES[fmt],
+                    headers={"Content-Disposition": f'attachment; filename="{get_host().export_name(owner_id, fmt)}"'})
 
 
 # -- wiki ---------------------------------------------------------------------
 
 @bp.get(OWNER + "/files")
 def files(owner_id: str):
-    return jsonify(files=_owner(owner_id, "read").store.files())
+    return jsonify(files=_owner(owner_id, "read").files())
 
 
 @bp.get(OWNER + "/items")
 def items(owner_id: str):
-    owner = _owner(owner_id, "read")
-    return jsonify(items=owner.store.items(query_str("file")))
+    return jsonify(items=_owner(owner_id, "read").items(query_str("file")))
 
 
 @bp.get(OWNER + "/items/<file>/<path:name>")
 def get_item(owner_id: str, file: str, name: str):
-    item = _owner(owner_id, "read").store.get(file, name)
-    if item is None:
-        raise NotFound(f"no item {name!r} in {file!r}")
-    return _etag(jsonify(item=item), item_etag(item))
+    owner = _owner(owner_id, "read")
+    item = owner.item(file, name)
+    return _etag(jsonify(item=item), owner.etag(item))
 
 
 @bp.put(OWNER + "/items/<file>/<path:name>")
 def put_item(owner_id: str, file: str, name: str):
     owner = _owner(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
-    done = owner.vstore.add(file, name, req_str(data, "content"), owner=owner.id, ts=opt_str(data, "ts"),
-                            if_match=if_match(), idempotency_key=idempotency_key(), **_actor(data))
-    return _etag(_committed(done, "item"), item_etag(done.value))
+    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=_context(data))
+    return _etag(_committed(done, "item"), owner.etag(done.value))
 
 
 @bp.delete(OWNER + "/items/<file>/<path:name>")
 def delete_item(owner_id: str, file: str, name: str):
     owner = _owner(owner_id, "write")
     data = json_body(WRITE_FIELDS, optional_body=True)
-    fields = _actor(data)
-    fields.pop("source_conv")
-    done = owner.vstore.remove(file, name, owner=owner.id, if_match=if_match(),
-                               idempotency_key=idempotency_key(), **fields)
-    if not done.value:
-        raise NotFound(f"no item {name!r} in {file!r}")
-    return _committed(done, "removed")
+    return _committed(owner.remove(file, name, ctx=_context(data)), "removed")
 
 
 # -- diary --------------------------------------------------------------------
@@ -169,14 +152,13 @@ def _append_kwargs(data: dict) -> dict:
 def diary_append(owner_id: str):
     owner = _owner(owner_id, "write")
     data = json_body({"content"} | _APPEND | WRITE_FIELDS, {"content"})
-    done = owner.vstore.diary_append(req_str(data, "content"), owner=owner.id, idempotency_key=idempotency_key(),
-                                     **_append_kwargs(data), **_actor(data))
+    done = owner.diary_append(req_str(data, "content"), ctx=_context(data), **_append_kwargs(data))
     return _committed(done, "entry"), 201
 
 
 @bp.get(OWNER + "/diary/dates")
 def diary_dates(owner_id: str):
-    return jsonify(dates=_owner(owner_id, "read").diary.dates())
+    return jsonify(dates=_owner(owner_id, "read").diary_dates())
 
 
 @bp.get(OWNER + "/diary")
@@ -185,12 +167,12 @@ def diary_window(owner_id: str):
     start, end = query_str("start", limit=10), query_str("end", limit=10)
     if start is None or end is None:
         raise BadRequest("give both start and end dates (YYYY-MM-DD)")
-    return jsonify(entries=owner.diary.window(start, end))
+    return jsonify(entries=owner.diary_window(start, end))
 
 
 @bp.get(OWNER + "/diary/<day>")
 def diary_day(owner_id: str, day: str):
-    return jsonify(entries=_owner(owner_id, "read").diary.day(day))
+    return jsonify(entries=_owner(owner_id, "read").diary_day(day))
 
 
 # -- batches, retrieval, memorize ---------------------------------------------
@@ -199,8 +181,7 @@ def diary_day(owner_id: str, day: str):
 def batch(owner_id: str):
     owner = _owner(owner_id, "write")
     data = json_body({"ops", "message"} | WRITE_FIELDS, {"ops"})
-    result = owner.apply_batch(data["ops"], message=opt_str(data, "message", limit=200), if_match=if_match(),
-                               idempotency_key=idempotency_key(), **_actor(data))
+    result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=_context(data))
     return jsonify(result.to_dict())
 
 
@@ -227,13 +208,9 @@ def retrieve(owner_id: str):
 def memorize(owner_id: str):
     owner = _owner(owner_id, "write")
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
-    fields = write_fields(data)
-    result = owner.memorize(
-        req_str(data, "turn"), character=opt_str(data, "character", limit=200) or "the assistant",
-        prompt=opt_str(data, "prompt"), idempotency_key=idempotency_key(),
-        **{k: v for k, v in (("ts", opt_str(data, "ts", limit=64)), ("tz", opt_str(data, "tz", limit=64))) if v},
-        **fields,
-    )
+    when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
+    result = owner.memorize(req_str(data, "turn"), character=opt_str(data, "character", limit=200) or "the assistant",
+                            prompt=opt_str(data, "prompt"), ctx=write_context(data), **when)
     return jsonify(result.to_dict())
 
 
@@ -241,8 +218,7 @@ def memorize(owner_id: str):
 def diary_tool(owner_id: str):
     owner = _owner(owner_id, "write")
     data = json_body({"arguments"} | _APPEND | WRITE_FIELDS, {"arguments"})
-    entry, commit, replayed = owner.diary_tool(data["arguments"], idempotency_key=idempotency_key(),
-                                               **_append_kwargs(data), **_actor(data))
+    entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=_context(data), **_append_kwargs(data))
     return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201
 
 
@@ -251,22 +227,21 @@ def diary_tool(owner_id: str):
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
     owner = _owner(owner_id, "read")
-    page = owner.vstore.history(file=query_str("file"), item=query_str("item"), run=query_str("run"),
-                                limit=query_int("limit", 50, 1, 500), cursor=query_str("cursor"))
+    page = owner.history(file=query_str("file"), item=query_str("item"), run=query_str("run"),
+                         limit=query_int("limit", 50, 1, 500), cursor=query_str("cursor"))
     return jsonify(entries=page.entries, next=page.next)
 
 
 @bp.get(OWNER + "/commits/<commit>")
 def commit(owner_id: str, commit: str):
-    owner = _owner(owner_id, "read")
-    return jsonify(owner.vstore.commit(point(commit, "commit")))
+    return jsonify(_owner(owner_id, "read").show_commit(point(commit, "commit")))
 
 
 @bp.get(OWNER + "/diff")
 def diff(owner_id: str):
     owner = _owner(owner_id, "read")
-    return jsonify(owner.vstore.diff(point(query_str("from", limit=64), "from"),
-                                     point(query_str("to", limit=64) or "HEAD", "to")))
+    return jsonify(owner.diff(point(query_str("from", limit=64), "from"),
+                              point(query_str("to", limit=64) or "HEAD", "to")))
 
 
 def _target(data: dict, field: str) -> str:
@@ -279,29 +254,28 @@ def _target(data: dict, field: str) -> str:
     return point(opt_str(data, field), field)
 
 
-def _undo(owner_id: str, operation: str, field: str):
+def _undo(owner_id: str, kind: str):
     """revert / rollback / restore: the preview plan, or the new commit (409 on conflicts unless forced)."""
     owner = _owner(owner_id, "admin")
+    field = UNDO_TARGETS[kind]
     data = json_body({field, "force", "preview", "actor"}, {field})
     target = _target(data, field)
     if opt_bool(data, "preview", False):
-        return jsonify(plan=getattr(owner.vstore, f"preview_{operation}")(target))
-    flags = {} if operation == "restore" else {"force": opt_bool(data, "force", False)}
-    done = getattr(owner.vstore, operation)(target, actor=_actor(data)["actor"], idempotency_key=idempotency_key(),
-                                            **flags)
+        return jsonify(plan=owner.preview_undo(kind, target))
+    done = owner.undo(kind, target, force=opt_bool(data, "force", False), ctx=_context(data))
     return jsonify(commit=done.commit, replayed=bool(done.replayed))
 
 
 @bp.post(OWNER + "/revert")
 def revert(owner_id: str):
-    return _undo(owner_id, "revert", "commit")
+    return _undo(owner_id, "revert")
 
 
 @bp.post(OWNER + "/rollback")
 def rollback(owner_id: str):
-    return _undo(owner_id, "rollback", "run")
+    return _undo(owner_id, "rollback")
 
 
 @bp.post(OWNER + "/restore")
 def restore(owner_id: str):
-    return _undo(owner_id, "restore", "to")
+    return _undo(owner_id, "restore")

@@ -12,10 +12,11 @@ from typing import Any
 
 from flask import request
 
+from wikimem.context import WriteContext
 from wikimem.host.errors import BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_str_list", "query_int", "query_str",
-           "if_match", "idempotency_key", "point", "WRITE_FIELDS"]
+           "int_in_range", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
@@ -102,15 +103,21 @@ def query_str(name: str, *, limit: int = MAX_FIELD_CHARS) -> str | None:
 
 
 def query_int(name: str, default: int, lo: int, hi: int) -> int:
-    value = request.args.get(name)
-    if value is None or value == "":
+    """An integer query parameter within ``[lo, hi]`` (the default when absent)."""
+    return int_in_range(request.args.get(name), name, default, lo, hi)
+
+
+def int_in_range(raw: str | None, name: str, default: int | None, lo: int, hi: int) -> int | None:
+    """A whole number from ``lo`` to ``hi`` given as text (a query or form field); blank → ``default``."""
+    text = (raw or "").strip()
+    if not text:
         return default
     try:
-        number = int(value)
+        number = int(text)
     except ValueError:
-        raise BadRequest(f"query parameter {name} must be an integer") from None
+        raise BadRequest(f"{name} must be a whole number from {lo} to {hi}, got {text[:40]!r}") from None
     if not lo <= number <= hi:
-        raise BadRequest(f"query parameter {name} must be from {lo} to {hi}")
+        raise BadRequest(f"{name} must be a whole number from {lo} to {hi}, got {number}")
     return number
 
 
@@ -121,9 +128,12 @@ def point(value: str | None, what: str) -> str:
     return value
 
 
-def write_fields(data: dict) -> dict[str, str | None]:
-    """``run``, ``actor``, ``source_conv`` of a write body."""
-    return {k: opt_str(data, k, limit=MAX_FIELD_CHARS) for k in sorted(WRITE_FIELDS)}
+def write_context(data: dict, *, default_actor: str | None = None) -> WriteContext:
+    """The context of a write request: ``run``, ``actor``, ``source_conv`` of its body, ``Idempotency-Key``
+    and ``If-Match`` of its headers. ``default_actor`` stands in when the body names none."""
+    run, actor, conv = (opt_str(data, k, limit=MAX_FIELD_CHARS) for k in ("run", "actor", "source_conv"))
+    return WriteContext(run=run, actor=actor or default_actor, source_conv=conv,
+                        idempotency_key=idempotency_key(), if_match=if_match())
 
 
 def if_match() -> str | None:

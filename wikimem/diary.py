@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from datetime import date as _date, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from .fsio import decode, read_bytes
+from .codec import DIARY_DIR, day_path, memory_entries, normalize_ts, parse_day, render_day
+from .fsio import read_bytes
 from .journal import Journal, diary_record
-from .markdown import Block, clean_meta_value, normalize_content, parse_blocks, render_blocks
+from .markdown import clean_content, clean_meta_value
 from .models import DiaryItem
 from .mutation import MutationHook, Writer
-from .naming import DATE_RE, check_encodable, is_valid_time, validate_date, validate_time
-from .store import normalize_ts
+from .naming import DATE_RE, validate_date, validate_time
 
-__all__ = ["Diary", "resolve_tz"]
+__all__ = ["Diary", "DiaryReader", "resolve_tz"]
 
-DIARY_DIR = "diary"
 # Beyond this many days a window is answered from the file listing instead
 # of probing one file name per day.
 _PROBE_DAYS = 400
@@ -36,17 +34,31 @@ def resolve_tz(tz: tzinfo | str | None) -> tzinfo | None:
     raise ValueError(f"tz must be a tzinfo or a zone name, got {type(tz).__name__}")
 
 
-def _sort_key_times(blocks: list[Block]) -> list[str]:
-    """Sort keys for a day: HH:MM; a hand-written odd heading sticks to its predecessor."""
-    keys, last = [], "00:00"
-    for b in blocks:
-        if is_valid_time(b.heading):
-            last = b.heading
-        keys.append(last)
-    return keys
+class DiaryReader:
+    """What every diary view shares: ``window`` over ``day`` and ``dates`` (the live folder, a past commit)."""
+
+    def day(self, date: str) -> list[DiaryItem]:
+        raise NotImplementedError
+
+    def dates(self) -> list[str]:
+        raise NotImplementedError
+
+    def window(self, start: str, end: str) -> list[DiaryItem]:
+        """Entries of the closed date range, in time order (reversed bounds are swapped)."""
+        first, last = _date.fromisoformat(validate_date(start)), _date.fromisoformat(validate_date(end))
+        if first > last:
+            first, last = last, first
+        if (last - first).days > _PROBE_DAYS:
+            days = [d for d in self.dates() if first.isoformat() <= d <= last.isoformat()]
+        else:
+            days = [(first + timedelta(n)).isoformat() for n in range((last - first).days + 1)]
+        out: list[DiaryItem] = []
+        for d in days:
+            out.extend(self.day(d))
+        return out
 
 
-class Diary:
+class Diary(DiaryReader):
     """Append and read the diary of one memory folder (``root/diary/``)."""
 
     def __init__(self, root: Path | str, *, journal: Journal | None = None,
@@ -73,12 +85,9 @@ class Diary:
         tz: tzinfo | str | None = None,
     ) -> DiaryItem:
         """Append one event; the only write there is. Invalid input raises ValueError."""
-        if not isinstance(content, str):
-            raise ValueError("content must be a string")
-        content = normalize_content(content)
+        content = clean_content(content)
         if not content:
             raise ValueError("diary content is empty")
-        check_encodable(content, "content")
         ts = normalize_ts(ts)
         local = datetime.fromisoformat(ts).astimezone(resolve_tz(tz))
         date = validate_date(date) if date is not None else local.date().isoformat()
@@ -91,16 +100,11 @@ class Diary:
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=ts,
         )
-        rel = f"{DIARY_DIR}/{date}.md"
+        rel = day_path(date)
         with self.writer.unit():
             old = read_bytes(self.root / rel)
-            blocks = parse_blocks(decode(old)) if old is not None else []
-            blocks.append(Block(time, content, entry.owner, entry.source_conv, ts))
-            # Stable: the same minute keeps insertion order, so the new event
-            # lands after every earlier one of its minute.
-            keys = _sort_key_times(blocks)
-            order = sorted(range(len(blocks)), key=keys.__getitem__)
-            new = render_blocks(date, [blocks[i] for i in order]).encode("utf-8")
+            # render_day sorts stably: the new event lands after every earlier one of its minute.
+            new = render_day(date, parse_day(old, date) + [entry])
             record = diary_record(date, time, entry.owner, entry.source_conv)
             self.writer.apply({rel: (old, new)}, record)
         return entry
@@ -110,36 +114,14 @@ class Diary:
     def day(self, date: str) -> list[DiaryItem]:
         """Every entry of one day, in file order."""
         validate_date(date)
-        data = read_bytes(self.diary_dir / f"{date}.md")
-        if data is None:
-            return []
-        return [DiaryItem(date, b.heading, b.content, b.owner, b.source_conv, b.ts)
-                for b in parse_blocks(decode(data))]
-
-    def window(self, start: str, end: str) -> list[DiaryItem]:
-        """Entries of the closed date range, in time order (reversed bounds are swapped)."""
-        first, last = _date.fromisoformat(validate_date(start)), _date.fromisoformat(validate_date(end))
-        if first > last:
-            first, last = last, first
-        if (last - first).days > _PROBE_DAYS:
-            days = [d for d in self.dates() if first.isoformat() <= d <= last.isoformat()]
-        else:
-            days = [(first + timedelta(n)).isoformat() for n in range((last - first).days + 1)]
-        out: list[DiaryItem] = []
-        for d in days:
-            out.extend(self.day(d))
-        return out
+        return parse_day(read_bytes(self.root / day_path(date)), date)
 
     def dates(self) -> list[str]:
         """Every date that has a diary file, ascending."""
-        try:
-            names = os.listdir(self.diary_dir)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
         out = []
-        for n in names:
-            stem = n[:-3]
-            if n.endswith(".md") and DATE_RE.fullmatch(stem):
+        for entry in memory_entries(self.root, DIARY_DIR):
+            stem = entry.name[:-3]
+            if DATE_RE.fullmatch(stem):
                 try:
                     _date.fromisoformat(stem)
                 except ValueError:

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["Journal", "utc_now", "wiki_record", "diary_record"]
+from .codec import utc_now
 
-
-def utc_now() -> str:
-    """Now as the journal writes it: UTC ISO-8601 with seconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+__all__ = ["Journal", "wiki_record", "diary_record"]
 
 
 def _record(ts: str | None, action: str, fields: dict) -> dict:

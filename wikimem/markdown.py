@@ -34,6 +34,7 @@ __all__ = [
     "render_blocks",
     "render_meta",
     "normalize_content",
+    "clean_content",
     "clean_meta_value",
 ]
 
@@ -58,6 +59,18 @@ class Block:
 def normalize_content(text: str) -> str:
     """Content as stored: newlines normalised to ``\\n``, outer whitespace stripped."""
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def clean_content(value: str) -> str:
+    """Content as it will be written: a string, newlines normalised, stripped, valid UTF-8 (else ValueError)."""
+    if not isinstance(value, str):
+        raise ValueError("content must be a string")
+    content = normalize_content(value)
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"content is not valid Unicode text: {exc.reason}") from None
+    return content
 
 
 def clean_meta_value(value: str | None, what: str) -> str | None:

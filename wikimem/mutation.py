@@ -3,20 +3,23 @@
 All writes of a :class:`~wikimem.MemoryStore` and its :class:`~wikimem.Diary`
 go through one :class:`Writer`. A write runs inside a *unit*:
 
-1. the writer takes its thread lock, then the hook's inter-process lock
-   (``hook.locked()``); the caller re-reads the file it will change *under*
-   the lock, so no concurrent writer's change is lost;
+1. the writer takes its thread lock (:attr:`Writer.lock`), then the hook's
+   inter-process lock (``hook.locked()``); the caller re-reads the file it
+   will change *under* the lock, so no concurrent writer's change is lost;
 2. the caller applies its changes with :meth:`Writer.apply` (atomic file
    writes plus one journal line per mutation);
-3. when the unit ends without error, ``hook.committed(mutations, info)`` is
-   called, still inside the lock — the git layer turns that into exactly one
-   commit;
+3. when the unit ends without error, ``hook.committed(unit)`` is called,
+   still inside the lock — the git layer turns the unit into exactly one
+   commit and returns its id, which the writer keeps as ``unit.commit``;
 4. when the unit ends with an error, every file it touched is put back as it
    was and the journal is cut back, so a failed unit leaves nothing behind.
 
 A single ``store.add`` is a unit of its own. ``store.batch(**info)`` makes a
 unit of everything inside the ``with`` block (a memorize run, an API batch);
 ``info`` (``run``, ``actor``, ``message``...) is handed to the hook as is.
+Values travel through attributes of the :class:`Unit`, never through keys
+of ``info``: the caller may leave a ``payload`` for the hook (the result an
+idempotent request replays), the hook leaves the ``commit``.
 
 The plain library's hook (:class:`PlainHook`) only locks; the library never
 imports git.
@@ -57,8 +60,8 @@ class MutationHook(Protocol):
     def locked(self) -> ContextManager[None]:
         """Inter-process exclusion held for a whole unit."""
 
-    def committed(self, mutations: list[Mutation], info: dict) -> None:
-        """Called once per successful unit, inside the lock, after the writes."""
+    def committed(self, unit: "Unit") -> str | None:
+        """Called once per successful unit, inside the lock, after the writes; returns the commit id (or None)."""
 
 
 class PlainHook:
@@ -70,18 +73,20 @@ class PlainHook:
     def locked(self) -> ContextManager[None]:
         return self._lock.hold()
 
-    def committed(self, mutations: list[Mutation], info: dict) -> None:
+    def committed(self, unit: "Unit") -> str | None:
         return None
 
 
 @dataclass
 class Unit:
-    """The state of one unit of work in progress."""
+    """The state of one unit of work in progress, and what its hook reported."""
 
     info: dict
     journal_size: int
     originals: dict[str, bytes | None] = field(default_factory=dict)
     mutations: list[Mutation] = field(default_factory=list)
+    payload: object = None  # left by the caller for the hook (e.g. the result a retry replays)
+    commit: str | None = None  # the hook's answer once the unit committed
 
 
 class Writer:
@@ -91,14 +96,15 @@ class Writer:
         self.root = Path(root)
         self.journal = journal
         self.hook: MutationHook = hook if hook is not None else PlainHook(self.root)
-        self._thread_lock = threading.RLock()
+        # Held for a whole unit; take it (before any inter-process lock) to keep writers out.
+        self.lock = threading.RLock()
         self._unit: Unit | None = None
         self.listeners: list[Callable[[tuple[str, ...]], None]] = []
 
     @contextmanager
     def unit(self, **info) -> Iterator[Unit]:
         """Run the block as one unit (joins the enclosing unit when nested)."""
-        with self._thread_lock:
+        with self.lock:
             if self._unit is not None:
                 for key, value in info.items():
                     self._unit.info.setdefault(key, value)
@@ -110,16 +116,12 @@ class Writer:
                 try:
                     yield unit
                     if unit.mutations:
-                        self.hook.committed(list(unit.mutations), unit.info)
+                        unit.commit = self.hook.committed(unit)
                 except BaseException:
                     self._restore(unit.originals, unit.journal_size)
                     raise
                 finally:
                     self._unit = None
-
-    @property
-    def in_unit(self) -> bool:
-        return self._unit is not None
 
     def apply(self, changes: dict[str, tuple[bytes | None, bytes | None]], record: dict | None) -> Mutation:
         """Write ``{relpath: (old, new)}`` (``new=None`` deletes) and journal ``record``.

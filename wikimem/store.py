@@ -6,56 +6,22 @@ import os
 import threading
 from collections import deque
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from .fsio import decode, read_bytes
+from .codec import WIKI_DIR, memory_entries, memory_path, normalize_ts, parse_wiki, render_wiki, wiki_path
+from .fsio import read_bytes
 from .journal import Journal, wiki_record
-from .markdown import Block, clean_meta_value, normalize_content, parse_blocks, render_blocks
+from .markdown import clean_content, clean_meta_value
 from .models import RecallItem
 from .mutation import MutationHook, Writer
-from .naming import check_encodable, safe_stem, sanitize_item_name, validate_file
+from .naming import safe_stem, sanitize_item_name, validate_file
 
 __all__ = ["MemoryStore", "normalize_ts"]
 
-WIKI_DIR = "wiki"
 # How many recent changes the store remembers for incremental index updates;
 # an index that fell further behind rebuilds from scratch.
 CHANGE_LOG_SIZE = 4096
-
-
-def normalize_ts(ts: str | None) -> str:
-    """An ISO-8601 instant as UTC with seconds; None means now.
-
-    A timestamp without an offset is taken to be UTC. Anything unparsable
-    raises ValueError — never a silent fallback to "now".
-    """
-    if ts is None:
-        return datetime.now(timezone.utc).isoformat(timespec="seconds")
-    if not isinstance(ts, str):
-        raise ValueError(f"ts must be an ISO-8601 string, got {type(ts).__name__}")
-    try:
-        moment = datetime.fromisoformat(ts.strip())
-    except ValueError:
-        raise ValueError(f"invalid ts {ts!r}: expected ISO-8601, e.g. 2026-07-21T06:30:00+00:00") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
-
-
-def _dedupe(blocks: list[Block], file: str) -> list[RecallItem]:
-    """Wiki items of a file: for duplicate headings the last one wins."""
-    items: dict[str, RecallItem] = {}
-    for b in blocks:
-        items.pop(b.heading, None)  # the winner takes the position of the last copy
-        items[b.heading] = RecallItem(file, b.heading, b.content, b.owner, b.source_conv, b.ts)
-    return list(items.values())
-
-
-def _render(file: str, items: list[RecallItem]) -> bytes:
-    blocks = [Block(i.name, i.content, i.owner, i.source_conv, i.ts) for i in items]
-    return render_blocks(file, blocks).encode("utf-8")
 
 
 class MemoryStore:
@@ -99,11 +65,7 @@ class MemoryStore:
 
     def files(self) -> list[str]:
         """Sorted RecallFile names: one per ``wiki/*.md``."""
-        try:
-            names = os.listdir(self.wiki_dir)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return sorted(n[:-3] for n in names if n.endswith(".md") and not n.startswith(".") and len(n) > 3)
+        return sorted(e.name[:-3] for e in memory_entries(self.root, WIKI_DIR))
 
     def items(self, file: str | None = None) -> list[RecallItem]:
         """All items, or those of one RecallFile, in file order."""
@@ -137,7 +99,7 @@ class MemoryStore:
         if cached is not None and cached[0] == key:
             return cached[1]
         data = read_bytes(path)
-        items = _dedupe(parse_blocks(decode(data)), file) if data is not None else []
+        items = parse_wiki(data, file)
         with self._cache_lock:
             self._cache[file] = (key, items)
         return items
@@ -145,8 +107,7 @@ class MemoryStore:
     def _read_fresh(self, file: str) -> tuple[bytes | None, list[RecallItem]]:
         """Bytes and items straight from disk — used under the write lock."""
         data = read_bytes(self._path(file))
-        items = _dedupe(parse_blocks(decode(data)), file) if data is not None else []
-        return data, items
+        return data, parse_wiki(data, file)
 
     # -- writing -----------------------------------------------------------
 
@@ -172,25 +133,20 @@ class MemoryStore:
     ) -> RecallItem:
         """Insert or replace an item (journal: ``add`` or ``update``)."""
         validate_file(file)
-        name = sanitize_item_name(name)
-        if not isinstance(content, str):
-            raise ValueError("content must be a string")
-        content = normalize_content(content)
-        check_encodable(content, "content")
         item = RecallItem(
             file=file,
-            name=name,
-            content=content,
+            name=sanitize_item_name(name),
+            content=clean_content(content),
             owner=clean_meta_value(owner, "owner"),
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=normalize_ts(ts),
         )
         with self.writer.unit():
             old, items = self._read_fresh(file)
-            existed = any(i.name == name for i in items)
+            existed = any(i.name == item.name for i in items)
             # Replace in place: the item keeps its position in the file.
-            new_items = [item if i.name == name else i for i in items] if existed else items + [item]
-            record = wiki_record("update" if existed else "add", file, name, item.owner, item.source_conv)
+            new_items = [item if i.name == item.name else i for i in items] if existed else items + [item]
+            record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
             self._write(file, old, new_items, record)
         return item
 
@@ -209,9 +165,8 @@ class MemoryStore:
         return True
 
     def _write(self, file: str, old: bytes | None, items: list[RecallItem], record: dict | None) -> None:
-        rel = f"{WIKI_DIR}/{file}.md"
-        new = _render(file, items) if items else None
-        self.writer.apply({rel: (old, new)}, record)
+        new = render_wiki(file, items)
+        self.writer.apply({wiki_path(file): (old, new)}, record)
         if new is not None:
             self._prime_cache(file, items)
 
@@ -227,13 +182,12 @@ class MemoryStore:
 
     def _on_change(self, paths: tuple[str, ...]) -> None:
         for rel in paths:
-            folder, _, fname = rel.partition("/")
-            if folder == WIKI_DIR and fname.endswith(".md"):
-                file = fname[:-3]
+            kind = memory_path(rel)
+            if kind is not None and kind[0] == WIKI_DIR:
                 with self._cache_lock:
-                    self._cache.pop(file, None)
+                    self._cache.pop(kind[1], None)
                     self._revision += 1
-                    self._changes.append((self._revision, file))
+                    self._changes.append((self._revision, kind[1]))
 
     def changed_files_since(self, revision: int) -> set[str] | None:
         """RecallFiles written in-process after ``revision``; None if unknown (too old)."""

@@ -110,3 +110,29 @@ def signed_in(page, world):
     page.click("#token-submit")
     page.wait_for_url(world.url + "/admin/")
     return page
+
+
+@pytest.fixture()
+def operator_page(browser, world):
+    """A factory of signed-in pages: ``operator_page("phone", color_scheme="dark")``.
+
+    Each call opens a new browser context at the named width (``laptop`` or
+    ``phone``, see :mod:`browser_env`) with any further Playwright context
+    options, and signs in through the login form. All are closed at the end.
+    """
+    contexts = []
+
+    def open_page(width: str = "laptop", **options):
+        viewport = {"laptop": LAPTOP, "phone": PHONE}[width]
+        context = browser.new_context(viewport=viewport, is_mobile=width == "phone", **options)
+        contexts.append(context)
+        pg = context.new_page()
+        pg.goto(world.url + "/login")
+        pg.fill("input[name=token]", ADMIN_TOKEN)
+        pg.click("#token-submit")
+        pg.wait_for_url(world.url + "/admin/")
+        return pg
+
+    yield open_page
+    for context in contexts:
+        context.close()

@@ -14,7 +14,8 @@ pytest.importorskip("dulwich")
 
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
 from wikimem.errors import Conflict, NotFound, PreconditionFailed  # noqa: E402
-from wikimem.versioned import VersionedStore, item_etag  # noqa: E402
+from wikimem.codec import item_etag  # noqa: E402
+from wikimem.versioned import VersionedStore  # noqa: E402
 from wikimem.versioned.historydb import DB_NAME  # noqa: E402
 
 GIT = shutil.which("git")
@@ -231,7 +232,7 @@ def test_per_item_diff_of_a_commit_and_between_commits(vs):
         vs.store.remove("prefs", "tea")
         vs.store.add("prefs", "rain", "likes rain")
         vs.diary.append("a sad day", ts="2026-07-21T09:00:00Z")
-    diff = vs.commit(b.commit)
+    diff = vs.show_commit(b.commit)
     by = {(c.kind, c.status, c.name or c.time): c for c in diff.changes}
     assert by[("wiki", "changed", "sea")].before == "likes the sea"
     assert by[("wiki", "changed", "sea")].after == "hates the sea"
@@ -386,7 +387,7 @@ def test_packing_on_demand_and_automatically(tmp_path):
     assert peak > 50 and loose_objects(vs.root) == 0 and i < 25  # packed automatically within 25 commits
     vs.add("f", "y", "after packing")
     assert vs.store.get("f", f"n{i % 5}").content == f"text {i}"
-    assert vs.commit("HEAD").changes[0].name == "y"
+    assert vs.show_commit("HEAD").changes[0].name == "y"
     vs.pack()
     assert loose_objects(vs.root) == 0
     assert vs.verify() == []
@@ -411,3 +412,13 @@ def test_stale_git_lock_files_do_not_block_writes(vs):
     (folder / (blob.id[2:].decode() + ".lock")).write_bytes(b"")
     vs.git._add(blob)
     assert vs.git.blob(blob.id) == blob.data
+
+
+def test_a_failing_commit_listener_does_not_undo_the_commit(tmp_path):
+    vs = VersionedStore(tmp_path / "o")
+    heard = []
+    vs.on_commit.append(heard.append)
+    vs.on_commit.append(lambda cid: 1 / 0)
+    done = vs.add("f", "a", "x")
+    assert heard == [done.commit] == [vs.head()]
+    assert vs.store.get("f", "a").content == "x" and vs.external_changes() == []

@@ -83,3 +83,38 @@ def test_core_modules_import_no_optional_dependency_at_module_level(heavy):
         if any(is_under(m, heavy) and top for m, top in imports(p)):
             bad.append(rel(p))
     assert bad == []
+
+
+def test_the_web_layer_reaches_memory_only_through_the_host():
+    """Every module of webapp/: no import of the git layer (nor dulwich), no ``.vstore`` — the Owner is the service."""
+    bad = []
+    for p in modules("webapp"):
+        bad += [(rel(p), m) for m, _ in imports(p) if is_under(m, "wikimem.versioned", "dulwich")]
+        bad += [(rel(p), "." + n.attr) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                if isinstance(n, ast.Attribute) and n.attr == "vstore"]
+    assert bad == []
+
+
+def private_uses(path: Path) -> list[str]:
+    """``from m import _x`` and ``obj._x`` (on anything but self/cls) in one file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            out += [f"import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                out.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return out
+
+
+# The numpy hot path of BM25 reads the index's slot arrays in place, by design (copying them per query
+# is what it exists to avoid): bm25_numpy.py is bm25.py's other half, not a client of it.
+FRIENDS = {"wikimem/bm25_numpy.py"}
+
+
+def test_no_private_name_is_used_across_modules():
+    """A name with a leading underscore stays in its module (and its own object): the seams are public."""
+    bad = {rel(p): uses for p in modules("wikimem") + modules("webapp")
+           if rel(p) not in FRIENDS and (uses := private_uses(p))}
+    assert bad == {}

@@ -86,9 +86,9 @@ class RecordingHook:
         finally:
             self.depth -= 1
 
-    def committed(self, mutations, info):
+    def committed(self, unit):
         assert self.depth == 1, "committed() must run inside the lock"
-        self.units.append((mutations, info))
+        self.units.append((unit.mutations, unit.info))
 
 
 def test_every_mutation_is_reported_once_with_its_files_and_record(tmp_path):
@@ -135,7 +135,7 @@ def test_failed_batch_restores_everything(store):
 
 def test_hook_failure_restores_the_write(tmp_path):
     class Failing(RecordingHook):
-        def committed(self, mutations, info):
+        def committed(self, unit):
             raise RuntimeError("commit failed")
 
     s = MemoryStore(tmp_path / "m", hook=Failing())

@@ -38,8 +38,8 @@ class CountingHook:
     def locked(self):
         return contextlib.nullcontext()
 
-    def committed(self, mutations, info):
-        self.units.append((mutations, info))
+    def committed(self, unit):
+        self.units.append((unit.mutations, unit.info))
 
 
 def entries(*texts) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import Blueprint
 
 from ..session import require_operator, security_headers
+from .present import GROUP_FROM, day_parts, instant
 
 __all__ = ["bp"]
 
@@ -27,3 +28,9 @@ def _is_diary_day(value) -> bool:
     from wikimem.naming import DATE_RE
 
     return isinstance(value, str) and DATE_RE.fullmatch(value) is not None
+
+
+# Presentation helpers (see :mod:`.present`): instants in local time, long diary days in parts.
+bp.add_app_template_filter(instant, "instant")
+bp.add_app_template_global(day_parts, "day_parts")
+bp.add_app_template_global(GROUP_FROM, "diary_group_from")

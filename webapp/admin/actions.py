@@ -8,10 +8,10 @@ A conflict that appears between preview and POST is shown, not forced.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from flask import flash, g, redirect, render_template, request, url_for
 
+from wikimem.context import WriteContext
 from wikimem.errors import Conflict
 
 from . import bp
@@ -21,42 +21,34 @@ from .diffs import inline_diff
 
 @dataclass(frozen=True)
 class Action:
-    """One undo operation as the confirmation page presents it."""
+    """How the confirmation page presents one undo operation (the operation itself is the owner's)."""
 
-    verb: str          # button text
+    verb: str  # button text
     title: str
-    preview: Callable  # (vstore, target) -> Plan
-    apply: Callable    # (vstore, target, force, actor) -> Committed
 
 
 ACTIONS = {
-    "revert": Action("Revert this commit", "Revert commit",
-                     lambda vs, t: vs.preview_revert(t),
-                     lambda vs, t, force, actor: vs.revert(t, force=force, actor=actor)),
-    "rollback": Action("Roll back this run", "Roll back run",
-                       lambda vs, t: vs.preview_rollback(t),
-                       lambda vs, t, force, actor: vs.rollback(t, force=force, actor=actor)),
-    "restore": Action("Restore to this point", "Restore memory",
-                      lambda vs, t: vs.preview_restore(t),
-                      lambda vs, t, force, actor: vs.restore(t, actor=actor)),
+    "revert": Action("Revert this commit", "Revert commit"),
+    "rollback": Action("Roll back this run", "Roll back run"),
+    "restore": Action("Restore to this point", "Restore memory"),
 }
+
+
+def _page(owner, kind: str, target: str, error: str | None = None):
+    return render_template("admin/confirm.html", owner=owner, kind=kind, action=ACTIONS[kind], target=target,
+                           plan=owner.preview_undo(kind, target), error=error, inline_diff=inline_diff)
 
 
 def _confirm(owner_id: str, kind: str, target: str):
     owner = load_owner(owner_id)
-    action = ACTIONS[kind]
     if request.method == "GET":
-        plan = action.preview(owner.vstore, target)
-        return render_template("admin/confirm.html", owner=owner, kind=kind, action=action, target=target,
-                               plan=plan, error=None, inline_diff=inline_diff)
-    force = request.form.get("force") == "on"
+        return _page(owner, kind, target)
     try:
-        done = action.apply(owner.vstore, target, force, g.operator.name)
+        done = owner.undo(kind, target, force=request.form.get("force") == "on",
+                          ctx=WriteContext(actor=g.operator.name))
     except Conflict as exc:
-        plan = action.preview(owner.vstore, target)
-        return render_template("admin/confirm.html", owner=owner, kind=kind, action=action, target=target,
-                               plan=plan, error=str(exc), inline_diff=inline_diff), 409
-    flash(f"{action.title}: done as commit {str(done.commit)[:12]}.", "ok")
+        return _page(owner, kind, target, error=str(exc)), 409
+    flash(f"{ACTIONS[kind].title}: done as commit {str(done.commit)[:12]}.", "ok")
     return redirect(url_for("admin.commit", owner_id=owner.id, commit=done.commit))
 
 

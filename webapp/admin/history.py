@@ -18,7 +18,7 @@ FILTERS = ("file", "item", "run")
 def history(owner_id: str):
     owner = load_owner(owner_id)
     filters = {k: request.args[k].strip() for k in FILTERS if request.args.get(k, "").strip()}
-    page = owner.vstore.history(**filters, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None)
+    page = owner.history(**filters, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None)
     return render_template("admin/history.html", owner=owner, filters=filters,
                            groups=group_by_run(page.entries), next_cursor=page.next)
 
@@ -26,10 +26,10 @@ def history(owner_id: str):
 @bp.get("/owners/<owner_id>/runs/<run>")
 def run(owner_id: str, run: str):
     owner = load_owner(owner_id)
-    page = owner.vstore.history(run=run, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None)
+    page = owner.history(run=run, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None)
     if not page.entries:
         raise NotFound(f"no run {run!r} in the history of {owner_id!r}")
-    diffs = [owner.vstore.commit(e.id) for e in page.entries]  # each commit's per-item diff
+    diffs = [owner.show_commit(e.id) for e in page.entries]  # each commit's per-item diff
     return render_template("admin/run.html", owner=owner, run=run, diffs=diffs,
                            next_cursor=page.next, inline_diff=inline_diff)
 
@@ -37,6 +37,6 @@ def run(owner_id: str, run: str):
 @bp.get("/owners/<owner_id>/commits/<commit>")
 def commit(owner_id: str, commit: str):
     owner = load_owner(owner_id)
-    diff = owner.vstore.commit(commit)
+    diff = owner.show_commit(commit)
     return render_template("admin/commit.html", owner=owner, diff=diff, inline_diff=inline_diff,
                            wikitext=wikitext_for(owner))

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 from flask import render_template, request
 
-from wikimem.errors import NotFound, WikimemError
+from wikimem.errors import WikimemError
+from wikimem.host import BadRequest
 from wikimem.naming import validate_date
 
+from ..errors import error_status
 from . import bp
-from .access import BadParam, int_param, load_owner, wikitext_for
+from .access import int_param, load_owner, wikitext_for
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,10 @@ class SearchForm:
 
 
 def parse_search(args) -> SearchForm:
-    """Read and check the search parameters; a bad one raises :class:`BadParam`."""
+    """Read and check the search parameters; a bad one raises :class:`BadRequest`."""
     start, end = (args.get("start") or "").strip(), (args.get("end") or "").strip()
     if bool(start) != bool(end):
-        raise BadParam("a time range needs both a start and an end date")
+        raise BadRequest("a time range needs both a start and an end date")
     if start:
         validate_date(start)
         validate_date(end)
@@ -61,9 +63,9 @@ def search(owner_id: str):
     try:
         form = parse_search(request.args)
         result = owner.retrieve(form.q, **form.retrieve_kwargs())
-    except (WikimemError, ValueError) as exc:
-        status = 404 if isinstance(exc, NotFound) else 400
+    except (WikimemError, ValueError) as exc:  # shown on the page itself, with the status the app gives it
         form = SearchForm(q=request.args.get("q", ""), as_of=request.args.get("as_of", ""))
-        return render_template("admin/search.html", owner=owner, form=form, result=None, error=str(exc)), status
+        return render_template("admin/search.html", owner=owner, form=form, result=None,
+                               error=str(exc)), error_status(exc)
     return render_template("admin/search.html", owner=owner, form=form, result=result, error=None,
                            wikitext=wikitext_for(owner))

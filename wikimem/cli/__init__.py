@@ -23,20 +23,20 @@ EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 _GROUPS = ("browse", "explain", "history", "hostcmd")
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 2, like argparse, with our prefix
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"wikimem: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="wikimem", description="Read, search and manage a wikimem memory folder.")
+    parser = Parser(prog="wikimem", description="Read, search and manage a wikimem memory folder.")
     parser.add_argument(
         "--store",
         default=os.environ.get("WIKIMEM_STORE", "."),
         help="memory folder (default: $WIKIMEM_STORE or the current folder)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     import importlib
 
     for name in _GROUPS:

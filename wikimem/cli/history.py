@@ -71,7 +71,7 @@ def cmd_log(args) -> int:
 
 def cmd_diff(args) -> int:
     vs = open_versioned(args)
-    result = vs.diff(args.commit, args.to) if args.to else vs.commit(args.commit)
+    result = vs.diff(args.commit, args.to) if args.to else vs.show_commit(args.commit)
     if result.entry is not None:
         print(f"commit {result.entry.id}\n{result.entry.time}  {result.entry.actor}  {result.entry.summary}\n")
     _print_changes(result.changes)

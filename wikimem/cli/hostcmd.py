@@ -15,9 +15,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_OK, _Parser
+from . import EXIT_ERROR, EXIT_OK, Parser
 
 ADMIN_TOKEN_FILE = "admin-token"
+SECRET_KEY_FILE = "secret-key"
 
 
 def register(sub) -> None:
@@ -30,7 +31,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("token", help="API tokens")
-    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=_Parser)
+    tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=Parser)
     m = tsub.add_parser("mint", help="make a token, store its hash, print the secret once")
     m.add_argument("name", help="who uses it, e.g. worker-elaina")
     m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
@@ -42,7 +43,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("operator", help="admin UI operator accounts")
     osub = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True,
-                            parser_class=_Parser)
+                            parser_class=Parser)
     a = osub.add_parser("add", help="add an account (password read from the terminal or stdin)")
     a.add_argument("name")
     a.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
@@ -58,20 +59,42 @@ def _split_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _kept_secret(path: Path, make) -> str:
+    """The secret kept in ``path``, else a new one from ``make()`` stored there once (mode 0600).
+
+    The new file appears whole or not at all (written aside, then hard-linked
+    into place), so two servers starting at once agree on one secret.
+    """
+    try:
+        return _read_secret(path)
+    except FileNotFoundError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(make() + "\n")
+        os.link(tmp, path)
+    except FileExistsError:  # another process stored one first: use theirs
+        pass
+    finally:
+        tmp.unlink()
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise ValueError(f"{path} is empty; delete it and a new secret is made")
+    return value
+
+
 def _admin_token(data: Path) -> str:
     """``$WIKIMEM_ADMIN_TOKEN``, else the one kept in the data root (made on first run, mode 0600)."""
     token = os.environ.get("WIKIMEM_ADMIN_TOKEN")
     if token:
         return token
-    path = data / ADMIN_TOKEN_FILE
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        token = "wmk_dev_" + secrets.token_urlsafe(24)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(token + "\n")
-        return token
+    return _kept_secret(data / ADMIN_TOKEN_FILE, lambda: "wmk_dev_" + secrets.token_urlsafe(24))
 
 
 def cmd_serve(args) -> int:
@@ -81,9 +104,14 @@ def cmd_serve(args) -> int:
     token = _admin_token(data)
     from webapp import create_app  # flask only now
 
-    # The development server: a random session key unless one is configured.
-    env = "development" if not os.environ.get("WIKIMEM_SECRET_KEY") else os.environ.get("WIKIMEM_ENV", "production")
-    app = create_app({"DATA_ROOT": str(data), "ADMIN_TOKEN": token, "ENV": env})
+    config = {"DATA_ROOT": str(data), "ADMIN_TOKEN": token}
+    if os.environ.get("WIKIMEM_SECRET_KEY"):
+        config["ENV"] = os.environ.get("WIKIMEM_ENV", "production")
+    else:
+        # The development server keeps its session key next to the admin token,
+        # so a restart does not sign every operator out.
+        config.update(ENV="development", SECRET_KEY=_kept_secret(data / SECRET_KEY_FILE, lambda: secrets.token_hex(32)))
+    app = create_app(config)
     if args.demo:
         from ..host.demo import seed_demo
 

@@ -27,14 +27,16 @@ from pathlib import Path
 from ..errors import InvalidName, NotFound
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
-from .owner import BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
-from .owner_ids import decode_owner_id, encode_owner_id, validate_owner_id
+from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
+from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 
 __all__ = [
-    "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "new_run_id",
-    "validate_owner_id", "encode_owner_id", "decode_owner_id",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE",
+    "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+    "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES",
 ]
+
+EXPORT_TYPES = FORMATS  # archive format → media type
 
 MAX_PAGE = 1000
 
@@ -54,7 +56,6 @@ class Host:
         self.llm = llm
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
-        self._stats: dict[str, tuple[tuple, OwnerStats]] = {}
         self.owners_dir.mkdir(parents=True, exist_ok=True)
 
     def __repr__(self) -> str:
@@ -152,7 +153,6 @@ class Host:
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
-            self._stats.pop(owner_id, None)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
 
@@ -173,11 +173,20 @@ class Host:
         return sorted(i for i in ids if i is not None and i.startswith(prefix)
                       and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
 
-    def list_owners(self, prefix: str = "", limit: int = 50,
-                    cursor: str | None = None) -> tuple[list[OwnerStats], str | None]:
-        """A page of owners (sorted by id) with their stats, and the cursor of the next page."""
+    def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
+                    within: str = "") -> tuple[list[OwnerStats], str | None]:
+        """A page of owners (sorted by id) with their stats, and the cursor of the next page.
+
+        ``within`` is the owner-id prefix the caller may see (a token's or an
+        operator's scope); ``prefix`` narrows it. A prefix outside the scope
+        lists nothing.
+        """
         if not isinstance(prefix, str) or len(prefix) > 128:
             raise InvalidName("prefix must be a string of at most 128 characters")
+        scoped = scope_prefix(within, prefix)
+        if scoped is None:
+            return [], None
+        prefix = scoped
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
         if cursor is not None:
@@ -201,8 +210,12 @@ class Host:
     # -- export ------------------------------------------------------------
 
     def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``)."""
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), named by :meth:`export_name`."""
         if fmt not in FORMATS:
             raise BadRequest(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
         owner = self.owner(owner_id)
         return archive_markdown(owner.root, owner.root.name, fmt)
+
+    def export_name(self, owner_id: str, fmt: str = "zip") -> str:
+        """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
+        return f"{encode_owner_id(owner_id)}.{fmt}"

@@ -3,31 +3,24 @@
 from __future__ import annotations
 
 import io
-import os
 import tarfile
 import zipfile
 from pathlib import Path
 
+from ..codec import MEMORY_DIRS, memory_entries
+
 __all__ = ["FORMATS", "archive_markdown"]
 
-FORMATS = ("zip", "tar")
-_FOLDERS = ("wiki", "diary")
+FORMATS = {"zip": "application/zip", "tar": "application/x-tar"}  # format → media type
 
 
 def _markdown_files(root: Path) -> list[tuple[str, Path]]:
-    """``(archive path, file)`` of every markdown file, sorted; nothing outside the folders."""
+    """``(archive path, file)`` of every memory file, sorted; nothing outside the folders."""
     out = []
-    for folder in _FOLDERS:
-        base = root / folder
-        try:
-            names = sorted(os.listdir(base))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for name in names:
-            path = base / name
-            # Temp files of an in-flight write start with a dot; links could point anywhere.
-            if name.endswith(".md") and not name.startswith(".") and path.is_file() and not path.is_symlink():
-                out.append((f"{folder}/{name}", path))
+    for folder in MEMORY_DIRS:
+        # Links could point anywhere: only regular files go into an archive.
+        names = sorted(e.name for e in memory_entries(root, folder) if e.is_file(follow_symlinks=False))
+        out.extend((f"{folder}/{name}", root / folder / name) for name in names)
     return out
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..context import WriteContext
+
 __all__ = ["seed_demo", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
 
 BAD_RUN = "run_demo_bad"
@@ -37,10 +39,11 @@ class DemoSeeded:
     created: bool
 
 
-def _memorize(owner, turn: str, entries: list[str], **kwargs) -> None:
+def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, source_conv: str | None = None,
+              **kwargs) -> None:
     saved, owner.llm = owner.llm, _ScriptedLLM(entries)
     try:
-        owner.memorize(turn, **kwargs)
+        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv), **kwargs)
     finally:
         owner.llm = saved
 

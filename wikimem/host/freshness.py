@@ -17,10 +17,11 @@ process are seen by the index on its own (``store.revision``).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Callable
+
+from ..codec import WIKI_DIR, memory_entries, memory_path
 
 __all__ = ["IndexSlot", "wiki_signature"]
 
@@ -29,23 +30,15 @@ log = logging.getLogger(__name__)
 Signature = dict[str, tuple[int, int, int]]
 
 
-def wiki_signature(wiki_dir: Path) -> Signature:
-    """``{RecallFile: (inode, mtime_ns, size)}`` of the wiki folder's markdown files."""
+def wiki_signature(root: Path) -> Signature:
+    """``{RecallFile: (inode, mtime_ns, size)}`` of the memory folder's wiki files."""
     out: Signature = {}
-    try:
-        entries = os.scandir(wiki_dir)
-    except (FileNotFoundError, NotADirectoryError):
-        return out
-    with entries:
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name.startswith(".") or len(name) <= 3:
-                continue
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # replaced between listing and stat
-                continue
-            out[name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    for entry in memory_entries(root, WIKI_DIR):
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # replaced between listing and stat
+            continue
+        out[entry.name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
     return out
 
 
@@ -55,12 +48,8 @@ def _changed(old: Signature, new: Signature) -> set[str]:
 
 def _wiki_files(paths: list[str]) -> set[str]:
     """RecallFile names among repository paths (``wiki/<file>.md``)."""
-    out = set()
-    for rel in paths:
-        folder, _, name = rel.partition("/")
-        if folder == "wiki" and name.endswith(".md") and "/" not in name:
-            out.add(name[:-3])
-    return out
+    kinds = (memory_path(rel) for rel in paths)
+    return {kind[1] for kind in kinds if kind is not None and kind[0] == WIKI_DIR}
 
 
 class IndexSlot:
@@ -80,7 +69,7 @@ class IndexSlot:
             # Read HEAD before the files: a write landing in between makes the
             # next call refresh once more, never miss a change.
             head = self.vstore.head()
-            signature = wiki_signature(self.vstore.store.wiki_dir)
+            signature = wiki_signature(self.vstore.root)
             if self.index is None:
                 self.index = self._make_index()
                 self.index.rebuild()

@@ -1,4 +1,4 @@
-"""One owner of the host: a versioned store, its fresh index, memorize and batches."""
+"""One owner of the host: the service the web layer and the CLI call for everything about one memory."""
 
 from __future__ import annotations
 
@@ -8,14 +8,20 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..codec import item_etag
+from ..context import WriteContext
+from ..errors import NotFound
 from ..models import DiaryItem, RecallItem
-from .batch import Op, parse_ops
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
+from .ops import Op, parse_ops
 
-__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "new_run_id"]
+if TYPE_CHECKING:
+    from ..versioned import CommitDiff, Committed, HistoryPage, Plan
+
+__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id"]
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
@@ -43,7 +49,7 @@ class OwnerStats:
 
 @dataclass
 class BatchResult:
-    """The outcome of :meth:`Owner.apply_batch`: one result per op, and the commit."""
+    """The outcome of :meth:`Owner.apply_ops`: one result per op, and the commit."""
 
     results: list[dict[str, Any]]
     commit: str | None
@@ -93,11 +99,13 @@ def _last_change(vstore) -> str | None:
 
 
 class Owner:
-    """An owner's memory: ``vstore`` (git), ``store`` (wiki), ``diary``, a fresh ``index()``.
+    """One owner's memory, as the web layer and the CLI use it: the one service API of an owner.
 
-    Writes go through ``vstore`` (each one commit, under the owner's
-    inter-process lock). Reads through ``store`` and ``diary``. Safe to share
-    between the threads of a process.
+    Reads come from the working tree (wiki, diary) and the history index;
+    every write is one commit under the owner's inter-process lock, carrying
+    a :class:`~wikimem.context.WriteContext`. Safe to share between the
+    threads of a process. ``vstore`` is the versioned store underneath, for
+    the library's own tools and tests — the web layer never reaches it.
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None):
@@ -118,10 +126,12 @@ class Owner:
 
     @property
     def store(self):
+        """The plain wiki store (library level)."""
         return self.vstore.store
 
     @property
     def diary(self):
+        """The plain diary (library level)."""
         return self.vstore.diary
 
     def exists(self) -> bool:
@@ -142,13 +152,47 @@ class Owner:
             head=self.vstore.head(),
         )
 
+    def head(self) -> str:
+        """The newest commit id."""
+        return self.vstore.head()
+
+    def files(self) -> list[str]:
+        return self.store.files()
+
+    def items(self, file: str | None = None) -> list[RecallItem]:
+        return self.store.items(file)
+
+    def item(self, file: str, name: str) -> RecallItem:
+        """One item; :class:`NotFound` if there is none."""
+        found = self.store.get(file, name)
+        if found is None:
+            raise NotFound(f"no item {name!r} in {file!r}")
+        return found
+
+    def has_item(self, file: str, name: str) -> bool:
+        """Whether a link target exists (an impossible name is simply absent)."""
+        try:
+            return self.store.get(file, name) is not None
+        except ValueError:
+            return False
+
+    @staticmethod
+    def etag(item: RecallItem) -> str:
+        """The item's etag, what an ``If-Match`` write must carry."""
+        return item_etag(item)
+
+    def diary_dates(self) -> list[str]:
+        return self.diary.dates()
+
+    def diary_day(self, date: str) -> list[DiaryItem]:
+        return self.diary.day(date)
+
+    def diary_window(self, start: str, end: str) -> list[DiaryItem]:
+        return self.diary.window(start, end)
+
     def index(self):
         """This owner's :class:`~wikimem.MemoryIndex`, fresh with every process's writes and hand edits."""
         return self._slot.fresh()
-
-    @property
-    def index_loaded(self) -> bool:
-        return self._slot.index is not None
 
     def _new_index(self, store=None, vectors_dir=None):
         from ..retrieval import MemoryIndex
@@ -175,75 +219,118 @@ class Owner:
                 self._as_of.popitem(last=False)
         return index
 
+    # -- history -----------------------------------------------------------
+
+    def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
+                limit: int = 50, cursor: str | None = None) -> HistoryPage:
+        """Commits, newest first, optionally of one RecallFile, one item or one run."""
+        return self.vstore.history(file=file, item=item, run=run, limit=limit, cursor=cursor)
+
+    def runs(self, limit: int = 50) -> list[dict]:
+        return self.vstore.runs(limit)
+
+    def show_commit(self, point: str) -> CommitDiff:
+        """One commit with its per-item diff."""
+        return self.vstore.show_commit(point)
+
+    def diff(self, a: str, b: str = "HEAD") -> CommitDiff:
+        """What changed between two points, item by item."""
+        return self.vstore.diff(a, b)
+
+    # -- undo ----------------------------------------------------------------
+
+    def preview_undo(self, kind: str, target: str) -> Plan:
+        """What ``undo(kind, target)`` would change, and its conflicts, without writing."""
+        vs = self.vstore
+        preview = {"revert": vs.preview_revert, "rollback": vs.preview_rollback, "restore": vs.preview_restore}
+        return preview[_undo_kind(kind)](target)
+
+    def undo(self, kind: str, target: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
+        """Revert a commit, roll back a run, or restore to a point, as one new commit (see :data:`UNDO_TARGETS`).
+
+        Conflicts raise :class:`~wikimem.errors.Conflict` unless ``force``
+        (a restore has none: it makes the memory equal to its target).
+        """
+        if _undo_kind(kind) == "restore":
+            return self.vstore.restore(target, ctx=ctx)
+        return getattr(self.vstore, kind)(target, force=force, ctx=ctx)
+
     # -- writing -----------------------------------------------------------
 
+    def add(self, file: str, name: str, content: str, *, ts: str | None = None,
+            ctx: WriteContext | None = None) -> Committed:
+        """Add or replace an item (one commit); ``ctx.if_match`` is its etag or the head commit id."""
+        return self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx)
+
+    def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
+        """Remove an item (one commit); :class:`NotFound` when it does not exist."""
+        done = self.vstore.remove(file, name, owner=self.id, ctx=ctx)
+        if not done.value:
+            raise NotFound(f"no item {name!r} in {file!r}")
+        return done
+
+    def diary_append(self, content: str, *, ctx: WriteContext | None = None, **append_kwargs: Any) -> Committed:
+        """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`."""
+        return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
+
     def memorize(self, turn: str, *, character: str = "the assistant", prompt: str | None = None,
-                 source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                 idempotency_key: str | None = None, **append_kwargs: Any) -> MemorizeResult:
+                 ctx: WriteContext | None = None, **append_kwargs: Any) -> MemorizeResult:
         """Run the host's LLM over one turn and append what it keeps, as one run and one commit.
 
         The LLM is asked before the owner's lock is taken (a slow model must
-        not block other writers); a retry carrying the same
-        ``idempotency_key`` returns the first result without asking again.
-        Unpacks as ``entries, run_id, commit``.
+        not block other writers); a retry carrying the same idempotency key
+        returns the first result without asking again. The run id defaults
+        to a new one, the actor to the character. Unpacks as
+        ``entries, run_id, commit``.
         """
         from ..memorize import memorize
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
-        run = run or new_run_id()
-        actor = actor or character
-        if idempotency_key is not None:
-            replay = self._replay(idempotency_key, "memorize")
+        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        if ctx.idempotency_key is not None:
+            replay = self.vstore.replay(ctx.idempotency_key, "memorize")
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
         memorize(recorder, turn, llm=self.llm, character=character, prompt=prompt, owner=self.id,
-                 source_conv=source_conv, **append_kwargs)
+                 source_conv=ctx.source_conv, **append_kwargs)
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
-        with self.vstore.batch(run=run, actor=actor, message=message, source_conv=source_conv,
-                               idempotency_key=idempotency_key, kind="memorize") as b:
+        with self.vstore.batch(ctx, message=message, kind="memorize") as b:
             if b.replay is not None:
                 return _memorize_replay(b.replay)
             entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-            b.result = {"entries": [asdict(e) for e in entries], "run": run}
-        return MemorizeResult(entries, run, b.commit)
+            b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
+        return MemorizeResult(entries, ctx.run, b.commit)
 
-    def _replay(self, key: str, kind: str):
-        """The stored result of an already-applied request with this key, or None."""
-        with self.vstore.batch(idempotency_key=key, kind=kind) as b:
-            return b.replay
-
-    def diary_tool(self, arguments: Any, *, run: str | None = None, actor: str | None = None,
-                   source_conv: str | None = None, idempotency_key: str | None = None, **append_kwargs: Any):
+    def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, **append_kwargs: Any):
         """Handle an ``append_diary`` tool call as one commit; a bad call raises :class:`ToolCallError`.
 
         Returns ``(entry, commit, replayed)``.
         """
         from ..memorize import handle_diary_tool
 
-        with self.vstore.batch(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key,
-                               kind="diary-tool") as b:
+        ctx = WriteContext.of(ctx)
+        with self.vstore.batch(ctx, kind="diary-tool") as b:
             if b.replay is not None:
                 return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
             try:
-                entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=source_conv,
+                entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
                                           **append_kwargs)
             except ValueError as exc:
                 raise ToolCallError(str(exc)) from None
             b.result = {"entry": asdict(entry)}
         return entry, b.commit, False
 
-    def apply_batch(self, ops: Any, *, run: str | None = None, actor: str | None = None,
-                    message: str | None = None, source_conv: str | None = None,
-                    if_match: str | None = None, idempotency_key: str | None = None) -> BatchResult:
-        """Apply several writes (see :mod:`wikimem.host.batch`) as one commit, or none of them."""
+    def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
+        """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
-        with self.vstore.batch(run=run, actor=actor, message=message, source_conv=source_conv,
-                               if_match=if_match, idempotency_key=idempotency_key, kind="batch") as b:
+        ctx = WriteContext.of(ctx)
+        with self.vstore.batch(ctx, message=message, kind="batch") as b:
             if b.replay is not None:
                 return BatchResult(b.replay["results"], b.replay.get("commit"), True)
-            results = [self._apply_op(op, source_conv) for op in checked]
+            results = [self._apply_op(op, ctx.source_conv) for op in checked]
             b.result = {"results": results}
         return BatchResult(results, b.commit)
 
@@ -260,6 +347,16 @@ class Owner:
         args.setdefault("source_conv", source_conv)
         entry = self.diary.append(args.pop("content"), owner=self.id, **args)
         return {"op": "diary", "entry": asdict(entry)}
+
+
+# What each undo operation takes as its target: a commit point, a run id, a commit point or time.
+UNDO_TARGETS = {"revert": "commit", "rollback": "run", "restore": "to"}
+
+
+def _undo_kind(kind: str) -> str:
+    if kind not in UNDO_TARGETS:
+        raise ValueError(f"unknown undo operation {kind!r}: use one of {', '.join(UNDO_TARGETS)}")
+    return kind
 
 
 def _memorize_replay(stored: dict) -> MemorizeResult:

@@ -23,7 +23,8 @@ import re
 
 from ..errors import InvalidName
 
-__all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id"]
+__all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id",
+           "scope_prefix"]
 
 MAX_OWNER_ID_LEN = 128
 OWNER_ID_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
@@ -70,3 +71,15 @@ def decode_owner_id(folder: str) -> str | None:
     except (ValueError, UnicodeDecodeError):  # binascii.Error and InvalidName are ValueErrors
         return None
     return owner_id
+
+
+def scope_prefix(allowed: str, wanted: str) -> str | None:
+    """The owner-id prefix to list: the caller's scope ``allowed`` narrowed by the search ``wanted``.
+
+    None when the search lies outside the scope (nothing may be listed).
+    """
+    if wanted.startswith(allowed):
+        return wanted
+    if allowed.startswith(wanted):
+        return allowed
+    return None

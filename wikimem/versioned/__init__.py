@@ -9,7 +9,8 @@ from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
 from .plans import Plan
 from .snapshot import Snapshot
-from .vstore import PACK_EVERY, Batch, CommitDiff, Committed, VersionedStore, item_etag
+from .results import CommitDiff, Committed, Outcome
+from .vstore import PACK_EVERY, VersionedStore
 
-__all__ = ["VersionedStore", "Committed", "Batch", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange",
-           "Plan", "Snapshot", "item_etag", "PACK_EVERY"]
+__all__ = ["VersionedStore", "Committed", "Outcome", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange",
+           "Plan", "Snapshot", "PACK_EVERY"]

@@ -6,14 +6,11 @@ import difflib
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from ..diary import _sort_key_times
+from ..codec import entry_key, memory_path, parse_day, parse_wiki, same_item
 from ..fsio import decode
-from ..markdown import Block, parse_blocks, render_blocks
 from ..models import RecallItem
-from ..store import _dedupe, _render
 
-__all__ = ["ItemChange", "Entry", "wiki_items", "diary_entries", "render_wiki", "render_diary",
-           "path_changes", "unified_patch", "split_path"]
+__all__ = ["ItemChange", "wiki_items", "path_changes", "unified_patch"]
 
 
 @dataclass
@@ -33,50 +30,14 @@ class ItemChange:
         return asdict(self)
 
 
-# A diary entry, as compared: heading (HH:MM), content, owner, source_conv, ts.
-Entry = tuple[str, str, str | None, str | None, str | None]
-
-
-def split_path(path: str) -> tuple[str, str] | None:
-    """``("wiki", file)`` / ``("diary", date)`` of a tracked markdown path, else None."""
-    folder, _, name = path.partition("/")
-    if folder in ("wiki", "diary") and name.endswith(".md") and "/" not in name and len(name) > 3:
-        return folder, name[:-3]
-    return None
-
-
 def wiki_items(data: bytes | None, file: str) -> dict[str, RecallItem]:
-    if data is None:
-        return {}
-    return {i.name: i for i in _dedupe(parse_blocks(decode(data)), file)}
-
-
-def diary_entries(data: bytes | None) -> list[Entry]:
-    if data is None:
-        return []
-    return [(b.heading, b.content, b.owner, b.source_conv, b.ts) for b in parse_blocks(decode(data))]
-
-
-def render_wiki(file: str, items: list[RecallItem]) -> bytes | None:
-    return _render(file, items) if items else None
-
-
-def render_diary(date: str, entries: list[Entry]) -> bytes | None:
-    if not entries:
-        return None
-    blocks = [Block(*e) for e in entries]
-    keys = _sort_key_times(blocks)
-    order = sorted(range(len(blocks)), key=keys.__getitem__)
-    return render_blocks(date, [blocks[i] for i in order]).encode("utf-8")
-
-
-def _same(a: RecallItem, b: RecallItem) -> bool:
-    return (a.content, a.owner, a.source_conv, a.ts) == (b.content, b.owner, b.source_conv, b.ts)
+    """The items of a wiki file by name."""
+    return {i.name: i for i in parse_wiki(data, file)}
 
 
 def path_changes(path: str, old: bytes | None, new: bytes | None) -> list[ItemChange]:
     """What changed between two versions of one tracked file, item by item."""
-    kind = split_path(path)
+    kind = memory_path(path)
     if kind is None or old == new:
         return []
     folder, name = kind
@@ -89,21 +50,21 @@ def path_changes(path: str, old: bytes | None, new: bytes | None) -> list[ItemCh
                 out.append(ItemChange("wiki", "added", file=name, name=item_name, after=after.content))
             elif after is None:
                 out.append(ItemChange("wiki", "removed", file=name, name=item_name, before=before.content))
-            elif not _same(before, after):
+            elif not same_item(before, after):
                 out.append(ItemChange("wiki", "changed", file=name, name=item_name,
                                       before=before.content, after=after.content))
         return out
-    a_entries, b_entries = diary_entries(old), diary_entries(new)
-    removed = Counter(a_entries) - Counter(b_entries)
-    added = Counter(b_entries) - Counter(a_entries)
+    a_entries, b_entries = parse_day(old, name), parse_day(new, name)
+    removed = Counter(map(entry_key, a_entries)) - Counter(map(entry_key, b_entries))
+    added = Counter(map(entry_key, b_entries)) - Counter(map(entry_key, a_entries))
     for entry in a_entries:
-        if removed[entry] > 0:
-            removed[entry] -= 1
-            out.append(ItemChange("diary", "removed", date=name, time=entry[0], before=entry[1]))
+        if removed[entry_key(entry)] > 0:
+            removed[entry_key(entry)] -= 1
+            out.append(ItemChange("diary", "removed", date=name, time=entry.time, before=entry.content))
     for entry in b_entries:
-        if added[entry] > 0:
-            added[entry] -= 1
-            out.append(ItemChange("diary", "added", date=name, time=entry[0], after=entry[1]))
+        if added[entry_key(entry)] > 0:
+            added[entry_key(entry)] -= 1
+            out.append(ItemChange("diary", "added", date=name, time=entry.time, after=entry.content))
     return out
 
 

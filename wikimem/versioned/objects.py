@@ -14,14 +14,14 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "TRACKED_DIRS"]
+from ..codec import MEMORY_DIRS
+
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE"]
 
 BRANCH = b"refs/heads/main"
-TRACKED_DIRS = ("wiki", "diary")
 GITIGNORE = b"""# wikimem: the journal goes into commit messages, caches are derived
 journal.jsonl
 vectors*
@@ -47,10 +47,7 @@ class GitRepo:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        try:
-            self.repo = Repo(str(self.root))
-        except NotGitRepository:
-            raise
+        self.repo = Repo(str(self.root))  # NotGitRepository when there is none
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._lock = threading.Lock()
@@ -151,16 +148,16 @@ class GitRepo:
         return out
 
     def tracked(self, tree_id: bytes | None) -> dict[str, bytes]:
-        """Every file of ``wiki/`` and ``diary/`` in the tree."""
+        """Every file of the memory folders (``wiki/``, ``diary/``) in the tree."""
         out: dict[str, bytes] = {}
-        for folder in TRACKED_DIRS:
+        for folder in MEMORY_DIRS:
             out.update(self.files_under(tree_id, folder))
         return out
 
     def changed_paths(self, old_tree: bytes | None, new_tree: bytes | None) -> set[str]:
         """Tracked paths whose blob differs between two trees (only differing subtrees are read)."""
         out: set[str] = set()
-        for folder in TRACKED_DIRS:
+        for folder in MEMORY_DIRS:
             a = self.entry(old_tree, folder) if old_tree else None
             b = self.entry(new_tree, folder) if new_tree else None
             if a == b:

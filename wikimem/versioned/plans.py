@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from ..models import RecallItem
-from .itemdiff import ItemChange, diary_entries, path_changes, render_diary, render_wiki, split_path, wiki_items
+from ..codec import entry_key, memory_path, parse_day, render_day, render_wiki, same_item
+from .itemdiff import ItemChange, path_changes, wiki_items
 from .objects import GitRepo
 
 __all__ = ["Plan", "State", "plan_revert", "plan_restore", "finish"]
@@ -58,19 +58,13 @@ class State:
         return {p: (self.original[p], new) for p, new in sorted(self.current.items()) if new != self.original[p]}
 
 
-def _same(a: RecallItem | None, b: RecallItem | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return (a.content, a.owner, a.source_conv, a.ts) == (b.content, b.owner, b.source_conv, b.ts)
-
-
 def plan_revert(git: GitRepo, state: State, commit: bytes, conflicts: list[dict], force: bool) -> None:
     """Undo one commit on ``state``; conflicts are appended (and overridden when ``force``)."""
     obj = git.commit(commit)
     parent_tree = git.commit_tree(obj.parents[0]) if obj.parents else None
     short = commit.decode()[:12]
     for path in sorted(git.changed_paths(parent_tree, obj.tree)):
-        kind = split_path(path)
+        kind = memory_path(path)
         if kind is None:
             continue
         folder, name = kind
@@ -87,11 +81,11 @@ def _revert_wiki(state, path, file, old, new, conflicts, force, short) -> None:
     result = dict(now)
     for name in list(before_items) + [n for n in after_items if n not in before_items]:
         before, after, current = before_items.get(name), after_items.get(name), now.get(name)
-        if _same(before, after):
+        if same_item(before, after):
             continue
-        if _same(current, before):
+        if same_item(current, before):
             continue  # already back to what it was
-        if not _same(current, after):
+        if not same_item(current, after):
             conflicts.append({"kind": "wiki", "file": file, "name": name, "commit": short,
                               "reason": "removed again later" if current is None else "changed again later",
                               "current": None if current is None else current.content,
@@ -107,28 +101,31 @@ def _revert_wiki(state, path, file, old, new, conflicts, force, short) -> None:
 
 
 def _revert_diary(state, path, date, old, new) -> None:
-    a, b = diary_entries(old), diary_entries(new)
-    added, removed = Counter(b) - Counter(a), Counter(a) - Counter(b)
-    current = diary_entries(state.get(path))
+    before, after = parse_day(old, date), parse_day(new, date)
+    added = Counter(map(entry_key, after)) - Counter(map(entry_key, before))
+    removed = Counter(map(entry_key, before)) - Counter(map(entry_key, after))
+    current = parse_day(state.get(path), date)
     result = list(current)
-    for entry, n in added.items():
+    for key, n in added.items():
         for _ in range(n):
             # remove the last occurrence: the appended one (an identical older twin stays)
             for i in range(len(result) - 1, -1, -1):
-                if result[i] == entry:
+                if entry_key(result[i]) == key:
                     del result[i]
                     break
-    for entry, n in removed.items():
-        result.extend([entry] * n)
-    if result != current:
-        state.set(path, render_diary(date, result))
+    readd = [e for e in before if removed[entry_key(e)] > 0]
+    for entry in readd:
+        removed[entry_key(entry)] -= 1
+    result.extend(readd)
+    if list(map(entry_key, result)) != list(map(entry_key, current)):
+        state.set(path, render_day(date, result))
 
 
 def plan_restore(git: GitRepo, state: State, head: bytes, target: bytes) -> None:
     """Make every tracked file equal to its content at ``target``."""
     head_tree, target_tree = git.commit_tree(head), git.commit_tree(target)
     for path in sorted(git.changed_paths(head_tree, target_tree)):
-        if split_path(path) is not None:
+        if memory_path(path) is not None:
             state.set(path, git.blob_at(target_tree, path))
 
 

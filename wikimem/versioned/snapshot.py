@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import date as _date
 from pathlib import Path
 
+from ..codec import DIARY_DIR, WIKI_DIR, memory_path, parse_day, parse_wiki
+from ..diary import DiaryReader
 from ..models import DiaryItem, RecallItem
 from ..naming import validate_date
-from .itemdiff import diary_entries, wiki_items
 from .objects import GitRepo
 
 __all__ = ["Snapshot"]
@@ -21,8 +21,7 @@ class Snapshot:
         self.commit = commit.decode()
         self._tree = git.commit_tree(commit)
         self.root = Path(git.root)
-        self._wiki = {p[len("wiki/"):-3]: sha for p, sha in git.files_under(self._tree, "wiki").items()
-                      if p.endswith(".md")}
+        self._wiki = _memory_files(git, self._tree, WIKI_DIR)
         self._items: dict[str, list[RecallItem]] = {}
         self.diary = _SnapshotDiary(git, self._tree)
 
@@ -45,7 +44,7 @@ class Snapshot:
     def _read(self, file: str) -> list[RecallItem]:
         if file not in self._items:
             sha = self._wiki.get(file)
-            self._items[file] = list(wiki_items(self._git.blob(sha), file).values()) if sha else []
+            self._items[file] = parse_wiki(self._git.blob(sha), file) if sha else []
         return self._items[file]
 
     def changed_files_since(self, revision) -> set[str] | None:
@@ -55,11 +54,10 @@ class Snapshot:
         return None
 
 
-class _SnapshotDiary:
+class _SnapshotDiary(DiaryReader):
     def __init__(self, git: GitRepo, tree: bytes | None):
         self._git = git
-        self._days = {p[len("diary/"):-3]: sha for p, sha in git.files_under(tree, "diary").items()
-                      if p.endswith(".md")}
+        self._days = _memory_files(git, tree, DIARY_DIR)
 
     def dates(self) -> list[str]:
         return sorted(self._days)
@@ -67,16 +65,14 @@ class _SnapshotDiary:
     def day(self, date: str) -> list[DiaryItem]:
         validate_date(date)
         sha = self._days.get(date)
-        if sha is None:
-            return []
-        return [DiaryItem(date, *e) for e in diary_entries(self._git.blob(sha))]
+        return parse_day(self._git.blob(sha), date) if sha is not None else []
 
-    def window(self, start: str, end: str) -> list[DiaryItem]:
-        first, last = _date.fromisoformat(validate_date(start)), _date.fromisoformat(validate_date(end))
-        if first > last:
-            first, last = last, first
-        out: list[DiaryItem] = []
-        for d in self.dates():
-            if first.isoformat() <= d <= last.isoformat():
-                out.extend(self.day(d))
-        return out
+
+def _memory_files(git: GitRepo, tree: bytes | None, folder: str) -> dict[str, bytes]:
+    """``{file or date: blob sha}`` of the memory files of one folder of a tree."""
+    out = {}
+    for path, sha in git.files_under(tree, folder).items():
+        kind = memory_path(path)
+        if kind is not None:
+            out[kind[1]] = sha
+    return out

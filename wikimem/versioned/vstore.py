@@ -1,11 +1,13 @@
 """VersionedStore: a memory folder whose every mutation is one git commit.
 
-It plugs :class:`GitHook` into the library's mutation seam
-(:mod:`wikimem.mutation`): the hook's lock is the same ``flock`` on
-``<root>/.wikimem.lock`` the plain store takes (so plain and versioned
-writers of one folder exclude each other), and its ``committed`` turns the
-unit's files into blob → tree → commit objects and moves ``main`` by
-compare-and-swap, all inside the critical section of the write.
+The versioned store *is* the hook of the library's mutation seam
+(:mod:`wikimem.mutation`): its :meth:`~VersionedStore.locked` is the same
+``flock`` on ``<root>/.wikimem.lock`` the plain store takes (so plain and
+versioned writers of one folder exclude each other), and its
+:meth:`~VersionedStore.committed` turns the unit's files into blob → tree →
+commit objects and moves ``main`` by compare-and-swap, all inside the
+critical section of the write; it returns the commit id, which the writer
+keeps on the unit.
 
 On entering the lock the hook first commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
@@ -14,110 +16,65 @@ someone's editor change into its own commit.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import subprocess
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
-from ..errors import Conflict, IdempotencyKeyReused, NotFound, PreconditionFailed
+from ..codec import MEMORY_DIRS, item_etag, memory_entries, memory_path
+from ..context import WriteContext
+from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
 from ..fsio import read_bytes
-from ..journal import utc_now
 from ..locking import FileLock
 from ..models import DiaryItem, RecallItem
-from ..mutation import LOCK_NAME, Mutation
+from ..mutation import LOCK_NAME, Unit
 from ..store import MemoryStore
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
-from .itemdiff import ItemChange, path_changes, split_path, unified_patch
+from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message
-from .objects import TRACKED_DIRS, GitRepo
-from .plans import Plan, State, finish, plan_restore, plan_revert
+from .objects import GitRepo
+from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
+from .undo import Undo
 
-__all__ = ["VersionedStore", "Committed", "Batch", "CommitDiff", "item_etag", "PACK_EVERY"]
+__all__ = ["VersionedStore", "PACK_EVERY"]
+
+log = logging.getLogger(__name__)
 
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
 _HEX_RE = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
-def item_etag(item: RecallItem) -> str:
-    """A stable tag of an item's content and provenance (for ``If-Match``)."""
-    import hashlib
-
-    text = "\0".join(str(v) for v in (item.file, item.name, item.content, item.owner, item.source_conv, item.ts))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-
-
-@dataclass
-class Committed:
-    """What a write returns: its value, the commit it made (None if nothing changed), and whether it was a replay."""
-
-    value: Any
-    commit: str | None
-    replayed: bool = False
-
-
-@dataclass
-class Batch:
-    """The handle of :meth:`VersionedStore.batch`."""
-
-    replay: dict | None = None
-    result: Any = None
-    commit: str | None = None
-    unit: Any = field(default=None, repr=False)  # the writer's unit: its ``info`` goes into the commit
-
-
-@dataclass
-class CommitDiff:
-    """A commit (or the span between two) item by item, plus the raw patch."""
-
-    entry: HistoryEntry | None
-    changes: list[ItemChange] = field(default_factory=list)
-    patch: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def _touches(records: list[dict]) -> list[tuple] | None:
-    """Touches of a unit from its journal records, when every record names its item (else None: diff it)."""
+    """Touches of a unit from its journal records, when every record names its item (else None: diff it).
+
+    A wiki item written twice in one unit is one touch; every diary append is
+    one (two entries of the same minute are two changes).
+    """
     out = []
     for rec in records:
         action = rec.get("action")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
-            out.append(("wiki", rec["file"], rec["item"], None, None))
+            touch = ("wiki", rec["file"], rec["item"], None, None)
+            if touch not in out:
+                out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
             out.append(("diary", None, None, rec["date"], rec["time"]))
         else:
             return None
-    return list(dict.fromkeys(out))
+    return out
 
 
-class GitHook:
-    """The versioned store's side of the mutation seam."""
-
-    def __init__(self, vstore: "VersionedStore", lock: FileLock):
-        self._vstore = vstore
-        self._lock = lock
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        with self._lock.hold():
-            self._vstore._on_lock()
-            yield
-
-    def committed(self, mutations: list[Mutation], info: dict) -> None:
-        self._vstore._commit_unit(mutations, info)
-
-
-class VersionedStore:
+class VersionedStore(Undo):
     """One memory folder, versioned: ``store`` and ``diary`` as in the library, every write a commit."""
 
     def __init__(self, root: Path | str, *, auto_pack: bool = True, pack_every: int = PACK_EVERY):
@@ -132,12 +89,13 @@ class VersionedStore:
                     GitRepo.init(self.root)
         self.git = GitRepo(self.root)
         self.db = HistoryDB(self.git)
-        self.hook = GitHook(self, self._lock)
-        self.store = MemoryStore(self.root, hook=self.hook)
+        self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
         self._stat_cache: dict[str, tuple[tuple, bytes]] = {}
-        self._external_commit: str | None = None
+        # Called with each new commit id of a unit, still inside the owner lock, once the history
+        # index holds it (derived indexes above this folder, background replication).
+        self.on_commit: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -146,26 +104,34 @@ class VersionedStore:
         self.db.close()
         self.git.close()
 
-    # -- the seam ------------------------------------------------------------
+    # -- the seam (MutationHook) ------------------------------------------------
 
-    def _on_lock(self) -> None:
-        """First thing under the lock: clear what a killed writer left, commit hand edits."""
-        self.git.clear_stale_locks()
-        self._external_commit = self._commit_external(actor=None)
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The owner's inter-process lock; on entry, what a killed writer left is cleared and hand edits committed."""
+        with self._lock.hold():
+            self.git.clear_stale_locks()
+            self._commit_external(actor=None)
+            yield
 
-    def _commit_unit(self, mutations: list[Mutation], info: dict) -> None:
-        paths = list(dict.fromkeys(p for m in mutations for p in m.paths))
-        records = [m.record for m in mutations if m.record]
+    def committed(self, unit: Unit) -> str:
+        """Turn a finished unit into one commit (inside the lock); its id."""
+        paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
+        records = [m.record for m in unit.mutations if m.record]
         contents = {p: read_bytes(self.root / p) for p in paths}
-        message = build_message(records, info, action=info.get("action"))
-        cid = self._commit_files(contents, message, info.get("actor"), touches=_touches(records))
-        info["_commit"] = cid
-        batch = info.get("_batch")
-        key = info.get("idempotency_key")
-        if key and batch is not None:
-            self.db.set_result(key, cid, batch.result)
+        message = build_message(records, unit.info, action=unit.info.get("action"))
+        cid = self._commit_files(contents, message, unit.info.get("actor"), touches=_touches(records))
+        key = unit.info.get("idempotency_key")
+        if key:
+            self.db.set_result(key, cid, unit.payload)
+        for listener in self.on_commit:
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             self._pack_locked()
+        return cid
 
     def _commit_files(self, contents: dict[str, bytes | None], message: str, actor: str | None,
                       touches: list[tuple] | None = None) -> str:
@@ -196,19 +162,13 @@ class VersionedStore:
         self._stat_cache[path] = ((st.st_ino, st.st_mtime_ns, st.st_size), sha)
 
     def _disk_files(self) -> dict[str, bytes]:
-        """``{path: blob sha}`` of the markdown files of ``wiki/`` and ``diary/`` on disk."""
+        """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
-        for folder in TRACKED_DIRS:
-            try:
-                names = os.listdir(self.root / folder)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for name in names:
-                path = f"{folder}/{name}"
-                if name.startswith(".") or split_path(path) is None:
-                    continue
+        for folder in MEMORY_DIRS:
+            for entry in memory_entries(self.root, folder):
+                path = f"{folder}/{entry.name}"
                 try:
-                    st = os.stat(self.root / path)
+                    st = entry.stat()
                 except FileNotFoundError:
                     continue
                 key = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -225,9 +185,9 @@ class VersionedStore:
         return out
 
     def external_changes(self) -> list[str]:
-        """Tracked markdown files whose content on disk differs from ``HEAD``."""
+        """Memory files whose content on disk differs from ``HEAD``."""
         committed = {p: s for p, s in self.git.tracked(self.git.commit_tree(self.git.head())).items()
-                     if split_path(p) is not None}
+                     if memory_path(p) is not None}
         disk = self._disk_files()
         return sorted(p for p in committed.keys() | disk.keys() if committed.get(p) != disk.get(p))
 
@@ -240,14 +200,14 @@ class VersionedStore:
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
         lines += [f"- {p}" for p in paths] + ["", "Wikimem-Action: external-edit"]
         if len(paths) == 1:
-            kind = split_path(paths[0])
-            lines.append(f"Wikimem-{'File' if kind[0] == 'wiki' else 'Date'}: {kind[1]}")
+            folder, name = memory_path(paths[0])
+            lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {name}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")
 
     def sync_external(self, actor: str | None = None) -> str | None:
         """Commit hand edits now (every write does this first anyway); the commit id or None."""
-        with self.writer._thread_lock, self._lock.hold():
+        with self.writer.lock, self._lock.hold():
             self.git.clear_stale_locks()
             return self._commit_external(actor)
 
@@ -257,46 +217,63 @@ class VersionedStore:
         head = self.git.head()
         return head.decode() if head else ""
 
+    def replay(self, key: str, kind: str | None = None) -> dict | None:
+        """The stored result of an already-applied request with this idempotency key, or None.
+
+        Reads the history index only (no lock, no commit of hand edits).
+        ``kind`` names the request (``add f/n``, ``diary``, …): a key used
+        for another kind of request raises :class:`IdempotencyKeyReused`.
+        """
+        found = self.db.idem(key)
+        if found is None:
+            return None
+        stored = dict(found[1]) if isinstance(found[1], dict) else {"result": found[1]}
+        stored.setdefault("commit", found[0])
+        used_for = stored.get("_kind")
+        if kind is not None and used_for is not None and used_for != kind:
+            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for a {used_for} request, "
+                                       f"not {kind}; use a new key for a new request")
+        return stored
+
     @contextmanager
-    def batch(self, *, run: str | None = None, actor: str | None = None, message: str | None = None,
-              source_conv: str | None = None, if_match: str | None = None,
-              idempotency_key: str | None = None, action: str | None = None,
-              kind: str | None = None, extra: dict | None = None) -> Iterator[Batch]:
+    def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
+              kind: str | None = None, reverts: str | None = None, **fields) -> Iterator[Outcome]:
         """Everything written inside is one commit (or none, if nothing was written).
 
-        With an ``idempotency_key`` already applied, ``handle.replay`` holds the
-        stored result and nothing should be written; ``kind`` names the request
-        (``add``, ``diary``, …) so that a key reused for another kind of
-        request is refused (:class:`IdempotencyKeyReused`) rather than replayed.
-        ``extra`` adds fields to the commit's info (e.g. ``reverts``).
+        ``ctx`` (or the keywords ``run``, ``actor``, ``source_conv``,
+        ``idempotency_key``, ``if_match``) says who writes and under which
+        preconditions. With an idempotency key already applied,
+        ``outcome.replay`` holds the stored result and nothing should be
+        written; ``kind`` names the request (``add``, ``diary``, …) so that a
+        key reused for another kind of request is refused
+        (:class:`IdempotencyKeyReused`) rather than replayed. A commit id
+        ``if_match`` must still be the head. The block sets
+        ``outcome.result`` (what a retry replays); ``outcome.commit`` is the
+        commit made once the block is over.
         """
-        handle = Batch()
-        info = {k: v for k, v in (("run", run), ("actor", actor), ("message", message), ("source_conv", source_conv),
-                                  ("idempotency_key", idempotency_key), ("action", action)) if v is not None}
-        info.update(extra or {})
-        info["_batch"] = handle
+        ctx = WriteContext.of(ctx, **fields)
+        info = dict(ctx.commit_info())
+        info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts)) if v)
+        outcome = Outcome()
         with self.writer.unit(**info) as unit:
-            handle.unit = unit
-            if idempotency_key is not None:
-                found = self.db.idem(idempotency_key)
-                if found is not None:
-                    handle.replay = dict(found[1] or {}) if isinstance(found[1], dict) else {"result": found[1]}
-                    handle.replay.setdefault("commit", found[0])
-                    handle.commit = found[0]
-                    stored = handle.replay.get("_kind")
-                    if kind is not None and stored is not None and stored != kind:
-                        raise IdempotencyKeyReused(
-                            f"Idempotency-Key {idempotency_key!r} was already used for a {stored} request, "
-                            f"not {kind}; use a new key for a new request")
-            if if_match is not None and handle.replay is None:
+            outcome.unit = unit
+            if ctx.idempotency_key is not None:
+                outcome.replay = self.replay(ctx.idempotency_key, kind)
+                if outcome.replay is not None:
+                    outcome.commit = outcome.replay.get("commit")
+            if ctx.if_match is not None and outcome.replay is None:
                 head = self.head()
-                if not head.startswith(if_match.lower()) or len(if_match) < 4:
-                    raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match}", current=head)
-            yield handle
-            if kind is not None and isinstance(handle.result, dict):
-                handle.result["_kind"] = kind
-        if handle.replay is None:
-            handle.commit = unit.info.get("_commit") if unit.info.get("_batch") is handle else None
+                if not head.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
+                    raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {ctx.if_match}",
+                                             current=head)
+            yield outcome
+            if outcome.replay is None:
+                result = outcome.result
+                if kind is not None and isinstance(result, dict):
+                    result = {**result, "_kind": kind}
+                unit.payload = result
+        if outcome.replay is None:
+            outcome.commit = unit.commit
 
     def _check_item(self, file: str, name: str, if_match: str | None) -> None:
         """``if_match`` is the item's etag, or a full commit id that must still be the head."""
@@ -314,38 +291,42 @@ class VersionedStore:
             raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-            if_match: str | None = None, idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind=f"add {file}/{name}") as b:
+            ctx: WriteContext | None = None, **fields) -> Committed:
+        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
+        ctx = WriteContext.of(ctx, **fields)
+        # The item's etag precondition is checked by _check_item, not as a head commit by batch().
+        with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True)
-            self._check_item(file, name, if_match)
-            item = self.store.add(file, name, content, owner=owner, ts=ts, source_conv=source_conv)
+            self._check_item(file, name, ctx.if_match)
+            item = self.store.add(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
             b.result = {"value": asdict(item)}
         return Committed(item, b.commit)
 
-    def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
-               actor: str | None = None, if_match: str | None = None,
-               idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind=f"remove {file}/{name}") as b:
+    def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
+               **fields) -> Committed:
+        """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
+        ctx = WriteContext.of(ctx, **fields)
+        with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
-            self._check_item(file, name, if_match)
+            self._check_item(file, name, ctx.if_match)
             removed = self.store.remove(file, name, owner=owner)
             b.result = {"value": removed}
         return Committed(removed, b.commit)
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
-                     time: str | None = None, tz=None, owner: str | None = None, source_conv: str | None = None,
-                     run: str | None = None, actor: str | None = None,
-                     idempotency_key: str | None = None) -> Committed:
-        with self.batch(run=run, actor=actor, idempotency_key=idempotency_key, kind="diary") as b:
+                     time: str | None = None, tz=None, owner: str | None = None,
+                     ctx: WriteContext | None = None, **fields) -> Committed:
+        """Append a diary entry as one commit."""
+        ctx = WriteContext.of(ctx, **fields)
+        with self.batch(ctx, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(DiaryItem(**value) if value else None, b.commit, True)
             entry = self.diary.append(content, ts=ts, date=date, time=time, tz=tz, owner=owner,
-                                      source_conv=source_conv)
+                                      source_conv=ctx.source_conv)
             b.result = {"value": asdict(entry)}
         return Committed(entry, b.commit)
 
@@ -410,7 +391,7 @@ class VersionedStore:
             patch.append(unified_patch(path, old, new))
         return changes, "".join(patch)
 
-    def commit(self, point: str) -> CommitDiff:
+    def show_commit(self, point: str) -> CommitDiff:
         """One commit: its history entry, what it did item by item, and its patch."""
         cid = self.resolve(point)
         obj = self.git.commit(cid.encode())
@@ -440,102 +421,11 @@ class VersionedStore:
         """The memory at a commit or time, read from the object store."""
         return Snapshot(self.git, self.resolve(point).encode())
 
-    # -- undo ------------------------------------------------------------------
-
-    def _state(self) -> State:
-        return State(lambda p: read_bytes(self.root / p))
-
-    def _revertible(self, point: str) -> str:
-        cid = self.resolve(point)
-        if not self.git.commit(cid.encode()).parents:
-            raise ValueError("the first commit of a memory folder cannot be reverted")
-        return cid
-
-    def _plan_revert(self, cid: str, force: bool) -> tuple[Plan, dict]:
-        state, conflicts = self._state(), []
-        plan_revert(self.git, state, cid.encode(), conflicts, force)
-        return finish(state, cid, conflicts)
-
-    def _plan_rollback(self, run: str, force: bool) -> tuple[Plan, dict, list[str]]:
-        commits = self.db.run_commits(run)
-        if not commits:
-            raise NotFound(f"no commits of run {run!r}")
-        state, conflicts = self._state(), []
-        for cid in commits:
-            plan_revert(self.git, state, cid.encode(), conflicts, force)
-        plan, writes = finish(state, run, conflicts)
-        return plan, writes, commits
-
-    def _plan_restore(self, target: str) -> tuple[Plan, dict]:
-        state = self._state()
-        plan_restore(self.git, state, self.git.head(), target.encode())
-        return finish(state, target, [])
-
-    def preview_revert(self, point: str) -> Plan:
-        return self._plan_revert(self._revertible(point), False)[0]
-
-    def preview_rollback(self, run: str) -> Plan:
-        return self._plan_rollback(run, False)[0]
-
-    def preview_restore(self, point: str) -> Plan:
-        return self._plan_restore(self.resolve(point))[0]
-
-    def _apply(self, writes: dict, action: str, detail: str) -> None:
-        for path, (old, new) in writes.items():
-            folder, name = split_path(path)
-            record = {"ts": utc_now(), "action": action, ("file" if folder == "wiki" else "date"): name,
-                      "detail": detail}
-            self.writer.apply({path: (old, new)}, record)
-
-    def revert(self, point: str, *, force: bool = False, actor: str | None = None,
-               idempotency_key: str | None = None) -> Committed:
-        """Undo one commit, item by item, as a new commit; conflicts raise unless ``force``."""
-        cid = self._revertible(point)
-        entry = self.db.entry(cid)
-        summary = entry.summary if entry else cid[:12]
-        with self.batch(action="revert", actor=actor or "operator", message=f"revert {cid[:12]}: {summary}",
-                        idempotency_key=idempotency_key, kind=f"revert {cid}", extra={"reverts": cid}) as b:
-            if b.replay is not None:
-                return Committed(None, b.commit, True)
-            plan, writes = self._plan_revert(cid, force)
-            if plan.conflicts and not force:
-                raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
-            self._apply(writes, "revert", f"revert {cid[:12]}")
-            b.result = {}
-        return Committed(plan, b.commit)
-
-    def rollback(self, run: str, *, force: bool = False, actor: str | None = None,
-                 idempotency_key: str | None = None) -> Committed:
-        """Undo every commit of a run (newest first) as one new commit."""
-        with self.batch(action="rollback", actor=actor or "operator", message=f"roll back run {run}",
-                        idempotency_key=idempotency_key, kind=f"rollback {run}") as b:
-            if b.replay is not None:
-                return Committed(None, b.commit, True)
-            plan, writes, commits = self._plan_rollback(run, force)
-            b.unit.info["reverts"] = " ".join(c[:12] for c in commits)
-            if plan.conflicts and not force:
-                raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
-            self._apply(writes, "rollback", f"rollback run {run}")
-            b.result = {}
-        return Committed(plan, b.commit)
-
-    def restore(self, point: str, *, actor: str | None = None, idempotency_key: str | None = None) -> Committed:
-        """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
-        target = self.resolve(point)
-        with self.batch(action="restore", actor=actor or "operator", message=f"restore to {target[:12]}",
-                        idempotency_key=idempotency_key, kind=f"restore {target}", extra={"reverts": target}) as b:
-            if b.replay is not None:
-                return Committed(None, b.commit, True)
-            plan, writes = self._plan_restore(target)
-            self._apply(writes, "restore", f"restore to {target[:12]}")
-            b.result = {}
-        return Committed(plan, b.commit)
-
     # -- housekeeping ------------------------------------------------------------
 
     def pack(self) -> None:
         """Pack loose objects now (delta-compressed by the ``git`` CLI when it is installed)."""
-        with self.writer._thread_lock, self._lock.hold():
+        with self.writer.lock, self._lock.hold():
             self._pack_locked()
 
     def _pack_locked(self) -> None:

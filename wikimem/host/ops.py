@@ -1,4 +1,4 @@
-"""Batches of writes sent as data (the API's ``POST …/batch``), checked before any lands.
+"""Ops: writes sent as data (the API's ``POST …/batch`` body), checked before any lands.
 
 An op is a JSON object:
 

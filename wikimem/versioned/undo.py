@@ -1,0 +1,117 @@
+"""Undo as the versioned store offers it: revert a commit, roll back a run, restore to a point.
+
+Each has a preview (the :class:`~wikimem.versioned.plans.Plan`, nothing
+written) and an action that writes the plan as one new commit, under the
+owner lock, on files re-read there. The item-by-item rules are in
+:mod:`wikimem.versioned.plans`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..codec import memory_path, utc_now
+from ..context import WriteContext
+from ..errors import Conflict, NotFound
+from ..fsio import read_bytes
+from .plans import Plan, State, finish, plan_restore, plan_revert
+from .results import Committed
+
+__all__ = ["Undo"]
+
+
+class Undo:
+    """The undo operations of :class:`~wikimem.versioned.VersionedStore` (mixed into it)."""
+
+    def _state(self) -> State:
+        return State(lambda p: read_bytes(self.root / p))
+
+    def _revertible(self, point: str) -> str:
+        cid = self.resolve(point)
+        if not self.git.commit(cid.encode()).parents:
+            raise ValueError("the first commit of a memory folder cannot be reverted")
+        return cid
+
+    def _plan_revert(self, cid: str, force: bool) -> tuple[Plan, dict]:
+        state, conflicts = self._state(), []
+        plan_revert(self.git, state, cid.encode(), conflicts, force)
+        return finish(state, cid, conflicts)
+
+    def _plan_rollback(self, run: str, force: bool) -> tuple[Plan, dict, list[str]]:
+        commits = self.db.run_commits(run)
+        if not commits:
+            raise NotFound(f"no commits of run {run!r}")
+        state, conflicts = self._state(), []
+        for cid in commits:
+            plan_revert(self.git, state, cid.encode(), conflicts, force)
+        plan, writes = finish(state, run, conflicts)
+        return plan, writes, commits
+
+    def _plan_restore(self, target: str) -> tuple[Plan, dict]:
+        state = self._state()
+        plan_restore(self.git, state, self.git.head(), target.encode())
+        return finish(state, target, [])
+
+    def preview_revert(self, point: str) -> Plan:
+        return self._plan_revert(self._revertible(point), False)[0]
+
+    def preview_rollback(self, run: str) -> Plan:
+        return self._plan_rollback(run, False)[0]
+
+    def preview_restore(self, point: str) -> Plan:
+        return self._plan_restore(self.resolve(point))[0]
+
+    def _apply(self, writes: dict, action: str, detail: str) -> None:
+        for path, (old, new) in writes.items():
+            folder, name = memory_path(path)
+            record = {"ts": utc_now(), "action": action, ("file" if folder == "wiki" else "date"): name,
+                      "detail": detail}
+            self.writer.apply({path: (old, new)}, record)
+
+    @staticmethod
+    def _operator(ctx: WriteContext | None, fields: dict) -> WriteContext:
+        ctx = WriteContext.of(ctx, **fields)
+        return ctx if ctx.actor else replace(ctx, actor="operator")
+
+    def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+        """Undo one commit, item by item, as a new commit; conflicts raise unless ``force``."""
+        cid = self._revertible(point)
+        entry = self.db.entry(cid)
+        summary = entry.summary if entry else cid[:12]
+        with self.batch(self._operator(ctx, fields), action="revert", message=f"revert {cid[:12]}: {summary}",
+                        kind=f"revert {cid}", reverts=cid) as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
+            plan, writes = self._plan_revert(cid, force)
+            if plan.conflicts and not force:
+                raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
+            self._apply(writes, "revert", f"revert {cid[:12]}")
+            b.result = {}
+        return Committed(plan, b.commit)
+
+    def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+        """Undo every commit of a run (newest first) as one new commit."""
+        with self.batch(self._operator(ctx, fields), action="rollback", message=f"roll back run {run}",
+                        kind=f"rollback {run}") as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
+            plan, writes, commits = self._plan_rollback(run, force)
+            b.unit.info["reverts"] = " ".join(c[:12] for c in commits)
+            if plan.conflicts and not force:
+                raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
+            self._apply(writes, "rollback", f"rollback run {run}")
+            b.result = {}
+        return Committed(plan, b.commit)
+
+    def restore(self, point: str, *, ctx: WriteContext | None = None, **fields) -> Committed:
+        """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
+        target = self.resolve(point)
+        with self.batch(self._operator(ctx, fields), action="restore", message=f"restore to {target[:12]}",
+                        kind=f"restore {target}", reverts=target) as b:
+            if b.replay is not None:
+                return Committed(None, b.commit, True)
+            plan, writes = self._plan_restore(target)
+            self._apply(writes, "restore", f"restore to {target[:12]}")
+            b.result = {}
+        return Committed(plan, b.commit)
+
