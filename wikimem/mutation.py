@@ -12,7 +12,13 @@ go through one :class:`Writer`. A write runs inside a *unit*:
    still inside the lock — the git layer turns the unit into exactly one
    commit and returns its id, which the writer keeps as ``unit.commit``;
 4. when the unit ends with an error, every file it touched is put back as it
-   was and the journal is cut back, so a failed unit leaves nothing behind.
+   was and the journal is cut back, so a failed unit leaves nothing behind;
+5. a unit killed half-way (the process dies) leaves its marker
+   ``.wikimem-unit`` (the paths it was writing and the journal size it
+   started from, written durably before the first file): the next holder of
+   the lock calls :meth:`Writer.recover` and the hook puts those paths back
+   as its last commit has them, so a write that was never acknowledged never
+   turns up later (as a hand edit, say) next to its retry.
 
 A single ``store.add`` is a unit of its own. ``store.batch(**info)`` makes a
 unit of everything inside the ``with`` block (a memorize run, an API batch);
@@ -27,6 +33,7 @@ imports git.
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,9 +44,10 @@ from .fsio import atomic_write, read_bytes, remove_file
 from .journal import Journal
 from .locking import FileLock
 
-__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "LOCK_NAME"]
+__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "LOCK_NAME", "UNIT_MARKER"]
 
 LOCK_NAME = ".wikimem.lock"
+UNIT_MARKER = ".wikimem-unit"
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,33 @@ class Writer:
                     raise
                 finally:
                     self._unit = None
+                    if unit.originals:
+                        remove_file(self.root / UNIT_MARKER)
+
+    def recover(self, reset: Callable[[list[str]], None]) -> list[str]:
+        """Undo what a killed unit left (call under the lock, before anything else); the paths reset.
+
+        ``reset`` puts the given paths back as the hook knows them last (the
+        versioned store: as its branch has them). The journal is cut back to
+        where the unit started.
+        """
+        marker = self.root / UNIT_MARKER
+        data = read_bytes(marker)
+        if data is None:
+            return []
+        try:
+            left = json.loads(data)
+            paths = [p for p in left.get("paths", []) if isinstance(p, str)]
+            journal_size = int(left.get("journal_size", -1))
+        except (ValueError, TypeError, AttributeError):
+            paths, journal_size = [], -1
+        if paths:
+            reset(paths)
+            self._notify(tuple(paths))
+        if 0 <= journal_size <= self.journal.size():
+            self.journal.truncate(journal_size)
+        remove_file(marker)
+        return paths
 
     def apply(self, changes: dict[str, tuple[bytes | None, bytes | None]], record: dict | None) -> Mutation:
         """Write ``{relpath: (old, new)}`` (``new=None`` deletes) and journal ``record``.
@@ -133,6 +168,10 @@ class Writer:
         unit = self._unit
         if unit is None:
             raise RuntimeError("Writer.apply outside a unit")
+        if any(rel not in unit.originals for rel in changes):
+            paths = list(unit.originals) + [rel for rel in changes if rel not in unit.originals]
+            marker = {"journal_size": unit.journal_size, "paths": paths}
+            atomic_write(self.root / UNIT_MARKER, json.dumps(marker, ensure_ascii=False).encode("utf-8"))
         for rel, (old, _new) in changes.items():
             unit.originals.setdefault(rel, old)
         journal_size = self.journal.size()

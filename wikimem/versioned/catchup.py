@@ -22,12 +22,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from ..codec import entry_key, memory_path, parse_day, parse_wiki, render_day, render_wiki, same_item
 from ..fsio import atomic_write, remove_file
-from ..models import RecallItem
-from .itemdiff import diary_entries, render_diary, render_wiki, split_path, wiki_items
 from .objects import GitRepo
 
-__all__ = ["Diverged", "is_ancestor", "local_only", "fast_forward", "switch_to", "replay"]
+__all__ = ["Diverged", "is_ancestor", "merge_base", "local_only", "fast_forward", "switch_to", "replay"]
 
 # Commits walked at most when looking for an ancestor (a folder behind by more is re-cloned).
 MAX_WALK = 100_000
@@ -40,6 +39,15 @@ class Diverged(Exception):
 def is_ancestor(git: GitRepo, old: bytes | None, new: bytes) -> bool:
     """Whether ``old`` is ``new`` or one of its ancestors (None is everyone's ancestor)."""
     return old is None or old in _walk(git, new, stop=old)
+
+
+def merge_base(git: GitRepo, a: bytes, b: bytes) -> bytes | None:
+    """The newest commit both ``a`` and ``b`` descend from (None: unrelated histories)."""
+    theirs = set(_walk(git, b, stop=None))
+    for cid in _walk(git, a, stop=None):
+        if cid in theirs:
+            return cid
+    return None
 
 
 def local_only(git: GitRepo, head: bytes, base: bytes | None) -> list[bytes]:
@@ -116,7 +124,7 @@ def replay(git: GitRepo, commits: list[bytes], onto: bytes) -> bytes:
         tip_tree = git.commit_tree(tip)
         changes: dict[str, bytes | None] = {}
         for path in sorted(git.changed_paths(parent_tree, commit.tree)):
-            kind = split_path(path)
+            kind = memory_path(path)
             if kind is None:
                 continue
             old, new, current = (git.blob_at(parent_tree, path), git.blob_at(commit.tree, path),
@@ -133,38 +141,38 @@ def replay(git: GitRepo, commits: list[bytes], onto: bytes) -> bytes:
     return tip
 
 
-def _same(a: RecallItem | None, b: RecallItem | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return (a.content, a.owner, a.source_conv, a.ts) == (b.content, b.owner, b.source_conv, b.ts)
-
-
 def _pick_wiki(file: str, old: bytes | None, new: bytes | None, current: bytes | None) -> bytes | None:
-    before, after, now = wiki_items(old, file), wiki_items(new, file), wiki_items(current, file)
+    before = {i.name: i for i in parse_wiki(old, file)}
+    after = {i.name: i for i in parse_wiki(new, file)}
+    now = {i.name: i for i in parse_wiki(current, file)}
     result = dict(now)
     for name in list(before) + [n for n in after if n not in before]:
-        if _same(before.get(name), after.get(name)):
+        if same_item(before.get(name), after.get(name)):
             continue
         if after.get(name) is None:
             result.pop(name, None)
         else:
             result[name] = after[name]
-    if list(result.items()) == list(now.items()):
+    if list(result) == list(now) and all(same_item(result[n], now[n]) for n in now):
         return current
     return render_wiki(file, list(result.values()))
 
 
 def _pick_diary(date: str, old: bytes | None, new: bytes | None, current: bytes | None) -> bytes | None:
-    a, b, now = Counter(diary_entries(old)), Counter(diary_entries(new)), diary_entries(current)
-    have = Counter(now)
+    before, after, now = parse_day(old, date), parse_day(new, date), parse_day(current, date)
+    a, b, have = Counter(map(entry_key, before)), Counter(map(entry_key, after)), Counter(map(entry_key, now))
     result = list(now)
-    for entry in b.keys() | a.keys():
-        if b[entry] > a[entry]:  # appended here: add what the current file does not hold yet
-            result.extend([entry] * max(0, b[entry] - max(a[entry], have[entry])))
-        elif a[entry] > b[entry]:  # removed here (a revert): remove it there too, the newest first
-            for _ in range(min(a[entry] - b[entry], have[entry])):
-                i = len(result) - 1 - result[::-1].index(entry)
-                del result[i]
-    if result == now:
+    for entry in after:  # appended here: add what the current file does not hold yet
+        key = entry_key(entry)
+        missing = b[key] - max(a[key], have[key])
+        if missing > 0:
+            result.append(entry)
+            have[key] += 1
+    for key in a.keys() - set():  # removed here (a revert): remove it there too, the newest first
+        for _ in range(min(max(0, a[key] - b[key]), have[key])):
+            i = max(j for j, e in enumerate(result) if entry_key(e) == key)
+            del result[i]
+            have[key] -= 1
+    if list(map(entry_key, result)) == list(map(entry_key, now)):
         return current
-    return render_diary(date, result)
+    return render_day(date, result)

@@ -27,6 +27,7 @@ journal.jsonl
 vectors*
 diary-vectors/
 .wikimem.lock
+.wikimem-unit
 *.wikimem-tmp
 """
 _FILE_MODE = 0o100644

@@ -132,7 +132,7 @@ def _redact(url: str) -> str:
     host = parts.hostname or ""
     if parts.port:
         host += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
 
 
 def validate_template(template: str) -> str:
@@ -242,6 +242,9 @@ class Remote:
     def _talking(self, what: str) -> Iterator[None]:
         """Turn whatever the transport raises into the module's errors."""
         shown = self.shown
+        if self.scheme == "file" and not Path(self.path).parent.is_dir():
+            raise RemoteUnavailable(f"{what}: {Path(self.path).parent} does not exist (is the replica mounted?)",
+                                    shown)
         try:
             yield
         except RemoteError:

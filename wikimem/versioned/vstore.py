@@ -9,7 +9,10 @@ commit objects and moves ``main`` by compare-and-swap, all inside the
 critical section of the write; it returns the commit id, which the writer
 keeps on the unit.
 
-On entering the lock the hook first commits hand edits (files that differ
+On entering the lock the hook first puts back what a killed unit left
+(:meth:`~wikimem.mutation.Writer.recover`), then catches up with the remote
+when the folder replicates (:attr:`VersionedStore.replica`, see
+:mod:`wikimem.versioned.replica`), then commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
 """
@@ -32,7 +35,7 @@ from dulwich.objects import Blob
 from ..codec import MEMORY_DIRS, item_etag, memory_entries, memory_path
 from ..context import WriteContext
 from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from ..fsio import read_bytes
+from ..fsio import atomic_write, read_bytes, remove_file
 from ..locking import FileLock
 from ..models import DiaryItem, RecallItem
 from ..mutation import LOCK_NAME, Unit
@@ -40,7 +43,10 @@ from ..store import MemoryStore
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message
+from .remote import RemoteMoved
+from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .objects import GitRepo
+from .replica import Replica, tracking
 from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
 from .undo import Undo
@@ -96,6 +102,8 @@ class VersionedStore(Undo):
         # Called with each new commit id of a unit, still inside the owner lock, once the history
         # index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
+        # Set by the host when the folder replicates to a git remote; None: a local folder only.
+        self.replica: Replica | None = None
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -110,9 +118,82 @@ class VersionedStore(Undo):
     def locked(self) -> Iterator[None]:
         """The owner's inter-process lock; on entry, what a killed writer left is cleared and hand edits committed."""
         with self._lock.hold():
-            self.git.clear_stale_locks()
+            self._settle()
             self._commit_external(actor=None)
             yield
+
+    def _settle(self) -> None:
+        """Under the lock: clear what a killed writer left, then catch up with what the remote is known to hold."""
+        self.git.clear_stale_locks()
+        self.writer.recover(self._reset_to_head)
+        if self.replica is not None:
+            self._reconcile()
+
+    def _reset_to_head(self, paths: list[str]) -> None:
+        """Put ``paths`` back as the branch has them (the files of a unit that was killed half-way)."""
+        tree = self.git.commit_tree(self.git.head())
+        for path in paths:
+            if memory_path(path) is None:
+                continue
+            data = self.git.blob_at(tree, path)
+            if data != read_bytes(self.root / path):
+                if data is None:
+                    remove_file(self.root / path)
+                else:
+                    atomic_write(self.root / path, data)
+        self.store.invalidate()
+
+    def _reconcile(self) -> None:
+        """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
+
+        Behind it: fast-forward. Ahead of it: nothing to do here (the next
+        push sends the rest). Both moved: replay the local commits on top of
+        it, item by item; in sync mode that result is pushed before the
+        branch moves to it.
+        """
+        head, known = self.git.head(), tracking(self.git.repo)
+        if known is None or head == known or known not in self.git.store:
+            return
+        if head is None or is_ancestor(self.git, head, known):
+            fast_forward(self.git, self.root, known)
+        elif is_ancestor(self.git, known, head):
+            return
+        else:
+            base = merge_base(self.git, head, known)
+            mine = local_only(self.git, head, base)
+            tip = replay(self.git, mine, known)
+            if self.replica.mode == "sync" and tip != known:
+                self.replica.push(self.git, tip)
+            switch_to(self.git, self.root, tip)
+            self.db.forget([c.decode() for c in mine])  # (syncs the index first)
+        self.store.invalidate()
+        self._stat_cache.clear()
+        self.db.sync()
+
+    def catch_up(self, fetch: bool = True) -> str:
+        """Fetch the remote (when ``fetch``) and bring this folder up to it, under the owner lock; the head."""
+        if self.replica is None:
+            return self.head()
+        if fetch:
+            self.replica.fetch(self.git)
+        with self.writer.lock, self._lock.hold():
+            self._settle()
+        return self.head()
+
+    def replication_lag(self) -> int:
+        """Commits on ``main`` the remote is not known to hold (0 without a remote)."""
+        return 0 if self.replica is None else self.replica.lag(self.git)
+
+    def push_pending(self) -> bool:
+        """Async replication: push what the remote lacks; when the remote moved, catch up and push again."""
+        if self.replica is None:
+            return False
+        try:
+            return self.replica.push_pending(self.git)
+        except RemoteMoved:  # another host wrote: replay ours on top of it (fetched already), then push
+            with self.writer.lock, self._lock.hold():
+                self._settle()
+            return self.replica.push_pending(self.git)
 
     def committed(self, unit: Unit) -> str:
         """Turn a finished unit into one commit (inside the lock); its id."""
@@ -139,6 +220,8 @@ class VersionedStore(Undo):
         base_tree = self.git.commit_tree(head)
         tree = self.git.write_tree(base_tree, contents)
         cid = self.git.make_commit(tree, [head] if head else [], message, actor)
+        if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
+            self.replica.before_move(self.git, head, cid)
         if not self.git.move_ref(head, cid):
             raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
         shas = {p: (None if data is None else Blob.from_string(data).id) for p, data in contents.items()}
@@ -208,7 +291,7 @@ class VersionedStore(Undo):
     def sync_external(self, actor: str | None = None) -> str | None:
         """Commit hand edits now (every write does this first anyway); the commit id or None."""
         with self.writer.lock, self._lock.hold():
-            self.git.clear_stale_locks()
+            self._settle()
             return self._commit_external(actor)
 
     # -- writes ----------------------------------------------------------------
