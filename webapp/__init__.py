@@ -43,7 +43,18 @@ def _make_host(config: Mapping[str, Any]):
 
         embedder = HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
                                 timeout=float(config["EMBED_TIMEOUT"]))
-    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm)
+    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm,
+                replication=config.get("REPLICATION_SETTINGS"), peers=config.get("PEER_SET"))
+
+
+def _readyz():
+    """Ready to serve: the data root is usable and, with a remote, the remote answers (else 503)."""
+    ready, remote = get_host().ready()
+    response = jsonify(ready=ready, remote=remote)
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = "5"
+    return response
 
 
 def get_host():
@@ -104,5 +115,6 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     _register_ui(app, api.bp)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    app.add_url_rule("/readyz", "readyz", _readyz)
     app.add_url_rule("/favicon.ico", "favicon", lambda: app.send_static_file("favicon.ico"))  # browsers ask anyway
     return app

@@ -19,6 +19,13 @@ environment                config key             meaning (default)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
 ``WIKIMEM_PROXIES``        ``PROXIES``            reverse proxies to trust for X-Forwarded-* (0)
+``WIKIMEM_REMOTE``         ``REMOTE``             git remote URL template with ``{owner}`` (none)
+``WIKIMEM_REPLICATION``    ``REPLICATION``        ``sync`` (default with a remote) or ``async``
+``WIKIMEM_REPLICATION_MAX_LAG`` ``REPLICATION_MAX_LAG`` async: unpushed commits per owner before writes wait (1000)
+``WIKIMEM_REMOTE_FRESHNESS`` ``REMOTE_FRESHNESS``   staleness bound of reads, seconds (2)
+``WIKIMEM_REMOTE_TIMEOUT`` ``REMOTE_TIMEOUT``     seconds per remote operation (10)
+``WIKIMEM_PEERS``          ``PEERS``              every host of the cluster, comma-separated base URLs
+``WIKIMEM_SELF``           ``SELF``               this host's entry in ``PEERS`` (default: the one on ``BIND``)
 =========================  =====================  ==========================================
 
 In production (the default, e.g. under gunicorn) the app refuses to start
@@ -53,6 +60,13 @@ DEFAULTS: dict[str, Any] = {
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "PROXIES": 0,
+    "REMOTE": None,
+    "REPLICATION": "sync",
+    "REPLICATION_MAX_LAG": 1000,
+    "REMOTE_FRESHNESS": 2.0,
+    "REMOTE_TIMEOUT": 10.0,
+    "PEERS": None,
+    "SELF": None,
 }
 
 ENV_VARS = {
@@ -72,9 +86,17 @@ ENV_VARS = {
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
     "WIKIMEM_PROXIES": "PROXIES",
+    "WIKIMEM_REMOTE": "REMOTE",
+    "WIKIMEM_REPLICATION": "REPLICATION",
+    "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
+    "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
+    "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
+    "WIKIMEM_PEERS": "PEERS",
+    "WIKIMEM_SELF": "SELF",
 }
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES"}
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "REPLICATION_MAX_LAG"}
+_FLOATS = {"REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
 MIN_SECRET_LEN = 16
@@ -95,6 +117,11 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"{var} must be an integer, got {value!r}") from None
+        elif key in _FLOATS:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"{var} must be a number of seconds, got {value!r}") from None
         else:
             out[key] = value
     return out
@@ -132,5 +159,29 @@ def load_config(test_config: Mapping[str, Any] | None = None,
         raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):
         raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+    _check_cluster(config)
     check_secret(config)
     return config
+
+
+def _check_cluster(config: dict[str, Any]) -> None:
+    """Validate the replication and peer settings once, at start."""
+    if config.get("REMOTE"):
+        from wikimem.host.replication import Settings
+
+        try:
+            config["REPLICATION_SETTINGS"] = Settings(
+                str(config["REMOTE"]), mode=str(config["REPLICATION"] or "sync"),
+                max_lag=config["REPLICATION_MAX_LAG"], freshness=float(config["REMOTE_FRESHNESS"]),
+                timeout=float(config["REMOTE_TIMEOUT"]))
+        except ValueError as exc:  # TemplateError too
+            raise ConfigError(str(exc)) from None
+    elif config.get("REPLICATION") not in (None, "", "sync"):
+        raise ConfigError("WIKIMEM_REPLICATION needs WIKIMEM_REMOTE")
+    if config.get("PEERS"):
+        from wikimem.host.peers import Peers
+
+        try:
+            config["PEER_SET"] = Peers.parse(config["PEERS"], self_url=config.get("SELF"), bind=config.get("BIND"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None

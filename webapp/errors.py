@@ -17,6 +17,9 @@ other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
 ``LLMNotConfigured``                                501     ``llm_not_configured``
 ``LLMError``                                        502     ``llm_error``
 ``StoreBusy``                                       503     ``busy`` (``Retry-After``)
+``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
+``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
+``RemoteRejected``, ``RemoteMissing``               502     its ``code``
 werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large``
 =================================================  ======  ======================
 """
@@ -30,7 +33,8 @@ from flask import Flask, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
-from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy, WikimemError
+from wikimem.errors import (Conflict, InvalidName, NotFound, PreconditionFailed, RemoteError, RemoteMoved,
+                            RemoteUnavailable, StoreBusy, WikimemError)
 from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
@@ -52,6 +56,9 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (LLMNotConfigured, 501),
     (LLMError, 502),
     (StoreBusy, 503),
+    (RemoteUnavailable, 503),
+    (RemoteMoved, 409),
+    (RemoteError, 502),
     (ValueError, 422),
 ]
 
@@ -113,6 +120,8 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
+    if getattr(exc, "retry_after", None):  # replication: the remote is down, or moved under the write
+        response.headers["Retry-After"] = str(int(exc.retry_after))
     elif status == 503:
         response.headers["Retry-After"] = "1"
     elif status == 405 and isinstance(exc, HTTPException):

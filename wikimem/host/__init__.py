@@ -24,11 +24,13 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from ..errors import InvalidName, NotFound
+from ..errors import InvalidName, NotFound, RemoteMoved
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .peers import Peers, merge_owner_pages
+from .replication import Replication, Settings
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
@@ -44,7 +46,8 @@ MAX_PAGE = 1000
 class Host:
     """Owners → versioned stores and indexes, for one process."""
 
-    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None,
+                 replication: Settings | None = None, peers: Peers | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -57,6 +60,12 @@ class Host:
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
+        # Every owner repository replicates to its own git remote when set (SPEC §9).
+        self.replication = Replication(replication) if replication is not None else None
+        # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
+        self.peers = peers
+        if self.replication is not None:
+            self.replication.resume(self.owner, self._folders)
 
     def __repr__(self) -> str:
         return f"Host({str(self.root)!r})"
@@ -67,23 +76,56 @@ class Host:
         """The folder of an owner (validated; never outside the data root)."""
         return self.owners_dir / encode_owner_id(owner_id)
 
-    def _open(self, owner_id: str, path: Path) -> Owner:
-        return Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                     cache_dir=self.cache_dir / path.name)
+    def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
+        owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
+                      cache_dir=self.cache_dir / (folder or path.name))
+        if self.replication is not None:
+            self.replication.attach(owner, folder)
+        return owner
+
+    def _from_remote(self, owner_id: str, path: Path) -> bool:
+        """Clone an owner this host lacks from the remote (staged, renamed into place); False if it has none."""
+        if self.replication is None:
+            return False
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"clone-{path.name}-{secrets.token_hex(4)}"
+        try:
+            if not self.replication.clone(path.name, tmp):
+                return False
+            if (path / ".git").is_dir():
+                return True  # another process was faster
+            if path.exists():
+                self._discard(path)
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                if not (path / ".git").is_dir():
+                    raise
+            return True
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     # -- lookup ------------------------------------------------------------
 
     def owner(self, owner_id: str) -> Owner:
-        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing."""
+        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing.
+
+        With a remote, an owner this host lacks is cloned from it, and one it
+        holds is caught up with it when not checked within the staleness
+        bound (:meth:`Replication.refresh`), all before it is served.
+        """
         path = self.owner_path(owner_id)
         with self._lock:
             cached = self._owners.get(owner_id)
             if cached is not None:
                 if cached.exists():
                     self._owners.move_to_end(owner_id)
-                    return cached
-                del self._owners[owner_id]  # deleted by another process
-        if not (path / ".git").is_dir():
+                else:
+                    del self._owners[owner_id]  # deleted by another process
+                    cached = None
+        if cached is not None:
+            return self._fresh(cached)
+        if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
             raise NotFound(f"no owner {owner_id!r}")
         opened = self._open(owner_id, path)
         with self._lock:
@@ -91,7 +133,30 @@ class Host:
             self._owners.move_to_end(owner_id)
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
+        return self._fresh(owner)
+
+    def _fresh(self, owner: Owner) -> Owner:
+        if self.replication is not None:
+            self.replication.refresh(owner)
         return owner
+
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
+        if not os.access(self.owners_dir, os.W_OK):
+            return False, f"data root {self.owners_dir} is not writable"
+        if self.replication is None:
+            return True, "none"
+        return self.replication.ready()
+
+    def replication_status(self) -> dict:
+        """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
+        if self.replication is None:
+            return {"mode": "none"}
+        return self.replication.status(self._folders())
+
+    def _folders(self) -> list[tuple[str, Path]]:
+        """``(owner id, folder)`` of every owner held here."""
+        return [(i, self.owner_path(i)) for i in self.owner_ids()]
 
     def exists(self, owner_id: str) -> bool:
         return (self.owner_path(owner_id) / ".git").is_dir()
@@ -115,14 +180,22 @@ class Host:
         half-made repository: one rename wins, the other is thrown away.
         """
         path = self.owner_path(owner_id)
-        if (path / ".git").is_dir():
+        if (path / ".git").is_dir() or self._from_remote(owner_id, path):
             return self.owner(owner_id), False
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
         tmp.mkdir()
         created = False
         try:
-            self._open(owner_id, tmp)  # initialises the repository
+            fresh = self._open(owner_id, tmp, folder=path.name)  # initialises the repository
+            if self.replication is not None:
+                try:  # sync: on the remote before it exists here (another host may create it at once)
+                    self.replication.publish_new(fresh)
+                except RemoteMoved:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    if self._from_remote(owner_id, path):
+                        return self.owner(owner_id), False
+                    raise
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
             try:
@@ -174,13 +247,28 @@ class Host:
                       and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
 
     def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
-                    within: str = "") -> tuple[list[OwnerStats], str | None]:
+                    within: str = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
         """A page of owners (sorted by id) with their stats, and the cursor of the next page.
 
         ``within`` is the owner-id prefix the caller may see (a token's or an
         operator's scope); ``prefix`` narrows it. A prefix outside the scope
-        lists nothing.
+        lists nothing. With peers and ``forward`` (the caller's credentials,
+        as headers), the page spans every host of the cluster; peers that did
+        not answer are in :attr:`last_unreachable`.
         """
+        rows, nxt = self._local_owners(prefix, limit, cursor, within)
+        if self.peers is None or forward is None:
+            return rows, nxt
+        answers, self.last_unreachable = self.peers.get(
+            "/api/v1/owners", {"prefix": prefix or None, "limit": limit, "cursor": cursor}, forward)
+        pages = [([r.to_dict() for r in rows], nxt)] + [(a.get("owners", []), a.get("next")) for a in answers]
+        merged, nxt = merge_owner_pages(pages, limit)
+        return [OwnerStats(**{k: r.get(k) for k in OwnerStats.__dataclass_fields__}) for r in merged], nxt
+
+    last_unreachable: list[str] = []
+
+    def _local_owners(self, prefix: str, limit: int, cursor: str | None,
+                      within: str) -> tuple[list[OwnerStats], str | None]:
         if not isinstance(prefix, str) or len(prefix) > 128:
             raise InvalidName("prefix must be a string of at most 128 characters")
         scoped = scope_prefix(within, prefix)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codec import item_etag
 from ..context import WriteContext
-from ..errors import NotFound
+from ..errors import NotFound, RemoteMoved
 from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
@@ -25,6 +25,9 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
+# Attempts of a write whose sync push found the remote moved (another host wrote this owner):
+# each failed attempt was rolled back and the folder caught up before the next one.
+MOVED_ATTEMPTS = 3
 
 
 def new_run_id() -> str:
@@ -123,6 +126,22 @@ class Owner:
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
+
+    def _write(self, write):
+        """Run ``write()``; when the remote moved under it, run it again on the caught-up memory.
+
+        A write refused by the remote's compare-and-swap left nothing behind
+        (files and journal restored) and its folder fetched the remote, so
+        the next attempt starts from the remote's head: both hosts' writes
+        are kept, one after the other. After :data:`MOVED_ATTEMPTS` the
+        :class:`~wikimem.errors.RemoteMoved` goes to the caller (retriable).
+        """
+        for attempt in range(MOVED_ATTEMPTS):
+            try:
+                return write()
+            except RemoteMoved:
+                if attempt == MOVED_ATTEMPTS - 1:
+                    raise
 
     @property
     def store(self):
@@ -252,26 +271,26 @@ class Owner:
         (a restore has none: it makes the memory equal to its target).
         """
         if _undo_kind(kind) == "restore":
-            return self.vstore.restore(target, ctx=ctx)
-        return getattr(self.vstore, kind)(target, force=force, ctx=ctx)
+            return self._write(lambda: self.vstore.restore(target, ctx=ctx))
+        return self._write(lambda: getattr(self.vstore, kind)(target, force=force, ctx=ctx))
 
     # -- writing -----------------------------------------------------------
 
     def add(self, file: str, name: str, content: str, *, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item (one commit); ``ctx.if_match`` is its etag or the head commit id."""
-        return self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx)
+        return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
         """Remove an item (one commit); :class:`NotFound` when it does not exist."""
-        done = self.vstore.remove(file, name, owner=self.id, ctx=ctx)
+        done = self._write(lambda: self.vstore.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
             raise NotFound(f"no item {name!r} in {file!r}")
         return done
 
     def diary_append(self, content: str, *, ctx: WriteContext | None = None, **append_kwargs: Any) -> Committed:
         """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`."""
-        return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
+        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs))
 
     def memorize(self, turn: str, *, character: str = "the assistant", prompt: str | None = None,
                  ctx: WriteContext | None = None, **append_kwargs: Any) -> MemorizeResult:
@@ -297,12 +316,16 @@ class Owner:
         memorize(recorder, turn, llm=self.llm, character=character, prompt=prompt, owner=self.id,
                  source_conv=ctx.source_conv, **append_kwargs)
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
-        with self.vstore.batch(ctx, message=message, kind="memorize") as b:
-            if b.replay is not None:
-                return _memorize_replay(b.replay)
-            entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-            b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
-        return MemorizeResult(entries, ctx.run, b.commit)
+
+        def write() -> MemorizeResult:
+            with self.vstore.batch(ctx, message=message, kind="memorize") as b:
+                if b.replay is not None:
+                    return _memorize_replay(b.replay)
+                entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
+                b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
+            return MemorizeResult(entries, ctx.run, b.commit)
+
+        return self._write(write)
 
     def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, **append_kwargs: Any):
         """Handle an ``append_diary`` tool call as one commit; a bad call raises :class:`ToolCallError`.
@@ -312,27 +335,36 @@ class Owner:
         from ..memorize import handle_diary_tool
 
         ctx = WriteContext.of(ctx)
-        with self.vstore.batch(ctx, kind="diary-tool") as b:
-            if b.replay is not None:
-                return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
-            try:
-                entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
-                                          **append_kwargs)
-            except ValueError as exc:
-                raise ToolCallError(str(exc)) from None
-            b.result = {"entry": asdict(entry)}
-        return entry, b.commit, False
+
+        def write():
+            with self.vstore.batch(ctx, kind="diary-tool") as b:
+                if b.replay is not None:
+                    stored = b.replay.get("entry")  # None: applied on another host (known from the commit)
+                    return (DiaryItem(**stored) if stored else None), b.replay.get("commit"), True
+                try:
+                    entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
+                                              **append_kwargs)
+                except ValueError as exc:
+                    raise ToolCallError(str(exc)) from None
+                b.result = {"entry": asdict(entry)}
+            return entry, b.commit, False
+
+        return self._write(write)
 
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
         ctx = WriteContext.of(ctx)
-        with self.vstore.batch(ctx, message=message, kind="batch") as b:
-            if b.replay is not None:
-                return BatchResult(b.replay["results"], b.replay.get("commit"), True)
-            results = [self._apply_op(op, ctx.source_conv) for op in checked]
-            b.result = {"results": results}
-        return BatchResult(results, b.commit)
+
+        def write() -> BatchResult:
+            with self.vstore.batch(ctx, message=message, kind="batch") as b:
+                if b.replay is not None:
+                    return BatchResult(b.replay.get("results") or [], b.replay.get("commit"), True)
+                results = [self._apply_op(op, ctx.source_conv) for op in checked]
+                b.result = {"results": results}
+            return BatchResult(results, b.commit)
+
+        return self._write(write)
 
     def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
         args = dict(op.args)

@@ -60,7 +60,7 @@ from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
-from ..errors import WikimemError
+from ..errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
 from .objects import BRANCH
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
@@ -71,53 +71,8 @@ SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
 # Schemes where this host can create the remote repository itself.
 CREATABLE = ("file", "ssh", "git+ssh")
 DEFAULT_TIMEOUT = 10.0
-RETRY_AFTER = 5  # seconds a client should wait after RemoteUnavailable
 _FOLDER_RE = re.compile(r"[a-z0-9@_~-][a-z0-9@_~.-]{0,254}")
 _FIELD_RE = re.compile(r"\{[^{}]*\}")
-
-
-class RemoteError(WikimemError):
-    """Base of the replication errors; ``url`` is the remote (credentials removed)."""
-
-    code = "remote_error"
-
-    def __init__(self, message: str, url: str = ""):
-        super().__init__(message)
-        self.url = url
-
-
-class RemoteUnavailable(RemoteError):
-    """The remote could not be reached or failed mid-way: retry later (nothing was changed there)."""
-
-    code = "remote_unavailable"
-    retry_after = RETRY_AFTER
-
-
-class RemoteMoved(RemoteError):
-    """The remote ``main`` is not the commit the push started from: catch up, then try again.
-
-    ``head`` is the remote's current ``main`` (None if it has none), ``expected``
-    the commit the push was based on.
-    """
-
-    code = "remote_moved"
-
-    def __init__(self, message: str, url: str = "", head: str | None = None, expected: str | None = None):
-        super().__init__(message, url)
-        self.head = head
-        self.expected = expected
-
-
-class RemoteRejected(RemoteError):
-    """The server refused the operation (credentials, a hook, a broken object): retrying will not help."""
-
-    code = "remote_rejected"
-
-
-class RemoteMissing(RemoteError):
-    """The remote repository does not exist (and this scheme cannot create it)."""
-
-    code = "remote_missing"
 
 
 class TemplateError(ValueError):

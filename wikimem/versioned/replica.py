@@ -24,7 +24,7 @@ from .catchup import is_ancestor
 from .objects import GitRepo
 from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteUnavailable
 
-__all__ = ["Replica", "ReplicationLagging", "MODES", "tracking"]
+__all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
 
 MODES = ("sync", "async")
 DEFAULT_MAX_LAG = 1000
@@ -124,6 +124,24 @@ class Replica:
             return False
         self.push(git, head)
         return True
+
+
+def folder_lag(root, cap: int = DEFAULT_MAX_LAG) -> int:
+    """Commits of the folder's ``main`` its remote is not known to hold (up to ``cap``), without opening a store."""
+    repo = Repo(str(root))
+    try:
+        try:
+            cid = repo.refs[b"refs/heads/main"]
+        except KeyError:
+            return 0
+        known, count = tracking(repo), 0
+        while cid is not None and cid != known and count < cap:
+            count += 1
+            parents = repo[cid].parents
+            cid = parents[0] if parents else None
+        return count
+    finally:
+        repo.close()
 
 
 def _holds(git: GitRepo, sha: bytes) -> bool:

@@ -180,6 +180,11 @@ class VersionedStore(Undo):
             self._settle()
         return self.head()
 
+    def replica_known(self) -> str | None:
+        """The commit this folder knows its remote to hold (its tracking ref), or None."""
+        known = tracking(self.git.repo)
+        return known.decode() if known else None
+
     def replication_lag(self) -> int:
         """Commits on ``main`` the remote is not known to hold (0 without a remote)."""
         return 0 if self.replica is None else self.replica.lag(self.git)
