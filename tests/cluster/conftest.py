@@ -121,14 +121,16 @@ def make_cluster(tmp_path):
     need("nginx", "git")
     made: list[Cluster] = []
 
-    def make(n: int = 3, env: dict | None = None, workers: int = 2, remote=None) -> Cluster:
+    def make(n: int = 3, env: dict | None = None, workers: int = 2, remote=None,
+             ports: list[int] | None = None) -> Cluster:
         token = secrets.token_urlsafe(24)
         shared = {"WIKIMEM_ADMIN_TOKEN": token, "WIKIMEM_SECRET_KEY": secrets.token_hex(32), **(env or {})}
         cluster = Cluster([], None, token, remote)
         made.append(cluster)
         root = tmp_path / f"cluster{len(made)}"
         for i in range(n):
-            cluster.hosts.append(HostProcess(root / f"host{i}", env=shared, workers=workers))
+            cluster.hosts.append(HostProcess(root / f"host{i}", env=shared, workers=workers,
+                                             port=ports[i] if ports else 0))
         for host in cluster.hosts:
             host.start(wait=False)
         for host in cluster.hosts:

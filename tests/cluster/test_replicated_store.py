@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,18 @@ def test_async_two_hosts_writing_one_owner_keep_both_and_stay_linear(world):
     assert linear(world.bare)
     fsck = subprocess.run(["git", "-C", str(world.bare), "fsck", "--strict"], capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_a_retry_on_another_host_replays_the_write_made_there(world):
+    """Host B applied a keyed write; the client's retry lands on host A: replayed from the commit, not re-applied."""
+    a = world("a")
+    a.add("prefs", "sea", "likes the sea")
+    b = world("b")
+    first = b.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
+    time.sleep(1.1)  # within the same second A would make the very same commit (same content, parent, time)
+    with pytest.raises(RemoteMoved):  # A's copy is behind: its attempt is refused and rolled back...
+        a.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
+    again = a.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
+    assert again.replayed and again.commit == first.commit  # ...and the retry finds B's commit
+    assert again.value.content == "only once" and again.value.time == "10:00"
+    assert [e.content for e in a.diary.day("2026-07-21")] == ["only once"]

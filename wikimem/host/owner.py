@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -27,7 +29,7 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 AS_OF_CACHE = 4
 # Attempts of a write whose sync push found the remote moved (another host wrote this owner):
 # each failed attempt was rolled back and the folder caught up before the next one.
-MOVED_ATTEMPTS = 3
+MOVED_ATTEMPTS = 5
 
 
 def new_run_id() -> str:
@@ -142,6 +144,7 @@ class Owner:
             except RemoteMoved:
                 if attempt == MOVED_ATTEMPTS - 1:
                     raise
+                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
 
     @property
     def store(self):

@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
-from ..codec import MEMORY_DIRS, item_etag, memory_entries, memory_path
+from ..codec import MEMORY_DIRS, entry_key, item_etag, memory_entries, memory_path, parse_day
 from ..context import WriteContext
 from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
 from ..fsio import atomic_write, read_bytes, remove_file
@@ -412,11 +412,31 @@ class VersionedStore(Undo):
         with self.batch(ctx, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
-                return Committed(DiaryItem(**value) if value else None, b.commit, True)
+                entry = DiaryItem(**value) if value else self._appended_entry(b.commit)
+                return Committed(entry, b.commit, True)
             entry = self.diary.append(content, ts=ts, date=date, time=time, tz=tz, owner=owner,
                                       source_conv=ctx.source_conv)
             b.result = {"value": asdict(entry)}
         return Committed(entry, b.commit)
+
+    def _appended_entry(self, commit: str | None) -> DiaryItem | None:
+        """The diary entry a commit appended (a replay of a write applied on another host: no stored result)."""
+        if not commit:
+            return None
+        try:
+            obj = self.git.commit(commit.encode())
+        except KeyError:
+            return None
+        parent_tree = self.git.commit_tree(obj.parents[0]) if obj.parents else None
+        for path in sorted(self.git.changed_paths(parent_tree, obj.tree)):
+            kind = memory_path(path)
+            if kind is None or kind[0] != "diary":
+                continue
+            before = {entry_key(e) for e in parse_day(self.git.blob_at(parent_tree, path), kind[1])}
+            added = [e for e in parse_day(self.git.blob_at(obj.tree, path), kind[1]) if entry_key(e) not in before]
+            if added:
+                return added[-1]
+        return None
 
     # -- history ---------------------------------------------------------------
 
