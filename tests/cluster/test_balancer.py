@@ -50,3 +50,14 @@ def test_a_dead_hosts_owners_move_and_the_others_stay(make_cluster):
             assert len(holders) == 1  # moved to exactly one surviving host
         else:
             assert holders == [before[owner]]  # consistent hashing: untouched
+
+
+def test_the_ring_of_the_cluster_commands_is_the_one_nginx_uses(make_cluster):
+    from wikimem.host.shards import Ring
+
+    cluster = make_cluster(3)
+    api = Client(cluster.url, cluster.token, timeout=30.0, proxies={})
+    ring = Ring([h.address for h in cluster.hosts])
+    for owner in OWNERS:
+        api.create_owner(owner)
+        assert cluster.host_holding(owner)[0].address == ring.server_for(owner), owner

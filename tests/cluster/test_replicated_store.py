@@ -210,3 +210,23 @@ def test_a_retry_on_another_host_replays_the_write_made_there(world):
     assert again.replayed and again.commit == first.commit  # ...and the retry finds B's commit
     assert again.value.content == "only once" and again.value.time == "10:00"
     assert [e.content for e in a.diary.day("2026-07-21")] == ["only once"]
+
+
+def test_a_deleted_owner_is_not_cloned_back_and_can_be_created_again(tmp_path):
+    from wikimem.errors import NotFound
+    from wikimem.host import Host
+    from wikimem.host.replication import Settings
+
+    (tmp_path / "replicas").mkdir()
+    settings = Settings(f"file://{tmp_path}/replicas/{{owner}}.git")
+    a, b = Host(tmp_path / "a", replication=settings), Host(tmp_path / "b", replication=settings)
+    a.create_owner("user:gone").add("prefs", "sea", "likes the sea")
+    assert b.owner("user:gone").item("prefs", "sea").content == "likes the sea"  # cloned on first use
+    a.delete_owner("user:gone")
+    b.drop_local("user:gone")  # b's copy gone too (say, its disk was replaced)
+    with pytest.raises(NotFound):
+        b.owner("user:gone")
+    again, created = b.ensure_owner("user:gone")
+    assert created and again.files() == []
+    again.add("prefs", "tea", "green tea")
+    assert [i.name for i in a.create_owner("user:gone").items("prefs")] == ["tea"]

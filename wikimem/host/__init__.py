@@ -83,14 +83,18 @@ class Host:
             self.replication.attach(owner, folder)
         return owner
 
-    def _from_remote(self, owner_id: str, path: Path) -> bool:
-        """Clone an owner this host lacks from the remote (staged, renamed into place); False if it has none."""
+    def _from_remote(self, owner_id: str, path: Path, revive: bool = False) -> bool:
+        """Clone an owner this host lacks from the remote (staged, renamed into place); False if it has none.
+
+        An owner whose newest commit deleted it counts as none, unless ``revive`` (creating it again
+        continues its history).
+        """
         if self.replication is None:
             return False
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"clone-{path.name}-{secrets.token_hex(4)}"
         try:
-            if not self.replication.clone(path.name, tmp):
+            if not self.replication.clone(path.name, tmp) or (not revive and self._deleted(tmp)):
                 return False
             if (path / ".git").is_dir():
                 return True  # another process was faster
@@ -134,6 +138,22 @@ class Host:
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
         return self._fresh(owner)
+
+    def _revived(self, owner_id: str) -> bool:
+        """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
+        owner = self.owner(owner_id)
+        return owner.vstore.head_action() == "delete-owner"
+
+    @staticmethod
+    def _deleted(folder: Path) -> bool:
+        """Whether a cloned folder's newest commit is the deletion of its owner."""
+        from ..versioned import VersionedStore
+
+        vs = VersionedStore(folder)
+        try:
+            return vs.head_action() == "delete-owner"
+        finally:
+            vs.close()
 
     def _fresh(self, owner: Owner) -> Owner:
         if self.replication is not None:
@@ -180,8 +200,10 @@ class Host:
         half-made repository: one rename wins, the other is thrown away.
         """
         path = self.owner_path(owner_id)
-        if (path / ".git").is_dir() or self._from_remote(owner_id, path):
+        if (path / ".git").is_dir():
             return self.owner(owner_id), False
+        if self._from_remote(owner_id, path, revive=True):
+            return self.owner(owner_id), self._revived(owner_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
         tmp.mkdir()
@@ -193,8 +215,8 @@ class Host:
                     self.replication.publish_new(fresh)
                 except RemoteMoved:
                     shutil.rmtree(tmp, ignore_errors=True)
-                    if self._from_remote(owner_id, path):
-                        return self.owner(owner_id), False
+                    if self._from_remote(owner_id, path, revive=True):
+                        return self.owner(owner_id), self._revived(owner_id)
                     raise
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
@@ -218,6 +240,13 @@ class Host:
         (no write of another process is half-way through), then removed.
         """
         owner = self.owner(owner_id)
+        if self.replication is not None:  # on the remote first, so that no host clones it back
+            owner.delete_everywhere()
+        self.drop_local(owner_id, owner)
+
+    def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
+        """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
+        owner = owner or self.owner(owner_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
         with owner.store.batch():
@@ -226,6 +255,8 @@ class Host:
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
+        if self.replication is not None:
+            self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
 

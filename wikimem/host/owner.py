@@ -129,6 +129,11 @@ class Owner:
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
 
+    def delete_everywhere(self) -> None:
+        """Record the owner's deletion on its remote: a commit removing every memory file, pushed now."""
+        self._write(lambda: self.vstore.clear(actor="operator"))
+        self.vstore.push_pending()  # async mode too: the deletion must be on the remote before the copy goes
+
     def _write(self, write):
         """Run ``write()``; when the remote moved under it, run it again on the caught-up memory.
 

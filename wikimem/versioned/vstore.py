@@ -419,6 +419,30 @@ class VersionedStore(Undo):
             b.result = {"value": asdict(entry)}
         return Committed(entry, b.commit)
 
+    def clear(self, ctx: WriteContext | None = None, **fields) -> Committed:
+        """Remove every memory file as one ``delete-owner`` commit (what a replicated owner's deletion leaves
+        on its remote, so that no host brings the owner back from there)."""
+        from ..codec import utc_now
+
+        ctx = WriteContext.of(ctx, **fields)
+        with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
+            for folder in MEMORY_DIRS:
+                for entry in list(memory_entries(self.root, folder)):
+                    path = f"{folder}/{entry.name}"
+                    self.writer.apply({path: (read_bytes(self.root / path), None)},
+                                      {"ts": utc_now(), "action": "delete-owner", "path": path})
+            b.result = {}
+        return Committed(None, b.commit)
+
+    def head_action(self) -> str | None:
+        """The ``Wikimem-Action`` of the newest commit (``delete-owner`` marks an owner deleted everywhere)."""
+        head = self.git.head()
+        if head is None:
+            return None
+        from .messages import parse_trailers
+
+        return parse_trailers(self.git.commit(head).message.decode("utf-8", "replace"))[1].get("Action")
+
     def _appended_entry(self, commit: str | None) -> DiaryItem | None:
         """The diary entry a commit appended (a replay of a write applied on another host: no stored result)."""
         if not commit:
