@@ -105,6 +105,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["wikimem.host_lock"] = threading.Lock()
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]
+    elif config.get("REPLICATION_SETTINGS") is not None and config["REPLICATION_SETTINGS"].mode == "async":
+        # at once, not on the first request: a restarted host resumes pushing what is not on the remote
+        app.extensions[_HOST] = _make_host(app.config)
     if int(config.get("PROXIES") or 0):
         from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -184,3 +184,33 @@ def test_write_load_while_a_host_is_killed_and_restarted_loses_and_duplicates_no
     for owner in owners[:10]:  # served by whichever host nginx picks, with every acknowledged write
         got = [e.content for e in api.diary_day(DATE, owner=owner)] if owner in result.acknowledged else []
         assert set(result.acknowledged.get(owner, [])) <= set(got)
+
+
+def test_async_lag_is_exposed_bounded_and_a_restart_resumes_pushing(make_cluster, tmp_path):
+    server = GitHttpServer(tmp_path / "git").start()
+    try:
+        cluster = make_cluster(1, env={"WIKIMEM_REMOTE": server.template(), "WIKIMEM_REPLICATION": "async",
+                                       "WIKIMEM_REPLICATION_MAX_LAG": "5", "WIKIMEM_REMOTE_TIMEOUT": "3"})
+        host = cluster.hosts[0]
+        api = Client(host.url, cluster.token, timeout=30.0, proxies={}, retries=0)
+        api.create_owner("user:async")
+        wait_until(lambda: call(host.url + "/api/v1/replication", token=cluster.token)[1]["lag"]["total"] == 0,
+                   10, "the new owner pushed")
+        server.stop()  # the remote goes away: writes are acknowledged, the lag grows
+        for i in range(4):
+            api.diary_append(f"async {i}", owner="user:async", date=DATE, time="09:00")
+        status = call(host.url + "/api/v1/replication", token=cluster.token)[1]
+        assert status["mode"] == "async" and status["lag"]["owners"]["user:async"] == 4 == status["lag"]["total"]
+        api.diary_append("async 4", owner="user:async", date=DATE, time="09:00")
+        code, body, headers = call(f"{host.url}/api/v1/owners/{q('user:async')}/diary", "POST",
+                                   {"content": "one too many", "date": DATE, "time": "09:00"}, cluster.token)
+        assert code == 503 and body["error"]["code"] == "replication_lagging" and "Retry-After" in headers
+        host.kill()  # nothing pushed yet
+        server.start()
+        host.start()  # the restart finds the unpushed commits and pushes them
+        bare = server.repo(encode_owner_id("user:async"))
+        wait_until(lambda: remote_entries(bare) == [f"async {i}" for i in range(5)], 30, "the resumed pushes")
+        wait_until(lambda: call(host.url + "/api/v1/replication", token=cluster.token)[1]["lag"]["total"] == 0,
+                   10, "lag 0")
+    finally:
+        server.stop()

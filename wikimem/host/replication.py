@@ -109,7 +109,7 @@ class Replication:
         vstore = owner.vstore
         vstore.replica = Replica(self._remote(folder or owner.root.name), self.settings.mode,
                                  max_lag=self.settings.max_lag)
-        if self.pusher is not None:
+        if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
             vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
             if vstore.replication_lag():
                 self.pusher.enqueue(owner)  # what a restart left unpushed
@@ -123,11 +123,10 @@ class Replication:
         return head is not None
 
     def publish_new(self, owner: "Owner") -> None:
-        """A just-created owner's first commit: pushed now (sync) or queued (async)."""
-        if self.pusher is not None:
-            self.pusher.enqueue(owner)
-            return
-        owner.vstore.push_pending()
+        """A just-created owner's first commit: pushed now (sync); async: queued when the owner is opened in
+        its folder (:meth:`attach` sees the lag), not here in the staging folder it is made in."""
+        if self.pusher is None:
+            owner.vstore.push_pending()
 
     def refresh(self, owner: "Owner", force: bool = False) -> None:
         """Catch the owner up with the remote if it was not checked within the staleness bound."""
