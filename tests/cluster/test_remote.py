@@ -190,12 +190,14 @@ def test_two_clones_racing_one_wins_the_other_is_told_the_new_head(remote_kind, 
     assert linear(bare) and fsck(bare).returncode == 0
 
 
-def test_a_push_whose_remote_moved_after_the_advertisement_is_refused_by_the_server(remote_kind, writer, tmp_path):
+def test_a_push_whose_remote_moved_after_the_advertisement_is_refused_by_the_server(remote_kind, writer, tmp_path,
+                                                                                  monkeypatch):
     """The race inside one push: main moves between the ref advertisement and the update.
 
     The client's own check passes (the advertised value is the expected one);
-    git's receive-pack then compares the old value under its ref lock and
-    refuses, and the caller gets RemoteMoved, not an overwrite.
+    git's receive-pack (file://: the ref lock taken in-process) then compares
+    the old value under its ref lock and refuses, and the caller gets
+    RemoteMoved, not an overwrite.
     """
     remote, bare = published(remote_kind, writer)
     start = remote.remote_head()
@@ -216,6 +218,20 @@ def test_a_push_whose_remote_moved_after_the_advertisement_is_refused_by_the_ser
         return real_send_pack(path, racing_update_refs, generate_pack_data, **kw)
 
     client.send_pack = send_pack_with_a_racer
+    if remote_kind.name == "file":  # no advertisement: the race is between reading main and locking it
+        import wikimem.versioned.remote as transport
+
+        real_new_objects = transport.new_objects
+        raced = []
+
+        def new_objects_with_a_racer(*args):
+            found = real_new_objects(*args)
+            if not raced:
+                raced.append(True)
+                Remote(remote.url).push(racer.root, racer.head(), start)
+            return found
+
+        monkeypatch.setattr(transport, "new_objects", new_objects_with_a_racer)
     with pytest.raises(RemoteMoved) as info:
         remote.push(writer.root, writer.head(), start)
     assert info.value.head == racer.head()
