@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) bench/vectors.py
 	$(PY) bench/commits.py
 	$(PY) bench/api.py
+	$(PY) bench/cluster.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots
