@@ -223,10 +223,25 @@ def test_a_deleted_owner_is_not_cloned_back_and_can_be_created_again(tmp_path):
     a.create_owner("user:gone").add("prefs", "sea", "likes the sea")
     assert b.owner("user:gone").item("prefs", "sea").content == "likes the sea"  # cloned on first use
     a.delete_owner("user:gone")
-    b.drop_local("user:gone")  # b's copy gone too (say, its disk was replaced)
+    b.replication.forget("user:gone")  # (b's staleness window is over)
     with pytest.raises(NotFound):
-        b.owner("user:gone")
+        b.owner("user:gone")  # b's copy caught up with the deletion and went
+    assert not b.exists("user:gone")
+    with pytest.raises(NotFound):
+        b.owner("user:gone")  # and nothing clones it back
     again, created = b.ensure_owner("user:gone")
     assert created and again.files() == []
     again.add("prefs", "tea", "green tea")
     assert [i.name for i in a.create_owner("user:gone").items("prefs")] == ["tea"]
+
+
+def test_a_remove_retried_on_another_host_is_replayed_as_done(world):
+    a = world("a")
+    a.add("prefs", "sea", "likes the sea")
+    b = world("b")
+    assert b.remove("prefs", "sea", idempotency_key="rm-1").value is True
+    time.sleep(1.1)
+    with pytest.raises(RemoteMoved):
+        a.remove("prefs", "sea", idempotency_key="rm-1")
+    again = a.remove("prefs", "sea", idempotency_key="rm-1")
+    assert again.replayed and again.value is True and a.store.get("prefs", "sea") is None

@@ -156,8 +156,10 @@ class Host:
             vs.close()
 
     def _fresh(self, owner: Owner) -> Owner:
-        if self.replication is not None:
-            self.replication.refresh(owner)
+        if self.replication is not None and self.replication.refresh(owner):
+            if owner.vstore.head_action() == "delete-owner":  # deleted on another host meanwhile
+                self.drop_local(owner.id, owner)
+                raise NotFound(f"no owner {owner.id!r}")
         return owner
 
     def ready(self) -> tuple[bool, str]:

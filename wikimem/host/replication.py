@@ -128,22 +128,24 @@ class Replication:
         if self.pusher is None:
             owner.vstore.push_pending()
 
-    def refresh(self, owner: "Owner", force: bool = False) -> None:
-        """Catch the owner up with the remote if it was not checked within the staleness bound."""
+    def refresh(self, owner: "Owner", force: bool = False) -> bool:
+        """Catch the owner up with the remote if it was not checked within the staleness bound; True if it moved."""
         now = time.monotonic()
         with self._lock:
             last = self._checked.get(owner.id)
             if not force and last is not None and now - last < self.settings.freshness:
-                return
+                return False
             self._checked[owner.id] = now
         vstore = owner.vstore
         try:
             theirs = vstore.replica.remote.remote_head()
         except RemoteError as exc:  # reads go on from the local copy; writes will say so
             log.warning("cannot check %s against its remote: %s", owner.id, exc)
-            return
+            return False
         if theirs and theirs != vstore.head():
             vstore.catch_up(fetch=theirs != vstore.replica_known())
+            return True
+        return False
 
     def forget(self, owner_id: str) -> None:
         with self._lock:

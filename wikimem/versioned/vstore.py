@@ -397,8 +397,8 @@ class VersionedStore(Undo):
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
         ctx = WriteContext.of(ctx, **fields)
         with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
-            if b.replay is not None:
-                return Committed(bool(b.replay.get("value")), b.commit, True)
+            if b.replay is not None:  # (known only from the commit, made on another host: it removed it)
+                return Committed(bool(b.replay.get("value", True)), b.commit, True)
             self._check_item(file, name, ctx.if_match)
             removed = self.store.remove(file, name, owner=owner)
             b.result = {"value": removed}
