@@ -235,6 +235,12 @@ class Remote:
     def remote_head(self) -> str | None:
         """The remote's ``main`` (None when the repository is empty); RemoteMissing when it does not exist."""
         with self._talking("read remote head"):
+            if self.scheme == "file":  # a ref file to read: no need for git's upload-pack
+                target = Repo(self.path)
+                try:
+                    return _hex(_peek(target))
+                finally:
+                    target.close()
             refs = self.client().get_refs(self.path)
             return _hex(_refs(refs).get(BRANCH))
 
