@@ -26,7 +26,14 @@ environment                config key             meaning (default)
 ``WIKIMEM_REMOTE_TIMEOUT`` ``REMOTE_TIMEOUT``     seconds per remote operation (10)
 ``WIKIMEM_PEERS``          ``PEERS``              every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``           ``SELF``               this host's entry in ``PEERS`` (default: the one on ``BIND``)
+``WIKIMEM_LOGIN_LIMIT_*``  ``LOGIN_LIMIT_*``      sign-in rate limits, see :mod:`webapp.ratelimit`
+``WIKIMEM_QUOTA_OWNERS``   ``QUOTA_OWNERS``       owners one token's prefix may hold (10000; 0 = no limit)
+``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` ``…_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
 =========================  =====================  ==========================================
+
+``LOGIN_LIMIT_ADDRESS`` (``10/minute;50/hour``), ``LOGIN_LIMIT_ACCOUNT``
+(``5/minute;20/hour``), ``LOGIN_LIMIT_STORAGE`` (unset: shared counters at
+the data root).
 
 In production (the default, e.g. under gunicorn) the app refuses to start
 without a real ``SECRET_KEY``; in development and tests a random one is
@@ -67,6 +74,11 @@ DEFAULTS: dict[str, Any] = {
     "REMOTE_TIMEOUT": 10.0,
     "PEERS": None,
     "SELF": None,
+    "LOGIN_LIMIT_ADDRESS": "10/minute;50/hour",
+    "LOGIN_LIMIT_ACCOUNT": "5/minute;20/hour",
+    "LOGIN_LIMIT_STORAGE": None,
+    "QUOTA_OWNERS": 10_000,
+    "QUOTA_OWNERS_PER_MINUTE": 120,
 }
 
 ENV_VARS = {
@@ -93,9 +105,16 @@ ENV_VARS = {
     "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
     "WIKIMEM_PEERS": "PEERS",
     "WIKIMEM_SELF": "SELF",
+    "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
+    "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
+    "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
+    "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
+    "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
 }
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "REPLICATION_MAX_LAG"}
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
+         "REPLICATION_MAX_LAG"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
 _FLOATS = {"REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
@@ -153,8 +172,9 @@ def load_config(test_config: Mapping[str, Any] | None = None,
         raise ConfigError(f"WIKIMEM_ENV must be production or development, got {config['ENV']!r}")
     for key in _INTS:
         value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "PROXIES" else 1):
-            raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key in _MAY_BE_ZERO else 1):
+            raise ConfigError(f"{key} must be a {'non-negative' if key in _MAY_BE_ZERO else 'positive'} integer, "
+                              f"got {value!r}")
     if bool(config["LLM_URL"]) != bool(config["LLM_MODEL"]):
         raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):

@@ -20,6 +20,9 @@ other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
 ``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
 ``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
 ``RemoteRejected``, ``RemoteMissing``               502     its ``code``
+``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
+``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
+a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
 werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large``
 =================================================  ======  ======================
 """
@@ -33,8 +36,13 @@ from flask import Flask, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
-from wikimem.errors import (Conflict, InvalidName, NotFound, PreconditionFailed, RemoteError, RemoteMoved,
-                            RemoteUnavailable, StoreBusy, WikimemError)
+import errno
+import sqlite3
+
+from wikimem.errors import (
+    Conflict, InvalidName, NotFound, PreconditionFailed, QuotaExceeded, RemoteError, RemoteMoved,
+    RemoteUnavailable, StoreBusy, TooLarge, WikimemError,
+)
 from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
@@ -59,18 +67,32 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (RemoteUnavailable, 503),
     (RemoteMoved, 409),
     (RemoteError, 502),
+    (TooLarge, 413),
     (ValueError, 422),
 ]
+
+# Seconds a client is told to wait before retrying a busy store or a full disk.
+RETRY_AFTER = {503: "1", 507: "30"}
 
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
                429: "rate_limited"}
 
 
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
 def error_status(exc: BaseException) -> int:
     """The HTTP status of an exception (500 if it is not a known one)."""
     if isinstance(exc, HTTPException):
         return exc.code or 500
+    if isinstance(exc, QuotaExceeded):
+        return 429 if exc.retry_after else 403
+    if _disk_full(exc):
+        return 507
     for cls, status in _TABLE:
         if isinstance(exc, cls):
             return status
@@ -87,6 +109,8 @@ def error_body(exc: BaseException, status: int) -> dict:
     """The JSON error document of an exception."""
     if status == 500:
         code, message = "internal", "internal server error"
+    elif status == 507:
+        code, message = "storage_full", "the disk of the data root is full: nothing was written; try again later"
     elif isinstance(exc, HTTPException):
         code, message = _HTTP_CODES.get(status, "http_error"), exc.description or exc.name
         if status == 413:
@@ -120,10 +144,12 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
-    if getattr(exc, "retry_after", None):  # replication: the remote is down, or moved under the write
+    elif isinstance(exc, RemoteError) and getattr(exc, "retry_after", None):  # the remote down, or moved
         response.headers["Retry-After"] = str(int(exc.retry_after))
-    elif status == 503:
-        response.headers["Retry-After"] = "1"
+    elif status in RETRY_AFTER:
+        response.headers["Retry-After"] = RETRY_AFTER[status]
+    elif isinstance(exc, QuotaExceeded) and exc.retry_after:
+        response.headers["Retry-After"] = str(exc.retry_after)
     elif status == 405 and isinstance(exc, HTTPException):
         for key, value in exc.get_headers():
             if key.lower() == "allow":

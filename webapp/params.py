@@ -36,6 +36,8 @@ def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_b
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the request body is not valid JSON: {getattr(exc, 'msg', 'undecodable')}") from None
+    except RecursionError:  # [[[[… a thousand levels deep: no request of ours nests like that
+        raise BadRequest("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(data) - allowed)
@@ -75,12 +77,15 @@ def opt_bool(data: dict, key: str, default: bool) -> bool:
     return value
 
 
-def opt_int(data: dict, key: str) -> int | None:
+def opt_int(data: dict, key: str, *, minimum: int | None = None) -> int | None:
+    """An integer field (None when absent or null), at least ``minimum`` when given (as the OpenAPI schema says)."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"{key} must be an integer")
+    if minimum is not None and value < minimum:
+        raise BadRequest(f"{key} must be at least {minimum}, got {value}")
     return value
 
 

@@ -7,9 +7,19 @@ no layer repeats the same five keywords.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["WriteContext"]
+from .errors import InvalidName
+from .naming import validate_provenance
+
+__all__ = ["WriteContext", "MAX_KEY_LEN", "digest"]
+
+MAX_KEY_LEN = 200
+# Keys and preconditions travel in HTTP headers and git trailers: printable ASCII, no spaces.
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,16 @@ class WriteContext:
     if_match: str | None = None
     fingerprint: str | None = None
 
+    def __post_init__(self) -> None:
+        # Every entry point (API, admin UI, CLI, library) builds one of these: validate here, once.
+        for name in ("run", "actor", "source_conv"):
+            object.__setattr__(self, name, validate_provenance(getattr(self, name), name))
+        for name, limit in (("idempotency_key", MAX_KEY_LEN), ("if_match", 128), ("fingerprint", 128)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not _TOKEN_RE.fullmatch(value)
+                                      or len(value) > limit):
+                raise InvalidName(f"{name} must be 1-{limit} printable ASCII characters without spaces")
+
     @classmethod
     def of(cls, ctx: "WriteContext | None" = None, **overrides) -> "WriteContext":
         """``ctx`` (or an empty context) with the given non-None fields set."""
@@ -41,8 +61,24 @@ class WriteContext:
         changes = {k: v for k, v in overrides.items() if v is not None}
         return replace(base, **changes) if changes else base
 
+    def bound(self, *request: object) -> "WriteContext":
+        """This context with its fingerprint: the one given, or a digest of the request and the provenance.
+
+        A retry with the same idempotency key must be the same request; the
+        fingerprint is what "the same" means (kind, target, body).
+        """
+        if self.fingerprint is not None or self.idempotency_key is None:
+            return self
+        return replace(self, fingerprint=digest(*request, self.run, self.actor, self.source_conv))
+
     def commit_info(self) -> dict[str, str]:
         """The fields a commit records (run, actor, source_conv, idempotency key), without the empty ones."""
         pairs = (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv),
                  ("idempotency_key", self.idempotency_key))
         return {k: v for k, v in pairs if v is not None}
+
+
+def digest(*parts: object) -> str:
+    """A short, stable hash of JSON-able parts (a request's fingerprint)."""
+    text = json.dumps(parts, ensure_ascii=True, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]

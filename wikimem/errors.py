@@ -19,6 +19,8 @@ __all__ = [
     "RemoteMoved",
     "RemoteRejected",
     "RemoteMissing",
+    "TooLarge",
+    "QuotaExceeded",
 ]
 
 
@@ -120,3 +122,21 @@ class RemoteMissing(RemoteError):
     """The remote repository does not exist (and this scheme cannot create it)."""
 
     code = "remote_missing"
+class TooLarge(WikimemError, ValueError):
+    """A value over one of the size limits of :mod:`wikimem.limits`."""
+
+    code = "too_large"
+
+
+class QuotaExceeded(WikimemError):
+    """A configured quota (owners per token prefix, owners created per minute) is used up.
+
+    ``retry_after`` (seconds) is set when waiting helps (a rate), None when it does not (a count).
+    """
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+

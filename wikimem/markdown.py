@@ -28,6 +28,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .errors import InvalidName
+from .limits import MAX_CONTENT_CHARS, check_length
+from .naming import validate_provenance
+
 __all__ = [
     "Block",
     "parse_blocks",
@@ -62,10 +66,11 @@ def normalize_content(text: str) -> str:
 
 
 def clean_content(value: str) -> str:
-    """Content as it will be written: a string, newlines normalised, stripped, valid UTF-8 (else ValueError)."""
+    """Content as it will be written: a string, newlines normalised, stripped, valid UTF-8 (else ValueError),
+    at most :data:`~wikimem.limits.MAX_CONTENT_CHARS` characters (else :class:`~wikimem.errors.TooLarge`)."""
     if not isinstance(value, str):
         raise ValueError("content must be a string")
-    content = normalize_content(value)
+    content = check_length(normalize_content(value), MAX_CONTENT_CHARS, "content")
     try:
         content.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -74,21 +79,18 @@ def clean_content(value: str) -> str:
 
 
 def clean_meta_value(value: str | None, what: str) -> str | None:
-    """A provenance value as written: ``|`` becomes ``/``; newlines or ``-->`` refused."""
-    if value is None:
+    """A provenance value as written in the metadata comment: one line of visible text, ``|`` becomes ``/``.
+
+    Control, format and line-separator characters, and ``-->``, are refused
+    (ValueError): they would end the comment or fool a reader.
+    """
+    text = validate_provenance(value, what)
+    if text is None:
         return None
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string")
-    value = value.strip().replace("|", "/")
-    if not value:
-        return None
-    if "-->" in value or any(ord(c) < 32 for c in value):
-        raise ValueError(f"{what} may not contain '-->' or control characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} is not valid Unicode text") from None
-    return value
+    text = text.replace("|", "/")
+    if "-->" in text:
+        raise InvalidName(f"{what} may not contain '-->'")
+    return text
 
 
 def _parse_meta(line: str) -> dict | None:

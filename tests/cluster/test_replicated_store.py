@@ -132,7 +132,7 @@ def test_a_host_killed_between_push_and_branch_move_keeps_the_write_once(world):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     child = subprocess.run([sys.executable, "-c", _KILLED_AFTER_PUSH, str(a.root), world.url], env=env)
     assert child.returncode == 9
-    assert (a.root / ".wikimem-unit").exists()
+    assert (a.root / ".git" / "wikimem-intent.json").exists()
     a = world("a")
     pushed = git(world.bare, "rev-parse", "main")
     assert a.head() != pushed  # the branch did not move before the kill
@@ -140,20 +140,6 @@ def test_a_host_killed_between_push_and_branch_move_keeps_the_write_once(world):
     assert again.replayed and again.commit == pushed  # the client's retry: replayed, not written twice
     assert [e.content for e in a.diary.day("2026-07-21")] == ["the killed write"]
     assert a.head() == pushed and a.external_changes() == []
-
-
-def test_a_unit_killed_before_its_commit_is_put_back_not_committed_later(world):
-    a = world("a")
-    a.add("prefs", "sea", "likes the sea")
-    head = a.head()
-    # what a process killed after writing the file and before committing leaves behind
-    (a.root / "wiki" / "prefs.md").write_text("## half\nwritten\n", encoding="utf-8")
-    (a.root / ".wikimem-unit").write_text('{"journal_size": 0, "paths": ["wiki/prefs.md"]}')
-    a.add("prefs", "tea", "green tea")
-    assert sorted(i.name for i in a.store.items("prefs")) == ["sea", "tea"]
-    assert [e.action for e in a.history(limit=3).entries][:1] == ["add"]
-    assert a.history(limit=2).entries[1].id == head
-    assert not (a.root / ".wikimem-unit").exists()
 
 
 def test_async_writes_at_once_and_the_pusher_sends_them_in_order(world):

@@ -14,9 +14,10 @@ from flask import flash, g, redirect, render_template, request, url_for
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict
 
+from ..session import require_role
 from . import bp
 from .access import load_owner
-from .diffs import inline_diff
+from .diffs import DiffBudget
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,14 @@ ACTIONS = {
 
 def _page(owner, kind: str, target: str, error: str | None = None):
     return render_template("admin/confirm.html", owner=owner, kind=kind, action=ACTIONS[kind], target=target,
-                           plan=owner.preview_undo(kind, target), error=error, inline_diff=inline_diff)
+                           plan=owner.preview_undo(kind, target), error=error, inline_diff=DiffBudget())
 
 
 def _confirm(owner_id: str, kind: str, target: str):
     owner = load_owner(owner_id)
     if request.method == "GET":
         return _page(owner, kind, target)
+    require_role("operator")  # reviewers may preview, not change
     try:
         done = owner.undo(kind, target, force=request.form.get("force") == "on",
                           ctx=WriteContext(actor=g.operator.name))

@@ -8,7 +8,7 @@ from wikimem.errors import NotFound
 
 from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for
-from .diffs import inline_diff
+from .diffs import DiffBudget
 from .timeline import group_by_run
 
 FILTERS = ("file", "item", "run")
@@ -31,12 +31,12 @@ def run(owner_id: str, run: str):
         raise NotFound(f"no run {run!r} in the history of {owner_id!r}")
     diffs = [owner.show_commit(e.id) for e in page.entries]  # each commit's per-item diff
     return render_template("admin/run.html", owner=owner, run=run, diffs=diffs,
-                           next_cursor=page.next, inline_diff=inline_diff)
+                           next_cursor=page.next, inline_diff=DiffBudget())
 
 
 @bp.get("/owners/<owner_id>/commits/<commit>")
 def commit(owner_id: str, commit: str):
     owner = load_owner(owner_id)
     diff = owner.show_commit(commit)
-    return render_template("admin/commit.html", owner=owner, diff=diff, inline_diff=inline_diff,
+    return render_template("admin/commit.html", owner=owner, diff=diff, inline_diff=DiffBudget(),
                            wikitext=wikitext_for(owner))

@@ -31,11 +31,12 @@ from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats,
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 from .peers import Peers, merge_owner_pages
 from .replication import Replication, Settings
+from .quotas import OwnerQuota
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
@@ -47,7 +48,8 @@ class Host:
     """Owners → versioned stores and indexes, for one process."""
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None,
-                 replication: Settings | None = None, peers: Peers | None = None):
+                 quota: OwnerQuota | None = None, replication: Settings | None = None,
+                 peers: Peers | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -57,6 +59,7 @@ class Host:
         self.index_cache = index_cache
         self.embedder = embedder
         self.llm = llm
+        self.quota = quota or OwnerQuota()
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
@@ -194,9 +197,12 @@ class Host:
         """Create the owner if it does not exist yet (idempotent); return it."""
         return self.ensure_owner(owner_id)[0]
 
-    def ensure_owner(self, owner_id: str) -> tuple[Owner, bool]:
+    def ensure_owner(self, owner_id: str, *, quota_prefix: str | None = None) -> tuple[Owner, bool]:
         """``(owner, created)``: creates the owner unless it exists.
 
+        With ``quota_prefix`` (the owner prefix of the token asking), a new
+        owner counts against the host's :class:`OwnerQuota` for that prefix
+        (:class:`~wikimem.errors.QuotaExceeded` when it is used up).
         The repository is initialised in a staging folder and renamed into
         place, so two processes creating the same owner at once never see a
         half-made repository: one rename wins, the other is thrown away.
@@ -204,6 +210,10 @@ class Host:
         path = self.owner_path(owner_id)
         if (path / ".git").is_dir():
             return self.owner(owner_id), False
+        if quota_prefix is not None:
+            from .authstate import AuthState
+
+            self.quota.check(quota_prefix, lambda prefix: len(self.owner_ids(prefix)), AuthState(self.root))
         if self._from_remote(owner_id, path, revive=True):
             return self.owner(owner_id), self._revived(owner_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
@@ -220,6 +230,7 @@ class Host:
                     if self._from_remote(owner_id, path, revive=True):
                         return self.owner(owner_id), self._revived(owner_id)
                     raise
+            fresh.vstore.close()  # (folds its WAL back; the folder is renamed into place)
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
             try:
