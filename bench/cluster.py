@@ -471,7 +471,10 @@ def section_killrun(args) -> None:
         if report["lost"] or report["duplicated"] or report["fsck"]:
             print(f"\nPROBLEMS: {report}")
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"\n(kept {tmp}: host logs in host*/host.log)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 SECTIONS = {"transport": section_transport, "writes": section_writes, "async": section_async,
@@ -486,6 +489,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=10.0, help="seconds of each load (killrun: of the run)")
     ap.add_argument("--rounds", type=int, default=3, help="failover rounds")
     ap.add_argument("--kill-every", type=float, default=30.0, help="killrun: seconds between kills (> 10)")
+    ap.add_argument("--keep", action="store_true", help="killrun: keep the run's folder (host logs)")
     ap.add_argument("--section", choices=sorted(SECTIONS), action="append")
     args = ap.parse_args()
     for name in args.section or DEFAULT:

@@ -231,3 +231,18 @@ def test_a_remove_retried_on_another_host_is_replayed_as_done(world):
         a.remove("prefs", "sea", idempotency_key="rm-1")
     again = a.remove("prefs", "sea", idempotency_key="rm-1")
     assert again.replayed and again.value is True and a.store.get("prefs", "sea") is None
+
+
+def test_ref_locks_left_by_a_killed_host_do_not_block_replication(world):
+    """A host killed while updating its tracking ref, or (file://) the remote's main, leaves a .lock file."""
+    a = world("a")
+    a.add("prefs", "sea", "likes the sea")
+    stale = [a.root / ".git" / "refs" / "remotes" / "origin" / "main.lock",
+             world.bare / "refs" / "heads" / "main.lock"]
+    for lock in stale:
+        lock.write_text("0" * 40 + "\n")
+        os.utime(lock, (time.time() - 60, time.time() - 60))
+    done = a.add("prefs", "tea", "green tea")
+    assert git(world.bare, "rev-parse", "main") == done.commit
+    assert git(a.root, "rev-parse", TRACKING.decode()) == done.commit
+    assert not any(lock.exists() for lock in stale)

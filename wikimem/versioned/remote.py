@@ -38,6 +38,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -64,7 +65,7 @@ from ..errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, Re
 from .objects import BRANCH
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
-           "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES"]
+           "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
 
 TRACKING = b"refs/remotes/origin/main"
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
@@ -288,9 +289,9 @@ class Remote:
             result = self.client().fetch(self.path, local, determine_wants=wants)
             head = _refs(result.refs).get(BRANCH)
             if head is None or head == ZERO_SHA:
-                local.refs.remove_if_equals(TRACKING, None)
+                set_tracking(local, None)
                 return None
-            local.refs[TRACKING] = head
+            set_tracking(local, head)
             return head.decode("ascii")
 
     def push(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
@@ -314,7 +315,7 @@ class Remote:
         with _opened(repo) as local, self._talking("push"):
             if self.scheme == "file":
                 self._push_here(local, want, old, expected)
-                local.refs[TRACKING] = want
+                set_tracking(local, want)
                 return
 
             def pack_data(have, wants, ofs_delta=True, progress=None, **_):
@@ -329,7 +330,7 @@ class Remote:
                     raise RemoteMoved(f"push: {self.shown} moved during the push ({status})", self.shown,
                                       head=head, expected=expected)
                 raise RemoteRejected(f"push: {self.shown} refused main: {status}", self.shown)
-            local.refs[TRACKING] = want
+            set_tracking(local, want)
 
     def _push_here(self, local: Repo, want: bytes, old: bytes | None, expected: str | None) -> None:
         """A file:// push in this process: the new objects as loose objects (checked, fsynced), then
@@ -355,7 +356,8 @@ class Remote:
                     raise RemoteRejected(f"push: {self.shown} refused object {obj.id.decode()}: {exc}",
                                          self.shown) from None
                 target.object_store.add_object(obj)
-            if not target.refs.set_if_equals(BRANCH, old, want):
+            if not _locked_ref_update(lambda: target.refs.set_if_equals(BRANCH, old, want),
+                                      Path(target.controldir()) / "refs" / "heads" / "main.lock"):
                 now = _peek(target)
                 raise RemoteMoved(f"push: {self.shown} moved during the push", self.shown, head=_hex(now),
                                   expected=expected)
@@ -426,6 +428,45 @@ def _new_tree_objects(store, tree_id: bytes, old_id: bytes | None, out: dict) ->
             _new_tree_objects(store, entry.sha, before[1] if before and stat.S_ISDIR(before[0]) else None, out)
         else:
             out[entry.sha] = store[entry.sha]
+
+
+# A ref lock older than this was left by a killed process (an update holds it for milliseconds).
+STALE_LOCK_SECONDS = 10.0
+
+
+def _locked_ref_update(update, lock: Path, attempts: int = 40):
+    """Run a dulwich ref update; a ``.lock`` a killed writer left is removed once it is stale, a live one waited for."""
+    from dulwich.file import FileLocked
+
+    for _ in range(attempts):
+        try:
+            return update()
+        except FileLocked:
+            try:
+                if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+                    lock.unlink()
+                    continue
+            except FileNotFoundError:
+                continue
+            time.sleep(0.05)
+    raise RemoteUnavailable(f"{lock} stays locked", "")
+
+
+def set_tracking(repo: Repo, value: bytes | None) -> None:
+    """Set (None: remove) the remote-tracking ref; best effort, as it is only what this folder knows.
+
+    A tracking ref left behind is safe: the next push meets the remote at a
+    commit it already holds and moves the ref then (see ``Replica.push``).
+    """
+    lock = Path(repo.controldir()) / TRACKING.decode()
+    lock = lock.with_name(lock.name + ".lock")
+    try:
+        if value is None:
+            _locked_ref_update(lambda: repo.refs.remove_if_equals(TRACKING, None), lock)
+        else:
+            _locked_ref_update(lambda: repo.refs.__setitem__(TRACKING, value), lock)
+    except (RemoteUnavailable, OSError):
+        pass
 
 
 def _peek(repo: Repo) -> bytes | None:

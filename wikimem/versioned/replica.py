@@ -22,7 +22,7 @@ from dulwich.repo import Repo
 
 from .catchup import is_ancestor
 from .objects import GitRepo
-from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteUnavailable
+from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteUnavailable, set_tracking
 
 __all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
 
@@ -86,7 +86,7 @@ class Replica:
                 if theirs is not None and theirs != expected and _holds(git, theirs) and is_ancestor(git, theirs, new):
                     # The remote holds our own older commit (another process of this host pushed it
                     # and our tracking ref is behind): move the tracking ref and push the rest.
-                    git.repo.refs.set_if_equals(TRACKING, expected, theirs)
+                    set_tracking(git.repo, theirs)
                     continue
                 self.fetch(git)
                 raise
@@ -109,12 +109,10 @@ class Replica:
         if head is None or head == known:
             return 0
         count, cid = 0, head
-        while cid is not None and cid != known and count <= self.max_lag:
+        while cid is not None and cid != known and count <= self.max_lag:  # (diverged: every local commit)
             count += 1
             parents = git.commit(cid).parents
             cid = parents[0] if parents else None
-        if cid is None and known is not None:  # tracking is not an ancestor (diverged): all of them
-            return count
         return count
 
     def push_pending(self, git: GitRepo) -> bool:
