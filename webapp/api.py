@@ -18,6 +18,7 @@ from wikimem.host.settings import SETTINGS_FIELDS
 
 from . import get_host
 from .auth import current_principal, require
+from .peering import forward_for, listing_scope
 from .params import (
     WRITE_FIELDS, json_body, opt_bool, opt_int, opt_str, opt_str_list, point, prefers, query_int, query_str,
     req_str, write_context,
@@ -71,10 +72,21 @@ def openapi():
 
 @bp.get("/owners")
 def list_owners():
-    principal = require("read")
-    rows, nxt = get_host().list_owners(prefix=query_str("prefix", limit=128) or "", within=principal.owner_prefix,
-                                       limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128))
-    return jsonify(owners=[r.to_dict() for r in rows], next=nxt)
+    within = listing_scope()
+    host = get_host()
+    rows, nxt = host.list_owners(prefix=query_str("prefix", limit=128) or "", within=within,
+                                 limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128),
+                                 forward=forward_for(within))
+    body = {"owners": [r.to_dict() for r in rows], "next": nxt}
+    if host.peers is not None and host.last_unreachable:
+        body["unreachable"] = host.last_unreachable  # a partial listing: these hosts did not answer
+    return jsonify(body)
+
+
+@bp.get("/replication")
+def replication():
+    require("admin")
+    return jsonify(get_host().replication_status())
 
 
 @bp.put(OWNER)

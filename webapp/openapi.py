@@ -157,8 +157,19 @@ def _paths() -> dict[str, dict]:
     return {
         "/version": {"get": _op("server and API version", "read", _ok(
             _obj({"version": {"type": "string"}, "api": {"type": "integer"}}, ["version", "api"])), tag="service")},
-        "/owners": {"get": _op("list owners (paged)", "read", _ok(
-            _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR}, ["owners", "next"])),
+        "/replication": {"get": _op("replication mode, remote and lag (commits not on the remote yet) per owner "
+                                    "and in total", "admin", _ok(_obj({
+                                        "mode": {"type": "string", "enum": ["none", "sync", "async"]},
+                                        "remote": {"type": "string"},
+                                        "lag": _obj({"total": {"type": "integer"},
+                                                     "owners": {"type": "object",
+                                                                "additionalProperties": {"type": "integer"}}}),
+                                        "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
+                                        "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+        "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
+                               "read", _ok(
+            _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR,
+                  "unreachable": _arr({"type": "string"})}, ["owners", "next"])),
             params=[_param("prefix", "query", {"type": "string", "maxLength": 128}),
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                     _param("cursor", "query", {"type": "string", "maxLength": 128})], tag="owners")},

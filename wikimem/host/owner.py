@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codec import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from ..context import WriteContext
-from ..errors import NotFound
+from ..errors import NotFound, RemoteMoved
 from ..fsio import read_bytes
 from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
@@ -28,6 +30,9 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
+# Attempts of a write whose sync push found the remote moved (another host wrote this owner):
+# each failed attempt was rolled back and the folder caught up before the next one.
+MOVED_ATTEMPTS = 5
 
 
 def new_run_id() -> str:
@@ -129,6 +134,28 @@ class Owner:
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
+
+    def delete_everywhere(self) -> None:
+        """Record the owner's deletion on its remote: a commit removing every memory file, pushed now."""
+        self._write(lambda: self.vstore.clear(actor="operator"))
+        self.vstore.push_pending()  # async mode too: the deletion must be on the remote before the copy goes
+
+    def _write(self, write):
+        """Run ``write()``; when the remote moved under it, run it again on the caught-up memory.
+
+        A write refused by the remote's compare-and-swap left nothing behind
+        (files and journal restored) and its folder fetched the remote, so
+        the next attempt starts from the remote's head: both hosts' writes
+        are kept, one after the other. After :data:`MOVED_ATTEMPTS` the
+        :class:`~wikimem.errors.RemoteMoved` goes to the caller (retriable).
+        """
+        for attempt in range(MOVED_ATTEMPTS):
+            try:
+                return write()
+            except RemoteMoved:
+                if attempt == MOVED_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
 
     @property
     def store(self):
@@ -310,8 +337,8 @@ class Owner:
         (a restore has none: it makes the memory equal to its target).
         """
         if _undo_kind(kind) == "restore":
-            return self.vstore.restore(target, ctx=ctx)
-        return getattr(self.vstore, kind)(target, force=force, ctx=ctx)
+            return self._write(lambda: self.vstore.restore(target, ctx=ctx))
+        return self._write(lambda: getattr(self.vstore, kind)(target, force=force, ctx=ctx))
 
     # -- writing -----------------------------------------------------------
 
@@ -320,11 +347,11 @@ class Owner:
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
         etag or the head commit id. Empty content is refused (``ValueError``)."""
         check_content(content)
-        return self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx)
+        return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
         """Remove an item (one commit); :class:`NotFound` when it does not exist."""
-        done = self.vstore.remove(file, name, owner=self.id, ctx=ctx)
+        done = self._write(lambda: self.vstore.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
             raise NotFound(f"no item {name!r} in {file!r}")
         return done
@@ -334,7 +361,7 @@ class Owner:
         (``tz`` defaults to the owner's)."""
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
+        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs))
 
     @staticmethod
     def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
@@ -375,12 +402,16 @@ class Owner:
         memorize(recorder, turn, llm=self.llm, character=character, prompt=prompt, owner=self.id,
                  source_conv=ctx.source_conv, **append_kwargs)
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
-        with self.vstore.batch(ctx, message=message, kind="memorize") as b:
-            if b.replay is not None:
-                return _memorize_replay(b.replay)
-            entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-            b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
-        return MemorizeResult(entries, ctx.run, b.commit)
+
+        def write() -> MemorizeResult:
+            with self.vstore.batch(ctx, message=message, kind="memorize") as b:
+                if b.replay is not None:
+                    return _memorize_replay(b.replay)
+                entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
+                b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
+            return MemorizeResult(entries, ctx.run, b.commit)
+
+        return self._write(write)
 
     def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, **append_kwargs: Any):
         """Handle an ``append_diary`` tool call as one commit; a bad call raises :class:`ToolCallError`.
@@ -391,28 +422,36 @@ class Owner:
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
-        with self.vstore.batch(ctx, kind="diary-tool") as b:
-            if b.replay is not None:
-                entry = b.replay.get("entry")
-                return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
-            try:
-                entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
-                                          **append_kwargs)
-            except ValueError as exc:
-                raise ToolCallError(str(exc)) from None
-            b.result = {"entry": asdict(entry)}
-        return entry, b.commit, False
+
+        def write():
+            with self.vstore.batch(ctx, kind="diary-tool") as b:
+                if b.replay is not None:
+                    entry = b.replay.get("entry")
+                    return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
+                try:
+                    entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
+                                              **append_kwargs)
+                except ValueError as exc:
+                    raise ToolCallError(str(exc)) from None
+                b.result = {"entry": asdict(entry)}
+            return entry, b.commit, False
+
+        return self._write(write)
 
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
         ctx = WriteContext.of(ctx).bound("batch", ops, message)
-        with self.vstore.batch(ctx, message=message, kind="batch") as b:
-            if b.replay is not None:
-                return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
-            results = [self._apply_op(op, ctx.source_conv) for op in checked]
-            b.result = {"results": results}
-        return BatchResult(results, b.commit)
+
+        def write() -> BatchResult:
+            with self.vstore.batch(ctx, message=message, kind="batch") as b:
+                if b.replay is not None:
+                    return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
+                results = [self._apply_op(op, ctx.source_conv) for op in checked]
+                b.result = {"results": results}
+            return BatchResult(results, b.commit)
+
+        return self._write(write)
 
     def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
         args = dict(op.args)
