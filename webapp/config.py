@@ -24,6 +24,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_EMBED_THREADS``  ``EMBED_THREADS``      threads of the local model (all cores)
 ``WIKIMEM_EMBED_BACKGROUND`` ``EMBED_BACKGROUND`` embed memory off the request path (on for local)
 ``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
+``WIKIMEM_DIARY_RECALL``   ``DIARY_RECALL``       retrieve's default ``diary``: ``window`` (the seed's) or ``all``
 ``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries (on)
 ``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
 ``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.5)
@@ -83,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_THREADS": None,
     "EMBED_BACKGROUND": None,  # None: on for the local model, off for an endpoint
     "TOKENIZER": "bigram",
+    "DIARY_RECALL": "window",
     "QUERY_STOPWORDS": True,
     "NEIGHBOUR_CONTEXT": True,
     "FUSION_WEIGHT": 0.5,
@@ -126,6 +128,7 @@ ENV_VARS = {
     "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
     "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
     "WIKIMEM_TOKENIZER": "TOKENIZER",
+    "WIKIMEM_DIARY_RECALL": "DIARY_RECALL",
     "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
     "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
     "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
@@ -195,6 +198,8 @@ def _check_recall(config: dict[str, Any]) -> None:
     """The tokenizer, the embedder choice and their switches (issue 17)."""
     if config["TOKENIZER"] not in TOKENIZERS:
         raise ConfigError(f"WIKIMEM_TOKENIZER must be bigram or jieba, got {config['TOKENIZER']!r}")
+    if config["DIARY_RECALL"] not in ("window", "all"):
+        raise ConfigError(f"WIKIMEM_DIARY_RECALL must be window or all, got {config['DIARY_RECALL']!r}")
     embedder = config["EMBEDDER"] or None
     if embedder is not None and embedder not in EMBEDDERS:
         raise ConfigError(f"WIKIMEM_EMBEDDER must be local or none (unset: WIKIMEM_EMBED_URL if given), "
@@ -272,6 +277,7 @@ def recall_options(config: Mapping[str, Any]):
     background = config.get("EMBED_BACKGROUND")
     return RecallOptions(
         use_jieba=config.get("TOKENIZER", "bigram") == "jieba",
+        diary=config.get("DIARY_RECALL", "window"),
         query_stopwords=bool(config.get("QUERY_STOPWORDS", True)),
         neighbour_context=bool(config.get("NEIGHBOUR_CONTEXT", True)),
         embed_in_background=local if background is None else bool(background),

@@ -54,7 +54,9 @@ SCHEMAS: dict[str, dict] = {
     "DiaryItem": _obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
                        "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["date", "time", "content"]),
     "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
-                        "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR},
+                        "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR,
+                        "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
+                                        ["embedded", "total"])},
                        ["id", "items", "files", "diary_days"]),
     "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
     "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
@@ -235,13 +237,32 @@ def _paths() -> dict[str, dict]:
                         "message": {**_NSTR, "maxLength": 200}, **_WRITE}, ["ops"]))},
         owner + "/retrieve": {"parameters": [_OWNER], "post": _op(
             "the memories that belong in the prompt", "read", _ok(_ref("RetrievalResult")),
-            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+                                  "description": "what to recall; or give `messages` instead"},
+                        "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
+                                                 ["role"])),
+                                     "description": "a chat transcript: the query is its user turns (the last "
+                                                    "`messages_last`), cut to its most recent characters"},
+                        "messages_last": {"type": "integer", "minimum": 1},
                         "limit": {"type": "integer", "minimum": 1},
-                        "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1},
+                        "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
+                                          "description": "a prefix cut in injection order; the first entry "
+                                                         "always survives, even alone over the budget, unless "
+                                                         "budget_strict"},
+                        "budget_strict": {"type": "boolean", "description": "nothing over the budget, "
+                                                                            "possibly nothing at all"},
                         "expand_links": {"type": "boolean"}, "explain": {"type": "boolean"},
                         "time_range": {"type": "array", "items": _DATE, "minItems": 2, "maxItems": 2,
                                        "nullable": True},
-                        "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True}}, ["query"]),
+                        "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True},
+                        "diary": {"type": "string", "enum": ["window", "all"], "nullable": True,
+                                  "description": "window: diary entries only through a time window (the seed's); "
+                                                 "all: diary entries ranked with the wiki (default: "
+                                                 "WIKIMEM_DIARY_RECALL)"},
+                        "recency_half_life": {"type": "number", "nullable": True, "exclusiveMinimum": True,
+                                              "minimum": 0,
+                                              "description": "days; with diary=all an entry's score is "
+                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
             "run the configured LLM over a turn and write its diary entries as one run; with "

@@ -15,7 +15,7 @@ from flask import request
 from wikimem.context import WriteContext
 from wikimem.host.errors import BadRequest
 
-__all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_str_list", "query_int", "query_str",
+__all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
@@ -87,6 +87,16 @@ def opt_int(data: dict, key: str, *, minimum: int | None = None) -> int | None:
     if minimum is not None and value < minimum:
         raise BadRequest(f"{key} must be at least {minimum}, got {value}")
     return value
+
+
+def opt_number(data: dict, key: str) -> float | None:
+    """A number field (None when absent or null)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest(f"{key} must be a number")
+    return float(value)
 
 
 def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:

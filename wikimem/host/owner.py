@@ -18,7 +18,7 @@ from ..errors import NotFound, RemoteMoved
 from ..fsio import read_bytes
 from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
-from .errors import LLMNotConfigured, ToolCallError
+from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .ops import Op, check_content, parse_ops
 from .settings import OwnerSettings, check_settings, settings_record
@@ -50,9 +50,15 @@ class OwnerStats:
     diary_days: int
     last_change: str | None  # UTC ISO-8601 time of the newest commit
     head: str | None  # the newest commit id
+    # With an embedder: how many items have their vectors ({"embedded", "total"}), so a client can
+    # wait for background embedding; None in listings and without an embedder.
+    vectors: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.vectors is None:
+            del out["vectors"]
+        return out
 
 
 @dataclass
@@ -173,9 +179,16 @@ class Owner:
 
     # -- reading -----------------------------------------------------------
 
-    def stats(self) -> OwnerStats:
-        """Counts and last activity."""
+    def stats(self, *, vectors: bool = False) -> OwnerStats:
+        """Counts and last activity; with ``vectors`` and an embedder, how many items are embedded.
+
+        Asking for the vector counts also schedules what background embedding has not done yet.
+        """
         files = self.store.files()
+        counts = None
+        if vectors and self.embedder is not None:
+            embedded, total = self.index().vector_counts()
+            counts = {"embedded": embedded, "total": total}
         return OwnerStats(
             id=self.id,
             items=sum(len(self.store.items(f)) for f in files),
@@ -183,6 +196,7 @@ class Owner:
             diary_days=len(self.diary.dates()),
             last_change=_last_change(self.vstore),
             head=self.vstore.head(),
+            vectors=counts,
         )
 
     def head(self) -> str:
@@ -277,12 +291,23 @@ class Owner:
         return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir,
                            **options)
 
-    def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
+    def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
+                 as_of: str | None = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
-        Time words in the query are read in ``tz``, else in the owner's time zone. The query is at
-        most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
+        Give ``query``, or a chat transcript as ``messages`` (OpenAI-style
+        ``{"role", "content"}`` dicts): the query is then the user's turns
+        (the last ``messages_last`` of them), cut to the most recent
+        :data:`~wikimem.limits.MAX_QUERY_CHARS` characters. A ``query`` is
+        at most that long (:class:`TooLarge`). Time words are read in ``tz``,
+        else in the owner's time zone.
         """
+        if (query is None) == (messages is None):
+            raise BadRequest("give either query or messages")
+        if messages is not None:
+            from ..transcript import query_from_messages
+
+            query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
