@@ -206,7 +206,7 @@ _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "bu
 @bp.post(OWNER + "/retrieve")
 def retrieve(owner_id: str):
     owner = _owner(owner_id, "read")
-    data = json_body(_RETRIEVE)
+    data = json_body(_RETRIEVE, one_of=("query", "messages"))
     as_of = opt_str(data, "as_of")
     time_range = opt_str_list(data, "time_range", 2)
     limit = opt_int(data, "limit", minimum=1)
