@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from contextlib import contextmanager
+from typing import BinaryIO, Callable, Iterator
 
-__all__ = ["atomic_write", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files", "TEMP_SUFFIX"]
+__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files", "TEMP_SUFFIX"]
 
 TEMP_SUFFIX = ".wikimem-tmp"
 
@@ -30,16 +32,36 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
+    with _replacing(path, mode) as fd:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def atomic_replace(path: Path, write: Callable[[BinaryIO], None], *, mode: int = 0o644) -> None:
+    """Replace ``path`` with what ``write(fh)`` streams into a binary file, atomically and durably."""
+    with _replacing(path, mode) as fd:
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            write(fh)
+
+
+@contextmanager
+def _replacing(path: Path, mode: int) -> Iterator[int]:
+    """A temp file's descriptor in ``path``'s folder, moved over ``path`` when the block ends well.
+
+    The temp file is a dotfile ending in :data:`TEMP_SUFFIX` (swept by the
+    next writer if this one is killed); fsync, ``os.replace``, fsync of the
+    folder: a crash leaves the old file or the new one, never a mix.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            yield fd
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,7 +24,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .embedding import Embedder, EmbeddingError, VectorMismatch, content_hash, embed_text, vector_space
-from .fsio import TEMP_SUFFIX, atomic_write, fsync_dir
+from .fsio import atomic_replace, atomic_write
 from .locking import FileLock
 from .models import RecallItem
 
@@ -340,20 +339,8 @@ def _open_matrix(path: Path) -> np.ndarray | None:
 
 def _write_npy(path: Path, matrix: np.ndarray) -> None:
     """Stream ``matrix`` to a temp file, fsync, rename: the cache can be big."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-    try:
-        with open(tmp, "xb") as fh:
-            np.lib.format.write_array(fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
+    atomic_replace(path, lambda fh: np.lib.format.write_array(
+        fh, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False))
 
 
 def check_model(current: CachedVectors | None, embedder: Embedder) -> None:

@@ -18,7 +18,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from wikimem.host import encode_owner_id
+from gunicorn_env import free_port as _free_port
 
 REPO = Path(__file__).resolve().parents[2]
 GIT = shutil.which("git")
@@ -35,12 +35,6 @@ TOKEN = "kill-workers-token-0123456789"
 OWNERS = ["user:k1", "user:k2", "user:k3"]
 SECONDS = float(os.environ.get("WIKIMEM_KILL_SECONDS", "20"))
 MAX_KILLS = int(SECONDS)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _request(port: int, method: str, path: str, body: dict | None = None, key: str | None = None):

@@ -11,9 +11,7 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +23,7 @@ import pytest
 from fakes import FakeOpenAI
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
+from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn_command
 
 pytestmark = pytest.mark.slow
 
@@ -32,17 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "deploy" / "gunicorn.conf.py"
 OWNER = "user:gunicorn"
 STARTUP_SECONDS = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gunicorn_command() -> list[str]:
-    beside = Path(sys.executable).with_name("gunicorn")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
 
 
 def _wait_healthy(base: str, proc: subprocess.Popen, log: Path) -> None:

@@ -16,7 +16,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn
 
 pytestmark = pytest.mark.slow
 
@@ -32,17 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "deploy" / "gunicorn.conf.py"
 ACCOUNT_LIMIT, ADDRESS_LIMIT = 3, 10
 PARALLEL = 6
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gunicorn() -> list[str]:
-    beside = Path(sys.executable).with_name("gunicorn")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
 
 
 def _wikimem(*args: str, input: str | None = None, env: dict) -> str:

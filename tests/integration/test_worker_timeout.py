@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeOpenAI
+from gunicorn_env import free_port as _free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "worker-timeout-token-0123456789"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow

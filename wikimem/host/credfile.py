@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Generic, TypeVar
 
+from ..fsio import atomic_write
 from ..locking import FileLock
 
 __all__ = ["WatchedFile", "edit_lines", "RACY_SECONDS"]
@@ -133,29 +133,6 @@ def edit_lines(path: Path | str, edit: Callable[[list[dict | str]], list[dict | 
         new = edit(_lines(text))
         body = "".join((json.dumps(row, ensure_ascii=False) if isinstance(row, dict) else row) + "\n"
                        for row in new)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        _fsync_dir(path.parent)
+        atomic_write(path, body.encode("utf-8"), mode=0o600)
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
