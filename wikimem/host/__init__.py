@@ -27,13 +27,15 @@ from pathlib import Path
 from ..errors import InvalidName, NotFound
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
+from .operations import Operations
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .runindex import INDEX_PATH, RunIndex, RunQuery
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "RunQuery",
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
@@ -41,7 +43,7 @@ EXPORT_TYPES = FORMATS  # archive format → media type
 MAX_PAGE = 1000
 
 
-class Host:
+class Host(Operations):
     """Owners → versioned stores and indexes, for one process."""
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
@@ -57,6 +59,8 @@ class Host:
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
+        # Runs of every owner, fed at commit time (see wikimem/host/runindex.py); derived, rebuildable.
+        self.run_index = RunIndex(self.root / INDEX_PATH)
 
     def __repr__(self) -> str:
         return f"Host({str(self.root)!r})"
@@ -68,8 +72,9 @@ class Host:
         return self.owners_dir / encode_owner_id(owner_id)
 
     def _open(self, owner_id: str, path: Path) -> Owner:
-        return Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                     cache_dir=self.cache_dir / path.name)
+        owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm, cache_dir=self.cache_dir / path.name)
+        owner.vstore.on_commit.append(self.run_index.listener(owner))
+        return owner
 
     # -- lookup ------------------------------------------------------------
 
@@ -153,6 +158,7 @@ class Host:
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
+        self.run_index.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
 

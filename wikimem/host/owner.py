@@ -17,6 +17,7 @@ from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .ops import Op, parse_ops
+from .review import Review
 
 if TYPE_CHECKING:
     from ..versioned import CommitDiff, Committed, HistoryPage, Plan
@@ -98,7 +99,7 @@ def _last_change(vstore) -> str | None:
     return None
 
 
-class Owner:
+class Owner(Review):
     """One owner's memory, as the web layer and the CLI use it: the one service API of an owner.
 
     Reads come from the working tree (wiki, diary) and the history index;
