@@ -3,6 +3,8 @@
 ``Authorization: Bearer <secret>``. Tokens come from the hashed tokens file
 (``WIKIMEM_TOKENS_FILE``; format in :mod:`wikimem.host.tokens`) and from
 ``WIKIMEM_ADMIN_TOKEN`` (a plain admin token for development and tests).
+The file is re-read when it changes, in every worker: a token revoked with
+``wikimem token revoke`` is refused from the next request on.
 
 - no token or an unknown token → 401 (with ``WWW-Authenticate: Bearer``);
 - a valid token without the route's scope, or for an owner outside its
@@ -19,7 +21,8 @@ from flask import current_app, g, request
 
 from wikimem.host.tokens import Principal, TokenFile
 
-__all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app"]
+__all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app",
+           "token_file"]
 
 _EXT = "wikimem.tokens"
 
@@ -40,9 +43,14 @@ def init_app(app) -> None:
     app.extensions[_EXT] = TokenFile(app.config.get("TOKENS_FILE"), app.config.get("ADMIN_TOKEN"))
 
 
+def token_file() -> TokenFile:
+    """The tokens of this app (the file and ``WIKIMEM_ADMIN_TOKEN``)."""
+    return current_app.extensions[_EXT]
+
+
 def authenticate(token: str | None) -> Principal | None:
     """The principal a token secret belongs to, or None (needs an app context)."""
-    return current_app.extensions[_EXT].authenticate(token)
+    return token_file().authenticate(token)
 
 
 def _bearer() -> str | None:

@@ -19,7 +19,12 @@ environment                config key             meaning (default)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
 ``WIKIMEM_PROXIES``        ``PROXIES``            reverse proxies to trust for X-Forwarded-* (0)
+``WIKIMEM_LOGIN_LIMIT_*``  ``LOGIN_LIMIT_*``      sign-in rate limits, see :mod:`webapp.ratelimit`
 =========================  =====================  ==========================================
+
+``LOGIN_LIMIT_ADDRESS`` (``10/minute;50/hour``), ``LOGIN_LIMIT_ACCOUNT``
+(``5/minute;20/hour``), ``LOGIN_LIMIT_STORAGE`` (unset: shared counters at
+the data root).
 
 In production (the default, e.g. under gunicorn) the app refuses to start
 without a real ``SECRET_KEY``; in development and tests a random one is
@@ -53,6 +58,9 @@ DEFAULTS: dict[str, Any] = {
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "PROXIES": 0,
+    "LOGIN_LIMIT_ADDRESS": "10/minute;50/hour",
+    "LOGIN_LIMIT_ACCOUNT": "5/minute;20/hour",
+    "LOGIN_LIMIT_STORAGE": None,
 }
 
 ENV_VARS = {
@@ -72,6 +80,9 @@ ENV_VARS = {
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
     "WIKIMEM_PROXIES": "PROXIES",
+    "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
+    "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
+    "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES"}

@@ -1,28 +1,64 @@
-"""Operator sign-in for the admin UI: ``/login``, ``/logout`` and ``/``.
+"""Operator sign-in for the admin UI (``/login``, ``/logout``, ``/``) and the check of every admin request.
 
-Operators sign in with a token that has the ``admin`` scope (see
-:mod:`webapp.auth`), or with an operator account: a name and a password
-checked against the hashed accounts file ``OPERATORS_FILE``
-(``WIKIMEM_OPERATORS_FILE``), JSON Lines, one account a line::
+Who signs in
+    A token with the ``admin`` scope (:mod:`webapp.auth`) signs in with the
+    ``admin`` role. An operator account (:mod:`wikimem.host.operators`,
+    ``WIKIMEM_OPERATORS_FILE``) signs in with its name and password and has
+    its account's role: ``reviewer`` (reads), ``operator`` (also reverts,
+    rolls back, restores), ``admin`` (everything). Views ask for a role with
+    :func:`require_role`.
 
-    {"name": "alice", "password_hash": "scrypt:32768:8:1$…", "owner_prefix": "user:"}
+What the session cookie holds
+    Flask's signed cookie (``WIKIMEM_SECRET_KEY``) with one entry, ``op``:
+    ``sid`` (a random session id), ``iat`` (when it was signed in), ``kind``
+    (``token`` or ``account``), ``cid`` (the token's public id, or the account
+    name) and ``fp``, the credential's fingerprint: an HMAC under the secret
+    key of the credential as stored — the token's hash with its scopes and
+    owner prefix, or the account's password hash with its role and prefix.
+    Never a secret, nor a password hash that could be cracked offline.
 
-``password_hash`` is werkzeug's ``generate_password_hash`` (salted scrypt);
-:func:`account_line` makes such a line. Passwords are never stored.
+What every admin request checks (:func:`current_operator`)
+    1. Absolute lifetime: ``iat`` + ``PERMANENT_SESSION_LIFETIME`` (12 h). The
+       cookie is never re-issued just because it was used
+       (``SESSION_REFRESH_EACH_REQUEST`` is off: no ``Set-Cookie`` on API,
+       static or health responses), and its ``Expires`` is that same instant.
+    2. The credential as it is now, from the tokens and operators files
+       (re-read when they change, in every worker): its fingerprint must
+       equal the cookie's. Revoking the token, taking its admin scope,
+       removing the account, changing its password, role or prefix: the
+       session ends on its next request.
+    3. Logout: the session id is in the revocation store
+       (:class:`wikimem.host.authstate.AuthState`, SQLite at the data root,
+       shared by the host's workers) until its lifetime ends.
 
-The signed session cookie remembers who signed in (name and owner-id
-prefix), never the token or password itself. Every form is CSRF-protected (Flask-WTF's
-``csrf_token`` field); the bearer-token JSON API is exempt, since a browser
-never sends it credentials on its own.
+Why this shape (a cluster)
+    Accepting a session needs no per-session record, only the secret key
+    and the tokens and operators files, which the hosts of a cluster share:
+    a session signed in on one host is valid on every host, and checks 1 and
+    2 hold everywhere, from the shared files. Only logout is per host (each
+    host has its own data root): :func:`revoke` is the one function that
+    records it, and the place to tell peers.
+
+Sign-in itself
+    Rate limited per client address and per account name before any
+    password is hashed (:mod:`webapp.ratelimit`); at most one password hash
+    runs at a time on the host (a lock at the data root), so a flood of
+    sign-ins can take at most one core from the API. An unknown name costs
+    the same hash as a wrong password. Every form is CSRF-protected
+    (Flask-WTF's ``csrf_token`` field); the bearer-token JSON API is exempt,
+    since a browser never sends it credentials on its own.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
-import logging
+import secrets
+import time
 from dataclasses import dataclass
-from datetime import timedelta
-from functools import wraps
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, current_app, flash, g, redirect, render_template, request, session, url_for
@@ -30,51 +66,197 @@ from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
 from werkzeug.security import check_password_hash, generate_password_hash
 
-__all__ = ["bp", "Operator", "current_operator", "require_operator", "security_headers", "init_app",
-           "account_line", "check_account"]
+from wikimem.errors import StoreBusy
+from wikimem.host.authstate import AuthState
+from wikimem.host.operators import LEGACY_ROLE, Account, OperatorsFile, check_name, check_role, role_at_least
+from wikimem.locking import FileLock
 
-log = logging.getLogger(__name__)
+from .auth import AuthError, Forbidden
+
+__all__ = ["bp", "Operator", "current_operator", "require_operator", "require_role", "revoke",
+           "security_headers", "init_app", "hash_password", "account_line", "check_account"]
 
 bp = Blueprint("session", __name__)
 
 ADMIN_SCOPE = "admin"
 SESSION_LIFETIME = timedelta(hours=12)
+MIN_PASSWORD = 8
+CLOCK_SKEW = 300  # seconds a session may seem to come from the future (hosts' clocks differ a little)
+# Seconds a sign-in waits for the host's one password-hashing slot. Short: a sync worker that
+# waits serves nobody else, so a long wait would hand the API's workers to a flood of sign-ins.
+PASSWORD_WAIT = 0.05
+
+_STATE = "wikimem.authstate"
+_OPERATORS = "wikimem.operators"
+_LIMITER = "wikimem.login_limiter"
+_HASH_SLOT = "wikimem.password_slot"
+_NO_OPERATOR = object()
 
 
 @dataclass(frozen=True)
 class Operator:
-    """Who is signed in, and which owners they may see."""
+    """Who is signed in, which owners they may see, and what they may do."""
 
     name: str
     owner_prefix: str = ""
+    role: str = LEGACY_ROLE
 
     def may_see(self, owner_id: str) -> bool:
         return owner_id.startswith(self.owner_prefix)
 
+    def may(self, role: str) -> bool:
+        """Whether this operator's role includes ``role`` (reviewer < operator < admin)."""
+        return role_at_least(self.role, role)
+
+
+# -- passwords and the accounts file -------------------------------------------
+
+# Checked against when the name is unknown, so a wrong name costs as long as a wrong password.
+_DUMMY_HASH = generate_password_hash("not a password")
+
+
+def hash_password(password: str) -> str:
+    """The stored form of a password (werkzeug's salted scrypt); ValueError if it is too short."""
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise ValueError(f"a password needs at least {MIN_PASSWORD} characters")
+    return generate_password_hash(password)
+
+
+def account_line(name: str, password: str, owner_prefix: str = "", role: str = LEGACY_ROLE) -> str:
+    """One line of the operator accounts file, with the password salted and hashed."""
+    account = Account(check_name(name), hash_password(password), check_role(role), owner_prefix)
+    return json.dumps(account.row(), ensure_ascii=False)
+
+
+def _verify(account: Account | None, password: str) -> bool:
+    ok = check_password_hash(account.password_hash if account else _DUMMY_HASH, password)
+    return bool(account and ok)
+
+
+def check_account(path: str | Path | None, name: str, password: str) -> Operator | None:
+    """The operator if ``name`` and ``password`` match an account of the file, else None."""
+    account = OperatorsFile(path).get(name)
+    return Operator(name, account.owner_prefix, account.role) if _verify(account, password) else None
+
+
+# -- the session ----------------------------------------------------------------
+
+def _now() -> float:
+    return time.time()
+
+
+def _lifetime() -> float:
+    return current_app.permanent_session_lifetime.total_seconds()
+
+
+def _fingerprint(*parts: str) -> str:
+    """An HMAC of a credential as stored, under the app's secret key (never reversible to the hash)."""
+    key = str(current_app.secret_key).encode("utf-8")
+    return hmac.new(key, "\0".join(parts).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+def _credential(kind: str, cid: str) -> tuple[str, Operator] | None:
+    """``(fingerprint, operator)`` of a credential as the files hold it now, or None if it is gone."""
+    if kind == "token":
+        from .auth import token_file
+
+        entry = token_file().find(cid)
+        if entry is None or ADMIN_SCOPE not in entry.principal.scopes:
+            return None
+        p = entry.principal
+        fp = _fingerprint("token", entry.sha256, p.name, ",".join(sorted(p.scopes)), p.owner_prefix)
+        return fp, Operator(p.name, p.owner_prefix, "admin")
+    if kind == "account":
+        account = current_app.extensions[_OPERATORS].get(cid)
+        if account is None:
+            return None
+        fp = _fingerprint("account", account.name, account.password_hash, account.role, account.owner_prefix)
+        return fp, Operator(account.name, account.owner_prefix, account.role)
+    return None
+
+
+def _session_record(data) -> tuple[str, float, str, str, str] | None:
+    if not isinstance(data, dict):
+        return None
+    sid, iat, kind, cid, fp = (data.get(k) for k in ("sid", "iat", "kind", "cid", "fp"))
+    if not (isinstance(sid, str) and isinstance(iat, (int, float)) and not isinstance(iat, bool)
+            and isinstance(kind, str) and isinstance(cid, str) and isinstance(fp, str)):
+        return None
+    return sid, float(iat), kind, cid, fp
+
+
+def _validate(data) -> Operator | None:
+    record = _session_record(data)
+    if record is None:
+        return None
+    sid, iat, kind, cid, fp = record
+    now = _now()
+    if not (iat - CLOCK_SKEW <= now < iat + _lifetime()):
+        return None
+    found = _credential(kind, cid)
+    if found is None or not hmac.compare_digest(found[0], fp):
+        return None
+    if current_app.extensions[_STATE].is_revoked(sid):
+        return None
+    return found[1]
+
 
 def current_operator() -> Operator | None:
-    """The signed-in operator of this request, or None."""
-    data = session.get("operator")
-    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-        return None
-    return Operator(data["name"], data.get("prefix") or "")
+    """The signed-in operator of this request, or None (checked once per request: lifetime, credential, logout)."""
+    cached = g.get("checked_operator", _NO_OPERATOR)
+    if cached is _NO_OPERATOR:
+        cached = g.checked_operator = _validate(session.get("op"))
+    return cached
+
+
+def _start_session(kind: str, cid: str) -> None:
+    fp, _operator = _credential(kind, cid)
+    # A fresh session on sign-in: nothing from before (e.g. a planted cookie) survives.
+    session.clear()
+    session.permanent = True
+    session["op"] = {"sid": secrets.token_urlsafe(18), "iat": int(_now()), "kind": kind, "cid": cid, "fp": fp}
+    g.pop("checked_operator", None)
+
+
+def revoke(sid: str, until: float) -> None:
+    """End session ``sid`` on this host; the record is kept until ``until`` (when it would end anyway).
+
+    The one place that records a logout: a cluster can extend it to tell the
+    other hosts (each has its own data root).
+    """
+    current_app.extensions[_STATE].revoke(sid, until)
+
+
+def _end_session() -> None:
+    record = _session_record(session.get("op"))
+    if record is not None:
+        sid, iat = record[0], record[1]
+        revoke(sid, iat + _lifetime())
+    session.clear()
+    g.checked_operator = None
 
 
 def require_operator():
     """``before_request`` of the admin pages: sign in first, then come back."""
     operator = current_operator()
     if operator is None:
+        if "op" in session:  # a session that ended: drop the cookie, say why
+            session.clear()
+            flash("Your session has ended; please sign in again.", "info")
         return redirect(url_for("session.login", next=_here()))
     g.operator = operator
     return None
 
 
-def operator_required(view):
-    """Decorator form of :func:`require_operator` for single views."""
-    @wraps(view)
-    def wrapped(*args, **kwargs):
-        return require_operator() or view(*args, **kwargs)
-    return wrapped
+def require_role(role: str) -> Operator:
+    """The signed-in operator, if their role includes ``role``; else 401/403 (for views that change things)."""
+    check_role(role)
+    operator = current_operator()
+    if operator is None:
+        raise AuthError("sign in first")
+    if not operator.may(role):
+        raise Forbidden(f"this needs the {role} role; {operator.name} is a {operator.role}")
+    return operator
 
 
 def _here() -> str:
@@ -93,75 +275,62 @@ def safe_next(target: str | None) -> str:
     return target
 
 
-def _authenticate(token: str):
+# -- the views ------------------------------------------------------------------
+
+@dataclass
+class _Outcome:
+    """What a sign-in attempt came to: a session to start, or an error to show."""
+
+    kind: str = ""
+    cid: str = ""
+    error: str | None = None
+    status: int = 200
+    retry_after: int | None = None
+
+
+def _sign_in_with_token(token: str) -> _Outcome:
     from .auth import authenticate
 
-    return authenticate(token)
+    principal = authenticate(token)
+    if principal is None:
+        return _Outcome(error="That token is not valid.", status=401)
+    if ADMIN_SCOPE not in set(principal.scopes):
+        return _Outcome(error="That token has no admin scope; the admin UI needs one.", status=403)
+    return _Outcome("token", principal.token_id)
 
 
-# Checked against when the name is unknown, so a wrong name costs as long as a wrong password.
-_DUMMY_HASH = generate_password_hash("not a password")
-
-
-def account_line(name: str, password: str, owner_prefix: str = "") -> str:
-    """One line of the operator accounts file, with the password salted and hashed."""
-    if not name or not password:
-        raise ValueError("an operator account needs a name and a password")
-    return json.dumps({"name": name, "password_hash": generate_password_hash(password),
-                       "owner_prefix": owner_prefix}, ensure_ascii=False)
-
-
-def _accounts(path: str | None) -> dict[str, dict]:
-    """The accounts of the file by name; a malformed line is skipped (and logged), not fatal."""
-    if not path:
-        return {}
+def _sign_in_with_password(name: str, password: str) -> _Outcome:
+    account = current_app.extensions[_OPERATORS].get(name)
     try:
-        lines = open(path, encoding="utf-8").read().splitlines()
-    except FileNotFoundError:
-        log.warning("operator accounts file %s does not exist", path)
-        return {}
-    out: dict[str, dict] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            row = json.loads(line)
-            if not (isinstance(row.get("name"), str) and isinstance(row.get("password_hash"), str)):
-                raise ValueError("needs name and password_hash")
-        except (ValueError, AttributeError) as exc:
-            log.warning("%s:%d: skipped a malformed operator account (%s)", path, number, exc)
-            continue
-        out[row["name"]] = row
-    return out
+        # One hash at a time on this host: a flood of sign-ins takes at most one core from the API.
+        with current_app.extensions[_HASH_SLOT].hold():
+            ok = _verify(account, password)
+    except StoreBusy:
+        return _Outcome(error="Another sign-in is being checked; try again in a moment.", status=503,
+                        retry_after=1)
+    if not ok:
+        return _Outcome(error="Wrong name or password.", status=401)
+    return _Outcome("account", account.name)
 
 
-def check_account(path: str | None, name: str, password: str) -> Operator | None:
-    """The operator if ``name`` and ``password`` match an account of the file, else None."""
-    row = _accounts(path).get(name)
-    ok = check_password_hash(row["password_hash"] if row else _DUMMY_HASH, password)
-    if not (row and ok):
-        return None
-    prefix = row.get("owner_prefix") if isinstance(row.get("owner_prefix"), str) else ""
-    return Operator(name, prefix)
-
-
-def _operator_from_form(form) -> tuple[Operator | None, str | None, int]:
-    """``(operator, error, status)`` from the sign-in form: a token, or a name and password."""
+def _attempt(form) -> _Outcome:
     token = (form.get("token") or "").strip()
-    username, password = (form.get("username") or "").strip(), form.get("password") or ""
-    if token:
-        principal = _authenticate(token)
-        if principal is None:
-            return None, "That token is not valid.", 401
-        if ADMIN_SCOPE not in set(principal.scopes):
-            return None, "That token has no admin scope; the admin UI needs one.", 403
-        return Operator(principal.name, principal.owner_prefix or ""), None, 200
-    if username and password:
-        operator = check_account(current_app.config.get("OPERATORS_FILE"), username, password)
-        if operator is None:
-            return None, "Wrong name or password.", 401
-        return operator, None, 200
-    return None, "Enter an admin token, or an operator name and password.", 400
+    name, password = (form.get("username") or "").strip(), form.get("password") or ""
+    if not token and not (name and password):
+        return _Outcome(error="Enter an admin token, or an operator name and password.", status=400)
+    wait = current_app.extensions[_LIMITER].attempt(request.remote_addr or "", None if token else name)
+    if wait is not None:
+        return _Outcome(error=f"Too many sign-in attempts; try again in {wait} s.", status=429, retry_after=wait)
+    return _sign_in_with_token(token) if token else _sign_in_with_password(name, password)
+
+
+def _login_page(target: str, outcome: _Outcome | None = None, username: str = ""):
+    page = render_template("login.html", next=target, error=outcome.error if outcome else None,
+                           accounts=bool(current_app.extensions[_OPERATORS]), username=username)
+    response = current_app.make_response((page, outcome.status if outcome else 200))
+    if outcome and outcome.retry_after:
+        response.headers["Retry-After"] = str(outcome.retry_after)
+    return response
 
 
 @bp.get("/")
@@ -175,30 +344,26 @@ def login():
     if request.method == "GET":
         if current_operator() is not None:
             return redirect(target)
-        return render_template("login.html", next=target, error=None, accounts=_has_accounts())
-    operator, error, status = _operator_from_form(request.form)
-    if operator is None:
-        return render_template("login.html", next=target, error=error, accounts=_has_accounts()), status
-    # A fresh session on sign-in: nothing from before (e.g. a planted cookie) survives.
-    session.clear()
-    session.permanent = True
-    session["operator"] = {"name": operator.name, "prefix": operator.owner_prefix}
+        if "op" in session:  # a session that ended: forget it
+            session.pop("op")
+        return _login_page(target)
+    outcome = _attempt(request.form)
+    if outcome.error is not None:
+        # The name stays in its field; a token or password is never sent back.
+        return _login_page(target, outcome, username=(request.form.get("username") or "").strip()[:200])
+    _start_session(outcome.kind, outcome.cid)
     return redirect(target)
-
-
-def _has_accounts() -> bool:
-    return bool(current_app.config.get("OPERATORS_FILE"))
 
 
 @bp.post("/logout")
 def logout():
-    session.clear()
+    _end_session()
     flash("Signed out.", "info")
     return redirect(url_for("session.login"))
 
 
-class TLSAwareSessionInterface(SecureCookieSessionInterface):
-    """Marks the session cookie ``Secure`` when configured, or when the request came over TLS.
+class SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie, expiring with the session's absolute lifetime, ``Secure`` over TLS.
 
     Behind a proxy, TLS shows as ``request.is_secure`` once the app trusts
     ``X-Forwarded-Proto`` (werkzeug's ProxyFix).
@@ -211,6 +376,12 @@ class TLSAwareSessionInterface(SecureCookieSessionInterface):
             return request.is_secure
         except RuntimeError:  # outside a request
             return False
+
+    def get_expiration_time(self, app: Flask, session) -> datetime | None:
+        record = _session_record(session.get("op"))
+        if record is None:
+            return super().get_expiration_time(app, session)
+        return datetime.fromtimestamp(record[1], timezone.utc) + app.permanent_session_lifetime
 
 
 @bp.app_context_processor
@@ -237,15 +408,25 @@ bp.after_request(security_headers)
 
 
 def init_app(app: Flask, *, exempt=()) -> None:
-    """Set up sessions and CSRF for the UI; ``exempt`` lists blueprints CSRF skips (the API)."""
+    """Set up sessions, sign-in limits and CSRF for the UI; ``exempt`` lists blueprints CSRF skips (the API)."""
+    from .ratelimit import make_login_limiter
+
     app.config["SESSION_COOKIE_HTTPONLY"] = True
     if not app.config.get("SESSION_COOKIE_SAMESITE"):
         app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
-    # The signed cookie is only accepted this long after sign-in (Flask checks
-    # its age); Flask's own default of 31 days is too long for an admin.
+    # A session lasts this long after sign-in, however often it is used; Flask's
+    # own default of 31 days is too long for an admin.
     if app.config.get("PERMANENT_SESSION_LIFETIME") == Flask.default_config["PERMANENT_SESSION_LIFETIME"]:
         app.config["PERMANENT_SESSION_LIFETIME"] = SESSION_LIFETIME
-    app.session_interface = TLSAwareSessionInterface()
+    # Re-issuing the cookie on every response would slide its expiry forever.
+    app.config["SESSION_REFRESH_EACH_REQUEST"] = False
+    app.session_interface = SessionInterface()
+    root = Path(app.config["DATA_ROOT"])
+    state = AuthState(root)
+    app.extensions[_STATE] = state
+    app.extensions[_OPERATORS] = OperatorsFile(app.config.get("OPERATORS_FILE"))
+    app.extensions[_LIMITER] = make_login_limiter(app.config, state)
+    app.extensions[_HASH_SLOT] = FileLock(root / "auth" / "password.lock", timeout=PASSWORD_WAIT)
     csrf = CSRFProtect(app)
     for blueprint in exempt:
         csrf.exempt(blueprint)

@@ -7,9 +7,17 @@ no layer repeats the same five keywords.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["WriteContext"]
+from .errors import InvalidName
+from .naming import validate_provenance
+
+__all__ = ["WriteContext", "MAX_KEY_LEN"]
+
+MAX_KEY_LEN = 200
+# Keys and preconditions travel in HTTP headers and git trailers: printable ASCII, no spaces.
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,16 @@ class WriteContext:
     idempotency_key: str | None = None
     if_match: str | None = None
     fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every entry point (API, admin UI, CLI, library) builds one of these: validate here, once.
+        for name in ("run", "actor", "source_conv"):
+            object.__setattr__(self, name, validate_provenance(getattr(self, name), name))
+        for name, limit in (("idempotency_key", MAX_KEY_LEN), ("if_match", 128), ("fingerprint", 128)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not _TOKEN_RE.fullmatch(value)
+                                      or len(value) > limit):
+                raise InvalidName(f"{name} must be 1-{limit} printable ASCII characters without spaces")
 
     @classmethod
     def of(cls, ctx: "WriteContext | None" = None, **overrides) -> "WriteContext":

@@ -28,6 +28,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .errors import InvalidName
+from .naming import validate_provenance
+
 __all__ = [
     "Block",
     "parse_blocks",
@@ -74,21 +77,18 @@ def clean_content(value: str) -> str:
 
 
 def clean_meta_value(value: str | None, what: str) -> str | None:
-    """A provenance value as written: ``|`` becomes ``/``; newlines or ``-->`` refused."""
-    if value is None:
+    """A provenance value as written in the metadata comment: one line of visible text, ``|`` becomes ``/``.
+
+    Control, format and line-separator characters, and ``-->``, are refused
+    (ValueError): they would end the comment or fool a reader.
+    """
+    text = validate_provenance(value, what)
+    if text is None:
         return None
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string")
-    value = value.strip().replace("|", "/")
-    if not value:
-        return None
-    if "-->" in value or any(ord(c) < 32 for c in value):
-        raise ValueError(f"{what} may not contain '-->' or control characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} is not valid Unicode text") from None
-    return value
+    text = text.replace("|", "/")
+    if "-->" in text:
+        raise InvalidName(f"{what} may not contain '-->'")
+    return text
 
 
 def _parse_meta(line: str) -> dict | None:

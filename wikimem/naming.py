@@ -9,6 +9,7 @@ value errors).
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date as _date
 
 from .errors import InvalidName
@@ -20,8 +21,13 @@ __all__ = [
     "validate_time",
     "is_valid_time",
     "safe_stem",
+    "validate_provenance",
+    "unsafe_chars",
+    "is_unsafe",
+    "UNSAFE_CATEGORIES",
     "MAX_FILE_LEN",
     "MAX_ITEM_NAME_LEN",
+    "MAX_PROVENANCE_LEN",
 ]
 
 FILE_RE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
@@ -36,6 +42,65 @@ MAX_FILE_LEN = 128
 MAX_ITEM_NAME_LEN = 200
 
 _RESERVED = ("[[", "]]", ":", "|", "#")
+
+# Provenance values (run, actor, source_conv, owner, a commit message) end up in commit headers,
+# trailers and item metadata: one line of visible text, this long at most.
+MAX_PROVENANCE_LEN = 200
+# Unicode categories that may not appear in a name or a provenance value: controls (C0, DEL, C1),
+# format characters (bidi overrides, zero-width joiners), line and paragraph separators, surrogates,
+# private use and unassigned code points. A trailer parser, a terminal or a reader could each be fooled.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# Scripts whose letters look like Latin ones: a name mixing them with Latin letters in one word is a spoof.
+_LOOKALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def is_unsafe(char: str) -> bool:
+    """Whether a character may never reach a name, a header or a trailer."""
+    return unicodedata.category(char) in UNSAFE_CATEGORIES
+
+
+def unsafe_chars(text: str) -> list[str]:
+    """The characters of ``text`` that may not reach a name, a header or a trailer, as ``U+XXXX``."""
+    return [f"U+{ord(c):04X}" for c in text if is_unsafe(c)]
+
+
+def validate_provenance(value: object, what: str, *, limit: int = MAX_PROVENANCE_LEN) -> str | None:
+    """A provenance value as written (stripped; None when absent or blank), or InvalidName.
+
+    One line of visible text: no control, format or line-separator
+    characters (see :data:`UNSAFE_CATEGORIES`), at most ``limit`` characters.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a string, got {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        return None
+    bad = unsafe_chars(text)
+    if bad:
+        raise InvalidName(f"{what} may not contain control, format or line-separator characters "
+                          f"(found {', '.join(sorted(set(bad))[:5])})")
+    if len(text) > limit:
+        raise InvalidName(f"{what} is longer than {limit} characters")
+    return text
+
+
+def _mixes_lookalike_scripts(text: str) -> bool:
+    """Whether one word mixes Latin letters with Cyrillic/Greek/… ones (``pаypal`` with a Cyrillic а)."""
+    for word in text.split():
+        latin = other = False
+        for c in word:
+            if not c.isalpha():
+                continue
+            name = unicodedata.name(c, "")
+            if name.startswith("LATIN"):
+                latin = True
+            elif name.startswith(_LOOKALIKE_SCRIPTS):
+                other = True
+        if latin and other:
+            return True
+    return False
 
 
 def validate_file(file: str) -> str:
@@ -63,8 +128,13 @@ def sanitize_item_name(name: str) -> str:
             raise InvalidName(f"invalid item name {clean!r}: may not contain {bad!r}")
     if len(clean) > MAX_ITEM_NAME_LEN:
         raise InvalidName(f"item name longer than {MAX_ITEM_NAME_LEN} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in clean):
-        raise InvalidName(f"item name {clean!r} contains control characters")
+    bad = unsafe_chars(clean)
+    if bad:
+        raise InvalidName(f"item name {clean!r} contains control, format or bidi characters "
+                          f"({', '.join(sorted(set(bad))[:5])})")
+    if _mixes_lookalike_scripts(clean):
+        raise InvalidName(f"item name {clean!r} mixes Latin letters with look-alike letters of another "
+                          "script in one word")
     check_encodable(clean, "item name")
     return clean
 

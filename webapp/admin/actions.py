@@ -14,6 +14,7 @@ from flask import flash, g, redirect, render_template, request, url_for
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict
 
+from ..session import require_role
 from . import bp
 from .access import load_owner
 from .diffs import inline_diff
@@ -43,6 +44,7 @@ def _confirm(owner_id: str, kind: str, target: str):
     owner = load_owner(owner_id)
     if request.method == "GET":
         return _page(owner, kind, target)
+    require_role("operator")  # reviewers may preview, not change
     try:
         done = owner.undo(kind, target, force=request.form.get("force") == "on",
                           ctx=WriteContext(actor=g.operator.name))

@@ -1,4 +1,4 @@
-"""``serve``, ``token mint``, ``operator add``: running the host and managing its credentials.
+"""``serve``, ``token mint|list|revoke``, ``operator add|list|remove|role|passwd``: the host and its credentials.
 
 Flask and the host layer are imported only when one of these commands runs,
 so ``wikimem ls`` keeps working with the standard library alone.
@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_OK, Parser
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser
 
 ADMIN_TOKEN_FILE = "admin-token"
 SECRET_KEY_FILE = "secret-key"
@@ -30,26 +30,67 @@ def register(sub) -> None:
     p.add_argument("--demo", action="store_true", help="fill an empty data root with demo owners first")
     p.set_defaults(handler=cmd_serve)
 
-    p = sub.add_parser("token", help="API tokens")
+    _register_tokens(sub)
+    _register_operators(sub)
+
+
+def _file_option(parser, var: str, what: str) -> None:
+    parser.add_argument("--file", default=os.environ.get(var), help=f"{what} (default: ${var})")
+
+
+def _register_tokens(sub) -> None:
+    p = sub.add_parser("token", help="API tokens: mint, list, revoke")
     tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=Parser)
     m = tsub.add_parser("mint", help="make a token, store its hash, print the secret once")
     m.add_argument("name", help="who uses it, e.g. worker-elaina")
     m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
                    help="read, write or admin (repeatable)")
     m.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
-    m.add_argument("--file", default=os.environ.get("WIKIMEM_TOKENS_FILE"),
-                   help="tokens file (default: $WIKIMEM_TOKENS_FILE)")
+    _file_option(m, "WIKIMEM_TOKENS_FILE", "tokens file")
     m.set_defaults(handler=cmd_token_mint)
+    ls = tsub.add_parser("list", help="the tokens of the file (id, name, scopes, owners, created)")
+    ls.add_argument("--all", action="store_true", help="revoked tokens too")
+    _file_option(ls, "WIKIMEM_TOKENS_FILE", "tokens file")
+    ls.set_defaults(handler=cmd_token_list)
+    r = tsub.add_parser("revoke", help="revoke a token by id or name; it stops working at once")
+    r.add_argument("token", help="a token id from `wikimem token list` (6+ hex digits) or a token name")
+    r.add_argument("--all", action="store_true", help="revoke every token of that name")
+    _file_option(r, "WIKIMEM_TOKENS_FILE", "tokens file")
+    r.set_defaults(handler=cmd_token_revoke)
 
-    p = sub.add_parser("operator", help="admin UI operator accounts")
+
+# wikimem.host.operators.ROLES and DEFAULT_ROLE (not imported: building the parser stays light).
+ROLES, DEFAULT_ROLE = ("reviewer", "operator", "admin"), "reviewer"
+
+
+def _register_operators(sub) -> None:
+    p = sub.add_parser("operator", help="admin UI operator accounts: add, list, remove, role, passwd")
     osub = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True,
                             parser_class=Parser)
     a = osub.add_parser("add", help="add an account (password read from the terminal or stdin)")
     a.add_argument("name")
+    a.add_argument("--role", choices=ROLES, default=DEFAULT_ROLE,
+                   help=f"reviewer (reads), operator (also reverts, rolls back, restores), admin (everything); "
+                        f"default {DEFAULT_ROLE}")
     a.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
-    a.add_argument("--file", default=os.environ.get("WIKIMEM_OPERATORS_FILE"),
-                   help="accounts file (default: $WIKIMEM_OPERATORS_FILE)")
+    _file_option(a, "WIKIMEM_OPERATORS_FILE", "accounts file")
     a.set_defaults(handler=cmd_operator_add)
+    ls = osub.add_parser("list", help="the accounts (name, role, owners)")
+    _file_option(ls, "WIKIMEM_OPERATORS_FILE", "accounts file")
+    ls.set_defaults(handler=cmd_operator_list)
+    r = osub.add_parser("remove", help="remove an account; its sessions end at once")
+    r.add_argument("name")
+    _file_option(r, "WIKIMEM_OPERATORS_FILE", "accounts file")
+    r.set_defaults(handler=cmd_operator_remove)
+    ro = osub.add_parser("role", help="change an account's role; its sessions end (sign in again)")
+    ro.add_argument("name")
+    ro.add_argument("role", choices=ROLES)
+    _file_option(ro, "WIKIMEM_OPERATORS_FILE", "accounts file")
+    ro.set_defaults(handler=cmd_operator_role)
+    pw = osub.add_parser("passwd", help="set an account's password (from the terminal or stdin); its sessions end")
+    pw.add_argument("name")
+    _file_option(pw, "WIKIMEM_OPERATORS_FILE", "accounts file")
+    pw.set_defaults(handler=cmd_operator_passwd)
 
 
 def _split_bind(bind: str) -> tuple[str, int]:
@@ -130,11 +171,17 @@ def cmd_serve(args) -> int:
     return EXIT_OK
 
 
+def _need_file(args, var: str) -> bool:
+    if args.file:
+        return True
+    print(f"wikimem: give --file or set {var}", file=sys.stderr)
+    return False
+
+
 def cmd_token_mint(args) -> int:
     from ..host.tokens import append_token, mint_token
 
-    if not args.file:
-        print("wikimem: give --file or set WIKIMEM_TOKENS_FILE", file=sys.stderr)
+    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
         return EXIT_ERROR
     secret, entry = mint_token(args.name, args.scope, args.owner_prefix)
     append_token(args.file, entry)
@@ -145,18 +192,101 @@ def cmd_token_mint(args) -> int:
     return EXIT_OK
 
 
-def cmd_operator_add(args) -> int:
-    from webapp.session import account_line
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
 
-    if not args.file:
-        print("wikimem: give --file or set WIKIMEM_OPERATORS_FILE", file=sys.stderr)
+
+def cmd_token_list(args) -> int:
+    from ..host.tokens import list_tokens
+
+    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
         return EXIT_ERROR
-    password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
-    line = account_line(args.name, password, args.owner_prefix)
-    path = Path(args.file)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
-    print(f"added operator {args.name!r} to {path}", file=sys.stderr)
+    entries = [e for e in list_tokens(args.file) if args.all or not e.revoked]
+    rows = [(e.id, e.principal.name, ",".join(sorted(e.principal.scopes, key=("read", "write", "admin").index)),
+             (e.principal.owner_prefix + "*") if e.principal.owner_prefix else "*", e.created or "-",
+             f"revoked {e.revoked}" if e.revoked else "active") for e in entries]
+    _table(("ID", "NAME", "SCOPES", "OWNERS", "CREATED", "STATE"), rows)
     return EXIT_OK
+
+
+def cmd_token_revoke(args) -> int:
+    from ..host.tokens import revoke_tokens
+
+    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
+        return EXIT_ERROR
+    done = revoke_tokens(args.file, args.token, every=args.all)
+    if not done:
+        print(f"wikimem: no active token with id or name {args.token!r} in {args.file}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    for entry in done:
+        print(f"revoked {entry.id} ({entry.principal.name})")
+    return EXIT_OK
+
+
+def _read_password(prompt: str = "password: ") -> str:
+    return getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+
+
+def cmd_operator_add(args) -> int:
+    from webapp.session import hash_password
+
+    from ..host.operators import Account, add_account, check_name
+
+    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
+        return EXIT_ERROR
+    check_name(args.name)
+    account = Account(args.name, hash_password(_read_password()), args.role, args.owner_prefix)
+    add_account(args.file, account)
+    reach = f", owners {args.owner_prefix}*" if args.owner_prefix else ""
+    print(f"added operator {args.name!r} ({args.role}{reach}) to {args.file}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_operator_list(args) -> int:
+    from ..host.operators import list_accounts
+
+    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
+        return EXIT_ERROR
+    rows = [(a.name, a.role, (a.owner_prefix + "*") if a.owner_prefix else "*") for a in list_accounts(args.file)]
+    _table(("NAME", "ROLE", "OWNERS"), rows)
+    return EXIT_OK
+
+
+def cmd_operator_remove(args) -> int:
+    from ..host.operators import remove_account
+
+    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
+        return EXIT_ERROR
+    if not remove_account(args.file, args.name):
+        print(f"wikimem: no operator {args.name!r} in {args.file}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    print(f"removed operator {args.name!r}; their sessions have ended", file=sys.stderr)
+    return EXIT_OK
+
+
+def _update(args, **change) -> int:
+    from ..host.operators import update_account
+
+    try:
+        account = update_account(args.file, args.name, **change)
+    except LookupError as exc:
+        print(f"wikimem: {exc.args[0]} in {args.file}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    print(f"operator {account.name!r} is now {account.role}; their sessions have ended", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_operator_role(args) -> int:
+    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
+        return EXIT_ERROR
+    return _update(args, role=args.role)
+
+
+def cmd_operator_passwd(args) -> int:
+    from webapp.session import hash_password
+
+    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
+        return EXIT_ERROR
+    return _update(args, password_hash=hash_password(_read_password("new password: ")))

@@ -14,10 +14,19 @@ blank lines and lines starting with ``#`` are ignored::
   ``write``, ``write`` implies ``read``.
 - ``owner_prefix`` (optional, default ``""``): the token only reaches owners
   whose id starts with it.
+- ``revoked`` (set by ``wikimem token revoke``): the time the token was
+  revoked; a revoked token authenticates nothing. The line stays, so
+  ``wikimem token list --all`` can still show who had which token.
 
-The file is re-read when it changes, so a token minted while the host runs
-(``wikimem token``) works at once. A malformed line is skipped with a warning
-rather than locking everyone out.
+A token's **id** is the first 16 hex digits of its ``sha256``: what
+``wikimem token list`` shows and ``wikimem token revoke`` accepts, and what
+an admin UI session signed in with the token remembers. It tells nothing
+about the secret.
+
+The file is re-read when it changes (:class:`~wikimem.host.credfile.WatchedFile`),
+in every worker, so a token minted or revoked while the host runs works, or
+stops working, on the next request. A malformed line is skipped with a
+warning rather than locking everyone out.
 """
 
 from __future__ import annotations
@@ -25,24 +34,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import logging
 import os
 import secrets
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
 from ..locking import FileLock
+from .credfile import WatchedFile, edit_lines
 
-__all__ = ["SCOPES", "Principal", "hash_secret", "mint_token", "TokenFile", "append_token", "check_scopes"]
-
-log = logging.getLogger(__name__)
+__all__ = ["SCOPES", "Principal", "TokenEntry", "hash_secret", "token_id", "mint_token", "TokenFile",
+           "append_token", "check_scopes", "list_tokens", "revoke_tokens"]
 
 SCOPES = ("read", "write", "admin")
 _IMPLIED = {"admin": {"admin", "write", "read"}, "write": {"write", "read"}, "read": {"read"}}
 TOKEN_PREFIX = "wmk_"
+ID_LEN = 16
+# The id of the plain admin token of the environment (``WIKIMEM_ADMIN_TOKEN``) is its hash's too.
+ENV_ADMIN_NAME = "admin"
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,7 @@ class Principal:
     name: str
     scopes: frozenset[str]
     owner_prefix: str = ""
+    token_id: str = ""
 
     def has(self, scope: str) -> bool:
         """Whether the principal holds ``scope`` (directly or implied)."""
@@ -61,9 +72,28 @@ class Principal:
         return owner_id.startswith(self.owner_prefix)
 
 
+@dataclass(frozen=True)
+class TokenEntry:
+    """One token of the file as stored: its hash, what it may do, and whether it was revoked."""
+
+    sha256: str
+    principal: Principal
+    created: str = ""
+    revoked: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.sha256[:ID_LEN]
+
+
 def hash_secret(secret: str) -> str:
     """The stored form of a token secret (hex SHA-256)."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def token_id(sha256: str) -> str:
+    """The public id of a token: the first 16 hex digits of its hash."""
+    return sha256[:ID_LEN]
 
 
 def check_scopes(scopes: Iterable[str]) -> frozenset[str]:
@@ -106,62 +136,36 @@ def append_token(path: Path | str, entry: dict) -> None:
             os.close(fd)
 
 
-def _parse_entry(raw: object) -> tuple[bytes, Principal] | None:
-    if not isinstance(raw, dict):
-        return None
+def _parse_entry(raw: dict) -> TokenEntry | None:
     name, digest, scopes = raw.get("name"), raw.get("sha256"), raw.get("scopes")
     prefix = raw.get("owner_prefix", "") or ""
+    created, revoked = raw.get("created") or "", raw.get("revoked") or ""
     if not (isinstance(name, str) and isinstance(digest, str) and isinstance(scopes, list)
-            and isinstance(prefix, str) and len(digest) == 64):
+            and isinstance(prefix, str) and isinstance(created, str) and isinstance(revoked, str)
+            and len(digest) == 64):
         return None
     try:
-        return bytes.fromhex(digest), Principal(name, check_scopes(scopes), prefix)
+        bytes.fromhex(digest)
+        principal = Principal(name, check_scopes(scopes), prefix, token_id(digest.lower()))
     except ValueError:
         return None
+    return TokenEntry(digest.lower(), principal, created, revoked)
 
 
 class TokenFile:
     """The tokens of a file (re-read when it changes) plus an optional plain admin token."""
 
     def __init__(self, path: Path | str | None = None, admin_token: str | None = None):
-        self.path = Path(path) if path else None
-        self._admin = bytes.fromhex(hash_secret(admin_token)) if admin_token else None
-        self._entries: list[tuple[bytes, Principal]] = []
-        self._stamp: tuple | None = None
-        self._lock = threading.Lock()
+        self._file = WatchedFile(path, _parse_entry, "token entry")
+        self.path = self._file.path
+        self._admin: TokenEntry | None = None
+        if admin_token:
+            digest = hash_secret(admin_token)
+            self._admin = TokenEntry(digest, Principal(ENV_ADMIN_NAME, frozenset(SCOPES), "", token_id(digest)))
 
-    def _load(self) -> list[tuple[bytes, Principal]]:
-        if self.path is None:
-            return []
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return []
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        with self._lock:
-            if stamp != self._stamp:
-                self._entries, self._stamp = self._read(), stamp
-            return self._entries
-
-    def _read(self) -> list[tuple[bytes, Principal]]:
-        out = []
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            log.warning("cannot read tokens file %s: %s", self.path, exc)
-            return out
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            try:
-                parsed = _parse_entry(json.loads(line))
-            except ValueError:
-                parsed = None
-            if parsed is None:
-                log.warning("tokens file %s line %d is not a valid token entry; skipped", self.path, n)
-            else:
-                out.append(parsed)
-        return out
+    def _active(self) -> list[TokenEntry]:
+        entries = [e for e in self._file.entries() if not e.revoked]
+        return [self._admin, *entries] if self._admin is not None else entries
 
     def authenticate(self, secret: str | None) -> Principal | None:
         """The principal of a token secret, or None. Compares every entry in constant time."""
@@ -169,9 +173,51 @@ class TokenFile:
             return None
         digest = bytes.fromhex(hash_secret(secret))
         found = None
-        if self._admin is not None and hmac.compare_digest(digest, self._admin):
-            found = Principal("admin", frozenset(SCOPES), "")
-        for stored, principal in self._load():
-            if hmac.compare_digest(digest, stored) and found is None:
-                found = principal
+        for entry in self._active():
+            if hmac.compare_digest(digest, bytes.fromhex(entry.sha256)) and found is None:
+                found = entry.principal
         return found
+
+    def find(self, token_id_: str) -> TokenEntry | None:
+        """The active (not revoked) token with this id, or None."""
+        for entry in self._active():
+            if hmac.compare_digest(entry.id, token_id_):
+                return entry
+        return None
+
+
+def list_tokens(path: Path | str) -> list[TokenEntry]:
+    """Every token of a file, revoked ones included, in file order."""
+    return WatchedFile(path, _parse_entry, "token entry").entries()
+
+
+def revoke_tokens(path: Path | str, selector: str, *, every: bool = False) -> list[TokenEntry]:
+    """Revoke the token whose id starts with ``selector`` (at least 6 hex digits) or whose name it is.
+
+    A name held by several active tokens is ambiguous: ValueError unless
+    ``every``. Returns the tokens revoked (empty if none matched). The file
+    is rewritten atomically; every worker sees the change on its next request.
+    """
+    selector = selector.strip()
+    if not selector:
+        raise ValueError("give a token id (from `wikimem token list`) or a token name")
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    done: list[TokenEntry] = []
+
+    def matches(entry: TokenEntry) -> bool:
+        by_id = len(selector) >= 6 and entry.id.startswith(selector.lower())
+        return by_id or entry.principal.name == selector
+
+    def edit(rows: list[dict | str]) -> list[dict | str]:
+        hits = [i for i, row in enumerate(rows) if isinstance(row, dict)
+                and (e := _parse_entry(row)) is not None and not e.revoked and matches(e)]
+        if len(hits) > 1 and not every:
+            ids = ", ".join(token_id(rows[i]["sha256"]) for i in hits)
+            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); give an id, or --all to revoke them all")
+        for i in hits:
+            rows[i] = {**rows[i], "revoked": stamp}
+            done.append(_parse_entry(rows[i]))
+        return rows
+
+    edit_lines(path, edit)
+    return done

@@ -13,18 +13,30 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-__all__ = ["build_message", "parse_trailers", "describe", "clean_value", "undo_body", "undo_trailers",
+from ..naming import is_unsafe
+
+__all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
            "trailer_values", "MAX_UNDO_ITEMS"]
 
 _ORDER = ("Action", "File", "Item", "Date", "Time", "Owner", "Source-Conv", "Run", "Actor", "Reverts",
           "Idempotency-Key")
 
 
+def printable(text: str) -> str:
+    """``text`` with every control, format or separator character written as ``\\uXXXX``.
+
+    Values are validated where they enter; this is the second wall, at the
+    sink: nothing that could end a line, hide text or drive a terminal is
+    ever written into a commit message (a hand-made file name, say).
+    """
+    return "".join(f"\\u{ord(c):04x}" if is_unsafe(c) else c for c in text)
+
+
 def clean_value(value) -> str | None:
-    """A trailer value on one line, or None."""
+    """A trailer value on one line of visible text, or None."""
     if value is None:
         return None
-    text = " ".join(str(value).split())
+    text = printable(" ".join(str(value).split()))
     return text[:500] or None
 
 
@@ -72,7 +84,7 @@ def build_message(records: list[dict], info: dict, *, action: str | None = None)
     summary = clean_value(summary) or "change"
     lines = [summary[:200], ""]
     if len(records) > 1 and not info.get("undo_items"):  # an undo commit names its items instead
-        lines.extend(f"- {describe(r)}" for r in records)
+        lines.extend(f"- {clean_value(describe(r))}" for r in records)
         lines.append("")
     lines.extend(undo_body(info))
     for key in _ORDER:
@@ -81,13 +93,18 @@ def build_message(records: list[dict], info: dict, *, action: str | None = None)
             lines.append(f"Wikimem-{key}: {value}")
     lines.extend(undo_trailers(info))
     for rec in records:
-        lines.append("Wikimem-Journal: " + json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+        # ASCII-escaped: a journal line can never carry a line break or a control character into the message.
+        lines.append("Wikimem-Journal: " + json.dumps(rec, ensure_ascii=True, separators=(",", ":")))
     return "\n".join(lines) + "\n"
 
 
 def parse_trailers(message: str) -> tuple[str, dict[str, str], list[dict]]:
-    """``(summary, {trailer: first value}, journal records)`` of a commit message."""
-    lines = message.splitlines()
+    """``(summary, {trailer: first value}, journal records)`` of a commit message.
+
+    Lines end at ``\\n`` only — as git's own trailer parser reads them — never at
+    U+2028, U+0085 or other characters ``str.splitlines`` would break on.
+    """
+    lines = message.replace("\r\n", "\n").split("\n")
     summary = lines[0].strip() if lines else ""
     trailers: dict[str, str] = {}
     journal: list[dict] = []
@@ -157,5 +174,5 @@ def undo_trailers(info: dict) -> list[str]:
 def trailer_values(message: str, name: str) -> list[str]:
     """Every value of trailer ``Wikimem-<name>`` in a commit message, in order (one trailer may repeat)."""
     prefix = f"Wikimem-{name}: "
-    return [line[len(prefix):].strip() for line in _last_paragraph(message.split("\n")[1:])
+    return [line[len(prefix):].strip() for line in _last_paragraph(message.replace("\r\n", "\n").split("\n")[1:])
             if line.startswith(prefix) and line[len(prefix):].strip()]

@@ -18,6 +18,7 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from ..codec import MEMORY_DIRS
+from ..naming import is_unsafe
 
 __all__ = ["GitRepo", "BRANCH", "GITIGNORE"]
 
@@ -36,8 +37,9 @@ COMMITTER = b"wikimem <wikimem@localhost>"
 
 
 def _person(name: str | None) -> bytes:
-    """``Name <email>`` for a free-text actor (no angle brackets or newlines survive)."""
-    clean = " ".join(str(name or "wikimem").replace("<", "").replace(">", "").split()) or "wikimem"
+    """``Name <email>`` for a free-text actor (no angle brackets, line breaks or control characters survive)."""
+    text = "".join(c for c in str(name or "wikimem") if not is_unsafe(c))
+    clean = " ".join(text.replace("<", "").replace(">", "").split()) or "wikimem"
     local = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in clean).strip("-") or "actor"
     return f"{clean} <{local[:64]}@wikimem>".encode("utf-8")
 

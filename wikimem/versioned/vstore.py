@@ -36,10 +36,11 @@ from ..fsio import read_bytes
 from ..locking import FileLock
 from ..models import DiaryItem, RecallItem
 from ..mutation import LOCK_NAME, Unit
+from ..naming import validate_provenance
 from ..store import MemoryStore
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .itemdiff import ItemChange, path_changes, unified_patch
-from .messages import build_message
+from .messages import build_message, printable
 from .objects import GitRepo
 from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
@@ -198,10 +199,10 @@ class VersionedStore(Undo):
         self.store.invalidate()
         contents = {p: read_bytes(self.root / p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
-        lines += [f"- {p}" for p in paths] + ["", "Wikimem-Action: external-edit"]
+        lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
         if len(paths) == 1:
             folder, name = memory_path(paths[0])
-            lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {name}")
+            lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")
 
@@ -252,6 +253,7 @@ class VersionedStore(Undo):
         commit made once the block is over.
         """
         ctx = WriteContext.of(ctx, **fields)
+        message = validate_provenance(message, "message")
         info = dict(ctx.commit_info())
         info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts)) if v)
         outcome = Outcome()

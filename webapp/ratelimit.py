@@ -1,0 +1,131 @@
+"""Rate limits of sign-in: attempts per client address and per account name, counted before any check.
+
+Each ``POST /login`` counts one attempt against its client address
+(``request.remote_addr``, the real client behind ``WIKIMEM_PROXIES``
+trusted proxies) and, when it names an account, one against that name
+(case-folded). Over either limit the attempt is refused with 429 and
+``Retry-After`` *before* any password is hashed, so a flood of wrong
+passwords costs the host a counter update per request, not a scrypt.
+
+Limits are strings of the ``limits`` library, several joined by ``;``:
+``WIKIMEM_LOGIN_LIMIT_ADDRESS`` (``10/minute;50/hour``) and
+``WIKIMEM_LOGIN_LIMIT_ACCOUNT`` (``5/minute;20/hour``). Windows are fixed
+(``limits``' fixed-window strategy): at a window's edge up to twice a limit
+may pass in a short time, never more.
+
+Where the counters live decides whether the limit holds: gunicorn runs
+several worker processes, and counters in each one's memory would let
+``workers ×`` the limit through. By default they live in the host's shared
+:class:`~wikimem.host.authstate.AuthState` (SQLite at the data root), which
+all workers of the host update atomically. ``WIKIMEM_LOGIN_LIMIT_STORAGE``
+may name any other ``limits`` storage instead: ``redis://…`` or
+``memcached://…`` to count across the hosts of a cluster (their client
+libraries must be installed), or ``memory://`` for per-process counters.
+
+A limit per account lets anyone who knows an operator's name lock that
+account out of password sign-in for the window; tokens still work, and the
+windows are short. Successful sign-ins count too (nothing is known before
+the check).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from limits import RateLimitItem, parse_many
+from limits.storage import Storage, storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+
+from wikimem.host.authstate import AuthState
+
+from .config import ConfigError
+
+__all__ = ["AuthStateStorage", "LoginLimiter", "make_login_limiter"]
+
+
+class AuthStateStorage(Storage):
+    """A ``limits`` storage over the host's shared :class:`AuthState` file (fixed windows only)."""
+
+    STORAGE_SCHEME = None  # made by :func:`make_login_limiter`, not from a URI
+
+    def __init__(self, state: AuthState):
+        super().__init__()
+        self.state = state
+
+    @property
+    def base_exceptions(self):
+        import sqlite3
+
+        return sqlite3.Error
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        return self.state.incr(key, expiry, amount)
+
+    def get(self, key: str) -> int:
+        return self.state.count(key)
+
+    def get_expiry(self, key: str) -> float:
+        return self.state.expiry(key)
+
+    def check(self) -> bool:
+        return self.state.check()
+
+    def reset(self) -> int | None:
+        return self.state.clear_all()
+
+    def clear(self, key: str) -> None:
+        self.state.clear(key)
+
+
+@dataclass
+class LoginLimiter:
+    """Counts sign-in attempts and says when one must wait."""
+
+    storage: Storage
+    per_address: list[RateLimitItem]
+    per_account: list[RateLimitItem]
+
+    def __post_init__(self):
+        self._strategy = FixedWindowRateLimiter(self.storage)
+
+    def attempt(self, address: str, account: str | None) -> int | None:
+        """Count one attempt; None if it may go on, else the seconds until it may be tried again.
+
+        The account's counters are only touched when the address is within
+        its limits, so one noisy address cannot also drain an account's.
+        """
+        wait = self._hit(self.per_address, "address", address or "?")
+        if wait is None and account:
+            wait = self._hit(self.per_account, "account", account.casefold()[:200])
+        return wait
+
+    def _hit(self, items: list[RateLimitItem], kind: str, who: str) -> int | None:
+        for item in items:
+            if not self._strategy.hit(item, "login", kind, who):
+                reset = self._strategy.get_window_stats(item, "login", kind, who).reset_time
+                return max(1, math.ceil(reset - time.time()))
+        return None
+
+
+def _limits(config, key: str) -> list[RateLimitItem]:
+    raw = str(config.get(key) or "")
+    try:
+        items = parse_many(raw)
+    except ValueError as exc:
+        raise ConfigError(f"WIKIMEM_{key} must be like '10/minute;50/hour', got {raw!r} ({exc})") from None
+    return items
+
+
+def make_login_limiter(config, state: AuthState) -> LoginLimiter:
+    """The sign-in limiter of an app's configuration: counters in ``state`` unless a storage URI is set."""
+    uri = config.get("LOGIN_LIMIT_STORAGE")
+    if uri:
+        try:
+            storage = storage_from_string(uri)
+        except Exception as exc:  # unknown scheme, or its client library is missing
+            raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: {exc}") from None
+    else:
+        storage = AuthStateStorage(state)
+    return LoginLimiter(storage, _limits(config, "LOGIN_LIMIT_ADDRESS"), _limits(config, "LOGIN_LIMIT_ACCOUNT"))
