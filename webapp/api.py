@@ -14,6 +14,7 @@ from flask import Blueprint, Response, jsonify
 
 import wikimem
 from wikimem.host import EXPORT_TYPES, UNDO_TARGETS, BadRequest, validate_owner_id
+from wikimem.host.review import HISTORY_FILTERS
 
 from . import get_host
 from .auth import current_principal, require
@@ -227,9 +228,9 @@ def diary_tool(owner_id: str):
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
     owner = _owner(owner_id, "read")
-    page = owner.history(file=query_str("file"), item=query_str("item"), run=query_str("run"),
-                         limit=query_int("limit", 50, 1, 500), cursor=query_str("cursor"))
-    return jsonify(entries=page.entries, next=page.next)
+    page = owner.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
+                                cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
+    return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=owner.undone_by(page.entries))
 
 
 @bp.get(OWNER + "/commits/<commit>")
@@ -279,3 +280,5 @@ def rollback(owner_id: str):
 @bp.post(OWNER + "/restore")
 def restore(owner_id: str):
     return _undo(owner_id, "restore")
+
+from . import api_runs  # noqa: E402,F401  (the cross-owner routes register on bp)

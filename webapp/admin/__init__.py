@@ -19,7 +19,7 @@ bp.before_request(require_operator)
 bp.after_request(security_headers)
 
 # The view modules register their routes on ``bp``.
-from . import actions, history, owners, search  # noqa: E402,F401
+from . import actions, edits, history, owners, runs, search  # noqa: E402,F401
 
 
 @bp.app_template_test("diary_day")

@@ -6,7 +6,7 @@ Mixed into :class:`~wikimem.host.owner.Owner` (which holds ``vstore``, ``store``
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from ..context import WriteContext
@@ -18,11 +18,24 @@ from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 if TYPE_CHECKING:
     from ..versioned import Committed, HistoryEntry, HistoryPage, Plan
 
-__all__ = ["Review", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
+__all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
 # The filters of an owner's history (besides paging), as the API and the admin page name them.
 HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until")
 MAX_TEXT_HITS = 500
+
+
+@dataclass
+class HistoryMarks:
+    """The undo links of a page of history, both ways."""
+
+    reverted_by: dict[str, list[str]] = field(default_factory=dict)  # commit → the undo commits that undid it
+    run_rolled_back_by: dict[str, list[str]] = field(default_factory=dict)  # run → standing rollbacks naming it
+    undoes: dict[str, object] = field(default_factory=dict)  # undo commit → UndoInfo (what it undid)
+
+    def to_dict(self) -> dict:
+        return {"reverted_by": self.reverted_by, "run_rolled_back_by": self.run_rolled_back_by,
+                "undoes": {k: v.to_dict() for k, v in self.undoes.items()}}
 
 
 def _cursor(value: str | None, what: str) -> int | None:
@@ -81,6 +94,20 @@ class Review:
             if found:
                 out[entry.id] = found
         return out
+
+    def history_marks(self, entries: list[HistoryEntry]) -> HistoryMarks:
+        """What marks a page of history: commits undone (by which commit), runs rolled back, what undo commits undid."""
+        runs = {e.run for e in entries if e.run}
+        return HistoryMarks(self.undone_by(entries),
+                            {r: found for r in sorted(runs) if (found := self.run_rolled_back_by(r))},
+                            {e.id: self.undo_of(e.id) for e in entries if e.action in ("revert", "rollback")})
+
+    def entry_at(self, point: str) -> HistoryEntry:
+        """The history entry of a commit point (id, prefix, ``HEAD~N`` or a time)."""
+        entry = self.vstore.db.entry(self.vstore.resolve(point))
+        if entry is None:
+            raise NotFound(f"no commit {point!r} in this history")
+        return entry
 
     def undo_of(self, commit: str):
         """What an undo commit undid (:class:`~wikimem.versioned.undolinks.UndoInfo`; empty for other commits)."""
