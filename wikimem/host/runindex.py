@@ -267,7 +267,8 @@ class RunIndex:
         return row[0] if row else None
 
     def catch_up(self, owner: Owner) -> int:
-        """Index the owner's commits newer than the last one indexed; how many were new.
+        """Index the owner's commits newer than the last one indexed; how many were new (the first one,
+        ``init``, is not a run and not counted).
 
         If the last indexed commit is no longer in the owner's history (the
         history index was rebuilt from another history), the owner is
@@ -286,7 +287,7 @@ class RunIndex:
                     self._add(db, owner, entry)
                 if new:
                     db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?)", (owner.id, new[0].id))
-            return len(new)
+            return sum(1 for e in new if e.action != "init")
 
     def reindex(self, owner: Owner) -> int:
         """Index one owner from scratch (its rows are replaced in one transaction); how many commits."""
@@ -298,7 +299,7 @@ class RunIndex:
                 self._add(db, owner, entry)
             if new:
                 db.execute("INSERT INTO owners VALUES (?, ?)", (owner.id, new[0].id))
-        return len(new)
+        return sum(1 for e in new if e.action != "init")
 
     def forget(self, owner_id: str) -> None:
         """Drop a deleted owner's rows (logged, never raised: ``refresh`` drops them later)."""
