@@ -61,8 +61,12 @@ def edit_item(owner_id: str, file: str, name: str):
     content, etag = request.form.get("content") or "", _form("etag")
     if request.form.get("op") != "save":
         return _edit_page(owner, file, name, content, etag, preview=True)
+    return _save(owner, file, name, content, etag, operator.name)
+
+
+def _save(owner, file: str, name: str, content: str, etag: str, actor: str):
     try:
-        done = owner.add(file, name, content, ctx=WriteContext(actor=operator.name, if_match=etag or None))
+        done = owner.add(file, name, content, ctx=WriteContext(actor=actor, if_match=etag or None))
     except PreconditionFailed:
         return _edit_page(owner, file, name, content, etag, status=412, error=(
             "Someone changed this item after you opened it: nothing was written. Their version is on the left; "
