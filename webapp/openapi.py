@@ -69,7 +69,7 @@ SCHEMAS: dict[str, dict] = {
     "RunRow": _obj({"owner": {"type": "string"}, "run": _NSTR, "commit": {"type": "string"}, "actor": _NSTR,
                     "source_conv": _NSTR, "first": {"type": "string"}, "last": {"type": "string"},
                     "commits": {"type": "integer"}, "changes": {"type": "integer"},
-                    "actions": _arr({"type": "string"}), "rolled_back_by": _NSTR},
+                    "actions": _arr({"type": "string"}), "seq": {"type": "integer"}, "rolled_back_by": _NSTR},
                    ["owner", "run", "commit", "first", "last", "commits"]),
     "OwnerRunCount": _obj({"owner": {"type": "string"}, "runs": {"type": "integer"}, "commits": {"type": "integer"},
                            "first": {"type": "string"}, "last": {"type": "string"}}, ["owner", "runs"]),

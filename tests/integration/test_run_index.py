@@ -152,3 +152,29 @@ def test_cli_finds_runs_and_rebuilds_the_index(host, tmp_path):
     assert cli("runs", "--data", data, "--since", "soon").returncode == 2
     rebuilt = cli("index", "rebuild", "--data", data, "--full")
     assert rebuilt.returncode == 0 and "3 owner(s)" in rebuilt.stdout
+
+
+def test_pages_of_two_hosts_merge_into_the_pages_of_one(tmp_path):
+    """What a cluster gatherer does: the same query and cursor to every host, pages merged in one order."""
+    from wikimem.host.runindex import merge_pages
+
+    one, east, west = Host(tmp_path / "one"), Host(tmp_path / "east"), Host(tmp_path / "west")
+    for i in range(9):
+        for target in (one, east if i % 3 else west):
+            owner, _ = target.ensure_owner(owner_name(i))
+            owner.add("notes", "a", f"n{i}", ctx=WriteContext(actor=BAD_ACTOR, run=f"run_{i}"))
+            owner.add("notes", "b", f"m{i}", ctx=WriteContext(actor=BAD_ACTOR))
+    query = RunQuery.parse(actor=BAD_ACTOR)
+    expected, _ = all_pages(one, query, limit=100)
+    merged, cursor = [], None
+    while True:
+        page = merge_pages([h.find_runs(query, limit=4, cursor=cursor).to_dict() for h in (east, west)], 4)
+        merged += page["runs"]
+        assert page["total"]["owners"] == 9
+        if page["next"] is None:
+            break
+        cursor = page["next"]
+    # the same runs in the same order (the clock may differ between the two worlds: compare the keys)
+    key = lambda r: (r["owner"], r["run"] or "loose")  # noqa: E731
+    assert sorted(map(key, merged)) == sorted(key(r.to_dict()) for r in expected)
+    assert len(merged) == len(expected) == 18

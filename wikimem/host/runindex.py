@@ -16,7 +16,8 @@ that failed) are picked up by the owner's next write, or by
 ``wikimem index rebuild``.
 
 A search's JSON (:meth:`RunPage.to_dict`) is ordered by one global key
-(newest ``last`` first, then owner, then run) and its cursor is that key,
+(newest ``last`` first, then owner, then the run's place in the owner's
+history, newest first) and its cursor is that key,
 so a gatherer can ask every host of a cluster the same query with the same
 cursor and merge the pages.
 """
@@ -42,7 +43,8 @@ from .owner_ids import scope_prefix
 if TYPE_CHECKING:
     from .owner import Owner
 
-__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "INDEX_PATH", "MAX_FIELD"]
+__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "INDEX_PATH", "MAX_FIELD", "row_cursor",
+           "merge_pages"]
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +55,12 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     owner TEXT NOT NULL, key TEXT NOT NULL, run TEXT, actor TEXT, source_conv TEXT,
     first INTEGER NOT NULL, last INTEGER NOT NULL, commits INTEGER NOT NULL, changes INTEGER NOT NULL,
-    actions TEXT NOT NULL, head TEXT NOT NULL, undone_by TEXT, PRIMARY KEY (owner, key));
-CREATE INDEX IF NOT EXISTS runs_last ON runs (last, owner, key);
+    actions TEXT NOT NULL, head TEXT NOT NULL, seq INTEGER NOT NULL, undone_by TEXT, PRIMARY KEY (owner, key));
+CREATE INDEX IF NOT EXISTS runs_last ON runs (last, owner, seq);
 CREATE INDEX IF NOT EXISTS runs_actor ON runs (actor, last);
 CREATE INDEX IF NOT EXISTS runs_run ON runs (run);
 CREATE INDEX IF NOT EXISTS runs_conv ON runs (source_conv, last);
-CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, head TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, head TEXT NOT NULL, seq INTEGER NOT NULL);
 """
 
 
@@ -146,6 +148,7 @@ class RunRow:
     commits: int
     changes: int
     actions: list[str]
+    seq: int  # where the run's newest commit stands in the owner's history (1 = its first commit)
     rolled_back_by: str | None = None
 
     def to_dict(self) -> dict:
@@ -178,12 +181,12 @@ class RunPage:
         return {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total}
 
 
-_ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, undone_by"
+_ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
 
 
 def _row(r) -> RunRow:
     return RunRow(r[0], r[2], r[3], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9],
-                  [a for a in r[10].split(",") if a], r[11])
+                  [a for a in r[10].split(",") if a], r[11], r[12])
 
 
 def encode_cursor(*key) -> str:
@@ -200,6 +203,33 @@ def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
         return key
     except ValueError:
         raise BadRequest(f"invalid cursor {cursor[:40]!r}") from None
+
+
+def row_cursor(row: dict) -> str:
+    """The cursor that continues a search after ``row`` (a run as :meth:`RunRow.to_dict` gives it).
+
+    The same cursor is valid on every host: a gatherer merging the pages of
+    several hosts continues each of them from the last row it kept.
+    """
+    return encode_cursor(_epoch(row["last"]), row["owner"], int(row["seq"]))
+
+
+def _order(row: dict) -> tuple:
+    return (-_epoch(row["last"]), row["owner"], -int(row["seq"]))
+
+
+def merge_pages(pages: list[dict], limit: int) -> dict:
+    """One page from the pages several hosts answered to the same search and cursor (their JSON).
+
+    Rows are merged in the search's global order and cut at ``limit``;
+    totals are summed (owners live on one host each). ``next`` continues
+    every host after the last row kept.
+    """
+    rows = sorted((r for p in pages for r in p.get("runs", [])), key=_order)
+    more = len(rows) > limit or any(p.get("next") for p in pages)
+    kept = rows[:limit]
+    total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
+    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total}
 
 
 class RunIndex:
@@ -277,16 +307,19 @@ class RunIndex:
         while True:
             known = self.indexed_head(owner.id)
             new, reached = _newer_than(owner, known)
+            if not new and (reached or known is None):
+                return 0  # nothing to write: no write lock taken
             with self._write() as db:
-                row = db.execute("SELECT head FROM owners WHERE owner=?", (owner.id,)).fetchone()
+                row = db.execute("SELECT head, seq FROM owners WHERE owner=?", (owner.id,)).fetchone()
                 if (row[0] if row else None) != known:
                     continue  # a rebuild or another listener moved it meanwhile: look again
+                seq = row[1] if row and reached else 0
                 if known is not None and not reached:
                     db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
                 for entry in reversed(new):
-                    self._add(db, owner, entry)
+                    seq = self._add(db, owner, entry, seq)
                 if new:
-                    db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?)", (owner.id, new[0].id))
+                    db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
             return sum(1 for e in new if e.action != "init")
 
     def reindex(self, owner: Owner) -> int:
@@ -295,10 +328,11 @@ class RunIndex:
             db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
             db.execute("DELETE FROM owners WHERE owner=?", (owner.id,))
             new, _ = _newer_than(owner, None)
+            seq = 0
             for entry in reversed(new):
-                self._add(db, owner, entry)
+                seq = self._add(db, owner, entry, seq)
             if new:
-                db.execute("INSERT INTO owners VALUES (?, ?)", (owner.id, new[0].id))
+                db.execute("INSERT INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
         return sum(1 for e in new if e.action != "init")
 
     def forget(self, owner_id: str) -> None:
@@ -318,24 +352,27 @@ class RunIndex:
             self.forget(owner_id)
         return len(gone)
 
-    def _add(self, db: sqlite3.Connection, owner: Owner, entry) -> None:
+    def _add(self, db: sqlite3.Connection, owner: Owner, entry, seq: int) -> int:
+        """Index one commit (oldest first) at position ``seq + 1``; the position reached."""
         if entry.action == "init":
-            return
+            return seq
+        seq += 1
         key = entry.run or "@" + entry.id
         when = _epoch(entry.time)
         action = entry.action or "change"
         db.execute(
-            "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head)"
-            " VALUES (?,?,?,?,?,?,?,1,?,?,?) ON CONFLICT (owner, key) DO UPDATE SET"
+            "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head, seq)"
+            " VALUES (?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT (owner, key) DO UPDATE SET"
             " first = min(first, excluded.first), last = max(last, excluded.last), commits = commits + 1,"
-            " changes = changes + excluded.changes, head = excluded.head,"
+            " changes = changes + excluded.changes, head = excluded.head, seq = excluded.seq,"
             " source_conv = coalesce(source_conv, excluded.source_conv),"
             " actions = CASE WHEN instr(actions, excluded.actions) > 0 THEN actions"
             " ELSE actions || substr(excluded.actions, 2) END",
             (owner.id, key, entry.run, entry.actor, entry.source_conv, when, when, int(entry.changes or 0),
-             f",{action},", entry.id))
+             f",{action},", entry.id, seq))
         if entry.action in UNDO_ACTIONS:
             self._mark(db, owner, entry.id)
+        return seq
 
     @staticmethod
     def _mark(db: sqlite3.Connection, owner: Owner, undo: str) -> None:
@@ -362,17 +399,17 @@ class RunIndex:
         where, args = cond
         page_where, page_args = where, list(args)
         if cursor:
-            last, owner, key = decode_cursor(cursor, (int, str, str))
-            page_where += " AND (last < ? OR (last = ? AND (owner > ? OR (owner = ? AND key > ?))))"
-            page_args += [last, last, owner, owner, key]
+            last, owner, seq = decode_cursor(cursor, (int, str, int))
+            page_where += " AND (last < ? OR (last = ? AND (owner > ? OR (owner = ? AND seq < ?))))"
+            page_args += [last, last, owner, owner, seq]
         db = self._db()
-        rows = db.execute(f"SELECT {_ROW} FROM runs WHERE {page_where} ORDER BY last DESC, owner, key LIMIT ?",
+        rows = db.execute(f"SELECT {_ROW} FROM runs WHERE {page_where} ORDER BY last DESC, owner, seq DESC LIMIT ?",
                           [*page_args, limit + 1]).fetchall()
         more, rows = len(rows) > limit, rows[:limit]
         runs, owners, commits = db.execute(
             f"SELECT count(*), count(DISTINCT owner), coalesce(sum(commits), 0) FROM runs WHERE {where}", args
         ).fetchone()
-        nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][1]) if more and rows else None
+        nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][11]) if more and rows else None
         return RunPage([_row(r) for r in rows], nxt, {"runs": runs, "owners": owners, "commits": commits})
 
     def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
@@ -399,7 +436,7 @@ class RunIndex:
             return {}
         where, args = cond
         out: dict[str, list[RunRow]] = {}
-        for r in self._db().execute(f"SELECT {_ROW} FROM runs WHERE {where} ORDER BY owner, last DESC, key", args):
+        for r in self._db().execute(f"SELECT {_ROW} FROM runs WHERE {where} ORDER BY owner, seq DESC", args):
             if r[0] not in out and limit is not None and len(out) >= limit:
                 break
             out.setdefault(r[0], []).append(_row(r))
