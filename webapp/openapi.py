@@ -286,7 +286,9 @@ def _operator_paths() -> dict[str, dict]:
     """``GET /runs`` and ``POST /bulk/rollback`` (issue 16)."""
     run_page = _obj({"runs": _arr(_ref("RunRow")), "next": _NSTR,
                      "total": _obj({"runs": {"type": "integer"}, "owners": {"type": "integer"},
-                                    "commits": {"type": "integer"}})}, ["runs", "next", "total"])
+                                    "commits": {"type": "integer"}}),
+                     "complete": {"type": "boolean", "description": "false until `wikimem index rebuild` ran "
+                                  "over owners older than the index"}}, ["runs", "next", "total"])
     per_owner = _obj({"owners": _arr(_ref("OwnerRunCount")), "next": _NSTR}, ["owners", "next"])
     runs = _op("runs across owners (by run, actor, source conversation, action, time, owner prefix)", "read",
                _ok({"oneOf": [run_page, per_owner]}, description="a page of runs, or with by=owner the counts "

@@ -108,6 +108,22 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
 
 
+def test_an_index_younger_than_the_owners_says_so_until_rebuilt(host, tmp_path):
+    bad_deploy(host, 2, conflict=False)
+    assert host.find_runs(RunQuery.parse()).complete
+    for path in (tmp_path / "data" / "index").iterdir():
+        path.unlink()
+    upgraded = Host(tmp_path / "data")  # a host upgraded over existing owners
+    page = upgraded.find_runs(RunQuery.parse())
+    assert not page.complete and page.total["runs"] == 0
+    upgraded.owner(owner_name(1)).add("notes", "n", "x", ctx=WriteContext(actor="bot"))
+    assert upgraded.find_runs(RunQuery.parse()).total["owners"] == 1  # that owner, whole, at its next write
+    assert upgraded.find_runs(RunQuery.parse(owner_prefix=owner_name(1))).total["runs"] == 3
+    upgraded.refresh_run_index()
+    page = upgraded.find_runs(RunQuery.parse())
+    assert page.complete and page.total["owners"] == 2
+
+
 def test_a_hand_edit_is_indexed_by_the_owners_next_write(host):
     owner, _ = host.ensure_owner("user:ann")
     owner.add("notes", "a", "one", ctx=WriteContext(actor="bot"))
@@ -127,7 +143,9 @@ def test_a_broken_index_never_fails_a_write_and_a_rebuild_repairs_it(host, tmp_p
     owner, _ = host.ensure_owner("user:ann")
     index_dir = tmp_path / "data" / "index"
     host.run_index.close()
-    assert not index_dir.exists()  # nothing indexed yet: creating an owner is not a write
+    for path in index_dir.iterdir():
+        path.unlink()
+    index_dir.rmdir()
     index_dir.write_text("not a folder")  # the listener cannot open its database
     done = owner.add("notes", "a", "one", ctx=WriteContext(actor="bot"))
     assert done.commit and owner.item("notes", "a").content == "one"

@@ -44,9 +44,10 @@ def _page(query: RunQuery, by_owner: bool, cursor: str | None):
     host, within = get_host(), g.operator.owner_prefix
     if by_owner:
         counts, nxt = host.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor)
-        return {"owners": counts, "next": nxt, "total": host.find_runs(query, within=within, limit=1).total}
+        first = host.find_runs(query, within=within, limit=1)
+        return {"owners": counts, "next": nxt, "total": first.total, "complete": first.complete}
     found = host.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor)
-    return {"runs": found.runs, "next": found.next, "total": found.total}
+    return {"runs": found.runs, "next": found.next, "total": found.total, "complete": found.complete}
 
 
 @bp.get("/bulk/rollback")

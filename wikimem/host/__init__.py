@@ -61,6 +61,8 @@ class Host(Operations):
         self.owners_dir.mkdir(parents=True, exist_ok=True)
         # Runs of every owner, fed at commit time (see wikimem/host/runindex.py); derived, rebuildable.
         self.run_index = RunIndex(self.root / INDEX_PATH)
+        with os.scandir(self.owners_dir) as entries:
+            self.run_index.start(has_owners=any(entries))
 
     def __repr__(self) -> str:
         return f"Host({str(self.root)!r})"

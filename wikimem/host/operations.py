@@ -47,6 +47,7 @@ class Operations:
                 continue
             commits += self.run_index.reindex(owner) if full else self.run_index.catch_up(owner)
         dropped = self.run_index.forget_others(set(ids))
+        self.run_index.set_complete(True)
         return {"owners": len(ids), "commits": commits, "dropped": dropped}
 
     def bulk_parts(self, query: RunQuery, *, within: str = "") -> list[Part]:

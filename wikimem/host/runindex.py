@@ -61,6 +61,7 @@ CREATE INDEX IF NOT EXISTS runs_actor ON runs (actor, last);
 CREATE INDEX IF NOT EXISTS runs_run ON runs (run);
 CREATE INDEX IF NOT EXISTS runs_conv ON runs (source_conv, last);
 CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, head TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
@@ -176,9 +177,11 @@ class RunPage:
     runs: list[RunRow] = field(default_factory=list)
     next: str | None = None
     total: dict = field(default_factory=lambda: {"runs": 0, "owners": 0, "commits": 0})
+    complete: bool = True  # False: owners older than the index may be missing until `wikimem index rebuild`
 
     def to_dict(self) -> dict:
-        return {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total}
+        return {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
+                "complete": self.complete}
 
 
 _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
@@ -277,6 +280,20 @@ class RunIndex:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def start(self, has_owners: bool) -> None:
+        """At a host's start: a new index over a data root that already has owners is incomplete until a rebuild
+        (each owner is indexed whole at its next write; the others only by ``wikimem index rebuild``)."""
+        if not self.path.exists():
+            self.set_complete(not has_owners)
+
+    def set_complete(self, complete: bool) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('complete', ?)", ("1" if complete else "0",))
+
+    def complete(self) -> bool:
+        row = self._db().execute("SELECT value FROM meta WHERE key='complete'").fetchone()
+        return row is None or row[0] == "1"
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -410,7 +427,8 @@ class RunIndex:
             f"SELECT count(*), count(DISTINCT owner), coalesce(sum(commits), 0) FROM runs WHERE {where}", args
         ).fetchone()
         nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][11]) if more and rows else None
-        return RunPage([_row(r) for r in rows], nxt, {"runs": runs, "owners": owners, "commits": commits})
+        return RunPage([_row(r) for r in rows], nxt, {"runs": runs, "owners": owners, "commits": commits},
+                       self.complete())
 
     def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
                   cursor: str | None = None) -> tuple[list[OwnerCount], str | None]:
