@@ -30,7 +30,7 @@ def _asset_folder(name: str) -> str:
 
 
 def _make_host(config: Mapping[str, Any]):
-    from wikimem.host import Host
+    from wikimem.host import Host, OwnerQuota
 
     llm = embedder = None
     if config.get("LLM_URL"):
@@ -43,7 +43,9 @@ def _make_host(config: Mapping[str, Any]):
 
         embedder = HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
                                 timeout=float(config["EMBED_TIMEOUT"]))
-    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm)
+    quota = OwnerQuota(int(config["QUOTA_OWNERS"]), int(config["QUOTA_OWNERS_PER_MINUTE"]))
+    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm,
+                quota=quota)
 
 
 def get_host():
@@ -85,12 +87,14 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
     from . import api, auth, errors
     from .config import load_config
+    from .headers import AbortAsJson, security_headers
 
     config = load_config(test_config)
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
     app.config.update(config)
     app.json.sort_keys = False
     app.json.ensure_ascii = False  # CJK memory reads as text in curl and logs
+    app.url_map.merge_slashes = False  # /api/v1//x is a 404 in JSON, not a redirect page
     app.extensions["wikimem.host_lock"] = threading.Lock()
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]
@@ -99,8 +103,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
         n = int(config["PROXIES"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)
+    app.wsgi_app = AbortAsJson(app.wsgi_app)
     auth.init_app(app)
     errors.init_app(app)
+    app.after_request(security_headers)
     app.register_blueprint(api.bp)
     _register_ui(app, api.bp)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))

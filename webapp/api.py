@@ -79,8 +79,9 @@ def list_owners():
 
 @bp.put(OWNER)
 def create_owner(owner_id: str):
-    require("write", owner_id)
-    owner, created = get_host().ensure_owner(owner_id)
+    principal = require("write", owner_id)
+    quota_prefix = None if principal.has("admin") else principal.owner_prefix  # admin tokens have no quota
+    owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
     return _etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.head()), 201 if created else 200
 
 

@@ -20,6 +20,8 @@ environment                config key             meaning (default)
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
 ``WIKIMEM_PROXIES``        ``PROXIES``            reverse proxies to trust for X-Forwarded-* (0)
 ``WIKIMEM_LOGIN_LIMIT_*``  ``LOGIN_LIMIT_*``      sign-in rate limits, see :mod:`webapp.ratelimit`
+``WIKIMEM_QUOTA_OWNERS``   ``QUOTA_OWNERS``       owners one token's prefix may hold (10000; 0 = no limit)
+``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` ``…_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
 =========================  =====================  ==========================================
 
 ``LOGIN_LIMIT_ADDRESS`` (``10/minute;50/hour``), ``LOGIN_LIMIT_ACCOUNT``
@@ -61,6 +63,8 @@ DEFAULTS: dict[str, Any] = {
     "LOGIN_LIMIT_ADDRESS": "10/minute;50/hour",
     "LOGIN_LIMIT_ACCOUNT": "5/minute;20/hour",
     "LOGIN_LIMIT_STORAGE": None,
+    "QUOTA_OWNERS": 10_000,
+    "QUOTA_OWNERS_PER_MINUTE": 120,
 }
 
 ENV_VARS = {
@@ -83,9 +87,12 @@ ENV_VARS = {
     "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
     "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
     "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
+    "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
+    "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
 }
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES"}
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
 MIN_SECRET_LEN = 16
@@ -137,8 +144,9 @@ def load_config(test_config: Mapping[str, Any] | None = None,
         raise ConfigError(f"WIKIMEM_ENV must be production or development, got {config['ENV']!r}")
     for key in _INTS:
         value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "PROXIES" else 1):
-            raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key in _MAY_BE_ZERO else 1):
+            raise ConfigError(f"{key} must be a {'non-negative' if key in _MAY_BE_ZERO else 'positive'} integer, "
+                              f"got {value!r}")
     if bool(config["LLM_URL"]) != bool(config["LLM_MODEL"]):
         raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):

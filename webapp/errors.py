@@ -17,6 +17,9 @@ other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
 ``LLMNotConfigured``                                501     ``llm_not_configured``
 ``LLMError``                                        502     ``llm_error``
 ``StoreBusy``                                       503     ``busy`` (``Retry-After``)
+``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
+``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
+a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
 werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large``
 =================================================  ======  ======================
 """
@@ -30,7 +33,12 @@ from flask import Flask, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
-from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy, WikimemError
+import errno
+import sqlite3
+
+from wikimem.errors import (
+    Conflict, InvalidName, NotFound, PreconditionFailed, QuotaExceeded, StoreBusy, TooLarge, WikimemError,
+)
 from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
@@ -52,18 +60,32 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (LLMNotConfigured, 501),
     (LLMError, 502),
     (StoreBusy, 503),
+    (TooLarge, 413),
     (ValueError, 422),
 ]
+
+# Seconds a client is told to wait before retrying a busy store or a full disk.
+RETRY_AFTER = {503: "1", 507: "30"}
 
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
                429: "rate_limited"}
 
 
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
 def error_status(exc: BaseException) -> int:
     """The HTTP status of an exception (500 if it is not a known one)."""
     if isinstance(exc, HTTPException):
         return exc.code or 500
+    if isinstance(exc, QuotaExceeded):
+        return 429 if exc.retry_after else 403
+    if _disk_full(exc):
+        return 507
     for cls, status in _TABLE:
         if isinstance(exc, cls):
             return status
@@ -80,6 +102,8 @@ def error_body(exc: BaseException, status: int) -> dict:
     """The JSON error document of an exception."""
     if status == 500:
         code, message = "internal", "internal server error"
+    elif status == 507:
+        code, message = "storage_full", "the disk of the data root is full: nothing was written; try again later"
     elif isinstance(exc, HTTPException):
         code, message = _HTTP_CODES.get(status, "http_error"), exc.description or exc.name
         if status == 413:
@@ -113,8 +137,10 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
-    elif status == 503:
-        response.headers["Retry-After"] = "1"
+    elif status in RETRY_AFTER:
+        response.headers["Retry-After"] = RETRY_AFTER[status]
+    elif isinstance(exc, QuotaExceeded) and exc.retry_after:
+        response.headers["Retry-After"] = str(exc.retry_after)
     elif status == 405 and isinstance(exc, HTTPException):
         for key, value in exc.get_headers():
             if key.lower() == "allow":

@@ -36,6 +36,8 @@ def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_b
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the request body is not valid JSON: {getattr(exc, 'msg', 'undecodable')}") from None
+    except RecursionError:  # [[[[… a thousand levels deep: no request of ours nests like that
+        raise BadRequest("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(data) - allowed)

@@ -74,7 +74,7 @@ from wikimem.locking import FileLock
 from .auth import AuthError, Forbidden
 
 __all__ = ["bp", "Operator", "current_operator", "require_operator", "require_role", "revoke",
-           "security_headers", "init_app", "hash_password", "account_line", "check_account"]
+           "init_app", "hash_password", "account_line", "check_account"]
 
 bp = Blueprint("session", __name__)
 
@@ -389,22 +389,6 @@ def _inject_operator():
     return {"operator": current_operator()}
 
 
-def security_headers(response):
-    """``after_request`` of every UI page."""
-    # Defence in depth behind escaping: no inline script can run, no framing.
-    response.headers.setdefault(
-        "Content-Security-Policy",
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    )
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("X-Frame-Options", "DENY")
-    response.headers.setdefault("Referrer-Policy", "same-origin")
-    response.headers.setdefault("Cache-Control", "no-store")
-    return response
-
-
-bp.after_request(security_headers)
 
 
 def init_app(app: Flask, *, exempt=()) -> None:

@@ -29,7 +29,7 @@ from .naming import is_valid_time
 
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
-    "memory_entries", "parse_wiki", "render_wiki", "parse_day", "render_day", "same_item", "entry_key",
+    "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
     "item_etag", "utc_now", "normalize_ts",
 ]
 
@@ -127,13 +127,17 @@ def _sort_keys(entries: list[DiaryItem]) -> list[str]:
     return keys
 
 
+def sort_day(entries: list[DiaryItem]) -> list[DiaryItem]:
+    """Entries in the order a day file keeps them: by ``HH:MM``, stable (the same minute keeps insertion order)."""
+    keys = _sort_keys(entries)
+    return [entries[i] for i in sorted(range(len(entries)), key=keys.__getitem__)]
+
+
 def render_day(date: str, entries: list[DiaryItem]) -> bytes | None:
     """The bytes of a day file holding ``entries`` sorted by time (stable); None when there are none."""
     if not entries:
         return None
-    keys = _sort_keys(entries)
-    order = sorted(range(len(entries)), key=keys.__getitem__)
-    blocks = [Block(e.time, e.content, e.owner, e.source_conv, e.ts) for e in (entries[i] for i in order)]
+    blocks = [Block(e.time, e.content, e.owner, e.source_conv, e.ts) for e in sort_day(entries)]
     return render_blocks(date, blocks).encode("utf-8")
 
 

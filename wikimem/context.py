@@ -7,13 +7,15 @@ no layer repeats the same five keywords.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, fields, replace
 
 from .errors import InvalidName
 from .naming import validate_provenance
 
-__all__ = ["WriteContext", "MAX_KEY_LEN"]
+__all__ = ["WriteContext", "MAX_KEY_LEN", "digest"]
 
 MAX_KEY_LEN = 200
 # Keys and preconditions travel in HTTP headers and git trailers: printable ASCII, no spaces.
@@ -59,8 +61,24 @@ class WriteContext:
         changes = {k: v for k, v in overrides.items() if v is not None}
         return replace(base, **changes) if changes else base
 
+    def bound(self, *request: object) -> "WriteContext":
+        """This context with its fingerprint: the one given, or a digest of the request and the provenance.
+
+        A retry with the same idempotency key must be the same request; the
+        fingerprint is what "the same" means (kind, target, body).
+        """
+        if self.fingerprint is not None or self.idempotency_key is None:
+            return self
+        return replace(self, fingerprint=digest(*request, self.run, self.actor, self.source_conv))
+
     def commit_info(self) -> dict[str, str]:
         """The fields a commit records (run, actor, source_conv, idempotency key), without the empty ones."""
         pairs = (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv),
                  ("idempotency_key", self.idempotency_key))
         return {k: v for k, v in pairs if v is not None}
+
+
+def digest(*parts: object) -> str:
+    """A short, stable hash of JSON-able parts (a request's fingerprint)."""
+    text = json.dumps(parts, ensure_ascii=True, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import date as _date, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from .codec import DIARY_DIR, day_path, memory_entries, normalize_ts, parse_day, render_day
-from .fsio import read_bytes
+from .codec import DIARY_DIR, day_path, memory_entries, normalize_ts, parse_day, render_day, sort_day
 from .journal import Journal, diary_record
 from .markdown import clean_content, clean_meta_value
 from .models import DiaryItem
@@ -89,7 +88,10 @@ class Diary(DiaryReader):
         if not content:
             raise ValueError("diary content is empty")
         ts = normalize_ts(ts)
-        local = datetime.fromisoformat(ts).astimezone(resolve_tz(tz))
+        try:
+            local = datetime.fromisoformat(ts).astimezone(resolve_tz(tz))
+        except OverflowError:  # 0001-01-01T00:00Z west of Greenwich is before the calendar starts
+            raise ValueError(f"ts {ts} has no local date in {tz}: it falls outside the calendar") from None
         date = validate_date(date) if date is not None else local.date().isoformat()
         time = validate_time(time) if time is not None else local.strftime("%H:%M")
         entry = DiaryItem(
@@ -102,11 +104,11 @@ class Diary(DiaryReader):
         )
         rel = day_path(date)
         with self.writer.unit():
-            old = read_bytes(self.root / rel)
-            # render_day sorts stably: the new event lands after every earlier one of its minute.
-            new = render_day(date, parse_day(old, date) + [entry])
+            old, entries = self.writer.parse(rel, lambda data: parse_day(data, date))
+            # Sorted stably: the new event lands after every earlier one of its minute.
+            entries = sort_day(entries + [entry])
             record = diary_record(date, time, entry.owner, entry.source_conv)
-            self.writer.apply({rel: (old, new)}, record)
+            self.writer.apply({rel: (old, render_day(date, entries))}, record, parsed={rel: entries})
         return entry
 
     # -- reading -----------------------------------------------------------
@@ -114,7 +116,7 @@ class Diary(DiaryReader):
     def day(self, date: str) -> list[DiaryItem]:
         """Every entry of one day, in file order."""
         validate_date(date)
-        return parse_day(read_bytes(self.root / day_path(date)), date)
+        return parse_day(self.writer.read(day_path(date)), date)
 
     def dates(self) -> list[str]:
         """Every date that has a diary file, ascending."""

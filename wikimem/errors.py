@@ -14,6 +14,8 @@ __all__ = [
     "Conflict",
     "PreconditionFailed",
     "StoreBusy",
+    "TooLarge",
+    "QuotaExceeded",
 ]
 
 
@@ -68,3 +70,23 @@ class StoreBusy(WikimemError):
     """The store's write lock could not be taken in time."""
 
     code = "busy"
+
+
+class TooLarge(WikimemError, ValueError):
+    """A value over one of the size limits of :mod:`wikimem.limits`."""
+
+    code = "too_large"
+
+
+class QuotaExceeded(WikimemError):
+    """A configured quota (owners per token prefix, owners created per minute) is used up.
+
+    ``retry_after`` (seconds) is set when waiting helps (a rate), None when it does not (a count).
+    """
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, retry_after: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+

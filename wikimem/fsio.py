@@ -11,7 +11,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["atomic_write", "remove_file", "read_bytes", "decode", "fsync_dir", "TEMP_SUFFIX"]
+__all__ = ["atomic_write", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files", "TEMP_SUFFIX"]
 
 TEMP_SUFFIX = ".wikimem-tmp"
 
@@ -74,3 +74,26 @@ def read_bytes(path: Path) -> bytes | None:
 def decode(data: bytes) -> str:
     """Text of a memory file; bytes that are not UTF-8 never make a read fail."""
     return data.decode("utf-8", errors="replace")
+
+
+def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".git")) -> list[str]:
+    """Remove the temp files killed writers left in ``root``'s folders; the names removed.
+
+    Call only while holding the folder's write lock: then no live writer has
+    a temp file there, and every one found is debris.
+    """
+    removed = []
+    for folder in folders:
+        try:
+            entries = os.scandir(Path(root) / folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for entry in entries:
+                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                    try:
+                        os.unlink(entry.path)
+                        removed.append(f"{folder}/{entry.name}")
+                    except FileNotFoundError:
+                        pass
+    return removed

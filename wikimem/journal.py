@@ -66,18 +66,24 @@ class Journal:
 
     def write(self, record: dict) -> dict:
         """Append one record as a line, durably; returns it."""
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        self.write_many([record])
+        return record
+
+    def write_many(self, records: list[dict]) -> None:
+        """Append records as lines, durably, with one fsync (nothing for an empty list)."""
+        if not records:
+            return
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab+") as fh:
             # A crash mid-append can leave a torn last line: start on a new one.
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
                 if fh.read(1) != b"\n":
-                    line = "\n" + line
-            fh.write(line.encode("utf-8"))
+                    text = "\n" + text
+            fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        return record
 
     def entries(self) -> list[dict]:
         """Every readable record, oldest first; torn or foreign lines are skipped."""

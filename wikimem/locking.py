@@ -26,11 +26,17 @@ __all__ = ["FileLock"]
 
 
 class FileLock:
-    """Exclusive lock on ``path``; ``timeout=None`` waits as long as it takes."""
+    """Exclusive lock on ``path``; ``timeout=None`` waits as long as it takes.
 
-    def __init__(self, path: Path | str, timeout: float | None = 60.0):
+    ``make_parent=False`` refuses (FileNotFoundError) when the lock's folder
+    is gone instead of creating it again — for a folder another process may
+    delete (an owner).
+    """
+
+    def __init__(self, path: Path | str, timeout: float | None = 60.0, *, make_parent: bool = True):
         self.path = Path(path)
         self.timeout = timeout
+        self.make_parent = make_parent
         self._local = threading.Lock()
 
     @contextmanager
@@ -41,7 +47,8 @@ class FileLock:
             if fcntl is None:  # pragma: no cover
                 yield
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.make_parent:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 self._acquire(fd)

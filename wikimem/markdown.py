@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidName
+from .limits import MAX_CONTENT_CHARS, check_length
 from .naming import validate_provenance
 
 __all__ = [
@@ -65,10 +66,11 @@ def normalize_content(text: str) -> str:
 
 
 def clean_content(value: str) -> str:
-    """Content as it will be written: a string, newlines normalised, stripped, valid UTF-8 (else ValueError)."""
+    """Content as it will be written: a string, newlines normalised, stripped, valid UTF-8 (else ValueError),
+    at most :data:`~wikimem.limits.MAX_CONTENT_CHARS` characters (else :class:`~wikimem.errors.TooLarge`)."""
     if not isinstance(value, str):
         raise ValueError("content must be a string")
-    content = normalize_content(value)
+    content = check_length(normalize_content(value), MAX_CONTENT_CHARS, "content")
     try:
         content.encode("utf-8")
     except UnicodeEncodeError as exc:

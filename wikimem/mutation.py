@@ -6,9 +6,16 @@ go through one :class:`Writer`. A write runs inside a *unit*:
 1. the writer takes its thread lock (:attr:`Writer.lock`), then the hook's
    inter-process lock (``hook.locked()``); the caller re-reads the file it
    will change *under* the lock, so no concurrent writer's change is lost;
-2. the caller applies its changes with :meth:`Writer.apply` (atomic file
-   writes plus one journal line per mutation);
-3. when the unit ends without error, ``hook.committed(unit)`` is called,
+2. the caller applies its changes with :meth:`Writer.apply` (new file
+   contents plus one journal record per mutation); the hook hears which
+   files will change (``hook.writing(unit, paths)``) so that it can record
+   the write in flight and recover it after a crash. Changes are staged in
+   the unit (the caller reads them back with :meth:`Writer.read`) and
+   written when the unit ends: each file once, atomically, and the journal
+   lines in one append — a batch of a thousand mutations costs a few
+   fsyncs, not thousands;
+3. when the unit ends without error, its files are written, then
+   ``hook.committed(unit)`` is called,
    still inside the lock — the git layer turns the unit into exactly one
    commit and returns its id, which the writer keeps as ``unit.commit``;
 4. when the unit ends with an error, every file it touched is put back as it
@@ -60,6 +67,9 @@ class MutationHook(Protocol):
     def locked(self) -> ContextManager[None]:
         """Inter-process exclusion held for a whole unit."""
 
+    def writing(self, unit: "Unit", paths: tuple[str, ...]) -> None:
+        """Called inside the lock before ``paths`` (relative to the root) are written or deleted."""
+
     def committed(self, unit: "Unit") -> str | None:
         """Called once per successful unit, inside the lock, after the writes; returns the commit id (or None)."""
 
@@ -73,6 +83,9 @@ class PlainHook:
     def locked(self) -> ContextManager[None]:
         return self._lock.hold()
 
+    def writing(self, unit: "Unit", paths: tuple[str, ...]) -> None:
+        return None
+
     def committed(self, unit: "Unit") -> str | None:
         return None
 
@@ -85,6 +98,9 @@ class Unit:
     journal_size: int
     originals: dict[str, bytes | None] = field(default_factory=dict)
     mutations: list[Mutation] = field(default_factory=list)
+    staged: dict[str, bytes | None] = field(default_factory=dict)  # relpath -> new content (None: delete)
+    parsed: dict[str, tuple] = field(default_factory=dict)  # relpath -> (the bytes parsed, what they parsed to)
+    records: list[dict] = field(default_factory=list)  # journal records, written with the files
     payload: object = None  # left by the caller for the hook (e.g. the result a retry replays)
     commit: str | None = None  # the hook's answer once the unit committed
 
@@ -99,7 +115,13 @@ class Writer:
         # Held for a whole unit; take it (before any inter-process lock) to keep writers out.
         self.lock = threading.RLock()
         self._unit: Unit | None = None
+        self._unit_thread: int | None = None  # the thread whose unit is in progress
         self.listeners: list[Callable[[tuple[str, ...]], None]] = []
+
+    @property
+    def active(self) -> bool:
+        """Whether this thread is inside a unit (other threads never see a unit's staged changes)."""
+        return self._unit is not None and self._unit_thread == threading.get_ident()
 
     @contextmanager
     def unit(self, **info) -> Iterator[Unit]:
@@ -112,50 +134,85 @@ class Writer:
                 return
             with self.hook.locked():
                 unit = Unit(info=dict(info), journal_size=self.journal.size())
-                self._unit = unit
+                self._unit, self._unit_thread = unit, threading.get_ident()
                 try:
                     yield unit
                     if unit.mutations:
+                        self._flush(unit)
                         unit.commit = self.hook.committed(unit)
                 except BaseException:
-                    self._restore(unit.originals, unit.journal_size)
+                    self._restore(unit)
                     raise
                 finally:
-                    self._unit = None
+                    self._unit, self._unit_thread = None, None
 
-    def apply(self, changes: dict[str, tuple[bytes | None, bytes | None]], record: dict | None) -> Mutation:
-        """Write ``{relpath: (old, new)}`` (``new=None`` deletes) and journal ``record``.
+    def read(self, rel: str) -> bytes | None:
+        """A file's content as this thread's unit in progress will leave it (the disk's otherwise)."""
+        if self.active and rel in self._unit.staged:
+            return self._unit.staged[rel]
+        return read_bytes(self.root / rel)
+
+    def parse(self, rel: str, parser: Callable[[bytes | None], list]) -> tuple[bytes | None, list]:
+        """``(content, parser(content))`` of a file as :meth:`read` sees it, parsed once per staged version.
+
+        A batch of many mutations of one file parses it once, not once per
+        mutation; the list returned is the caller's to change.
+        """
+        data = self.read(rel)
+        unit = self._unit if self.active else None
+        memo = unit.parsed.get(rel) if unit is not None else None
+        if memo is not None and memo[0] is data:
+            return data, list(memo[1])
+        parsed = parser(data)
+        if unit is not None:
+            unit.parsed[rel] = (data, list(parsed))
+        return data, parsed
+
+    def apply(self, changes: dict[str, tuple[bytes | None, bytes | None]], record: dict | None,
+              parsed: dict[str, list] | None = None) -> Mutation:
+        """Stage ``{relpath: (old, new)}`` (``new=None`` deletes) and the journal ``record``.
+
+        ``parsed`` may give what a new content parses to (the caller rendered
+        it from that), so the next :meth:`parse` of it costs nothing.
 
         Must run inside :meth:`unit`. ``old`` is what the caller read under
-        the lock. Either everything happens, or (on any error) the files
-        and the journal are as they were before this call.
+        the lock (with :meth:`read`). Nothing reaches the disk before the unit
+        ends; then either everything does, or (on any error) the files and
+        the journal stay as they were before the unit.
         """
         unit = self._unit
         if unit is None:
             raise RuntimeError("Writer.apply outside a unit")
-        for rel, (old, _new) in changes.items():
+        self.hook.writing(unit, tuple(changes))
+        for rel, (old, new) in changes.items():
             unit.originals.setdefault(rel, old)
-        journal_size = self.journal.size()
-        try:
-            for rel, (_old, new) in changes.items():
-                path = self.root / rel
-                if new is None:
-                    remove_file(path)
-                else:
-                    atomic_write(path, new)
-            if record is not None:
-                self.journal.write(record)
-        except BaseException:
-            self._restore({rel: old for rel, (old, _new) in changes.items()}, journal_size)
-            raise
+            unit.staged[rel] = new
+            if parsed is not None and rel in parsed:
+                unit.parsed[rel] = (new, list(parsed[rel]))
+        if record is not None:
+            unit.records.append(record)
         mutation = Mutation(record=record or {}, paths=tuple(changes))
         unit.mutations.append(mutation)
-        self._notify(mutation.paths)
         return mutation
 
-    def _restore(self, originals: dict[str, bytes | None], journal_size: int) -> None:
-        changed = []
-        for rel, old in originals.items():
+    def _flush(self, unit: Unit) -> None:
+        """Write the unit's files (each once, atomically) and its journal lines (one append)."""
+        for rel, new in unit.staged.items():
+            if new == unit.originals.get(rel, object()):
+                continue
+            path = self.root / rel
+            if new is None:
+                remove_file(path)
+            else:
+                atomic_write(path, new)
+        self.journal.write_many(unit.records)
+        # Listeners (the store's caches and revision) hear of a change once it is on disk, so that
+        # another thread that reacts to it reads the new files, never the old ones.
+        self._notify(tuple(unit.staged))
+
+    def _restore(self, unit: Unit) -> None:
+        """Put every file the unit may have touched back as it was, cut the journal back."""
+        for rel, old in unit.originals.items():
             path = self.root / rel
             if read_bytes(path) == old:
                 continue
@@ -163,10 +220,9 @@ class Writer:
                 remove_file(path)
             else:
                 atomic_write(path, old)
-            changed.append(rel)
-        self.journal.truncate(journal_size)
-        if changed:
-            self._notify(tuple(changed))
+        self.journal.truncate(unit.journal_size)
+        if unit.staged:
+            self._notify(tuple(unit.staged))  # what was read back from the stage is stale now
 
     def _notify(self, paths: tuple[str, ...]) -> None:
         for listener in self.listeners:

@@ -165,7 +165,10 @@ def _check_range(time_range: Any) -> tuple[str, str]:
 
 def _widen(window: tuple[str, str]) -> tuple[str, str]:
     start, end = (date.fromisoformat(d) for d in window)
-    return (start - timedelta(days=1)).isoformat(), (end + timedelta(days=1)).isoformat()
+    # One day each side, but never past the ends of the calendar (0001-01-01, 9999-12-31).
+    start = start - timedelta(days=1) if start > date.min else start
+    end = end + timedelta(days=1) if end < date.max else end
+    return start.isoformat(), end.isoformat()
 
 
 def _normalise(values: list[float]) -> list[float]:

@@ -88,8 +88,12 @@ class MemoryStore:
         return self.wiki_dir / f"{safe_stem(file)}.md"
 
     def _read(self, file: str) -> list[RecallItem]:
-        """Items of a file, from a cache validated by the file's identity."""
-        path = self._path(file)
+        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them)."""
+        rel = wiki_path(safe_stem(file))
+        if self.writer.active:
+            staged = self.writer.read(rel)
+            return parse_wiki(staged, file)
+        path = self.root / rel
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -105,9 +109,8 @@ class MemoryStore:
         return items
 
     def _read_fresh(self, file: str) -> tuple[bytes | None, list[RecallItem]]:
-        """Bytes and items straight from disk — used under the write lock."""
-        data = read_bytes(self._path(file))
-        return data, parse_wiki(data, file)
+        """Bytes and items as the unit in progress sees them — used under the write lock."""
+        return self.writer.parse(wiki_path(safe_stem(file)), lambda data: parse_wiki(data, file))
 
     # -- writing -----------------------------------------------------------
 
@@ -148,6 +151,7 @@ class MemoryStore:
             new_items = [item if i.name == item.name else i for i in items] if existed else items + [item]
             record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
             self._write(file, old, new_items, record)
+        self._prime_cache(file, new_items)
         return item
 
     def remove(self, file: str, name: str, *, owner: str | None = None) -> bool:
@@ -165,14 +169,15 @@ class MemoryStore:
         return True
 
     def _write(self, file: str, old: bytes | None, items: list[RecallItem], record: dict | None) -> None:
-        new = render_wiki(file, items)
-        self.writer.apply({wiki_path(file): (old, new)}, record)
-        if new is not None:
-            self._prime_cache(file, items)
+        rel = wiki_path(file)
+        self.writer.apply({rel: (old, render_wiki(file, items))}, record, parsed={rel: items})
 
     def _prime_cache(self, file: str, items: list[RecallItem]) -> None:
         # We just wrote this file: remember its parse so the next read (the
-        # index's incremental update) does not parse it again.
+        # index's incremental update) does not parse it again. Inside an
+        # enclosing unit the file is not written yet: nothing to remember.
+        if self.writer.active or not items:
+            return
         try:
             st = os.stat(self._path(file))
         except FileNotFoundError:

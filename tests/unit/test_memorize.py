@@ -38,6 +38,9 @@ class CountingHook:
     def locked(self):
         return contextlib.nullcontext()
 
+    def writing(self, unit, paths):
+        pass
+
     def committed(self, unit):
         self.units.append((unit.mutations, unit.info))
 

@@ -158,3 +158,10 @@ def test_a_new_diary_entry_is_seen_at_once(store):
     assert [e.item.name for e in index.retrieve("", time_range=window).items] == ["09:00"]
     store.diary.append("Evening walk.", date="2026-07-25", time="18:00")
     assert [e.item.name for e in index.retrieve("", time_range=window).items] == ["18:00", "09:00"]
+
+
+@pytest.mark.parametrize("window", [("0001-01-01", "9999-12-31"), ("0001-01-01", "0001-01-01"),
+                                    ("9999-12-31", "9999-12-31")])
+def test_windows_at_the_edges_of_the_calendar_widen_without_overflow(store, window):
+    result = MemoryIndex(store, use_jieba=False).retrieve("", time_range=window)
+    assert result.time_range[0] >= "0001-01-01" and result.time_range[1] <= "9999-12-31"

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from ..session import require_operator, security_headers
+from ..session import require_operator
 from .present import GROUP_FROM, day_parts, instant
 
 __all__ = ["bp"]
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 bp.before_request(require_operator)
-bp.after_request(security_headers)
 
 # The view modules register their routes on ``bp``.
 from . import actions, edits, history, owners, runs, search  # noqa: E402,F401

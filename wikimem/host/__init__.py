@@ -30,12 +30,13 @@ from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .operations import Operations
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .quotas import OwnerQuota
 from .runindex import INDEX_PATH, RunIndex, RunQuery
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "RunQuery",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
@@ -46,7 +47,8 @@ MAX_PAGE = 1000
 class Host(Operations):
     """Owners → versioned stores and indexes, for one process."""
 
-    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None):
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None,
+                 quota: OwnerQuota | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -56,6 +58,7 @@ class Host(Operations):
         self.index_cache = index_cache
         self.embedder = embedder
         self.llm = llm
+        self.quota = quota or OwnerQuota()
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
@@ -114,9 +117,12 @@ class Host(Operations):
         """Create the owner if it does not exist yet (idempotent); return it."""
         return self.ensure_owner(owner_id)[0]
 
-    def ensure_owner(self, owner_id: str) -> tuple[Owner, bool]:
+    def ensure_owner(self, owner_id: str, *, quota_prefix: str | None = None) -> tuple[Owner, bool]:
         """``(owner, created)``: creates the owner unless it exists.
 
+        With ``quota_prefix`` (the owner prefix of the token asking), a new
+        owner counts against the host's :class:`OwnerQuota` for that prefix
+        (:class:`~wikimem.errors.QuotaExceeded` when it is used up).
         The repository is initialised in a staging folder and renamed into
         place, so two processes creating the same owner at once never see a
         half-made repository: one rename wins, the other is thrown away.
@@ -124,12 +130,16 @@ class Host(Operations):
         path = self.owner_path(owner_id)
         if (path / ".git").is_dir():
             return self.owner(owner_id), False
+        if quota_prefix is not None:
+            from .authstate import AuthState
+
+            self.quota.check(quota_prefix, lambda prefix: len(self.owner_ids(prefix)), AuthState(self.root))
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
         tmp.mkdir()
         created = False
         try:
-            self._open(owner_id, tmp)  # initialises the repository
+            self._open(owner_id, tmp).vstore.close()  # initialises the repository (and folds its WAL back)
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
             try:

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TooLarge
+from ..limits import MAX_BATCH_CHARS, MAX_OPS
 from .errors import BadRequest
 
 __all__ = ["Op", "parse_ops", "MAX_OPS"]
-
-MAX_OPS = 1000
 
 _FIELDS = {
     "add": ({"file", "name", "content"}, {"source_conv", "ts"}),
@@ -60,9 +60,20 @@ def _parse_op(n: int, raw: Any) -> Op:
 
 
 def parse_ops(ops: Any) -> list[Op]:
-    """Check a list of ops; raise :class:`BadRequest` naming the first bad one."""
+    """Check a list of ops; raise :class:`BadRequest` naming the first bad one.
+
+    A batch is one commit under the owner's lock: at most
+    :data:`~wikimem.limits.MAX_OPS` ops and :data:`~wikimem.limits.MAX_BATCH_CHARS`
+    characters of content in all (:class:`~wikimem.errors.TooLarge`), so it
+    holds the lock for a bounded time; split a larger one into several.
+    """
     if not isinstance(ops, list) or not ops:
         raise BadRequest("ops must be a non-empty list")
     if len(ops) > MAX_OPS:
-        raise BadRequest(f"at most {MAX_OPS} ops per batch")
-    return [_parse_op(n, raw) for n, raw in enumerate(ops)]
+        raise TooLarge(f"a batch holds at most {MAX_OPS} ops, got {len(ops)}: split it into several batches")
+    checked = [_parse_op(n, raw) for n, raw in enumerate(ops)]
+    total = sum(len(op.args.get("content", "")) for op in checked)
+    if total > MAX_BATCH_CHARS:
+        raise TooLarge(f"a batch holds at most {MAX_BATCH_CHARS:,} characters of content, got {total:,}: "
+                       "split it into several batches")
+    return checked

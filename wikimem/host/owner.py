@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..codec import item_etag
 from ..context import WriteContext
 from ..errors import NotFound
+from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
@@ -201,7 +202,12 @@ class Owner(Review):
         return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir)
 
     def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
-        """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time."""
+        """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
+
+        The query is at most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
+        """
+        if isinstance(query, str):
+            check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
         return index.retrieve(query, **retrieve_kwargs)
 
@@ -288,10 +294,15 @@ class Owner(Review):
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
+        if isinstance(turn, str):
+            check_length(turn, MAX_TURN_CHARS, "turn")
         ctx = WriteContext.of(ctx)
-        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        # The run id is made up once per request: it is not part of what a retry must repeat.
+        request_ctx = ctx.bound("memorize", turn, character, prompt, sorted(append_kwargs.items()))
+        ctx = WriteContext.of(request_ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
-            replay = self.vstore.replay(ctx.idempotency_key, "memorize")
+            replay = self.vstore.replay(ctx.idempotency_key, "memorize",
+                                        self.vstore.request_of(ctx, "memorize"))
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
@@ -312,10 +323,11 @@ class Owner(Review):
         """
         from ..memorize import handle_diary_tool
 
-        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         with self.vstore.batch(ctx, kind="diary-tool") as b:
             if b.replay is not None:
-                return DiaryItem(**b.replay["entry"]), b.replay.get("commit"), True
+                entry = b.replay.get("entry")
+                return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
             try:
                 entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
                                           **append_kwargs)
@@ -327,10 +339,10 @@ class Owner(Review):
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
-        ctx = WriteContext.of(ctx)
+        ctx = WriteContext.of(ctx).bound("batch", ops, message)
         with self.vstore.batch(ctx, message=message, kind="batch") as b:
             if b.replay is not None:
-                return BatchResult(b.replay["results"], b.replay.get("commit"), True)
+                return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
             results = [self._apply_op(op, ctx.source_conv) for op in checked]
             b.result = {"results": results}
         return BatchResult(results, b.commit)

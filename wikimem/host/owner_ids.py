@@ -27,7 +27,9 @@ __all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner
            "scope_prefix"]
 
 MAX_OWNER_ID_LEN = 128
-OWNER_ID_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+# The first character is a letter or a digit: ids like "--help", "-rf" or ".x" would read as options or
+# hidden files to every shell tool an operator points at the data root.
+OWNER_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-@")
 _ESCAPE_RE = re.compile(r"_([0-9a-f]{2})")
 # Well under the usual 255-byte limit, leaving room for temp-folder suffixes.
@@ -42,10 +44,9 @@ def validate_owner_id(owner_id: object) -> str:
     if not OWNER_ID_RE.fullmatch(owner_id):
         shown = owner_id if len(owner_id) <= 40 else owner_id[:40] + "…"
         raise InvalidName(
-            f"invalid owner id {shown!r}: use 1-{MAX_OWNER_ID_LEN} letters, digits or ._:@- (e.g. user:xnne)"
+            f"invalid owner id {shown!r}: use 1-{MAX_OWNER_ID_LEN} letters, digits or ._:@-, starting with a "
+            "letter or a digit (e.g. user:xnne)"
         )
-    if set(owner_id) == {"."}:  # ".", ".." — never meaningful, always suspicious
-        raise InvalidName(f"invalid owner id {owner_id!r}: an id made only of dots is not allowed")
     return owner_id
 
 

@@ -36,7 +36,7 @@ CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
 CREATE INDEX IF NOT EXISTS touches_date ON touches (date, seq);
 CREATE INDEX IF NOT EXISTS commits_run ON commits (run, seq);
 CREATE INDEX IF NOT EXISTS commits_time ON commits (time, seq);
-CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, commit_id TEXT NOT NULL, result TEXT);
+CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, commit_id TEXT NOT NULL, result TEXT, request TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
@@ -91,11 +91,17 @@ class HistoryDB:
         self.path = Path(git.root) / ".git" / DB_NAME
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._conn_id: tuple[int, int] | None = None  # (device, inode) of the file the connection has open
         self._synced: bytes | None = None
 
     # -- connection ----------------------------------------------------------
 
     def _db(self) -> sqlite3.Connection:
+        if self._conn is not None and self._file_id() != self._conn_id:
+            # Deleted or replaced by someone (an operator, another worker's repair): a connection to an
+            # unlinked file would go on answering from it alone. Start again from the file on disk.
+            self._conn.close()
+            self._conn, self._synced = None, None
         if self._conn is None:
             try:
                 self._conn = self._connect()
@@ -107,45 +113,73 @@ class HistoryDB:
                     except FileNotFoundError:
                         pass
                 self._conn = self._connect()
+            self._conn_id = self._file_id()
         return self._conn
+
+    def _file_id(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # A small owner stays small on disk: checkpoint every 16 pages and cut the WAL back to 32 KiB after.
+        conn.execute("PRAGMA wal_autocheckpoint=16")
+        conn.execute("PRAGMA journal_size_limit=32768")
         conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(idem)")}
+        if "request" not in columns:  # an index made before requests were bound to their keys
+            conn.execute("ALTER TABLE idem ADD COLUMN request TEXT")
         conn.execute("SELECT count(*) FROM commits").fetchone()
         return conn
 
     def close(self) -> None:
+        """Close the connection, folding the WAL back into the file (a small owner stays small on disk)."""
         with self._lock:
             if self._conn is not None:
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:  # another process is reading: it folds it later
+                    pass
                 self._conn.close()
                 self._conn = None
 
     # -- catching up with the branch -----------------------------------------
 
-    def sync(self, hints: dict[bytes, list[tuple]] | None = None) -> None:
+    def sync(self, hints: dict[bytes, list[tuple]] | None = None,
+             results: dict[str, tuple[str, object, str | None]] | None = None) -> None:
         """Index every commit reachable from the branch that is not indexed yet.
 
         ``hints`` maps a commit we just made to its touches (taken from its
-        journal records), which saves re-parsing the files it changed.
+        journal records), which saves re-parsing the files it changed;
+        ``results`` maps it to ``(idempotency key, result, request)``, stored
+        in the same transaction, so a replay never finds the key without it.
         """
         head = self.git.head()
-        if head is None or head == self._synced:
+        if head is None:
             return
         with self._lock:
-            db = self._db()
-            if self._meta(db, "head") == head.decode():
+            db = self._db()  # first: a deleted file resets what this connection had synced
+            if head == self._synced and not results:
+                return
+            if not results and self._meta(db, "head") == head.decode():
                 self._synced = head
                 return
             db.execute("BEGIN IMMEDIATE")
             try:
                 if self._meta(db, "head") != head.decode():
                     self._catch_up(db, head, hints or {})
+                for cid, (key, result, request) in (results or {}).items():
+                    db.execute("INSERT OR REPLACE INTO idem VALUES (?,?,?,?)",
+                               (key, cid, json.dumps(result, ensure_ascii=False, default=str), request))
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite may have rolled back already (a full disk): keep the real error
+                    db.execute("ROLLBACK")
                 raise
             self._synced = head
 
@@ -210,7 +244,7 @@ class HistoryDB:
         db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?)", [(seq, *t) for t in touches])
         key = trailers.get("Idempotency-Key")
         if key:
-            db.execute("INSERT OR IGNORE INTO idem VALUES (?,?,NULL)", (key, cid.decode()))
+            db.execute("INSERT OR IGNORE INTO idem VALUES (?,?,NULL,?)", (key, cid.decode(), trailers.get("Request")))
 
     def _touches(self, commit) -> list[tuple]:
         """``(kind, file, name, date, time)`` of every item or entry the commit changed."""
@@ -300,19 +334,14 @@ class HistoryDB:
                                      (ts,)).fetchone()
         return row[0] if row else None
 
-    def idem(self, key: str) -> tuple[str, dict | None] | None:
-        """``(commit, stored result)`` of an applied request with this Idempotency-Key."""
+    def idem(self, key: str) -> tuple[str, dict | None, str | None] | None:
+        """``(commit, stored result or None, request hash or None)`` of an applied request with this key."""
         self.sync()
         with self._lock:
-            row = self._db().execute("SELECT commit_id, result FROM idem WHERE key=?", (key,)).fetchone()
+            row = self._db().execute("SELECT commit_id, result, request FROM idem WHERE key=?", (key,)).fetchone()
         if row is None:
             return None
-        return row[0], (json.loads(row[1]) if row[1] else None)
-
-    def set_result(self, key: str, commit: str, result) -> None:
-        with self._lock:
-            self._db().execute("INSERT OR REPLACE INTO idem VALUES (?,?,?)",
-                               (key, commit, json.dumps(result, ensure_ascii=False, default=str)))
+        return row[0], (json.loads(row[1]) if row[1] else None), row[2]
 
     def since_pack(self) -> int:
         with self._lock:

@@ -19,7 +19,7 @@ __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printa
            "trailer_values", "MAX_UNDO_ITEMS"]
 
 _ORDER = ("Action", "File", "Item", "Date", "Time", "Owner", "Source-Conv", "Run", "Actor", "Reverts",
-          "Idempotency-Key")
+          "Idempotency-Key", "Request")
 
 
 def printable(text: str) -> str:
@@ -81,6 +81,7 @@ def build_message(records: list[dict], info: dict, *, action: str | None = None)
     trailers["Actor"] = info.get("actor")
     trailers["Reverts"] = info.get("reverts") if isinstance(info.get("reverts"), str) else None
     trailers["Idempotency-Key"] = info.get("idempotency_key")
+    trailers["Request"] = info.get("request")  # what the key was used for: a retry must be the same request
     summary = clean_value(summary) or "change"
     lines = [summary[:200], ""]
     if len(records) > 1 and not info.get("undo_items"):  # an undo commit names its items instead

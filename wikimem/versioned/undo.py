@@ -85,7 +85,8 @@ class Undo:
         cid = self._revertible(point)
         entry = self.db.entry(cid)
         summary = entry.summary if entry else cid[:12]
-        with self.batch(self._operator(ctx, fields), action="revert", message=f"revert {cid[:12]}: {summary}",
+        ctx = self._operator(ctx, fields).bound("revert", cid, force)
+        with self.batch(ctx, action="revert", message=f"revert {cid[:12]}: {summary}",
                         kind=f"revert {cid}", reverts=cid) as b:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
@@ -99,7 +100,8 @@ class Undo:
 
     def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
         """Undo every commit of a run (newest first) as one new commit."""
-        with self.batch(self._operator(ctx, fields), action="rollback", message=f"roll back run {run}",
+        ctx = self._operator(ctx, fields).bound("rollback", run, force)
+        with self.batch(ctx, action="rollback", message=f"roll back run {run}",
                         kind=f"rollback {run}") as b:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
@@ -116,7 +118,8 @@ class Undo:
     def restore(self, point: str, *, ctx: WriteContext | None = None, **fields) -> Committed:
         """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
         target = self.resolve(point)
-        with self.batch(self._operator(ctx, fields), action="restore", message=f"restore to {target[:12]}",
+        ctx = self._operator(ctx, fields).bound("restore", target)
+        with self.batch(ctx, action="restore", message=f"restore to {target[:12]}",
                         kind=f"restore {target}", reverts=target) as b:
             if b.replay is not None:
                 return Committed(None, b.commit, True)

@@ -30,18 +30,20 @@ from typing import Callable, Iterator
 from dulwich.objects import Blob
 
 from ..codec import MEMORY_DIRS, item_etag, memory_entries, memory_path
-from ..context import WriteContext
+from ..context import WriteContext, digest
 from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from ..fsio import read_bytes
+from ..fsio import atomic_write, read_bytes, remove_file, sweep_temp_files
 from ..locking import FileLock
 from ..models import DiaryItem, RecallItem
 from ..mutation import LOCK_NAME, Unit
 from ..naming import validate_provenance
 from ..store import MemoryStore
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
+from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
 from .objects import GitRepo
+from .replays import rebuild_result
 from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
 from .undo import Undo
@@ -83,13 +85,15 @@ class VersionedStore(Undo):
         self.auto_pack = auto_pack
         self.pack_every = pack_every
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(self.root / LOCK_NAME)
+        # make_parent=False: a writer that waited while the owner was deleted must not re-create its folder.
+        self._lock = FileLock(self.root / LOCK_NAME, make_parent=False)
         if not (self.root / ".git" / "HEAD").exists():
             with self._lock.hold():
                 if not (self.root / ".git" / "HEAD").exists():
                     GitRepo.init(self.root)
         self.git = GitRepo(self.root)
         self.db = HistoryDB(self.git)
+        self.intent = Intent(self.root / ".git")
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
@@ -109,11 +113,34 @@ class VersionedStore(Undo):
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """The owner's inter-process lock; on entry, what a killed writer left is cleared and hand edits committed."""
-        with self._lock.hold():
-            self.git.clear_stale_locks()
-            self._commit_external(actor=None)
-            yield
+        """The owner's inter-process lock.
+
+        On entry: a deleted owner is refused (:class:`NotFound`), what a killed
+        writer left is reconciled (git lock files, its write in flight, its
+        temp files) and hand edits are committed. On exit, a unit that failed
+        leaves no intent behind.
+        """
+        try:
+            with self._lock.hold():
+                if not (self.root / ".git").is_dir():
+                    raise NotFound(f"{self.root.name}: the memory folder was deleted")
+                self.git.clear_stale_locks()
+                self.recover()
+                sweep_temp_files(self.root)
+                self._commit_external(actor=None)
+                try:
+                    yield
+                finally:
+                    if self.intent.current is not None:
+                        self._recover_quietly()
+        except FileNotFoundError:
+            if (self.root / ".git").is_dir():
+                raise
+            raise NotFound(f"{self.root.name}: the memory folder was deleted") from None
+
+    def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
+        """Before the unit touches ``paths``: record them, and the commit it starts from (the intent)."""
+        self.intent.begin(self.head() if self.intent.current is None else None, unit.journal_size, paths)
 
     def committed(self, unit: Unit) -> str:
         """Turn a finished unit into one commit (inside the lock); its id."""
@@ -121,33 +148,104 @@ class VersionedStore(Undo):
         records = [m.record for m in unit.mutations if m.record]
         contents = {p: read_bytes(self.root / p) for p in paths}
         message = build_message(records, unit.info, action=unit.info.get("action"))
-        cid = self._commit_files(contents, message, unit.info.get("actor"), touches=_touches(records))
         key = unit.info.get("idempotency_key")
-        if key:
-            self.db.set_result(key, cid, unit.payload)
+        result = {"key": key, "payload": unit.payload, "request": unit.info.get("request")} if key else None
+        cid, finished = self._commit_files(contents, message, unit.info.get("actor"), touches=_touches(records),
+                                           result=result)
+        if finished:
+            self.intent.clear()
         for listener in self.on_commit:
             try:
                 listener(cid)
             except Exception:  # the commit stands; what listens is derived and catches up later
                 log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
-            self._pack_locked()
+            try:
+                self._pack_locked()
+            except Exception:  # packing is housekeeping: the write is done
+                log.exception("packing %s failed", self.root)
         return cid
 
     def _commit_files(self, contents: dict[str, bytes | None], message: str, actor: str | None,
-                      touches: list[tuple] | None = None) -> str:
+                      touches: list[tuple] | None = None, result: dict | None = None) -> tuple[str, bool]:
+        """Commit ``contents`` on the branch: ``(commit id, whether the steps after the branch move completed)``.
+
+        Up to the branch move any error fails the write (nothing was
+        committed). After it the commit stands: a failure of the later steps
+        is logged and left to :meth:`recover` (the intent says what is left).
+        """
         head = self.git.head()
-        base_tree = self.git.commit_tree(head)
-        tree = self.git.write_tree(base_tree, contents)
-        cid = self.git.make_commit(tree, [head] if head else [], message, actor)
-        if not self.git.move_ref(head, cid):
+        tree = self.git.write_tree(self.git.commit_tree(head), contents)
+        cid = self.git.make_commit(tree, [head] if head else [], message, actor).decode()
+        self.intent.committing(cid, result)
+        if not self.git.move_ref(head, cid.encode()):
             raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
         shas = {p: (None if data is None else Blob.from_string(data).id) for p, data in contents.items()}
+        try:
+            self._after_move(cid, shas, touches, result)
+        except Exception:
+            log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, cid)
+            return cid, False
+        return cid, True
+
+    def _after_move(self, cid: str, shas: dict[str, bytes | None], touches: list[tuple] | None,
+                    result: dict | None) -> None:
+        """The steps after the branch moved: ``.git/index``, the history index and the replayable result."""
         self.git.update_index(shas)
         for p, sha in shas.items():
             self._remember(p, sha)
-        self.db.sync({cid: touches} if touches is not None else None)
-        return cid.decode()
+        results = {cid: (result["key"], result.get("payload"), result.get("request"))} if result else None
+        self.db.sync({cid.encode(): touches} if touches is not None else None, results=results)
+
+    # -- recovery ----------------------------------------------------------------
+
+    def recover(self) -> str | None:
+        """Reconcile the write a killed writer left in flight (call under the owner lock).
+
+        ``"finished"`` when its commit had landed (the steps after it are
+        completed), ``"undone"`` when it had not (its files are put back as the
+        branch has them, the journal cut back), None when there was none.
+        """
+        found = self.intent.read()
+        if found is None:
+            self.intent.current = None
+            return None
+        head = self.head()
+        paths = [p for p in found["paths"] if isinstance(p, str) and memory_path(p) is not None]
+        if found.get("state") == "committing" and found.get("commit") == head:
+            tree = self.git.commit_tree(head.encode())
+            shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
+            self._after_move(head, shas, None, found.get("result") if isinstance(found.get("result"), dict) else None)
+            outcome = "finished"
+        else:
+            if head != found.get("head"):
+                log.warning("%s: an intent from %s met the branch at %s; its files follow the branch",
+                            self.root, found.get("head"), head)
+            self._put_back(paths, head)
+            if isinstance(found.get("journal_size"), int):
+                self.store.journal.truncate(found["journal_size"])
+            outcome = "undone"
+        self.store.invalidate()
+        self.intent.clear()
+        return outcome
+
+    def _recover_quietly(self) -> None:
+        try:
+            self.recover()
+        except Exception:  # the next writer reconciles it; the unit's own error is the one to report
+            log.exception("%s: reconciling a failed write is left to the next writer", self.root)
+
+    def _put_back(self, paths: list[str], head: str) -> None:
+        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed)."""
+        tree = self.git.commit_tree(head.encode()) if head else None
+        for path in paths:
+            want = self.git.blob_at(tree, path)
+            if read_bytes(self.root / path) == want:
+                continue
+            if want is None:
+                remove_file(self.root / path)
+            else:
+                atomic_write(self.root / path, want)
 
     # -- hand edits ------------------------------------------------------------
 
@@ -204,7 +302,7 @@ class VersionedStore(Undo):
             folder, name = memory_path(paths[0])
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
-        return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")
+        return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
 
     def sync_external(self, actor: str | None = None) -> str | None:
         """Commit hand edits now (every write does this first anyway); the commit id or None."""
@@ -218,23 +316,35 @@ class VersionedStore(Undo):
         head = self.git.head()
         return head.decode() if head else ""
 
-    def replay(self, key: str, kind: str | None = None) -> dict | None:
+    def replay(self, key: str, kind: str | None = None, request: str | None = None) -> dict | None:
         """The stored result of an already-applied request with this idempotency key, or None.
 
         Reads the history index only (no lock, no commit of hand edits).
-        ``kind`` names the request (``add f/n``, ``diary``, …): a key used
-        for another kind of request raises :class:`IdempotencyKeyReused`.
+        ``request`` is the hash of the request's kind and fingerprint: a key
+        used for another kind, target or body raises
+        :class:`IdempotencyKeyReused`. A result the index lost (it is
+        derived, and may be rebuilt from git) is derived again from the
+        commit, so a replay always answers.
         """
         found = self.db.idem(key)
         if found is None:
             return None
-        stored = dict(found[1]) if isinstance(found[1], dict) else {"result": found[1]}
-        stored.setdefault("commit", found[0])
-        used_for = stored.get("_kind")
-        if kind is not None and used_for is not None and used_for != kind:
-            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for a {used_for} request, "
-                                       f"not {kind}; use a new key for a new request")
+        commit, stored, stored_request = found
+        legacy_kind = stored.get("_kind") if isinstance(stored, dict) else None  # results stored before requests
+        if (request and stored_request and request != stored_request) or (kind and legacy_kind
+                                                                          and legacy_kind != kind):
+            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another request (its kind, "
+                                       "target or body differ); use a new key for a new request")
+        if not isinstance(stored, dict):
+            stored = rebuild_result(self.git, commit, kind)
+        stored = dict(stored)
+        stored.setdefault("commit", commit)
         return stored
+
+    @staticmethod
+    def request_of(ctx: WriteContext, kind: str | None) -> str | None:
+        """The hash a keyed request is remembered by: its kind (with target) and its fingerprint (body)."""
+        return digest(kind, ctx.fingerprint) if ctx.idempotency_key is not None and kind else None
 
     @contextmanager
     def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
@@ -245,22 +355,24 @@ class VersionedStore(Undo):
         ``idempotency_key``, ``if_match``) says who writes and under which
         preconditions. With an idempotency key already applied,
         ``outcome.replay`` holds the stored result and nothing should be
-        written; ``kind`` names the request (``add``, ``diary``, …) so that a
-        key reused for another kind of request is refused
-        (:class:`IdempotencyKeyReused`) rather than replayed. A commit id
-        ``if_match`` must still be the head. The block sets
-        ``outcome.result`` (what a retry replays); ``outcome.commit`` is the
-        commit made once the block is over.
+        written; ``kind`` names the request (``add f/n``, ``diary``, …) and
+        ``ctx.fingerprint`` its body, so that a key reused for another
+        request is refused (:class:`IdempotencyKeyReused`) rather than
+        replayed. A commit id ``if_match`` must still be the head. The block
+        sets ``outcome.result`` (what a retry replays); ``outcome.commit`` is
+        the commit made once the block is over.
         """
         ctx = WriteContext.of(ctx, **fields)
         message = validate_provenance(message, "message")
+        request = self.request_of(ctx, kind)
         info = dict(ctx.commit_info())
-        info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts)) if v)
+        info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts),
+                                        ("request", request)) if v)
         outcome = Outcome()
         with self.writer.unit(**info) as unit:
             outcome.unit = unit
             if ctx.idempotency_key is not None:
-                outcome.replay = self.replay(ctx.idempotency_key, kind)
+                outcome.replay = self.replay(ctx.idempotency_key, kind, request)
                 if outcome.replay is not None:
                     outcome.commit = outcome.replay.get("commit")
             if ctx.if_match is not None and outcome.replay is None:
@@ -270,10 +382,7 @@ class VersionedStore(Undo):
                                              current=head)
             yield outcome
             if outcome.replay is None:
-                result = outcome.result
-                if kind is not None and isinstance(result, dict):
-                    result = {**result, "_kind": kind}
-                unit.payload = result
+                unit.payload = outcome.result
         if outcome.replay is None:
             outcome.commit = unit.commit
 
@@ -295,7 +404,7 @@ class VersionedStore(Undo):
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             ctx: WriteContext | None = None, **fields) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
-        ctx = WriteContext.of(ctx, **fields)
+        ctx = WriteContext.of(ctx, **fields).bound("add", file, name, content, owner, ts)
         # The item's etag precondition is checked by _check_item, not as a head commit by batch().
         with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
@@ -309,7 +418,7 @@ class VersionedStore(Undo):
     def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
                **fields) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx, **fields)
+        ctx = WriteContext.of(ctx, **fields).bound("remove", file, name, owner)
         with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
@@ -322,7 +431,7 @@ class VersionedStore(Undo):
                      time: str | None = None, tz=None, owner: str | None = None,
                      ctx: WriteContext | None = None, **fields) -> Committed:
         """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx, **fields)
+        ctx = WriteContext.of(ctx, **fields).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
         with self.batch(ctx, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")

@@ -1,0 +1,105 @@
+"""A writer killed at each step of the write path: its keyed retry lands exactly once, the repository stays clean.
+
+A child process makes one keyed write and dies (``os._exit``, no cleanup)
+right after one step: the intent, the files, the git objects, the intent's
+commit record, the branch move, ``.git/index``, the history index. The
+parent then retries the same request with the same Idempotency-Key, as a
+client whose request timed out would. Whatever the step, the write is in
+the history exactly once, is never an ``external-edit``, the journal has
+one line per mutation, and ``git fsck --strict`` / ``git status`` are clean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikimem.versioned import VersionedStore
+
+GIT = shutil.which("git")
+REPO = Path(__file__).resolve().parents[2]
+
+# (module, attribute path, label): the child dies right after this function returns.
+STEPS = [
+    ("wikimem.versioned.intent", "Intent.begin", "intent recorded"),
+    ("wikimem.mutation", "Writer.apply", "files written"),
+    ("wikimem.versioned.objects", "GitRepo.make_commit", "objects written"),
+    ("wikimem.versioned.intent", "Intent.committing", "commit recorded in the intent"),
+    ("wikimem.versioned.objects", "GitRepo.move_ref", "branch moved"),
+    ("wikimem.versioned.objects", "GitRepo.update_index", "index updated"),
+    ("wikimem.versioned.historydb", "HistoryDB.sync", "history index fed"),
+]
+# Steps after which the commit is on the branch: the retry replays instead of writing.
+COMMITTED = {"branch moved", "index updated", "history index fed"}
+
+WRITES = {
+    "add": "vs.add('preferences', 'tea', '喝乌龙茶。', actor='bot', idempotency_key=KEY)",
+    "diary": "vs.diary_append('下午去了海边。', date='2026-07-21', time='15:00', actor='bot', idempotency_key=KEY)",
+}
+
+CHILD = """
+import importlib, os, sys
+from wikimem.versioned import VersionedStore
+module, path, write = sys.argv[2], sys.argv[3], sys.argv[4]
+owner_cls, _, name = path.partition(".")
+cls = getattr(importlib.import_module(module), owner_cls)
+original = getattr(cls, name)
+def dying(*args, **kwargs):
+    result = original(*args, **kwargs)
+    if path != "HistoryDB.sync" or kwargs.get("results"):  # reads sync too: die at the write's own
+        os._exit(9)
+    return result
+setattr(cls, name, dying)
+vs = VersionedStore(sys.argv[1])
+KEY = "retry-me-1"
+exec(write)
+os._exit(0)  # the step was never reached: a broken test
+"""
+
+
+def _git(root, *args) -> str:
+    return subprocess.run([GIT, "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(WRITES))
+@pytest.mark.parametrize("step", STEPS, ids=[s[2] for s in STEPS])
+def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, kind):
+    root = tmp_path / "owner"
+    vs = VersionedStore(root)
+    vs.add("preferences", "sea", "喜欢海边。", actor="seed")  # something before, so undo has a base
+    vs.close()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind]], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 9, child.stderr  # it died right after the step
+
+    vs = VersionedStore(root)
+    KEY = "retry-me-1"  # noqa: F841 (used by the exec'd write)
+    done = eval(WRITES[kind])
+    assert done.replayed == (step[2] in COMMITTED)
+    keyed = [line for line in _git(root, "log", "--format=%(trailers:key=Wikimem-Idempotency-Key,valueonly)")
+             .splitlines() if line.strip()]
+    assert keyed == [KEY]
+    actions = _git(root, "log", "--format=%(trailers:key=Wikimem-Action,valueonly)").split()
+    assert "external-edit" not in actions
+    assert len(_git(root, "rev-list", "main").split()) == 3  # init, seed, the write
+    journal = [json.loads(line) for line in (root / "journal.jsonl").read_text().splitlines()]
+    assert len(journal) == 2
+    if kind == "add":
+        assert vs.store.get("preferences", "tea").content == "喝乌龙茶。"
+    else:
+        assert [e.content for e in vs.diary.day("2026-07-21")] == ["下午去了海边。"]
+    assert not vs.intent.path.exists()
+    assert vs.history(limit=10).entries[0].id == vs.head() == done.commit
+    if GIT:
+        fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict"], capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stderr
+        assert _git(root, "status", "--porcelain") == ""
+    assert not [p for p in root.rglob("*.wikimem-tmp")]

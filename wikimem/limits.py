@@ -1,0 +1,32 @@
+"""Every size limit of the library and the host, in one place, with the error they raise.
+
+Each bounds the cost of one request (tokenising, indexing, rendering a file,
+holding an owner's lock, asking a model) so that one client cannot stall the
+host for the others. The README and the OpenAPI document list them; an
+oversized value is refused with :class:`~wikimem.errors.TooLarge` (HTTP 413)
+before anything is written.
+"""
+
+from __future__ import annotations
+
+from .errors import TooLarge
+
+__all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
+           "check_length"]
+
+# One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
+MAX_CONTENT_CHARS = 32_000
+# A retrieve query (or the transcript it is built from): what a prompt would ask about.
+MAX_QUERY_CHARS = 4_000
+# One memorize turn: what is sent to the model in one call.
+MAX_TURN_CHARS = 32_000
+# One batch of ops is one commit under the owner's lock: this many ops, this much content in all.
+MAX_OPS = 200
+MAX_BATCH_CHARS = 256_000
+
+
+def check_length(text: str, limit: int, what: str) -> str:
+    """``text`` if it is at most ``limit`` characters long, else :class:`TooLarge`."""
+    if len(text) > limit:
+        raise TooLarge(f"{what} is {len(text):,} characters long; at most {limit:,} are accepted")
+    return text
