@@ -129,7 +129,6 @@ class Undo:
             b.result = {}
         return Committed(plan, b.commit)
 
-
     # -- a selection: several runs and loose commits as one commit (bulk rollback) -------------
 
     def _selected(self, runs, commits, skip=frozenset()) -> list[str]:
