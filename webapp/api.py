@@ -196,10 +196,10 @@ def retrieve(owner_id: str):
     data = json_body(_RETRIEVE, {"query"})
     as_of = opt_str(data, "as_of")
     time_range = opt_str_list(data, "time_range", 2)
-    limit = opt_int(data, "limit")
+    limit = opt_int(data, "limit", minimum=1)
     result = owner.retrieve(
         req_str(data, "query"), as_of=None if as_of is None else point(as_of, "as_of"),
-        limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens"),
+        limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens", minimum=1),
         expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
     )

@@ -12,13 +12,15 @@ from copy import deepcopy
 from typing import Any
 
 import wikimem
+from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
 
 __all__ = ["document", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
-OWNER_ID_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
+OWNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
 _DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "example": "2026-07-21"}
 _NSTR = {"type": "string", "nullable": True}
+_CONTENT = {"type": "string", "maxLength": MAX_CONTENT_CHARS}
 
 
 def _ref(name: str) -> dict:
@@ -185,7 +187,7 @@ def _paths() -> dict[str, dict]:
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
             "put": _op("add or update an item", "write", _ok(committed("item", _ref("Item")), etag=True),
                        params=[_HDR_IF_MATCH, _HDR_IDEM],
-                       body=_body({"content": {"type": "string"}, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
+                       body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
                           params=[_HDR_IF_MATCH, _HDR_IDEM]),
@@ -193,7 +195,7 @@ def _paths() -> dict[str, dict]:
         owner + "/diary": {
             "parameters": [_OWNER],
             "post": _op("append a diary event", "write", _ok(committed("entry", _ref("DiaryItem")), "201", "appended"),
-                        params=[_HDR_IDEM], body=_body({"content": {"type": "string"}, **_APPEND, **_WRITE},
+                        params=[_HDR_IDEM], body=_body({"content": _CONTENT, **_APPEND, **_WRITE},
                                                        ["content"])),
             "get": _op("diary events of a window of days", "read", _ok(entries),
                        params=[_param("start", "query", _DATE, required=True),
@@ -208,14 +210,18 @@ def _paths() -> dict[str, dict]:
             _ok(_obj({"results": _arr({"type": "object"}), "commit": _NSTR, "replayed": {"type": "boolean"}},
                      ["results", "commit"])),
             params=[_HDR_IF_MATCH, _HDR_IDEM],
-            body=_body({"ops": _arr(_obj({"op": {"type": "string", "enum": ["add", "remove", "diary"]},
-                                          "file": {"type": "string"}, "name": {"type": "string"},
-                                          "content": {"type": "string"}, **_APPEND,
-                                          "source_conv": _WRITE["source_conv"]}, ["op"])),
+            body=_body({"ops": {**_arr(_obj({"op": {"type": "string", "enum": ["add", "remove", "diary"]},
+                                             "file": {"type": "string"}, "name": {"type": "string"},
+                                             "content": _CONTENT, **_APPEND,
+                                             "source_conv": _WRITE["source_conv"]}, ["op"])),
+                                "minItems": 1, "maxItems": MAX_OPS,
+                                "description": f"at most {MAX_OPS} ops and {MAX_BATCH_CHARS} characters of "
+                                               "content in all (413 beyond)"},
                         "message": {**_NSTR, "maxLength": 200}, **_WRITE}, ["ops"]))},
         owner + "/retrieve": {"parameters": [_OWNER], "post": _op(
             "the memories that belong in the prompt", "read", _ok(_ref("RetrievalResult")),
-            body=_body({"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+                        "limit": {"type": "integer", "minimum": 1},
                         "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1},
                         "expand_links": {"type": "boolean"}, "explain": {"type": "boolean"},
                         "time_range": {"type": "array", "items": _DATE, "minItems": 2, "maxItems": 2,
@@ -226,7 +232,8 @@ def _paths() -> dict[str, dict]:
             "run the configured LLM over a turn and write its diary entries as one run", "write",
             _ok(_obj({"entries": _arr(_ref("DiaryItem")), "run": {"type": "string"}, "commit": _NSTR}, ["run"])),
             params=[_HDR_IDEM],
-            body=_body({"turn": {"type": "string"}, "character": {**_NSTR, "maxLength": 200},
+            body=_body({"turn": {"type": "string", "maxLength": MAX_TURN_CHARS},
+                        "character": {**_NSTR, "maxLength": 200},
                         "prompt": _NSTR, "ts": _APPEND["ts"], "tz": _APPEND["tz"], **_WRITE}, ["turn"]),
             tag="memorize")},
         owner + "/diary-tool": {"parameters": [_OWNER], "post": _op(
@@ -320,13 +327,29 @@ def _operator_paths() -> dict[str, dict]:
     return {"/runs": {"get": runs}, "/bulk/rollback": {"post": bulk}}
 
 
+_DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
+errors are {{"error": {{"code", "message"}}}}.
+
+Statuses: 400 bad name or body shape, 401/403 token, 404, 409 conflicts, 412 If-Match,
+413 too_large (the body, or one of the limits below), 422 a value the library refuses
+(incl. idempotency_key_reused: the same Idempotency-Key with another request), 429
+quota_exceeded with Retry-After (owners created per minute per token prefix), 403
+quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
+Retry-After, 507 storage_full with Retry-After.
+
+Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; query
+{MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
+{MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
+message) are at most 200 characters of visible text: control, format (bidi,
+zero-width) and line-separator characters are refused with 400."""
+
+
 def document() -> dict[str, Any]:
     """The OpenAPI document (a fresh dict each call)."""
     return {
         "openapi": "3.0.3",
         "info": {"title": "wikimem host API", "version": wikimem.__version__,
-                 "description": "Git-backed markdown memory for LLM chat bots. Every write answers with "
-                                "the commit id; errors are {\"error\": {\"code\", \"message\"}}."},
+                 "description": _DESCRIPTION},
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearer": []}],
         "paths": _paths(),

@@ -77,12 +77,15 @@ def opt_bool(data: dict, key: str, default: bool) -> bool:
     return value
 
 
-def opt_int(data: dict, key: str) -> int | None:
+def opt_int(data: dict, key: str, *, minimum: int | None = None) -> int | None:
+    """An integer field (None when absent or null), at least ``minimum`` when given (as the OpenAPI schema says)."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"{key} must be an integer")
+    if minimum is not None and value < minimum:
+        raise BadRequest(f"{key} must be at least {minimum}, got {value}")
     return value
 
 

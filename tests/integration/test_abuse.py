@@ -204,3 +204,10 @@ def test_a_writer_that_waited_for_a_deleted_owner_does_not_bring_its_folder_back
     t.join(30)
     assert result["outcome"] == "NotFound"
     assert not root.exists()
+
+
+@pytest.mark.parametrize("field", ["budget_tokens", "limit"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_retrieve_numbers_below_the_schemas_minimum_are_400(world, field, value):
+    r = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "海", field: value})
+    assert _error(r, 400)["code"] == "bad_request"

@@ -118,3 +118,24 @@ def test_logout_needs_its_csrf_token_and_ends_the_session(app):
     assert client.get("/admin/").status_code == 200
     assert client.post("/logout", data={"csrf_token": csrf(page)}).status_code == 302
     assert client.get("/admin/").status_code == 302
+
+
+def test_a_huge_commit_page_highlights_within_its_budget_and_summarises_the_rest(app):
+    import random
+
+    rng = random.Random(7)
+    text = lambda: "".join(rng.choice("abcdefghij 海边咖啡") for _ in range(4000))  # noqa: E731
+    with app.app_context():
+        owner = get_host().owner("user:xnne")
+        ops = [{"op": "add", "file": "bulk", "name": f"n{i}", "content": text()} for i in range(40)]
+        first = owner.apply_ops(ops, ctx=WriteContext(actor="bot")).commit
+        second = owner.apply_ops([{**op, "content": text()} for op in ops], ctx=WriteContext(actor="bot")).commit
+    client = app.test_client()
+    sign_in(client, token=ADMIN)
+    for path in (f"/admin/owners/user:xnne/commits/{second}", f"/admin/owners/user:xnne/commits/{first}/revert"):
+        page = client.get(path)
+        assert page.status_code == 200
+        html = page.get_data(as_text=True)
+        assert html.count('class="change ') >= 40
+        assert "spent its diff budget" in html  # the items past the budget are shown, not highlighted
+        assert "<del" in html or "<ins" in html or 'class="del"' in html or 'class="ins"' in html

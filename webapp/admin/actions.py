@@ -17,7 +17,7 @@ from wikimem.errors import Conflict
 from ..session import require_role
 from . import bp
 from .access import load_owner
-from .diffs import inline_diff
+from .diffs import DiffBudget
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ ACTIONS = {
 
 def _page(owner, kind: str, target: str, error: str | None = None):
     return render_template("admin/confirm.html", owner=owner, kind=kind, action=ACTIONS[kind], target=target,
-                           plan=owner.preview_undo(kind, target), error=error, inline_diff=inline_diff)
+                           plan=owner.preview_undo(kind, target), error=error, inline_diff=DiffBudget())
 
 
 def _confirm(owner_id: str, kind: str, target: str):

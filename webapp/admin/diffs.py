@@ -11,14 +11,18 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-__all__ = ["Piece", "InlineDiff", "inline_diff", "tokens"]
+__all__ = ["Piece", "InlineDiff", "inline_diff", "tokens", "DiffBudget", "PAGE_BUDGET"]
 
 # ASCII words stay whole (a word-level diff reads best for latin text); every
 # other character is its own token, so CJK text diffs by character.
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_]+|\s+|.", re.S)
-# SequenceMatcher is quadratic in the worst case; above this many tokens the
-# diff falls back to lines, and above it again to "all removed, all added".
-MAX_TOKENS = 4000
+# SequenceMatcher is quadratic in the worst case; above this many tokens (one
+# side) the diff falls back to lines, and above it again to "all removed, all added".
+MAX_TOKENS = 1500
+# What one page may spend on highlighting (tokens on both sides, summed over
+# its items): a commit of 40 items of 4,000 random characters each renders in
+# well under a second; the items beyond the budget are shown without highlights.
+PAGE_BUDGET = 40_000
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Piece:
 class InlineDiff:
     before: list[Piece]
     after: list[Piece]
+    note: str | None = None  # why this one is not highlighted
 
 
 def tokens(text: str) -> list[str]:
@@ -77,3 +82,25 @@ def inline_diff(before: str | None, after: str | None) -> InlineDiff:
             _append(old, "del", "".join(a[i1:i2]))
             _append(new, "ins", "".join(b[j1:j2]))
     return InlineDiff(old, new)
+
+
+class DiffBudget:
+    """``inline_diff`` for one page, with a bound on what the page spends on highlighting.
+
+    Call it like :func:`inline_diff`. Once the page has spent
+    :data:`PAGE_BUDGET` (tokens of both sides, summed), the remaining items
+    are shown whole, unhighlighted, with a note saying so.
+    """
+
+    def __init__(self, budget: int = PAGE_BUDGET):
+        self.left = budget
+
+    def __call__(self, before: str | None, after: str | None) -> InlineDiff:
+        cost = len(before or "") + len(after or "")
+        if cost > self.left:
+            self.left = 0
+            note = "not highlighted: this page has spent its diff budget (open the item or the commit alone)"
+            return InlineDiff([Piece("same", before)] if before else [], [Piece("same", after)] if after else [],
+                              note)
+        self.left -= cost
+        return inline_diff(before, after)

@@ -10,7 +10,7 @@ from wikimem.host.review import HISTORY_FILTERS
 
 from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for
-from .diffs import inline_diff
+from .diffs import DiffBudget
 from .timeline import group_by_run
 
 # Actions an operator filters by (what commits record in Wikimem-Action).
@@ -42,14 +42,14 @@ def run(owner_id: str, run: str):
         raise NotFound(f"no run {run!r} in the history of {owner_id!r}")
     diffs = [owner.show_commit(e.id) for e in page.entries]  # each commit's per-item diff
     return render_template("admin/run.html", owner=owner, run=run, diffs=diffs, next_cursor=page.next,
-                           marks=owner.history_marks(page.entries), inline_diff=inline_diff)
+                           marks=owner.history_marks(page.entries), inline_diff=DiffBudget())
 
 
 @bp.get("/owners/<owner_id>/commits/<commit>")
 def commit(owner_id: str, commit: str):
     owner = load_owner(owner_id)
     diff = owner.show_commit(commit)
-    return render_template("admin/commit.html", owner=owner, diff=diff, inline_diff=inline_diff,
+    return render_template("admin/commit.html", owner=owner, diff=diff, inline_diff=DiffBudget(),
                            marks=owner.history_marks([diff.entry]), wikitext=wikitext_for(owner))
 
 
@@ -58,7 +58,7 @@ def diff(owner_id: str):
     owner = load_owner(owner_id)
     a, b = (request.args.get("from") or "").strip(), (request.args.get("to") or "").strip() or "HEAD"
     ends = (owner.entry_at(a), owner.entry_at(b)) if a else None
-    return render_template("admin/diff.html", owner=owner, a=a, b=b, ends=ends, inline_diff=inline_diff,
+    return render_template("admin/diff.html", owner=owner, a=a, b=b, ends=ends, inline_diff=DiffBudget(),
                            diff=owner.diff(ends[0].id, ends[1].id) if ends else None)
 
 
@@ -69,4 +69,4 @@ def versions(owner_id: str, file: str, name: str):
     if not found:
         raise NotFound(f"no history of item {name!r} in {file!r}")
     return render_template("admin/versions.html", owner=owner, file=file, name=name, versions=found,
-                           exists=owner.has_item(file, name), next_cursor=next_cursor, inline_diff=inline_diff)
+                           exists=owner.has_item(file, name), next_cursor=next_cursor, inline_diff=DiffBudget())

@@ -18,7 +18,7 @@ from .. import get_host
 from ..errors import error_status
 from . import bp
 from .access import PAGE_SIZE, require_role
-from .diffs import inline_diff
+from .diffs import DiffBudget
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 
@@ -55,7 +55,7 @@ def bulk_preview():
     chosen = selection_args(request.args)
     preview = get_host().preview_bulk_rollback(RunQuery.parse(**chosen), within=g.operator.owner_prefix)
     # The form's request id is the job's idempotency key: a double submit starts one job.
-    return render_template("admin/bulk_preview.html", chosen=chosen, preview=preview, inline_diff=inline_diff,
+    return render_template("admin/bulk_preview.html", chosen=chosen, preview=preview, inline_diff=DiffBudget(),
                            request_id="ui-" + secrets.token_hex(12))
 
 

@@ -26,10 +26,10 @@ a lock (:func:`~wikimem.host.credfile.edit_lines`).
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..naming import validate_provenance
 from .credfile import WatchedFile, edit_lines
 
 __all__ = ["ROLES", "DEFAULT_ROLE", "LEGACY_ROLE", "Account", "OperatorsFile", "check_role", "role_at_least",
@@ -68,11 +68,11 @@ def role_at_least(role: str, needed: str) -> bool:
 
 
 def check_name(name: str) -> str:
-    """A valid account name, or ValueError."""
-    if not isinstance(name, str) or not name or name != name.strip() or len(name) > MAX_NAME \
-            or any(unicodedata.category(c).startswith("C") for c in name):
+    """A valid account name, or ValueError: it is the actor of the operator's commits, so a provenance value."""
+    if not isinstance(name, str) or not name or name != name.strip():
         raise ValueError(f"an operator name is 1-{MAX_NAME} printable characters without surrounding spaces; "
                          f"got {name!r}")
+    validate_provenance(name, "an operator name", limit=MAX_NAME)
     return name
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..locking import FileLock
+from ..naming import validate_provenance
 from .credfile import WatchedFile, edit_lines
 
 __all__ = ["SCOPES", "Principal", "TokenEntry", "hash_secret", "token_id", "mint_token", "TokenFile",
@@ -107,7 +108,8 @@ def check_scopes(scopes: Iterable[str]) -> frozenset[str]:
 
 def mint_token(name: str, scopes: Iterable[str], owner_prefix: str = "") -> tuple[str, dict]:
     """A new token: ``(secret, entry)``; store the entry, show the secret once."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 100 or "\n" in name:
+    # The name is the default actor of the token's writes: a provenance value (one line of visible text).
+    if validate_provenance(name, "token name", limit=100) is None:
         raise ValueError("token name must be a non-empty single line of at most 100 characters")
     if not isinstance(owner_prefix, str) or len(owner_prefix) > 128:
         raise ValueError("owner prefix must be a string of at most 128 characters")
