@@ -1,39 +1,50 @@
 # The two commands of the README, plus a few helpers.
 #   make run    run the host here with demo data (prints URL and admin token)
 #   make test   run the whole test suite (what CI runs)
+#
+# `run` installs only what the host needs (the [run] extra); `test` and the other
+# helpers install the development tools on top ([dev]). Each has its own stamp.
 
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
 .PHONY: run test test-fast bench system-deps clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP)
 
-run: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[run]"
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	WIKIMEM_DATA=$${WIKIMEM_DATA:-$(DATA)} $(VENV)/bin/wikimem serve --demo
 
 system-deps:
 	.ci/system-deps
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	.ci/system-deps --if-root
 	$(VENV)/bin/pytest -n 2 -q
 
-test-fast: $(STAMP)
+test-fast: $(DEV_STAMP)
 	$(VENV)/bin/pytest -n 2 -q -m "not slow and not browser"
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py
 	$(PY) bench/vectors.py
 	$(PY) bench/commits.py
 	$(PY) bench/api.py
+	$(PY) bench/slow_llm.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots

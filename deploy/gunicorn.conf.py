@@ -3,9 +3,17 @@
 Everything comes from the environment (see ``deploy/env.example``):
 
 - ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
-- ``WIKIMEM_WORKERS``   worker processes (``2 * cores + 1``, at most 8);
-- ``WIKIMEM_TIMEOUT``   seconds a request may take before its worker is restarted (60);
+- ``WIKIMEM_WORKERS``   worker processes (``cores + 1``, at most 8);
+- ``WIKIMEM_THREADS``   request threads per worker (8): a request waiting on the LLM
+  (memorize) or on an owner's write lock holds one thread, not a whole process;
+- ``WIKIMEM_TIMEOUT``   seconds a silent worker may take before it is restarted (60);
+  ``WIKIMEM_LLM_TIMEOUT`` (30) must stay below it;
 - ``WIKIMEM_LOG_LEVEL`` gunicorn's log level (``info``).
+
+The master checks the configuration once before starting any worker
+(:func:`on_starting`): a missing ``WIKIMEM_SECRET_KEY`` or another bad
+``WIKIMEM_*`` value is one line on stderr and exit status 1, not a
+traceback per worker.
 
 No ``preload_app``: each worker imports ``webapp.wsgi`` itself and so opens
 its own repositories, locks and indexes after the fork (dulwich objects and
@@ -41,16 +49,22 @@ def _default_workers() -> int:
         cores = len(os.sched_getaffinity(0))  # honours CPU pinning / container cpusets
     except (AttributeError, OSError):
         cores = multiprocessing.cpu_count()
-    return min(2 * cores + 1, MAX_DEFAULT_WORKERS)
+    # Threads absorb the waits (LLM, locks, fsync); processes are for CPU (retrieval), one per
+    # core plus one, so a process that is collecting garbage or packing never idles a core.
+    return min(cores + 1, MAX_DEFAULT_WORKERS)
 
 
 wsgi_app = "webapp.wsgi:app"
 bind = [os.environ.get("WIKIMEM_BIND", "").strip() or "127.0.0.1:8000"]
 workers = _int_env("WIKIMEM_WORKERS", _default_workers())
-worker_class = "sync"  # requests are short and CPU-bound; nginx buffers slow clients
+# Threaded workers: a memorize call waiting 20 s on a slow model holds one thread, while the
+# process's other threads keep serving retrieves (a sync worker would be blocked whole).
+worker_class = "gthread"
+threads = _int_env("WIKIMEM_THREADS", 8)
 preload_app = False
 
-# memorize waits on an LLM; a worker stuck longer than this is killed and restarted.
+# A worker whose main loop is silent this long is killed and restarted. With gthread a slow
+# request does not silence it; WIKIMEM_LLM_TIMEOUT still stays below, checked at start.
 timeout = _int_env("WIKIMEM_TIMEOUT", 60)
 graceful_timeout = _int_env("WIKIMEM_GRACEFUL_TIMEOUT", 30)
 keepalive = 5
@@ -86,3 +100,16 @@ if _control:
 # Set before the workers import numpy; an explicit value in the environment wins.
 for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_blas, "1")
+
+
+def on_starting(server) -> None:
+    """In the master, before any worker: refuse a configuration that cannot run, in one line."""
+    from webapp.config import ConfigError, load_config
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise SystemExit(f"wikimem: {exc}") from None  # printed as one line; exit status 1
+    if float(config["LLM_TIMEOUT"]) >= server.cfg.timeout:
+        raise SystemExit(f"wikimem: WIKIMEM_LLM_TIMEOUT ({config['LLM_TIMEOUT']:g} s) must be below the "
+                         f"worker timeout WIKIMEM_TIMEOUT ({server.cfg.timeout} s)")

@@ -15,12 +15,13 @@ from flask import Blueprint, Response, jsonify
 import wikimem
 from wikimem.host import EXPORT_TYPES, UNDO_TARGETS, BadRequest, validate_owner_id
 from wikimem.host.review import HISTORY_FILTERS
+from wikimem.host.settings import SETTINGS_FIELDS
 
 from . import get_host
 from .auth import current_principal, require
 from .params import (
-    WRITE_FIELDS, json_body, opt_bool, opt_int, opt_str, opt_str_list, point, query_int, query_str, req_str,
-    write_context,
+    WRITE_FIELDS, json_body, opt_bool, opt_int, opt_str, opt_str_list, point, prefers, query_int, query_str,
+    req_str, write_context,
 )
 
 __all__ = ["bp"]
@@ -131,7 +132,7 @@ def put_item(owner_id: str, file: str, name: str):
     owner = _owner(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
     done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=_context(data))
-    return _etag(_committed(done, "item"), owner.etag(done.value))
+    return _etag(_committed(done, "item"), owner.etag(done.value)), 201 if done.created else 200
 
 
 @bp.delete(OWNER + "/items/<file>/<path:name>")
@@ -211,8 +212,17 @@ def memorize(owner_id: str):
     owner = _owner(owner_id, "write")
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
-    result = owner.memorize(req_str(data, "turn"), character=opt_str(data, "character", limit=200) or "the assistant",
-                            prompt=opt_str(data, "prompt"), ctx=write_context(data), **when)
+    turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
+    ctx = write_context(data)
+    if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
+        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, character=character,
+                                            prompt=prompt, run=ctx.run, actor=ctx.actor,
+                                            source_conv=ctx.source_conv, **when)
+        response = jsonify(job.to_dict())
+        response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
+        response.headers["Preference-Applied"] = "respond-async"
+        return response, 202
+    result = owner.memorize(turn, character=character, prompt=prompt, ctx=ctx, **when)
     return jsonify(result.to_dict())
 
 
@@ -222,6 +232,34 @@ def diary_tool(owner_id: str):
     data = json_body({"arguments"} | _APPEND | WRITE_FIELDS, {"arguments"})
     entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=_context(data), **_append_kwargs(data))
     return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201
+
+
+# -- settings, jobs -----------------------------------------------------------
+
+@bp.get(OWNER + "/settings")
+def get_settings(owner_id: str):
+    return jsonify(settings=_owner(owner_id, "read").settings().to_dict())
+
+
+@bp.put(OWNER + "/settings")
+def put_settings(owner_id: str):
+    owner = _owner(owner_id, "write")
+    data = json_body(set(SETTINGS_FIELDS) | WRITE_FIELDS)
+    changes = {k: data[k] for k in SETTINGS_FIELDS if k in data}
+    done = owner.put_settings(changes, ctx=_context(data))
+    return jsonify(settings=done.value.to_dict(), commit=done.commit, replayed=bool(done.replayed))
+
+
+@bp.get("/jobs/<job_id>")
+def get_job(job_id: str):
+    require("read")
+    job = get_host().job(job_id)
+    owner_id = job.params.get("owner")
+    if owner_id:
+        require("read", owner_id)
+    else:  # a job over many owners (a bulk rollback): admins only
+        require("admin")
+    return jsonify(job.to_dict())
 
 
 # -- history ------------------------------------------------------------------

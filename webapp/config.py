@@ -12,6 +12,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_LLM_URL``        ``LLM_URL``            OpenAI-compatible chat endpoint (``…/v1``)
 ``WIKIMEM_LLM_MODEL``      ``LLM_MODEL``          chat model name
 ``WIKIMEM_LLM_API_KEY``    ``LLM_API_KEY``        its key
+``WIKIMEM_LLM_TIMEOUT``    ``LLM_TIMEOUT``        seconds one chat call may take (30; below the worker timeout)
 ``WIKIMEM_EMBED_URL``      ``EMBED_URL``          OpenAI-compatible embeddings endpoint
 ``WIKIMEM_EMBED_MODEL``    ``EMBED_MODEL``        embedding model name
 ``WIKIMEM_EMBED_API_KEY``  ``EMBED_API_KEY``      its key
@@ -51,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
     "LLM_URL": None,
     "LLM_MODEL": None,
     "LLM_API_KEY": None,
-    "LLM_TIMEOUT": 60.0,
+    "LLM_TIMEOUT": 30.0,  # below gunicorn's worker timeout (60), so a hung model fails the call, not the worker
     "EMBED_URL": None,
     "EMBED_MODEL": None,
     "EMBED_API_KEY": None,
@@ -77,6 +78,7 @@ ENV_VARS = {
     "WIKIMEM_LLM_URL": "LLM_URL",
     "WIKIMEM_LLM_MODEL": "LLM_MODEL",
     "WIKIMEM_LLM_API_KEY": "LLM_API_KEY",
+    "WIKIMEM_LLM_TIMEOUT": "LLM_TIMEOUT",
     "WIKIMEM_EMBED_URL": "EMBED_URL",
     "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
     "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
@@ -113,6 +115,11 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"{var} must be an integer, got {value!r}") from None
+        elif key == "LLM_TIMEOUT":
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"{var} must be a number of seconds, got {value!r}") from None
         else:
             out[key] = value
     return out
@@ -147,6 +154,9 @@ def load_config(test_config: Mapping[str, Any] | None = None,
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key in _MAY_BE_ZERO else 1):
             raise ConfigError(f"{key} must be a {'non-negative' if key in _MAY_BE_ZERO else 'positive'} integer, "
                               f"got {value!r}")
+    timeout = config["LLM_TIMEOUT"]
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise ConfigError(f"WIKIMEM_LLM_TIMEOUT must be a positive number of seconds, got {timeout!r}")
     if bool(config["LLM_URL"]) != bool(config["LLM_MODEL"]):
         raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):

@@ -89,6 +89,23 @@ SCHEMAS: dict[str, dict] = {
                            "via": _NSTR, "via_file": _NSTR, "matched_terms": _arr({"type": "string"}),
                            "tokens_est": {"type": "integer"}, "kind": {"type": "string"}},
                           ["item", "source"]),
+    "Settings": _obj({"tz": {**_NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
+                                                   "and time words in retrieval when a request gives no tz"},
+                      "character": {**_NSTR, "description": "memorize's character when a request names none"}},
+                     ["tz", "character"]),
+    "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
+                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                 "done": {"type": "integer", "description": "finished steps (done or failed)"},
+                 "failed": {"type": "integer"}, "total": {"type": "integer"},
+                 "results": _arr(_obj({"step": {"type": "integer"},
+                                       "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
+                                       "result": {"description": "the step's result (memorize: entries, run, "
+                                                                 "commit, replayed)"},
+                                       "error": _obj({"code": {"type": "string"}, "message": {"type": "string"}})},
+                                      ["step", "state"])),
+                 "params": {"type": "object"}, "created": {"type": "string"}, "updated": {"type": "string"},
+                 "finished": _NSTR},
+                ["id", "kind", "state", "done", "total", "results"]),
     "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
                              "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
                              "dropped": _arr(_ref("RetrievedItem"))}, ["items"]),
@@ -179,13 +196,16 @@ def _paths() -> dict[str, dict]:
             params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar"]})], tag="owners")},
         owner + "/files": {"parameters": [_OWNER], "get": _op("RecallFile names", "read", _ok(
             _obj({"files": _arr({"type": "string"})}, ["files"])))},
-        owner + "/items": {"parameters": [_OWNER], "get": _op("items, of one file or all", "read", _ok(
+        owner + "/items": {"parameters": [_OWNER], "get": _op("items, of one file (404 if none) or all", "read", _ok(
             _obj({"items": _arr(_ref("Item"))}, ["items"])),
             params=[_param("file", "query", {"type": "string", "maxLength": 128})])},
         item: {
             "parameters": [_OWNER, _FILE, _NAME],
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
-            "put": _op("add or update an item", "write", _ok(committed("item", _ref("Item")), etag=True),
+            "put": _op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
+                       "refused with 422)", "write", {
+                           **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
+                           "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
                        params=[_HDR_IF_MATCH, _HDR_IDEM],
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
@@ -229,9 +249,17 @@ def _paths() -> dict[str, dict]:
                         "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True}}, ["query"]),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
-            "run the configured LLM over a turn and write its diary entries as one run", "write",
-            _ok(_obj({"entries": _arr(_ref("DiaryItem")), "run": {"type": "string"}, "commit": _NSTR}, ["run"])),
-            params=[_HDR_IDEM],
+            "run the configured LLM over a turn and write its diary entries as one run; with "
+            "`Prefer: respond-async`, 202 and a job to poll at its Location (the same Idempotency-Key is "
+            "the same job)", "write",
+            {**_ok(_obj({"entries": _arr(_ref("DiaryItem")), "run": {"type": "string"}, "commit": _NSTR},
+                        ["run"])),
+             "202": {"description": "accepted as a background job (Prefer: respond-async)",
+                     "headers": {"Location": {"schema": {"type": "string"}, "description": "/api/v1/jobs/<id>"},
+                                 "Preference-Applied": {"schema": {"type": "string"}}},
+                     "content": {"application/json": {"schema": _ref("Job")}}}},
+            params=[_HDR_IDEM, _param("Prefer", "header", {"type": "string"},
+                                      description="respond-async: answer 202 at once, run as a job")],
             body=_body({"turn": {"type": "string", "maxLength": MAX_TURN_CHARS},
                         "character": {**_NSTR, "maxLength": 200},
                         "prompt": _NSTR, "ts": _APPEND["ts"], "tz": _APPEND["tz"], **_WRITE}, ["turn"]),
@@ -240,6 +268,22 @@ def _paths() -> dict[str, dict]:
             "handle the agent's append_diary tool call (400 carries the message for the agent)", "write",
             _ok(committed("entry", _ref("DiaryItem")), "201", "appended"), params=[_HDR_IDEM],
             body=_body({"arguments": {}, **_APPEND, **_WRITE}, ["arguments"]), tag="memorize")},
+        owner + "/settings": {
+            "parameters": [_OWNER],
+            "get": _op("the owner's settings (unset: null)", "read", _ok(_obj({"settings": _ref("Settings")},
+                                                                             ["settings"])), tag="owners"),
+            "put": _op("set settings as one commit: fields sent are set (null unsets one), others are kept",
+                       "write", _ok(_obj({"settings": _ref("Settings"), "commit": _NSTR,
+                                          "replayed": {"type": "boolean"}}, ["settings", "commit"])),
+                       params=[_HDR_IDEM],
+                       body=_body({"tz": {**_NSTR, "maxLength": 64}, "character": {**_NSTR, "maxLength": 200},
+                                   **_WRITE}), tag="owners"),
+        },
+        "/jobs/{job_id}": {"parameters": [_param("job_id", "path", {"type": "string",
+                                                                    "pattern": r"^job_\d{8}T\d{6}Z_[0-9a-f]{12}$"})],
+                           "get": _op("a background job: state, progress, each step's result (kept a week after "
+                                      "it finished; a token sees the jobs of owners it reaches, admins all)",
+                                      "read", _ok(_ref("Job")), tag="memorize")},
         owner + "/history": {"parameters": [_OWNER], "get": _op(
             "commits, newest first (filters; older with cursor, newer with after; at jumps to a date)", "read",
             _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR, "prev": _NSTR,

@@ -41,11 +41,11 @@ def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_b
     if not isinstance(data, dict):
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(unknown)}")
     missing = sorted(k for k in required if k not in data)
-    if missing:
-        raise BadRequest(f"missing field(s): {', '.join(missing)}")
+    problems = [f"unknown field(s): {', '.join(unknown)}"] * bool(unknown)
+    problems += [f"missing field(s): {', '.join(missing)}"] * bool(missing)
+    if problems:  # both at once: a misspelt field ("q") is usually the missing one ("query")
+        raise BadRequest("; ".join(problems) + f" (allowed: {', '.join(sorted(allowed))})")
     return data
 
 
@@ -160,3 +160,12 @@ def idempotency_key() -> str | None:
     if not _KEY_RE.fullmatch(raw):
         raise BadRequest("Idempotency-Key must be 1-200 printable ASCII characters without spaces")
     return raw
+
+
+def prefers(preference: str) -> bool:
+    """Whether the request's ``Prefer`` header (RFC 7240) asks for ``preference`` (e.g. ``respond-async``)."""
+    for header in request.headers.getlist("Prefer"):
+        for part in header.split(","):
+            if part.split(";", 1)[0].split("=", 1)[0].strip().lower() == preference:
+                return True
+    return False

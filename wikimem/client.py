@@ -3,6 +3,7 @@
     from wikimem.client import Client
 
     mem = Client("http://127.0.0.1:8000", token, owner="user:xnne")
+    mem.create_owner()                                     # idempotent
     mem.add("preferences", "likes-the-sea", "Likes the sea; 喜欢大海.")
     mem.diary_append("Went to the beach with [[people:mia]].", tz="Asia/Shanghai")
     context = mem.retrieve("what does she like?", budget_tokens=400)   # a wikimem.RetrievalResult
@@ -28,22 +29,30 @@ Errors: any JSON error answer raises :class:`ClientError` (``status``,
 (404), :class:`ConflictError` (409, with ``conflicts``),
 :class:`PreconditionFailedError` (412, with ``current``), …; they also
 subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
-code written against the library catches them unchanged. A request that
-never got an answer raises :class:`TransportError` (``status`` 0).
+code written against the library catches them unchanged. A 400 is a
+:class:`BadRequestError` (a ``ValueError``); only a 400 ``invalid_name`` is
+also the library's ``InvalidName`` (:class:`InvalidNameError`). A request
+that never got an answer raises :class:`TransportError` (``status`` 0).
+
+Connections: each thread of a client keeps one HTTP/1.1 connection open and
+reuses it (``close()`` or ``with Client(...)`` ends them); a connection the
+server closed while idle is replaced without counting as a retry.
 
 This module is not imported by ``import wikimem``.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
-import socket
+import os
+import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterable, Mapping
@@ -54,7 +63,7 @@ from .retrieval import RetrievalResult, RetrievedItem
 
 __all__ = [
     "Client", "Written", "Fetched", "Page", "Memorized",
-    "ClientError", "TransportError", "BadRequestError", "UnauthorizedError", "ForbiddenError",
+    "ClientError", "TransportError", "BadRequestError", "InvalidNameError", "UnauthorizedError", "ForbiddenError",
     "NotFoundError", "ConflictError", "PreconditionFailedError", "TooLargeError", "InvalidValueError",
     "RateLimitedError", "ServerError", "BusyError",
 ]
@@ -78,7 +87,7 @@ class ClientError(WikimemError):
         self.code = code
         self.message = message
         self.body = dict(body or {})
-        self.headers = dict(headers or {})
+        self.headers = Headers(headers or {})
 
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.message}"
@@ -95,8 +104,12 @@ class TransportError(ClientError):
         self.cause = cause
 
 
-class BadRequestError(ClientError, InvalidName):
-    """400: an invalid name or body (``InvalidName`` is a ``ValueError``, as in the library)."""
+class BadRequestError(ClientError, ValueError):
+    """400: a request the host refused as malformed (a missing or unknown field, a wrong type, …)."""
+
+
+class InvalidNameError(BadRequestError, InvalidName):
+    """400 ``invalid_name``: a file, item, owner, date or time name the library refuses to write."""
 
 
 class UnauthorizedError(ClientError):
@@ -163,6 +176,8 @@ def error_for(status: int, body: Any, headers: Mapping[str, str] | None = None,
     else:  # not our JSON: a proxy's HTML page, an empty body
         code, message, extra = "http_error", reason or f"HTTP {status}", {}
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ClientError)
+    if cls is BadRequestError and code == InvalidName.code:
+        cls = InvalidNameError
     return cls(status, code, message, body=extra, headers=headers)
 
 
@@ -205,6 +220,11 @@ class Memorized:
 
     def __iter__(self):
         return iter((self.entries, self.run, self.commit))
+
+
+def _memorized(data: Mapping[str, Any]) -> Memorized:
+    return Memorized([_diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
+                     data.get("commit"), bool(data.get("replayed")))
 
 
 def _recall_item(data: Mapping[str, Any]) -> RecallItem:
@@ -277,16 +297,174 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 def _no_answer(exc: BaseException) -> bool:
     """Whether an exception means the request got no HTTP answer (worth a retry)."""
-    if isinstance(exc, urllib.error.HTTPError):
-        return False
-    if isinstance(exc, urllib.error.URLError):
-        return isinstance(exc.reason, (OSError, socket.timeout)) or "timed out" in str(exc.reason)
     return isinstance(exc, (OSError, http.client.HTTPException))
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def _refused(exc: BaseException) -> bool:
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    return isinstance(reason, ConnectionRefusedError)
+    return isinstance(exc, ConnectionRefusedError)
+
+
+# A reused keep-alive connection the server closed meanwhile fails with one of these before any
+# answer arrives; the request is sent again once on a new connection (not counted as a retry).
+_STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, http.client.RemoteDisconnected)
+
+
+def split_base_url(base_url: str) -> tuple[str, str, int, str]:
+    """``(scheme, host, port, path prefix)`` of a host's base URL; ``ValueError`` if it is not one.
+
+    The URL may end in ``/api/v1`` (what the API documentation shows) or
+    name a sub-path the host is mounted under behind a proxy.
+    """
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ValueError(f"base_url must be a URL like http://127.0.0.1:8000, got {base_url!r}")
+    parts = urllib.parse.urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base_url must start with http:// or https:// and name a host, "
+                         f"e.g. http://127.0.0.1:8000; got {base_url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"base_url may not have a query or fragment, got {base_url!r}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ValueError(f"base_url has an invalid port: {base_url!r}") from None
+    prefix = parts.path.rstrip("/")
+    if prefix.endswith(API):
+        prefix = prefix[: -len(API)]
+    return parts.scheme, parts.hostname, port, prefix
+
+
+class _Transport:
+    """Keep-alive HTTP: one connection per thread (and process) to one host, through a proxy if set.
+
+    A connection is reused for every request of its thread; one the server
+    closed while idle is replaced transparently.
+    """
+
+    def __init__(self, scheme: str, host: str, port: int, timeout: float, proxies: Mapping[str, str] | None):
+        self.scheme, self.host, self.port, self.timeout = scheme, host, port, timeout
+        self.origin = f"{scheme}://{_netloc(host, port, scheme)}"
+        self.proxy = _proxy_for(scheme, host, proxies)
+        self._local = threading.local()
+        self._open: "weakref.WeakSet[http.client.HTTPConnection]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close every connection this transport opened (any thread may reconnect later)."""
+        with self._lock:
+            conns = list(self._open)
+            self._open.clear()
+        for conn in conns:
+            conn.close()
+
+    def _new(self) -> http.client.HTTPConnection:
+        if self.proxy is None:
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            conn = cls(self.host, self.port, timeout=self.timeout)
+        else:
+            p_host, p_port, auth = self.proxy
+            tunnel = self.scheme == "https"
+            cls = http.client.HTTPSConnection if tunnel else http.client.HTTPConnection
+            conn = cls(p_host, p_port, timeout=self.timeout)
+            if tunnel:
+                conn.set_tunnel(self.host, self.port, headers={"Proxy-Authorization": auth} if auth else None)
+        with self._lock:
+            self._open.add(conn)
+        return conn
+
+    def _conn(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection and whether it already served a request."""
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None and (fresh or local.pid != os.getpid()):  # never share a socket across fork
+            self._drop(conn if local.pid == os.getpid() else None)
+            conn = None
+        if conn is None:
+            local.conn, local.pid, local.used = self._new(), os.getpid(), False
+        return local.conn, local.used
+
+    def _drop(self, conn: http.client.HTTPConnection | None = None) -> None:
+        conn = conn or getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+            with self._lock:
+                self._open.discard(conn)
+
+    def send(self, method: str, path: str, data: bytes | None, headers: Mapping[str, str],
+             fresh: bool = False) -> tuple[int, str, dict[str, str], bytes]:
+        """``(status, reason, headers, body)`` of one exchange; OSError / HTTPException if none."""
+        headers = dict(headers)
+        target = path
+        if self.proxy is not None and self.scheme == "http":
+            target = self.origin + path  # a plain-HTTP proxy takes the absolute URL
+            if self.proxy[2]:
+                headers["Proxy-Authorization"] = self.proxy[2]
+        for attempt in (0, 1):
+            conn, reused = self._conn(fresh or attempt > 0)
+            try:
+                conn.request(method, target, body=data, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+            except _STALE:
+                self._drop()
+                if reused and attempt == 0:
+                    continue  # the server closed the idle connection: send again on a new one
+                raise
+            except BaseException:
+                self._drop()
+                raise
+            self._local.used = True
+            if resp.will_close:
+                self._drop()
+            return resp.status, resp.reason, Headers(resp.getheaders()), payload
+        raise AssertionError("unreachable")
+
+
+class Headers(dict):
+    """Response headers; ``get`` and ``in`` ignore case, as HTTP does."""
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        low = key.lower()
+        return next((v for k, v in self.items() if k.lower() == low), default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
+
+
+_MISSING = object()
+
+
+def _netloc(host: str, port: int, scheme: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    default = 443 if scheme == "https" else 80
+    return shown if port == default else f"{shown}:{port}"
+
+
+def _proxy_for(scheme: str, host: str, proxies: Mapping[str, str] | None) -> tuple[str, int, str | None] | None:
+    """``(host, port, Proxy-Authorization)`` of the proxy to use, or None to connect directly.
+
+    ``proxies=None`` follows the ``*_proxy`` environment (and ``no_proxy``), as urllib does.
+    """
+    table = urllib.request.getproxies() if proxies is None else dict(proxies)
+    url = table.get(scheme)
+    if not url or urllib.request.proxy_bypass(host):
+        return None
+    parts = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+    if not parts.hostname:
+        raise ValueError(f"invalid {scheme} proxy {url!r}")
+    auth = None
+    if parts.username is not None:
+        token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        auth = "Basic " + base64.b64encode(token.encode()).decode("ascii")
+    return parts.hostname, parts.port or 8080, auth
 
 
 # -- the client ----------------------------------------------------------------
@@ -297,10 +475,15 @@ class Client:
     def __init__(self, base_url: str, token: str | None, owner: str | None = None, timeout: float = 10.0,
                  retries: int = 2, backoff: float = 0.2, *, max_retry_after: float = 30.0,
                  proxies: Mapping[str, str] | None = None, user_agent: str = USER_AGENT):
-        """``proxies=None`` follows the ``*_proxy`` environment; ``{}`` connects directly."""
+        """``base_url`` is the host's root (``http://127.0.0.1:8000``; a trailing ``/api/v1`` is
+        fine); a URL without ``http://`` or ``https://`` is a ``ValueError``. ``proxies=None``
+        follows the ``*_proxy`` environment; ``{}`` connects directly."""
         if retries < 0 or backoff < 0 or timeout <= 0:
             raise ValueError("retries and backoff must be >= 0, timeout > 0")
-        self.base_url = base_url.rstrip("/")
+        scheme, host, port, prefix = split_base_url(base_url)
+        self._transport = _Transport(scheme, host, port, timeout, proxies)
+        self._prefix = prefix
+        self.base_url = self._transport.origin + prefix
         self.token = token
         self.owner = owner
         self.timeout = timeout
@@ -308,9 +491,17 @@ class Client:
         self.backoff = backoff
         self.max_retry_after = max_retry_after
         self.user_agent = user_agent
-        handlers = [] if proxies is None else [urllib.request.ProxyHandler(dict(proxies))]
-        self._opener = urllib.request.build_opener(*handlers)
         self._sleep: Callable[[float], None] = time.sleep  # tests may replace it
+
+    def close(self) -> None:
+        """Close the client's keep-alive connections (a later call opens a new one)."""
+        self._transport.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Client({self.base_url!r}, owner={self.owner!r})"
@@ -325,7 +516,7 @@ class Client:
         ``write`` adds an ``Idempotency-Key`` (one per call, the same on every
         retry); ``dedup=False`` marks a write the server does not deduplicate.
         """
-        url = self.base_url + path
+        url = self._prefix + path
         if query:
             pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in query.items() if v is not None]
             if pairs:
@@ -344,7 +535,9 @@ class Client:
         while True:
             delay = self._backoff(attempt)
             try:
-                return self._once(method, url, data, send, raw)
+                # A write the server does not deduplicate goes on a new connection: a reused one
+                # that fails could not tell "closed while idle" from "died while applying it".
+                return self._once(method, url, data, send, raw, fresh=write and not dedup)
             except ClientError as exc:
                 if attempt >= self.retries or exc.status not in RETRY_STATUSES:
                     raise
@@ -353,11 +546,11 @@ class Client:
                 hinted = _retry_after(exc.headers)
                 if hinted is not None:
                     delay = min(hinted, self.max_retry_after)
-            except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError
+            except (OSError, http.client.HTTPException) as exc:
                 if not _no_answer(exc):
                     raise
                 if attempt >= self.retries or (write and not dedup and not _refused(exc)):
-                    raise TransportError(f"{method} {path}: {getattr(exc, 'reason', exc)}", exc) from exc
+                    raise TransportError(f"{method} {self.base_url}{path}: {_describe(exc)}", exc) from exc
             attempt += 1
             self._sleep(delay)
 
@@ -365,21 +558,16 @@ class Client:
         return self.backoff * (2 ** attempt)
 
     def _once(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str],
-              raw: bool) -> tuple[Any, Mapping[str, str]]:
-        req = urllib.request.Request(url, data=data, headers=dict(headers), method=method)
-        try:
-            with self._opener.open(req, timeout=self.timeout) as resp:
-                payload = resp.read()
-                got = dict(resp.headers.items())
-        except urllib.error.HTTPError as exc:
-            with exc:
-                payload = exc.read() or b""
-            got = dict(exc.headers.items()) if exc.headers else {}
+              raw: bool, fresh: bool = False) -> tuple[Any, Mapping[str, str]]:
+        status, reason, got, payload = self._transport.send(method, url, data, headers, fresh)
+        if status >= 300:
             try:
                 decoded = json.loads(payload.decode("utf-8")) if payload else None
             except (ValueError, UnicodeDecodeError):
                 decoded = None
-            raise error_for(exc.code, decoded, got, exc.reason if isinstance(exc.reason, str) else "") from None
+            if 300 <= status < 400:  # the API never redirects: the base URL points elsewhere
+                reason = f"HTTP {status} redirect to {got.get('Location')!r}: is {self.base_url!r} the host's root?"
+            raise error_for(status, decoded, got, reason)
         if raw:
             return payload, got
         return (json.loads(payload.decode("utf-8")) if payload else None), got
@@ -527,12 +715,55 @@ class Client:
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
                  prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                  source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Memorized:
-        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit."""
+        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit.
+
+        The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
+        """
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
                             run=run, actor=actor)
         data = self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True)
-        return Memorized([_diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
-                         data.get("commit"), bool(data.get("replayed")))
+        return _memorized(data)
+
+    def memorize_async(self, turn: str, *, owner: str | None = None, character: str | None = None,
+                       prompt: str | None = None, ts: str | None = None, tz: str | None = None,
+                       source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                       key: str | None = None) -> dict[str, Any]:
+        """Memorize as a background job (``Prefer: respond-async``): the job, at once (``id``,
+        ``state``, ``params.run``); follow it with :meth:`job` or :meth:`wait_job`. ``key`` is the
+        Idempotency-Key (default: a new one, the same on every retry): the same key is the same job."""
+        body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        headers = {"Prefer": "respond-async", **({"Idempotency-Key": key} if key else {})}
+        return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
+        return self._call("GET", f"{API}/jobs/{_q(job_id)}")
+
+    def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
+        """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
+        job_id = job if isinstance(job, str) else job["id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.job(job_id)
+            if found.get("state") in ("done", "failed"):
+                return found
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
+            self._sleep(poll)
+
+    # -- settings ----------------------------------------------------------------
+
+    def settings(self, *, owner: str | None = None) -> dict[str, Any]:
+        """The owner's settings (``tz``, ``character``; None when unset)."""
+        return self._call("GET", self._owner_path(owner) + "/settings")["settings"]
+
+    def set_settings(self, *, owner: str | None = None, run: str | None = None, actor: str | None = None,
+                     **values: Any) -> Written:
+        """Set some settings as one commit (``tz="Asia/Shanghai"``; ``None`` unsets one; the others stay)."""
+        body = {**values, **self._fields(run=run, actor=actor)}
+        data = self._call("PUT", self._owner_path(owner) + "/settings", body=body, write=True)
+        return Written(data["settings"], data.get("commit"), bool(data.get("replayed")))
 
     # -- history ---------------------------------------------------------------
 

@@ -9,6 +9,10 @@
 - :func:`memory_path` / :func:`is_memory_name`: the one rule for "is this a
   memory markdown file" — used by the store, the diary, the git layer, the
   host's freshness checks and its export.
+- ``settings.json`` (:data:`SETTINGS_PATH`) ↔ a dict (:func:`parse_settings`,
+  :func:`render_settings`): the host's per-owner settings, committed like the
+  memory but not memory — revert, restore, diffs per item and hand-edit
+  detection look only at memory files.
 
 The block syntax itself (headings, metadata comments, escaping) lives in
 :mod:`wikimem.markdown`; this module turns blocks into items and files.
@@ -17,6 +21,7 @@ The block syntax itself (headings, metadata comments, escaping) lives in
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +35,7 @@ from .naming import is_valid_time
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
     "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "normalize_ts",
+    "item_etag", "utc_now", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
 ]
 
 WIKI_DIR = "wiki"
@@ -144,6 +149,27 @@ def render_day(date: str, entries: list[DiaryItem]) -> bytes | None:
 def entry_key(entry: DiaryItem) -> tuple:
     """What tells two diary entries apart when a day is compared (heading, content, provenance)."""
     return (entry.time, entry.content, entry.owner, entry.source_conv, entry.ts)
+
+
+# -- settings ----------------------------------------------------------------------
+
+SETTINGS_PATH = "settings.json"
+
+
+def parse_settings(data: bytes | None) -> dict:
+    """The settings in a ``settings.json`` (None = no file); a file that is not a JSON object reads as ``{}``."""
+    if not data:
+        return {}
+    try:
+        value = json.loads(decode(data))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def render_settings(values: dict) -> bytes:
+    """``settings.json`` as written: one key per line, sorted, readable in any editor and in ``git diff``."""
+    return (json.dumps(values, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 # -- time stamps -------------------------------------------------------------------

@@ -10,12 +10,21 @@
 
 Both modes share one set of writing rules (:data:`DIARY_RULES`), so the
 prompt and the tool description never drift into two voices.
+
+Events are filed on the day they happened: an entry whose own text dates it
+to one past day ("上周三我去了海边", "yesterday", "7月21号") is appended to
+that day's file; an entry without any time expression takes the day the turn
+names, if the turn names exactly one. Days are resolved against the time the
+turn was told (``ts``, default now) in ``tz``, never land in the future, and
+the entry keeps ``ts`` = the instant it was told (its heading keeps the wall
+clock it was told at). An explicit ``date=`` from the caller wins.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any, Mapping, Protocol
 
 from .diary import Diary, resolve_tz
@@ -23,6 +32,7 @@ from .markdown import clean_meta_value
 from .models import DiaryItem
 from .naming import validate_date, validate_time
 from .store import normalize_ts
+from .timeparse import event_day
 
 __all__ = [
     "LLM",
@@ -35,6 +45,7 @@ __all__ = [
     "handle_diary_tool",
     "DIARY_TOOL_NAME",
     "DIARY_TOOL_DESCRIPTION",
+    "event_date",
 ]
 
 
@@ -53,6 +64,9 @@ DIARY_RULES = (
     "the conversation is held in.",
     "Be concrete about what happened and how the person seemed; keep names, numbers and "
     "places exactly as they were said, and invent nothing the conversation does not show.",
+    "When an event happened on another day than the conversation, say when, as the person "
+    "said it (yesterday, three days ago, July 21, or the same words in their language): "
+    "the entry is filed under that day.",
     "When an event clearly concerns a known wiki item you may link it as [[file:item]].",
     "Greetings, small talk and passing remarks are not worth keeping.",
 )
@@ -131,9 +145,40 @@ def memorize(
         {"role": "system", "content": render_prompt(DIARY_PROMPT if prompt is None else prompt, character)},
         {"role": "user", "content": turn},
     ]
+    append_kwargs["ts"] = normalize_ts(append_kwargs.get("ts"))  # the turn's instant, for every entry
     reply = llm.chat(messages)
-    return [diary.append(text, owner=owner, source_conv=source_conv, **append_kwargs)
+    return [diary.append(text, owner=owner, source_conv=source_conv,
+                         **_dated(append_kwargs, text, turn))
             for text in parse_diary_reply(reply)]
+
+
+def event_date(content: str, *, ts: str | None = None, tz: Any = None, turn: str | None = None) -> str | None:
+    """The day an entry's event happened (``YYYY-MM-DD``), or None for the day it was told.
+
+    The entry's own text decides first; only when it has no time expression
+    at all does ``turn`` (the conversation it came from) decide. Only one
+    past day counts: a week, a range or a day after the telling gives None.
+    Days are counted from ``ts`` (the instant it was told; default now) in
+    ``tz`` (default local).
+    """
+    told = datetime.fromisoformat(normalize_ts(ts)).astimezone(resolve_tz(tz)).date()
+    for text in (content, turn):
+        if not text:
+            continue
+        day = event_day(text, today=told, tz=tz)
+        if day is not None:
+            return day or None
+    return None
+
+
+def _dated(append_kwargs: Mapping[str, Any], content: str, turn: str | None) -> dict[str, Any]:
+    """``append_kwargs`` with the event's own day as ``date``, unless the caller set one."""
+    kwargs = dict(append_kwargs)
+    if kwargs.get("date") is None:
+        day = event_date(content, ts=kwargs.get("ts"), tz=kwargs.get("tz"), turn=turn)
+        if day is not None:
+            kwargs["date"] = day
+    return kwargs
 
 
 def _check_append_kwargs(kwargs: Mapping[str, Any]) -> None:
@@ -287,7 +332,9 @@ def handle_diary_tool(diary: Diary, args: str | Mapping[str, Any], **append_kwar
     except UnicodeEncodeError:
         raise ValueError(f"{DIARY_TOOL_NAME} was not called: content contains an invalid "
                          f"character (a lone surrogate). Write it again as plain text.") from None
-    return diary.append(content, **append_kwargs)
+    append_kwargs = dict(append_kwargs)
+    append_kwargs["ts"] = normalize_ts(append_kwargs.get("ts"))
+    return diary.append(content, **_dated(append_kwargs, content, None))
 
 
 def _json_kind(value: Any) -> str:

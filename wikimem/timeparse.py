@@ -11,8 +11,12 @@ spanning all of them (``7月1号到7月3号`` → July 1–3).
 
 Conventions: weeks run Monday to Sunday; 这周 / 上周 are whole calendar weeks,
 N周前 is the calendar week holding the day 7·N days ago; 上个月 / N个月前 are
-calendar months; a month and day without a year (7月21号) are in the current
-year.
+calendar months; a month and day without a year (7月21号) are the most recent
+one that is not in the future (12月25号 asked in July is last December's; a
+year word in front of it, 去年7月21号, picks the year). An explicit date
+(2026-07-01, 2026/7/1, 2026年7月1日, 7月21号) wins over a relative word
+elsewhere in the same text: "2026-07-01 那天，比昨天更早" is that day only
+(the relative word is still taken out of the text left to search).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Callable
 
-__all__ = ["parse_time_range", "scan_time", "TimeScan"]
+__all__ = ["parse_time_range", "scan_time", "TimeScan", "event_day", "local_today"]
 
 _CN_NUM = "零〇一二两三四五六七八九十百"
 _NUM = rf"(\d{{1,4}}|[{_CN_NUM}]{{1,4}})"
@@ -35,11 +39,21 @@ _EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 _EN_NUM_RE = r"(\d{1,4}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _WEEK_WORD = r"(?:个)?(?:周|星期|礼拜)"
+_EN_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+              "october", "november", "december")
+# Full names or three-letter abbreviations (and sept), any case; May only capitalised, since
+# "may" is also a verb ("you may 2x the dose").
+_EN_MONTH_RE = ("((?i:" + "|".join([m for m in _EN_MONTHS if m != "may"]
+                                   + [m[:3] for m in _EN_MONTHS if m != "may"] + ["sept"])
+                + ")|May|MAY)")
 # A count after 几/数/多/好 is vague (几十天前 "some tens of days ago").
 _COUNT = rf"(?<![几数多好\d{_CN_NUM}]){_NUM}"
 # Characters before 上/下 that make another word (马上 "soon", 晚上 "evening",
 # 一下 "a moment", 以下 "below"): 马上周末 is not "last weekend".
 _SHIFT = r"(?<![马晚早天身路楼桌线网台班场地面门一以底乡手私])(上上|上|这|本|下下|下)"
+# After 上周三 a measure word makes the digit a count (上周三次 "three times last week"), and
+# after 上周一 a character that makes 一 part of a word (上周一直 "all last week").
+_NOT_WEEKDAY = r"(?![次个天回趟遍位件本场顿]|(?<=一)[直起样般些下点共边块定致切向度阵整])"
 # Characters after 周 that make it another word (周围 surroundings, 周期 cycle...).
 _NOT_WEEK = "围边全到期年岁刊报转长"
 
@@ -122,15 +136,24 @@ def _en(pattern: str) -> str:
 # (pattern, resolver) in priority order: a later rule never claims text an
 # earlier one matched. Resolvers return None for impossible dates.
 _Rule = tuple[re.Pattern, Callable[[re.Match, date], Range | None]]
-_RULES: list[_Rule] = [
+# Explicit dates: when one of them resolves, relative words elsewhere in the text are ignored.
+_EXPLICIT: list[_Rule] = [
     (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"),
      lambda m, t: _ymd(int(m[1]), int(m[2]), int(m[3]))),
     (re.compile(r"(?<!\d)(\d{4})/(\d{1,2})/(\d{1,2})(?!\d)"),
      lambda m, t: _ymd(int(m[1]), int(m[2]), int(m[3]))),
     (re.compile(rf"(?<!\d)(\d{{4}})\s*年\s*{_NUM}\s*月\s*{_NUM}\s*[日号]"),
      lambda m, t: _ymd(int(m[1]), cn_number(m[2]), cn_number(m[3]))),
+    (re.compile(rf"(?<![以之从提目当眼面生])(前年|去年|今年|明年)\s*{_NUM}\s*月\s*{_NUM}\s*[日号]"),
+     lambda m, t: _ymd(t.year + _YEAR_WORD[m[1]], cn_number(m[2]), cn_number(m[3]))),
     (re.compile(rf"(?<![\d年]){_NUM}\s*月\s*{_NUM}\s*[日号]"),
-     lambda m, t: _ymd(t.year, cn_number(m[1]), cn_number(m[2]))),
+     lambda m, t: _recent_month_day(t, cn_number(m[1]), cn_number(m[2]))),
+    (re.compile(_en(rf"{_EN_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?")),
+     lambda m, t: _en_date(t, m[1], m[2], m[3])),
+    (re.compile(_en(rf"(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_EN_MONTH_RE}\.?(?:,?\s+(\d{{4}}))?")),
+     lambda m, t: _en_date(t, m[2], m[1], m[3])),
+]
+_RELATIVE: list[_Rule] = [
     (re.compile(_en(r"the\s+day\s+before\s+yesterday"), re.I), lambda m, t: _day(t - timedelta(days=2))),
     (re.compile(_en(r"the\s+day\s+after\s+tomorrow"), re.I), lambda m, t: _day(t + timedelta(days=2))),
     (re.compile(_en(rf"{_EN_NUM_RE}\s+days?\s+ago"), re.I),
@@ -147,7 +170,7 @@ _RULES: list[_Rule] = [
     (re.compile(rf"{_COUNT}\s*天(?:之|以)?后"), lambda m, t: _relative_days(t, cn_number(m[1]), 1)),
     (re.compile(rf"{_SHIFT}{_WEEK_WORD}末"),
      lambda m, t: _weekend(t, _WEEK_OFFSET[m[1]])),
-    (re.compile(rf"{_SHIFT}{_WEEK_WORD}([一二三四五六日天1-7])"),
+    (re.compile(rf"{_SHIFT}{_WEEK_WORD}([一二三四五六日天1-7]){_NOT_WEEKDAY}"),
      lambda m, t: _day(_week(t)[0] + timedelta(days=7 * _WEEK_OFFSET[m[1]] + _WEEKDAY[m[2]]))),
     (re.compile(rf"{_SHIFT}{_WEEK_WORD}(?![{_NOT_WEEK}])"),
      lambda m, t: _week(t + timedelta(days=7 * _WEEK_OFFSET[m[1]]))),
@@ -169,10 +192,35 @@ _RULES: list[_Rule] = [
                 r"|(?<![如])今(?:天|日|晚|早|儿)|(?<![聪光黎文])明(?:天|日|晚|早|儿)|昨(?:天|日|晚|夜|儿)"),
      lambda m, t: _day(t + timedelta(days=_RELATIVE_DAY[m[0]]))),
 ]
+_RULES: list[tuple[_Rule, bool]] = [(r, True) for r in _EXPLICIT] + [(r, False) for r in _RELATIVE]
 
 
 # Every rule needs one of these; a text without any is answered at once.
 _TRIGGER = re.compile(r"[\d天日周月年前后昨今明期拜]|today|yesterday|tomorrow|tonight|ago|week|month", re.I)
+# (English month-days need a digit, which the trigger already has.)
+
+
+def _en_date(today: date, month: str, day: str, year: str | None) -> Range | None:
+    """An English month-day, with its year or the most recent one."""
+    name = month.lower()
+    number = next(n for n, full in enumerate(_EN_MONTHS, 1) if full.startswith(name[:3]))
+    if year is not None:
+        return _ymd(int(year), number, int(day))
+    return _recent_month_day(today, number, int(day))
+
+
+def _recent_month_day(today: date, month: int | None, day: int | None) -> Range | None:
+    """The most recent month-day on or before ``today`` (2月29日 goes back to the last leap year)."""
+    if month is None or day is None or not 1 <= month <= 12 or not 1 <= day <= 31:
+        return None
+    for year in range(today.year, today.year - 9, -1):
+        try:
+            found = date(year, month, day)
+        except ValueError:  # 2月29日 in a common year, 4月31日 never
+            continue
+        if found <= today:
+            return _day(found)
+    return None
 
 
 def _weekend(today: date, offset: int) -> Range:
@@ -209,11 +257,16 @@ class TimeScan:
         return " ".join(p for p in out if p.strip())
 
 
+def local_today(tz: tzinfo | str | None = None) -> date:
+    """The current date in ``tz`` (default local): what "today" means when nothing pins it."""
+    from .diary import resolve_tz
+
+    return datetime.now(resolve_tz(tz)).date()
+
+
 def _today(tz: tzinfo | str | None, today: date | datetime | str | None) -> date:
     if today is None:
-        from .diary import resolve_tz
-
-        return datetime.now(resolve_tz(tz)).date()
+        return local_today(tz)
     if isinstance(today, datetime):
         return today.date()
     if isinstance(today, date):
@@ -235,8 +288,9 @@ def scan_time(text: str, *, tz: tzinfo | str | None = None,
     if not _TRIGGER.search(text):
         return None
     claimed: list[tuple[int, int]] = []
-    ranges: list[Range] = []
-    for pattern, resolve in _RULES:
+    explicit: list[Range] = []
+    relative: list[Range] = []
+    for (pattern, resolve), is_explicit in _RULES:
         for m in pattern.finditer(text):
             span = m.span()
             if any(span[0] < e and s < span[1] for s, e in claimed):
@@ -247,7 +301,8 @@ def scan_time(text: str, *, tz: tzinfo | str | None = None,
                 found = None
             claimed.append(span)  # an impossible date still claims its text: 2月30日 is not 30日
             if found is not None:
-                ranges.append(found)
+                (explicit if is_explicit else relative).append(found)
+    ranges = explicit or relative  # a date the text spells out beats a word relative to today
     if not ranges:
         return None
     start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
@@ -263,3 +318,21 @@ def parse_time_range(text: str, *, tz: tzinfo | str | None = None,
     """
     found = scan_time(text, tz=tz, today=today)
     return found.range if found is not None else None
+
+
+def event_day(text: str, *, today: date | datetime | str, tz: tzinfo | str | None = None) -> str | None:
+    """The day a text dates an event to: ``YYYY-MM-DD``, ``""`` or None.
+
+    ``YYYY-MM-DD`` when the text's time expressions name one day that is
+    not after ``today`` (上周三, yesterday, 7月21号); ``""`` when the text
+    speaks of time but not of one past day (上周 is a week, 明天 the future:
+    a plan is not an event that happened tomorrow); None when it has no
+    time expression at all.
+    """
+    found = scan_time(text, tz=tz, today=today)
+    if found is None:
+        return None
+    start, end = found.range
+    if start != end or start > _today(tz, today).isoformat():
+        return ""
+    return start

@@ -53,7 +53,7 @@ def test_a_full_disk_answers_507_and_loses_nothing(small_disk):
     app = create_app({"TESTING": True, "DATA_ROOT": str(small_disk / "data"), "ADMIN_TOKEN": ADMIN})
     client = app.test_client()
     assert client.put(O, headers=auth(ADMIN)).status_code == 201
-    assert client.put(O + "/items/f/before", headers=auth(ADMIN), json={"content": "saved"}).status_code == 200
+    assert client.put(O + "/items/f/before", headers=auth(ADMIN), json={"content": "saved"}).status_code == 201
     repo = small_disk / "data" / "owners" / encode_owner_id(OWNER)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True, text=True).stdout
     ballast = _fill(small_disk)
@@ -68,7 +68,7 @@ def test_a_full_disk_answers_507_and_loses_nothing(small_disk):
     assert 507 in statuses
     os.unlink(ballast)
     after = client.put(O + "/items/f/after", headers=auth(ADMIN), json={"content": "room again"})
-    assert after.status_code == 200
+    assert after.status_code == 201  # created
     items = client.get(O + "/items?file=f", headers=auth(ADMIN)).get_json()["items"]
     names = {i["name"] for i in items}
     assert {"before", "after"} <= names

@@ -57,7 +57,7 @@ def test_scopes_and_owner_prefixes(world):
     client, secrets = world.client, world.secrets
     put = dict(json={"content": "x"})
     assert _error(client.put(O + "/items/notes/a", headers=_auth(secrets["reader"]), **put), 403)["code"] == "forbidden"
-    assert client.put(O + "/items/notes/a", headers=_auth(secrets["writer"]), **put).status_code == 200
+    assert client.put(O + "/items/notes/a", headers=_auth(secrets["writer"]), **put).status_code == 201  # created
     _error(client.post(O + "/rollback", headers=_auth(secrets["writer"]), json={"run": "r"}), 403)
     _error(client.delete(O, headers=_auth(secrets["writer"])), 403)
     # A token for user:lu… reaches user:lumi, not user:xnne, and lists only its owners.
@@ -75,7 +75,7 @@ def test_put_item_answers_with_the_commit_git_sees_and_its_trailers(world):
     app, client = world.app, world.client
     r = client.put(O + "/items/preferences/" + quote("likes the sea", safe=""), headers=_auth(ADMIN),
                    json={"content": "喜欢海边", "run": "run_7", "actor": "Elaina", "source_conv": "conv_1"})
-    assert r.status_code == 200
+    assert r.status_code == 201
     body = r.get_json()
     repo = _repo(app)
     assert body["commit"] == _git(repo, "rev-parse", "main")
@@ -342,7 +342,7 @@ def test_retrieve_fuses_embeddings_from_the_configured_endpoint_and_degrades_whe
 def test_a_key_reused_for_another_item_is_refused_not_replayed(world):
     client = world.client
     headers = _auth(ADMIN, **{"Idempotency-Key": "k-item"})
-    assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).status_code == 200
+    assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).status_code == 201
     assert client.put(O + "/items/notes/x", headers=headers, json={"content": "x"}).get_json()["replayed"] is True
     _error(client.put(O + "/items/notes/y", headers=headers, json={"content": "y"}), 422)
     _error(client.get(O + "/items/notes/y", headers=_auth(ADMIN)), 404)

@@ -79,3 +79,20 @@ def test_restore_and_errors(folder, capsys, tmp_path):
     plain.mkdir()
     assert run(plain, "log") == 2
     assert "not a versioned memory folder" in capsys.readouterr().err
+
+
+def test_a_dry_run_with_nothing_to_do_says_so(folder, capsys):
+    assert run(folder, "rollback", "bad") == 0
+    capsys.readouterr()
+    assert run(folder, "rollback", "bad", "--dry-run") == 0
+    assert capsys.readouterr().out.strip() == "nothing to change: rollback bad would write nothing"
+
+
+def test_owner_works_for_history_commands(tmp_path, capsys):
+    from wikimem.host.owner_ids import encode_owner_id
+
+    vs = VersionedStore(tmp_path / "data" / "owners" / encode_owner_id("user:ann"))
+    vs.add("prefs", "sea", "likes the sea", run="r1")
+    vs.close()
+    assert main(["--owner", "user:ann", "--data", str(tmp_path / "data"), "log"]) == 0
+    assert "add prefs/sea" in capsys.readouterr().out

@@ -278,6 +278,16 @@ def test_unknown_item_and_owner_raise_not_found(client):
         client.files(owner="user:nobody")
 
 
+def _concurrently(client: Client, word: str, owner: str, n: int = 8) -> list[list[str]]:
+    """The hits of ``n`` simultaneous retrieves, each from a new client (a new connection)."""
+    def one(_):
+        with Client(client.base_url, client.token, timeout=30.0, proxies={}) as c:
+            return [e.item.name for e in c.retrieve(word, owner=owner).items]
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, range(n)))
+
+
 def test_every_worker_sees_each_write_at_once(host, client):
     _, _, _, log = host
     owner = "user:fresh"
@@ -285,11 +295,11 @@ def test_every_worker_sees_each_write_at_once(host, client):
     for n in range(5):
         word = f"zebra{n}x"
         client.add("notes", f"fresh-{n}", f"saw a {word} today", owner=owner)
-        # New connections each time: the retrieves land on different workers, each with its own index.
-        hits = [[e.item.name for e in client.retrieve(word, owner=owner).items] for _ in range(8)]
-        assert hits == [[f"fresh-{n}"]] * 8
+        # Concurrent retrieves, each on its own connection (a client keeps one alive otherwise):
+        # threaded workers that are all awake share them out, each worker with its own index.
+        assert _concurrently(client, word, owner) == [[f"fresh-{n}"]] * 8
         client.remove("notes", f"fresh-{n}", owner=owner)
-        assert all(client.retrieve(word, owner=owner).items == [] for _ in range(8))
+        assert _concurrently(client, word, owner) == [[]] * 8
     time.sleep(0.2)
     assert len(_worker_pids(log, "/owners/user%3Afresh/retrieve")) >= 2
 

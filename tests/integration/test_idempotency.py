@@ -68,7 +68,7 @@ def test_a_key_reused_with_another_body_is_refused_and_writes_nothing(world, pat
 def test_another_actor_with_the_same_key_is_another_request(world):
     headers = auth(ADMIN, **{"Idempotency-Key": "who"})
     body = {"content": "x", "actor": "Elaina"}
-    assert world.client.put(O + "/items/f/a", headers=headers, json=body).status_code == 200
+    assert world.client.put(O + "/items/f/a", headers=headers, json=body).status_code == 201  # created
     _error(world.client.put(O + "/items/f/a", headers=headers, json={**body, "actor": "Mallory"}), 422)
 
 

@@ -74,7 +74,9 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(step[1])
             self.close_connection = True
             return
-        _, status, body, headers = step
+        _, status, body, headers = step[:4]
+        if "close-after" in step[4:]:  # answer, then close without a Connection: close header
+            self.close_connection = True
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/html" if isinstance(body, bytes) else "application/json")
@@ -320,3 +322,195 @@ def test_retrieve_rebuilds_the_retrieval_result(server, client):
     sent = server.requests[0]["body"]
     assert sent["as_of"] == "HEAD~1" and sent["time_range"] == ["2026-07-20", "2026-07-22"]
     assert "Idempotency-Key" not in server.requests[0]["headers"]
+
+
+# -- base URL, error classes, keep-alive (issue 15) --------------------------------
+
+@pytest.mark.parametrize("suffix", ["", "/", "/api/v1", "/api/v1/"])
+def test_a_base_url_ending_in_the_api_prefix_works(server, suffix):
+    host, port = server.server_address
+    c = Client(f"http://{host}:{port}{suffix}", "t", owner="o", proxies={})
+    server.script = [ok({"files": ["prefs"]})]
+    assert c.files() == ["prefs"]
+    assert server.requests[0]["path"] == "/api/v1/owners/o/files"
+    assert c.base_url == f"http://{host}:{port}"
+
+
+def test_a_host_mounted_under_a_sub_path_keeps_it(server):
+    host, port = server.server_address
+    c = Client(f"http://{host}:{port}/wikimem/api/v1", "t", owner="o", proxies={})
+    server.script = [ok({"files": []})]
+    c.files()
+    assert server.requests[0]["path"] == "/wikimem/api/v1/owners/o/files"
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "localhost", "ftp://127.0.0.1/", "http://", "", "http://h:99999",
+                                 "http://h/?x=1"])
+def test_a_url_that_is_not_http_is_refused_at_construction(url):
+    with pytest.raises(ValueError) as info:
+        Client(url, "t")
+    assert "base_url" in str(info.value) and "TransportError" not in type(info.value).__name__
+
+
+def test_a_redirect_says_the_base_url_is_wrong(server, client):
+    server.script = [("json", 308, {}, {"Location": "https://elsewhere/"})]
+    with pytest.raises(ClientError) as info:
+        client.files()
+    assert info.value.status == 308 and "elsewhere" in info.value.message
+
+
+def test_bad_request_is_not_an_invalid_name_unless_the_server_says_so(server, client):
+    from wikimem.client import InvalidNameError
+    from wikimem.errors import InvalidName
+
+    server.script = [err(400, "bad_request", "unknown field 'q'")]
+    with pytest.raises(BadRequestError) as info:
+        client.retrieve("x")
+    assert not isinstance(info.value, InvalidName) and isinstance(info.value, ValueError)
+    assert not issubclass(BadRequestError, InvalidName)
+    server.script = [err(400, "invalid_name", "invalid file name 'Bad'")]
+    with pytest.raises(InvalidName) as info:
+        client.add("Bad", "x", "y")
+    assert isinstance(info.value, InvalidNameError) and isinstance(info.value, BadRequestError)
+
+
+def test_headers_are_read_without_regard_to_case(server, client):
+    server.script = [ok({"item": {"file": "p", "name": "n", "content": "x"}}, headers={"etag": '"abc"'})]
+    assert client.fetch("p", "n").etag == "abc"
+
+
+def _ports(server) -> set:
+    return {r["port"] for r in server.requests}
+
+
+@pytest.fixture
+def recording_server():
+    class Recording(Scripted):
+        pass
+
+    class RecordingHandler(Handler):
+        def _serve(self):
+            self.server.last_port = self.client_address[1]
+            super()._serve()
+
+        do_GET = do_PUT = do_POST = do_DELETE = _serve
+
+    srv = Recording()
+    srv.RequestHandlerClass = RecordingHandler
+    original = srv.next_step
+
+    def next_step(record):
+        record["port"] = srv.last_port
+        return original(record)
+
+    srv.next_step = next_step
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_requests_of_one_thread_share_one_tcp_connection(recording_server):
+    host, port = recording_server.server_address
+    with Client(f"http://{host}:{port}", "t", owner="o", proxies={}) as c:
+        recording_server.script = [ok({"files": []})] * 10 + [ok(APPENDED, 201)] * 5
+        for _ in range(10):
+            c.files()
+        for n in range(5):
+            c.diary_append(f"entry {n}")
+    assert len(recording_server.requests) == 15
+    assert len(_ports(recording_server)) == 1
+
+
+def test_each_thread_gets_its_own_connection(recording_server):
+    host, port = recording_server.server_address
+    c = Client(f"http://{host}:{port}", "t", owner="o", proxies={})
+    recording_server.script = [ok({"files": []})] * 12
+
+    def work():
+        for _ in range(4):
+            c.files()
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    c.close()
+    assert len(recording_server.requests) == 12
+    assert len(_ports(recording_server)) == 3
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_retry(recording_server):
+    host, port = recording_server.server_address
+    c = Client(f"http://{host}:{port}", "t", owner="o", retries=0, proxies={})  # no retries at all
+    # The server answers, then closes the connection without saying so (what a keep-alive timeout does).
+    recording_server.script = [("json", 200, {"files": ["a"]}, {}, "close-after")] + [ok({"files": ["b"]})]
+    assert c.files() == ["a"]
+    time.sleep(0.1)  # the close reaches the client's socket
+    assert c.files() == ["b"]
+    assert len(recording_server.requests) == 2
+    assert len(_ports(recording_server)) == 2
+
+
+def test_a_write_the_server_does_not_deduplicate_never_rides_a_reused_connection(recording_server):
+    host, port = recording_server.server_address
+    c = Client(f"http://{host}:{port}", "t", owner="o", proxies={})
+    recording_server.script = [ok({"files": []}), ok({"deleted": "o"})]
+    c.files()
+    c.delete_owner()
+    assert len(_ports(recording_server)) == 2
+
+
+def test_a_plain_http_proxy_gets_the_absolute_url_and_its_credentials(server, monkeypatch):
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    host, port = server.server_address
+    c = Client("http://wikimem.invalid:8000", "t", owner="o", proxies={"http": f"http://bot:s3cret@{host}:{port}"})
+    server.script = [ok({"files": []})]
+    assert c.files() == []
+    (req,) = server.requests
+    assert req["path"] == "http://wikimem.invalid:8000/api/v1/owners/o/files"
+    assert req["headers"]["Proxy-Authorization"] == "Basic Ym90OnMzY3JldA=="
+
+
+# -- settings and jobs ---------------------------------------------------------------
+
+JOB = {"id": "job_20260723T020000Z_0123456789ab", "kind": "memorize", "state": "queued", "done": 0, "total": 1,
+       "results": [{"step": 0, "state": "pending"}], "params": {"owner": "user:xnne", "run": "run_x"}}
+
+
+def test_memorize_async_asks_for_a_job_with_one_key_per_call(server, client):
+    server.script = [err(503, "busy", "busy"), ok(JOB, 202, {"Location": f"/api/v1/jobs/{JOB['id']}"})]
+    job = client.memorize_async("user: hi", character="Elaina")
+    assert job["id"] == JOB["id"]
+    first, second = server.requests
+    assert first["headers"]["Prefer"] == "respond-async"
+    assert first["headers"]["Idempotency-Key"] == second["headers"]["Idempotency-Key"]
+    assert first["body"] == {"turn": "user: hi", "character": "Elaina"}
+    server.script = [ok(JOB, 202)]
+    client.memorize_async("user: hi", key="turn-1")
+    assert server.requests[-1]["headers"]["Idempotency-Key"] == "turn-1"
+
+
+def test_wait_job_polls_until_the_job_is_finished(server, client):
+    client._sleep = lambda s: None
+    done = dict(JOB, state="done", done=1, results=[{"step": 0, "state": "done", "result": {"entries": []}}])
+    server.script = [ok(JOB), ok(dict(JOB, state="running")), ok(done)]
+    assert client.wait_job(JOB)["state"] == "done"
+    assert [r["path"] for r in server.requests] == [f"/api/v1/jobs/{JOB['id']}"] * 3
+    server.script = [ok(JOB)] * 50
+    with pytest.raises(TimeoutError):
+        client.wait_job(JOB["id"], timeout=0)
+
+
+def test_settings_are_read_and_set(server, client):
+    server.script = [ok({"settings": {"tz": None, "character": None}}),
+                     ok({"settings": {"tz": "Asia/Shanghai", "character": None}, "commit": "c1", "replayed": False})]
+    assert client.settings() == {"tz": None, "character": None}
+    written = client.set_settings(tz="Asia/Shanghai", character=None)
+    assert written.value["tz"] == "Asia/Shanghai" and written.commit == "c1"
+    put = server.requests[1]
+    assert put["method"] == "PUT" and put["path"] == "/api/v1/owners/user%3Axnne/settings"
+    assert put["body"] == {"tz": "Asia/Shanghai", "character": None} and put["headers"]["Idempotency-Key"]

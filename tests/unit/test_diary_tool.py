@@ -106,3 +106,21 @@ def test_handler_makes_no_llm_call_and_is_repeatable(diary):
     a = handle_diary_tool(diary, '{"content": "one"}', date="2026-07-21", time="10:00")
     b = handle_diary_tool(diary, '{"content": "one"}', date="2026-07-21", time="10:00")
     assert diary.day("2026-07-21") == [a, b]  # events, not state: both kept
+
+
+def test_the_tool_files_an_event_on_the_day_its_content_names(store):
+    entry = handle_diary_tool(store.diary, {"content": "上周三他去了海边。"}, ts="2026-07-23T10:00:00+08:00",
+                              tz="Asia/Shanghai", owner="user:xnne")
+    assert (entry.date, entry.time, entry.ts) == ("2026-07-15", "10:00", "2026-07-23T02:00:00+00:00")
+    assert store.diary.day("2026-07-15") == [entry]
+
+
+def test_the_tool_keeps_plans_and_weeks_on_the_day_told(store):
+    for text in ("他说明天要去海边。", "他上周一直在加班。", "他换了工作。"):
+        entry = handle_diary_tool(store.diary, {"content": text}, ts="2026-07-23T10:00:00+08:00",
+                                  tz="Asia/Shanghai")
+        assert entry.date == "2026-07-23"
+
+
+def test_the_tool_description_says_entries_are_filed_by_their_day():
+    assert "filed under that day" in DIARY_TOOL_DESCRIPTION

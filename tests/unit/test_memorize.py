@@ -240,3 +240,88 @@ def test_memorize_over_http_when_the_endpoint_fails(store):
         with pytest.raises(LLMError, match="503"):
             memorize(store.diary, "t", llm=ChatClient(fake.url, "m"))
     assert store.diary.dates() == []
+
+
+# -- events on their own day (issue 15 item 3) -----------------------------------
+
+TOLD = "2026-07-23T10:00:00+08:00"  # a Thursday in Shanghai; 上周三 = 2026-07-15
+SHANGHAI = "Asia/Shanghai"
+
+
+def test_memorize_files_an_event_on_the_day_the_turn_names(store, monkeypatch):
+    from datetime import date
+
+    import wikimem.timeparse as timeparse
+    from wikimem import MemoryIndex
+
+    llm = ScriptedLLM(entries("上周三我去了海边，看到了日落。"))
+    (entry,) = memorize(store.diary, "user: 上周三我去了海边", llm=llm, ts=TOLD, tz=SHANGHAI)
+    assert (entry.date, entry.time) == ("2026-07-15", "10:00")  # the day it happened, the clock it was told
+    assert entry.ts == "2026-07-23T02:00:00+00:00"  # provenance: the instant it was told
+    assert store.diary.day("2026-07-15") == [entry] and store.diary.day("2026-07-23") == []
+
+    # Asked later that Thursday: retrieval's own time gating finds the entry.
+    monkeypatch.setattr(timeparse, "local_today", lambda tz=None: date(2026, 7, 23))
+    result = MemoryIndex(store).retrieve("上周三去哪了", tz=SHANGHAI)
+    assert result.time_range == ("2026-07-15", "2026-07-15")
+    assert [(i.item.file, i.item.content) for i in result.items] == [("2026-07-15", entry.content)]
+
+
+@pytest.mark.parametrize("turn, reply, expected", [
+    # the entry's own words first
+    ("user: 昨天好累", "上周三他去了海边。", "2026-07-15"),
+    # an entry without time words takes the turn's day
+    ("user: 昨天我去看了医生", "他去看了医生，有点担心。", "2026-07-22"),
+    ("user: I went to the beach yesterday", "She went to the beach and loved it.", "2026-07-22"),
+    ("user: 7月21号我们吵架了", "我们吵了一架。", "2026-07-21"),
+    # a month-day in the future is last year's; an explicit date beats a relative word
+    ("user: 12月25号我们一起过了圣诞", "我们一起过了圣诞。", "2025-12-25"),
+    ("user: 2026-07-01 那天，比昨天更早", "那天他搬了家。", "2026-07-01"),
+    # never in the future: a plan is filed the day it was told
+    ("user: 明天要去海边", "他说明天要去海边，很期待。", "2026-07-23"),
+    # only one day counts: a week, or two days, is not a date to file under
+    ("user: 上周一直在加班", "他上周一直在加班。", "2026-07-23"),
+    ("user: 昨天和前天都在下雨", "连着两天下雨，他很烦。", "2026-07-23"),
+    # the entry speaks of a week: the turn's "yesterday" is not used instead
+    ("user: 昨天说的", "他上周去了三次健身房。", "2026-07-23"),
+    # no time words anywhere: the day it was told
+    ("user: 我换工作了", "他换了工作。", "2026-07-23"),
+])
+def test_each_entry_is_dated_by_its_text_then_the_turn(store, turn, reply, expected):
+    (entry,) = memorize(store.diary, turn, llm=ScriptedLLM(entries(reply)), ts=TOLD, tz=SHANGHAI)
+    assert entry.date == expected
+    assert entry.ts == "2026-07-23T02:00:00+00:00"
+
+
+def test_entries_of_one_turn_may_land_on_different_days(store):
+    llm = ScriptedLLM(entries("昨天他去了海边。", "今天他说想学冲浪。"))
+    written = memorize(store.diary, "user: …", llm=llm, ts=TOLD, tz=SHANGHAI)
+    assert [e.date for e in written] == ["2026-07-22", "2026-07-23"]
+
+
+def test_the_timezone_decides_which_day_yesterday_is(store):
+    told = "2026-07-22T17:00:00+00:00"  # 01:00 on the 23rd in Shanghai, still the 22nd in UTC
+    east = memorize(store.diary, "t", llm=ScriptedLLM(entries("昨天下雨了。")), ts=told, tz=SHANGHAI)
+    west = memorize(store.diary, "t", llm=ScriptedLLM(entries("昨天下雨了。")), ts=told, tz="UTC")
+    assert (east[0].date, east[0].time) == ("2026-07-22", "01:00")
+    assert (west[0].date, west[0].time) == ("2026-07-21", "17:00")
+
+
+def test_an_explicit_date_from_the_caller_wins(store):
+    llm = ScriptedLLM(entries("上周三我去了海边。"))
+    (entry,) = memorize(store.diary, "t", llm=llm, ts=TOLD, tz=SHANGHAI, date="2026-07-20")
+    assert entry.date == "2026-07-20"
+
+
+def test_without_ts_the_day_is_counted_from_now(store):
+    from datetime import datetime, timedelta, timezone
+
+    before = datetime.now(timezone.utc)
+    (entry,) = memorize(store.diary, "t", llm=ScriptedLLM(entries("昨天下雨了。")), tz="UTC")
+    after = datetime.now(timezone.utc)
+    assert entry.date in {(d - timedelta(days=1)).date().isoformat() for d in (before, after)}
+    assert before.replace(microsecond=0) <= datetime.fromisoformat(entry.ts) <= after
+
+
+def test_the_prompt_asks_to_say_when_an_event_happened():
+    assert "filed under that day" in DIARY_PROMPT and "yesterday" in DIARY_PROMPT

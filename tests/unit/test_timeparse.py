@@ -87,6 +87,49 @@ TABLE = [
 ]
 
 
+# SPEC §3 (issue 17): a month-day in the future is the most recent past one; an explicit date
+# beats a relative word elsewhere in the same text.
+PAST_AND_EXPLICIT = [
+    ("12月25号", WED, day("2025-12-25")),
+    ("12月25号那天干嘛了", "2026-12-24", day("2025-12-25")),
+    ("12月25号", "2026-12-25", day("2026-12-25")),  # today itself is not the future
+    ("7月23号", WED, day("2025-07-23")),  # tomorrow's date: last year's
+    ("7月22号", WED, day("2026-07-22")),
+    ("2月29日", "2026-07-22", day("2024-02-29")),  # the last leap year
+    ("2月29日", "2028-02-28", day("2024-02-29")),
+    ("去年7月21号", WED, day("2025-07-21")),  # a year word picks the year
+    ("今年12月25号", WED, day("2026-12-25")),  # ... even a future one, when said so
+    ("2026-07-01 那天，比昨天更早", WED, day("2026-07-01")),
+    ("昨天说的2026/7/1", WED, day("2026-07-01")),
+    ("7月1号，也就是上周三之前", WED, day("2026-07-01")),
+    ("7月1号到7月3号", WED, ("2026-07-01", "2026-07-03")),  # explicit dates still span each other
+    ("yesterday, 2026年7月1日", WED, day("2026-07-01")),
+    ("2026-02-30 还是昨天", WED, day("2026-07-21")),  # an impossible date resolves nothing: the word counts
+    # English month-days: explicit dates too, the most recent past one without a year
+    ("on July 21 we met", WED, day("2026-07-21")),
+    ("Dec 25", WED, day("2025-12-25")),
+    ("the 3rd of March", WED, day("2026-03-03")),
+    ("21 July 2025, not yesterday", WED, day("2025-07-21")),
+    ("May 3", WED, day("2026-05-03")),
+    # a weekday digit that is part of another word: the week, not the day
+    ("上周一直在加班", WED, ("2026-07-13", "2026-07-19")),
+    ("这周一起去吧", WED, ("2026-07-20", "2026-07-26")),
+    ("上周三次去健身房", WED, ("2026-07-13", "2026-07-19")),
+    ("上周三晚上", WED, day("2026-07-15")),
+    ("上周一一直在加班", WED, day("2026-07-13")),
+]
+
+
+@pytest.mark.parametrize("text", ["you may 2x the dose", "marched 12 miles", "in March 2020", "dec25"])
+def test_english_month_words_need_a_clear_date(text):
+    assert parse_time_range(text, today=WED) is None
+
+
+@pytest.mark.parametrize("text, today, expected", PAST_AND_EXPLICIT)
+def test_month_day_is_past_and_explicit_dates_win(text, today, expected):
+    assert parse_time_range(text, today=today) == expected
+
+
 @pytest.mark.parametrize("text, today, expected", TABLE)
 def test_expressions(text, today, expected):
     assert parse_time_range(text, today=today) == expected
@@ -142,7 +185,7 @@ def test_scan_reports_spans_and_strips_them():
     assert found.spans == ((0, 2),)
     assert found.strip("前天晚上吃了什么") == "晚上吃了什么"
     both = scan_time("beach yesterday and 2026-07-01", today=WED)
-    assert both.range == ("2026-07-01", "2026-07-21")
+    assert both.range == day("2026-07-01")  # the explicit date wins; both words leave the search text
     assert both.strip("beach yesterday and 2026-07-01") == "beach   and "
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, store_root
 
 
 def open_versioned(args):
-    root = Path(args.store)
+    root = store_root(args)
     if not (root / ".git").is_dir():
         raise ValueError(f"{root} is not a versioned memory folder (no .git)")
     from ..versioned import VersionedStore  # dulwich only when a history command runs
@@ -96,6 +95,9 @@ def cmd_undo(args) -> int:
     preview = getattr(vs, f"preview_{args.op}")
     if args.dry_run:
         plan = preview(target)
+        if not plan.changes and not plan.conflicts:
+            print(f"nothing to change: {args.op} {target} would write nothing")
+            return EXIT_OK
         _print_changes(plan.changes)
         for c in plan.conflicts:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")

@@ -5,7 +5,8 @@ Layout::
     <data root>/
     ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
-    └── cache/<encoded owner id>/    derived caches the host may delete at any time
+    ├── cache/<encoded owner id>/    derived caches the host may delete at any time
+    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see jobs.py
 
 Each process keeps an LRU of :class:`Owner` objects (each with its
 ``MemoryIndex``), bounded by ``index_cache``; every lookup checks that the
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
+JOB_THREADS = 2  # background job threads per host process
 
 MAX_PAGE = 1000
 
@@ -61,6 +63,8 @@ class Host(Operations):
         self.quota = quota or OwnerQuota()
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
+        self._jobs = None  # JobStore, opened on first use
+        self._runner = None  # this process's JobRunner
         self.owners_dir.mkdir(parents=True, exist_ok=True)
         # Runs of every owner, fed at commit time (see wikimem/host/runindex.py); derived, rebuildable.
         self.run_index = RunIndex(self.root / INDEX_PATH)
@@ -94,7 +98,8 @@ class Host(Operations):
                     return cached
                 del self._owners[owner_id]  # deleted by another process
         if not (path / ".git").is_dir():
-            raise NotFound(f"no owner {owner_id!r}")
+            raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
+                           "(Client.create_owner(), Host.create_owner())")
         opened = self._open(owner_id, path)
         with self._lock:
             owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
@@ -237,3 +242,61 @@ class Host(Operations):
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
         """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
         return f"{encode_owner_id(owner_id)}.{fmt}"
+
+    # -- background jobs ---------------------------------------------------
+
+    @property
+    def jobs(self):
+        """The data root's :class:`~wikimem.host.jobs.JobStore` (shared by every process)."""
+        if self._jobs is None:
+            from .jobs import JobStore
+
+            with self._lock:
+                if self._jobs is None:
+                    self._jobs = JobStore.at(self.root)
+        return self._jobs
+
+    def start_jobs(self, threads: int = JOB_THREADS):
+        """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from .jobs import MEMORIZE, JobRunner, memorize_handler
+
+        jobs = self.jobs  # (takes the lock itself)
+        with self._lock:
+            if self._runner is None:
+                self._runner = JobRunner(jobs, threads=threads)
+                self._runner.register(MEMORIZE, memorize_handler(self))
+            runner = self._runner
+        return runner.start()
+
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, **memorize_kwargs):
+        """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
+
+        The owner must exist and the host must have a chat endpoint (checked
+        now, not when the job runs); the job survives a restart of the host.
+        """
+        from ..context import WriteContext
+        from ..limits import MAX_TURN_CHARS, check_length
+        from .jobs import submit_memorize
+
+        owner = self.owner(owner_id)
+        if self.llm is None:
+            raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
+        if not isinstance(turn, str):
+            raise ValueError("turn must be a string")
+        check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
+        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
+            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            request = owner.memorize_request(
+                turn, ctx=WriteContext(idempotency_key=key, **given),
+                **{k: v for k, v in memorize_kwargs.items() if k not in given})
+            memorize_kwargs["fingerprint"] = request.fingerprint
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
+        self.start_jobs().wake()
+        return job, created
+
+    def job(self, job_id: str):
+        """A job (:class:`NotFound` if unknown); while it is unfinished, this process helps run it."""
+        job = self.jobs.get(job_id)
+        if job.state in ("queued", "running"):
+            self.start_jobs()  # e.g. the development server restarted: resume its jobs on the first look
+        return job

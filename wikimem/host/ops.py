@@ -20,7 +20,7 @@ from ..errors import TooLarge
 from ..limits import MAX_BATCH_CHARS, MAX_OPS
 from .errors import BadRequest
 
-__all__ = ["Op", "parse_ops", "MAX_OPS"]
+__all__ = ["Op", "parse_ops", "check_content", "MAX_OPS"]
 
 _FIELDS = {
     "add": ({"file", "name", "content"}, {"source_conv", "ts"}),
@@ -35,6 +35,17 @@ class Op:
 
     kind: str
     args: dict[str, str] = field(default_factory=dict)
+
+
+def check_content(content: Any, where: str = "content") -> str:
+    """An item's content for the host: text with something in it (``ValueError`` → 422 otherwise).
+
+    The library stores an empty item; over the API an empty PUT is almost
+    always a bug in the caller, and removing an item is ``DELETE``.
+    """
+    if isinstance(content, str) and not content.strip():
+        raise ValueError(f"{where} is empty: an item needs some text (to remove an item, DELETE it)")
+    return content
 
 
 def _parse_op(n: int, raw: Any) -> Op:
@@ -56,6 +67,8 @@ def _parse_op(n: int, raw: Any) -> Op:
             continue
         if not isinstance(value, str):
             raise BadRequest(f"ops[{n}].{key} must be a string")
+    if kind == "add":
+        check_content(args["content"], f"ops[{n}].content")
     return Op(kind, {k: v for k, v in args.items() if v is not None})
 
 

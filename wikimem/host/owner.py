@@ -10,15 +10,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..codec import item_etag
+from ..codec import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from ..context import WriteContext
 from ..errors import NotFound
+from ..fsio import read_bytes
 from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
 from .errors import LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
-from .ops import Op, parse_ops
+from .ops import Op, check_content, parse_ops
 from .review import Review
+from .settings import OwnerSettings, check_settings, settings_record
 
 if TYPE_CHECKING:
     from ..versioned import CommitDiff, Committed, HistoryPage, Plan
@@ -122,6 +124,7 @@ class Owner(Review):
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
+        self._settings: tuple[tuple | None, OwnerSettings] = (None, OwnerSettings())
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
@@ -158,11 +161,54 @@ class Owner(Review):
         """The newest commit id."""
         return self.vstore.head()
 
+    # -- settings ----------------------------------------------------------
+
+    def settings(self) -> OwnerSettings:
+        """The owner's settings (``settings.json`` in its repository; re-read only when the file changed)."""
+        path = self.root / SETTINGS_PATH
+        try:
+            st = path.stat()
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            key = None
+        cached_key, cached = self._settings
+        if key is not None and key == cached_key:
+            return cached
+        value = OwnerSettings.from_file(parse_settings(read_bytes(path))) if key is not None else OwnerSettings()
+        self._settings = (key, value)
+        return value
+
+    def put_settings(self, changes: dict[str, Any], *, ctx: WriteContext | None = None) -> Committed:
+        """Set some settings (``None`` unsets one; the others keep their value) as one commit."""
+        from ..versioned import Committed
+
+        changes = check_settings(changes)
+        shown = ", ".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(changes.items()))
+        ctx = WriteContext.of(ctx).bound("settings", sorted(changes.items()))
+        with self.vstore.batch(ctx, message=f"settings: {shown or 'unchanged'}", kind="settings") as b:
+            if b.replay is not None:
+                return Committed(OwnerSettings.from_file(b.replay.get("settings") or {}), b.commit, True)
+            old = read_bytes(self.root / SETTINGS_PATH)
+            merged = {k: v for k, v in {**parse_settings(old), **changes}.items() if v is not None}
+            new = render_settings(merged)
+            if changes and new != old:
+                self.vstore.writer.apply({SETTINGS_PATH: (old, new)}, settings_record(changes))
+            b.result = {"settings": merged}
+        return Committed(OwnerSettings.from_file(merged), b.commit)
+
+    def _tz(self, tz: Any) -> Any:
+        """A request's time zone, else the owner's."""
+        return tz if tz is not None else self.settings().tz
+
     def files(self) -> list[str]:
         return self.store.files()
 
     def items(self, file: str | None = None) -> list[RecallItem]:
-        return self.store.items(file)
+        """All items, or those of one RecallFile (:class:`NotFound` if there is no such file)."""
+        found = self.store.items(file)
+        if file is not None and not found and file not in self.store.files():
+            raise NotFound(f"no RecallFile {file!r}")
+        return found
 
     def item(self, file: str, name: str) -> RecallItem:
         """One item; :class:`NotFound` if there is none."""
@@ -204,11 +250,13 @@ class Owner(Review):
     def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
-        The query is at most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
+        Time words in the query are read in ``tz``, else in the owner's time zone. The query is at
+        most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
         """
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
+        retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
         return index.retrieve(query, **retrieve_kwargs)
 
     def _index_as_of(self, point: str):
@@ -266,7 +314,9 @@ class Owner(Review):
 
     def add(self, file: str, name: str, content: str, *, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item (one commit); ``ctx.if_match`` is its etag or the head commit id."""
+        """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
+        etag or the head commit id. Empty content is refused (``ValueError``)."""
+        check_content(content)
         return self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx)
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
@@ -277,18 +327,29 @@ class Owner(Review):
         return done
 
     def diary_append(self, content: str, *, ctx: WriteContext | None = None, **append_kwargs: Any) -> Committed:
-        """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`."""
+        """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`
+        (``tz`` defaults to the owner's)."""
+        ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
+        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
 
-    def memorize(self, turn: str, *, character: str = "the assistant", prompt: str | None = None,
+    @staticmethod
+    def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
+                         ctx: WriteContext | None = None, **append_kwargs: Any) -> WriteContext:
+        """The context of a memorize request, bound to what a retry with its key must repeat."""
+        given = sorted((k, v) for k, v in append_kwargs.items() if v is not None)
+        return WriteContext.of(ctx).bound("memorize", turn, character, prompt, given)
+
+    def memorize(self, turn: str, *, character: str | None = None, prompt: str | None = None,
                  ctx: WriteContext | None = None, **append_kwargs: Any) -> MemorizeResult:
         """Run the host's LLM over one turn and append what it keeps, as one run and one commit.
 
         The LLM is asked before the owner's lock is taken (a slow model must
         not block other writers); a retry carrying the same idempotency key
         returns the first result without asking again. The run id defaults
-        to a new one, the actor to the character. Unpacks as
-        ``entries, run_id, commit``.
+        to a new one, the actor to the character; the character and ``tz``
+        default to the owner's settings (then "the assistant" and local
+        time). Unpacks as ``entries, run_id, commit``.
         """
         from ..memorize import memorize
 
@@ -296,10 +357,12 @@ class Owner(Review):
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
         if isinstance(turn, str):
             check_length(turn, MAX_TURN_CHARS, "turn")
-        ctx = WriteContext.of(ctx)
-        # The run id is made up once per request: it is not part of what a retry must repeat.
-        request_ctx = ctx.bound("memorize", turn, character, prompt, sorted(append_kwargs.items()))
-        ctx = WriteContext.of(request_ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        # Bound to the request as sent: the run id made up here and the owner's defaults (which may
+        # change between a request and its retry) are not part of what a retry must repeat.
+        ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
+        character = character or self.settings().character or "the assistant"
+        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
+        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
             replay = self.vstore.replay(ctx.idempotency_key, "memorize",
                                         self.vstore.request_of(ctx, "memorize"))
@@ -324,6 +387,7 @@ class Owner(Review):
         from ..memorize import handle_diary_tool
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
+        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
         with self.vstore.batch(ctx, kind="diary-tool") as b:
             if b.replay is not None:
                 entry = b.replay.get("entry")
@@ -358,6 +422,7 @@ class Owner(Review):
             removed = self.store.remove(op.args["file"], op.args["name"], owner=self.id)
             return {"op": "remove", "file": op.args["file"], "name": op.args["name"], "removed": removed}
         args.setdefault("source_conv", source_conv)
+        args["tz"] = self._tz(args.get("tz"))
         entry = self.diary.append(args.pop("content"), owner=self.id, **args)
         return {"op": "diary", "entry": asdict(entry)}
 

@@ -71,7 +71,8 @@ def rebuild_result(git: GitRepo, commit_id: str, kind: str | None) -> dict:
     added = _added_entries(git, commit) if kind in ("diary", "diary-tool", "memorize", "batch") else []
     first = asdict(added[0]) if added else None
     if kind.startswith("add ") and records:
-        return {"value": _item(git, commit.tree, records[0].get("file"), records[0].get("item"))}
+        return {"value": _item(git, commit.tree, records[0].get("file"), records[0].get("item")),
+                "created": records[0].get("action") == "add"}
     if kind.startswith("remove "):
         return {"value": True}
     if kind == "diary":

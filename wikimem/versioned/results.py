@@ -19,6 +19,7 @@ class Committed:
     value: Any
     commit: str | None
     replayed: bool = False
+    created: bool = False  # an add that made a new item (not a replacement): the API answers 201
 
 
 @dataclass

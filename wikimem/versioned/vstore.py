@@ -409,11 +409,13 @@ class VersionedStore(Undo):
         with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
-                return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True)
+                return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
+                                 created=bool(b.replay.get("created")))
             self._check_item(file, name, ctx.if_match)
             item = self.store.add(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
-            b.result = {"value": asdict(item)}
-        return Committed(item, b.commit)
+            created = b.unit.mutations[-1].record.get("action") == "add"  # the store decided, under the lock
+            b.result = {"value": asdict(item), "created": created}
+        return Committed(item, b.commit, created=created)
 
     def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
                **fields) -> Committed:
