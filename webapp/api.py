@@ -13,7 +13,9 @@ from dataclasses import asdict
 from flask import Blueprint, Response, jsonify
 
 import wikimem
+from wikimem.errors import NotFound
 from wikimem.host import EXPORT_TYPES, UNDO_TARGETS, BadRequest, validate_owner_id
+from wikimem.host.operations import job_visible
 from wikimem.host.review import HISTORY_FILTERS
 from wikimem.host.settings import SETTINGS_FIELDS
 
@@ -257,8 +259,8 @@ def get_job(job_id: str):
     owner_id = job.params.get("owner")
     if owner_id:
         require("read", owner_id)
-    else:  # a job over many owners (a bulk rollback): admins only
-        require("admin")
+    elif not job_visible(job.params, require("admin").owner_prefix):  # a bulk job: admins of its owners
+        raise NotFound(f"no job {job_id!r}")
     return jsonify(job.to_dict())
 
 

@@ -258,6 +258,8 @@ class Host(Operations):
 
     def start_jobs(self, threads: int = JOB_THREADS):
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from .bulk import JOB_KIND as BULK_ROLLBACK
+        from .bulk import handler as bulk_handler
         from .jobs import MEMORIZE, JobRunner, memorize_handler
 
         jobs = self.jobs  # (takes the lock itself)
@@ -265,6 +267,7 @@ class Host(Operations):
             if self._runner is None:
                 self._runner = JobRunner(jobs, threads=threads)
                 self._runner.register(MEMORIZE, memorize_handler(self))
+                self._runner.register(BULK_ROLLBACK, bulk_handler(self))
             runner = self._runner
         return runner.start()
 

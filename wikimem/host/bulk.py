@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..context import WriteContext
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, IdempotencyKeyReused, NotFound, StoreBusy, WikimemError
 from .errors import BadRequest
 from .runindex import RunIndex, RunQuery
 
-__all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "MAX_BULK_OWNERS",
-           "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
+__all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler",
+           "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
 
 JOB_KIND = "bulk-rollback"
 MAX_BULK_OWNERS = 10_000
@@ -139,3 +139,76 @@ def rollback_part(host, part: Part, *, job: str, force: bool = False, actor: str
     changes = done.value.get("changes", 0) if isinstance(done.value, dict) else len(done.value.changes)
     return {**out, "status": "done" if done.commit else "nothing", "commit": done.commit, "changes": changes,
             "replayed": bool(done.replayed)}
+
+
+# -- the durable job (wikimem/host/jobs.py): one step per owner --------------------------------
+
+class StepFailed(WikimemError):
+    """One owner's step failed for a reason other than a conflict; the message names the owner."""
+
+    code = "bulk_step_failed"
+
+
+def submit(host, query: RunQuery, *, within: str = "", force: bool = False, actor: str = "operator",
+           key: str | None = None):
+    """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
+
+    A retry under the same key gets its job even when the job has since
+    rolled everything back (the selection is empty by then).
+    :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
+    """
+    request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
+    scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
+    existing = None if scoped is None else host.jobs.by_key(scoped)
+    if existing is not None:
+        if existing.params != request:
+            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
+                                       "use a new key for a new request")
+        return existing, False
+    parts = select(host.run_index, query, within=within)
+    if not parts:
+        raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
+    return host.jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+
+
+def handler(host):
+    """The ``bulk-rollback`` step handler: :func:`rollback_part` for the step's owner.
+
+    A busy owner is retried later; any other failure fails the step with a
+    message that names the owner (the job goes on with the other owners).
+    """
+    from .jobs import RetryLater
+
+    def run(step) -> dict:
+        part = Part.from_dict(step.params)
+        params = step.job_params
+        try:
+            return rollback_part(host, part, job=step.job, force=bool(params.get("force")),
+                                 actor=params.get("actor") or "operator")
+        except StoreBusy as exc:
+            raise RetryLater(str(exc), delay=1.0) from None
+        except (WikimemError, ValueError) as exc:
+            raise StepFailed(f"{part.owner}: {exc}") from exc
+    return run
+
+
+def job_view(job) -> dict:
+    """A bulk rollback job as its page shows it: the selection, progress, one row per owner, counts."""
+    rows, counts = [], {}
+    for entry in job.results:
+        if "result" in entry:
+            row = dict(entry["result"])
+        elif "error" in entry:
+            message = entry["error"].get("message", "")
+            row = {"owner": message.split(": ", 1)[0] if ": " in message else "?", "status": "failed",
+                   "commit": None, "error": message}
+        else:
+            row = {"owner": None, "status": entry.get("state", "pending"), "commit": None}
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+        if row["owner"] is not None:
+            rows.append(row)
+    params = job.params
+    return {"id": job.id, "state": job.state, "done": job.done, "total": job.total, "failed": job.failed,
+            "selection": params.get("selection", {}), "force": params.get("force", False),
+            "actor": params.get("actor"), "within": params.get("within", ""), "counts": counts, "results": rows,
+            "created": job.created, "finished": job.finished}

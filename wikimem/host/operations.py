@@ -5,7 +5,8 @@ Mixed into :class:`~wikimem.host.Host` (which holds ``run_index``, ``owner()`` a
 
 from __future__ import annotations
 
-from .bulk import BulkPreview, Part, preview, rollback_part, select
+from ..errors import NotFound
+from .bulk import JOB_KIND, BulkPreview, Part, job_view, preview, rollback_part, select, submit
 from .errors import BadRequest
 from .runindex import OwnerCount, RunPage, RunQuery
 
@@ -67,3 +68,31 @@ class Operations:
         """A bulk rollback run here and now, owner after owner (the CLI and the benchmark; the API queues a job)."""
         return [self.bulk_rollback_part(p, job=job, force=force, actor=actor)
                 for p in self.bulk_parts(query, within=within)]
+
+    def start_bulk_rollback(self, query: RunQuery, *, within: str = "", force: bool = False,
+                            actor: str = "operator", idempotency_key: str | None = None) -> dict:
+        """Queue a bulk rollback of ``query`` as a durable job (one step per owner); the job as a dict.
+
+        The selection is frozen now (the preview's owners and runs); each
+        step re-reads its runs under the owner's lock. The same
+        ``idempotency_key`` returns the same job.
+        """
+        job, _ = submit(self, query, within=within, force=force, actor=actor, key=idempotency_key)
+        self.start_jobs().wake()
+        return job.to_dict()
+
+    def bulk_job(self, job_id: str, *, within: str = "") -> dict:
+        """A bulk rollback job as its page shows it (:func:`wikimem.host.bulk.job_view`).
+
+        :class:`NotFound` for another kind of job, or one whose selection
+        reaches beyond ``within`` (the caller's owner prefix).
+        """
+        job = self.job(job_id)
+        if job.kind != JOB_KIND or not job_visible(job.params, within):
+            raise NotFound(f"no bulk rollback job {job_id!r}")
+        return job_view(job)
+
+
+def job_visible(params: dict, within: str) -> bool:
+    """Whether a caller limited to owner prefix ``within`` may see a job made over ``params["within"]``."""
+    return str(params.get("within", "")).startswith(within)
