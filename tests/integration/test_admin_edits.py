@@ -167,3 +167,31 @@ def test_runs_page_and_bulk_preview_render_and_need_a_search(app):
     preview = client.get("/admin/bulk/rollback", query_string={"actor": "Elaina-v12"}).get_data(as_text=True)
     assert "Roll back 1 run of 1 owner?" in preview and "Hates tea" not in preview
     assert client.get("/admin/bulk/rollback", query_string={"owner_prefix": "user:"}).status_code == 400
+
+
+def test_bulk_rollback_from_the_pages_needs_the_admin_role_and_shows_the_job(app):
+    import time
+
+    with app.app_context():
+        for i in range(3):
+            o, _ = get_host().ensure_owner(f"user:b{i}")
+            o.add("preferences", "tea", "Hates tea.", ctx=WriteContext(actor="Elaina-v12", run=f"run_bad_{i}"))
+    olga = client_as(app, "olga")
+    page = olga.get("/admin/bulk/rollback", query_string={"actor": "Elaina-v12"}).get_data(as_text=True)
+    assert "Roll back 3 runs of 3 owners?" in page
+    form = {"csrf_token": csrf(page), "actor": "Elaina-v12", "request_id": field(page, "request_id")}
+    assert olga.post("/admin/bulk/rollback", data=form).status_code == 403  # operators may look, not bulk
+    adam = client_as(app, "adam")
+    page = adam.get("/admin/bulk/rollback", query_string={"actor": "Elaina-v12"}).get_data(as_text=True)
+    form = {"csrf_token": csrf(page), "actor": "Elaina-v12", "request_id": field(page, "request_id")}
+    r = adam.post("/admin/bulk/rollback", data=form)
+    assert r.status_code == 302 and "/admin/jobs/job_" in r.headers["Location"]
+    assert adam.post("/admin/bulk/rollback", data=form).headers["Location"] == r.headers["Location"]  # double submit
+    deadline = time.monotonic() + 60
+    while "data-state=\"done\"" not in (html := adam.get(r.headers["Location"]).get_data(as_text=True)):
+        assert time.monotonic() < deadline, html
+        time.sleep(0.2)
+    assert html.count("result-done") == 3 and "Undo this bulk rollback" in html
+    with app.app_context():
+        get_host().start_jobs().stop()
+        assert get_host().owner("user:b1").history(limit=1).entries[0].actor == "adam"

@@ -37,8 +37,8 @@ def test_preview_shows_each_owners_changes_and_conflicts_and_writes_nothing(host
     deploy = bad_deploy(host, 6)
     before = heads(host, deploy.owners)
     preview = host.preview_bulk_rollback(BAD)
-    assert preview.total == {"owners": 6, "runs": 6, "changes": 5 * 2 + 1, "conflicts": 1, "owners_with_conflicts": 1,
-                             "owners_with_nothing_to_do": 0}
+    assert preview.total == {"owners": 6, "runs": 6, "changes": 5 * 2, "changes_if_forced": 6 * 2, "conflicts": 1,
+                             "owners_with_conflicts": 1, "owners_with_nothing_to_do": 0}
     by_owner = {p.part.owner: p for p in preview.plans}
     conflicted = by_owner[deploy.conflicted]
     assert [(c["name"], c["current"], c["wanted"]) for c in conflicted.conflicts] == [

@@ -78,7 +78,9 @@ class BulkPreview:
     def total(self) -> dict:
         plans = self.plans
         return {"owners": len(plans), "runs": sum(len(p.part.runs) + len(p.part.commits) for p in plans),
-                "changes": sum(len(p.changes) for p in plans),
+                # what the job writes unless forced: owners with a conflict are skipped whole
+                "changes": sum(len(p.changes) for p in plans if not p.conflicts),
+                "changes_if_forced": sum(len(p.changes) + len(p.conflicts) for p in plans),
                 "conflicts": sum(len(p.conflicts) for p in plans),
                 "owners_with_conflicts": sum(1 for p in plans if p.conflicts),
                 "owners_with_nothing_to_do": sum(1 for p in plans if not p.changes and not p.conflicts)}
