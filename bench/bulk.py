@@ -65,17 +65,21 @@ def reference(root: Path, ids: list[str]) -> float:
     return timed(run)[0]
 
 
-def bulk_job(host: Host, query: RunQuery) -> tuple[float, list[dict]]:
-    """The bulk rollback as the API runs it: a durable job if the job runner is there, else owner by owner."""
-    start = getattr(host, "start_bulk_rollback", None)
-    if start is None or getattr(host, "jobs", None) is None:
-        return timed(lambda: host.bulk_rollback_now(query, job="bench_job", actor="bench"))
+def bulk_job(host: Host, query: RunQuery, *, durable: bool) -> tuple[float, list[dict], str]:
+    """``(seconds, per-owner results, run id of the commits)``: the bulk rollback as the API runs it (a
+    durable job: steps claimed from the job store by the host's runner threads), or owner by owner in
+    this thread (``durable=False``: what ``wikimem bulk-rollback`` does)."""
+    if not durable:
+        seconds, results = timed(lambda: host.bulk_rollback_now(query, job="bench_job", actor="bench"))
+        return seconds, results, "bench_job"
     t = time.perf_counter()
-    job = start(query, force=False, actor="bench")
+    job = host.start_bulk_rollback(query, actor="bench")
     while True:
         found = host.bulk_job(job["id"])
         if found["state"] in ("done", "failed"):
-            return time.perf_counter() - t, found.get("results") or []
+            seconds = time.perf_counter() - t
+            host.start_jobs().stop()
+            return seconds, found["results"], job["id"]
         time.sleep(0.05)
 
 
@@ -103,6 +107,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--owners", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--in-process", action="store_true", help="run the bulk rollback in this thread, not as a job")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wikimem-bulk-"))
     try:
@@ -114,9 +119,9 @@ def main() -> None:
         query = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
         t_search, page = timed(lambda: host.find_runs(query, limit=50))
         t_preview, preview = timed(lambda: host.preview_bulk_rollback(query))
-        t_job, results = bulk_job(host, query)
+        t_job, results, job_run = bulk_job(host, query, durable=not args.in_process)
         done = sum(1 for r in results if r["status"] == "done")
-        t_undo_preview, undo = timed(lambda: host.preview_bulk_rollback(RunQuery.parse(run="bench_job")))
+        t_undo_preview, undo = timed(lambda: host.preview_bulk_rollback(RunQuery.parse(run=job_run)))
         without, with_index = commit_cost(tmp / "c", args.samples)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -144,8 +149,9 @@ def main() -> None:
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    print(f"\nratios: bulk rows against the per-owner reference; the last row against the commit without the index. "
-          f"Job runner: {'durable jobs' if getattr(Host, 'start_bulk_rollback', None) else 'in-process loop'}.")
+    mode = "owner by owner in this thread" if args.in_process else "a durable job, the host's 2 runner threads"
+    print(f"\nratios: bulk rows against the per-owner reference; the last row against the commit without the "
+          f"index. Bulk rollback run as {mode}.")
 
 
 if __name__ == "__main__":
