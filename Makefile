@@ -45,6 +45,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/commits.py
 	$(PY) bench/api.py
 	$(PY) bench/slow_llm.py
+	$(PY) bench/bulk.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots
