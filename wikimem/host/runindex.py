@@ -249,6 +249,8 @@ class RunIndex:
 
     def _db(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
+            conn = None  # made before a fork: SQLite handles must not cross it
         if conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -260,7 +262,7 @@ class RunIndex:
                     except FileNotFoundError:
                         pass
                 conn = self._connect()
-            self._local.conn = conn
+            self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
     def _connect(self) -> sqlite3.Connection:
@@ -284,8 +286,12 @@ class RunIndex:
     def start(self, has_owners: bool) -> None:
         """At a host's start: a new index over a data root that already has owners is incomplete until a rebuild
         (each owner is indexed whole at its next write; the others only by ``wikimem index rebuild``)."""
-        if not self.path.exists():
+        if self.path.exists():
+            return
+        try:
             self.set_complete(not has_owners)
+        except (OSError, sqlite3.Error):  # a read-only data root: searches work on what is there
+            log.warning("run index: could not create %s", self.path, exc_info=True)
 
     def set_complete(self, complete: bool) -> None:
         with self._write() as db:
