@@ -27,7 +27,7 @@ $(DEV_STAMP): pyproject.toml | $(PY)
 	touch $@ $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	WIKIMEM_DATA=$${WIKIMEM_DATA:-$(DATA)} $(VENV)/bin/wikimem serve --demo
+	WIKIMEM_DATA=$${WIKIMEM_DATA:-$(DATA)} WIKIMEM_EMBEDDER=$${WIKIMEM_EMBEDDER-local} $(VENV)/bin/wikimem serve --demo
 
 system-deps:
 	.ci/system-deps
@@ -45,6 +45,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/commits.py
 	$(PY) bench/api.py
 	$(PY) bench/slow_llm.py
+	$(PY) bench/quality.py
 	$(PY) bench/bulk.py
 
 clean:

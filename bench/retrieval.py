@@ -39,6 +39,17 @@ What is measured, exactly:
 
 Build, cold and w→r figures are medians of repeated runs (``--repeat``,
 ``--writes``, ``--ref-writes``); p50/p99 are over the queries.
+
+``--fusion`` measures instead what fusion adds to a retrieve (issue 17: fused
+retrieve at 10k items within 3 ms + the model call), same corpus, same
+queries, same run: BM25 alone, fusion (w = 0.5), fusion with neighbour
+context, each with a *zero-cost* in-process embedder (vectors drawn from a
+hash of the text, 384 dimensions), so what is timed is wikimem's own work —
+BM25, the vector scoring over the memmapped cache, the union and the
+fusion. The embedder's own time per query, and one pass of cosines over
+the whole matrix (the memory-bound floor of exact vector scoring), are
+printed on their own lines. On a busy machine set ``OPENBLAS_NUM_THREADS=1``:
+a two-thread matrix-vector product waits for a second core.
 """
 
 from __future__ import annotations
@@ -457,7 +468,70 @@ def parse_args(argv):
     parser.add_argument("--repeat", type=int, default=3, help="repeats of each build measurement")
     parser.add_argument("--writes", type=int, default=60, help="write-then-read samples for wikimem")
     parser.add_argument("--ref-writes", type=int, default=3, help="re-index samples for the references")
+    parser.add_argument("--fusion", action="store_true", help="measure the cost of fusion instead (see above)")
     return parser.parse_args(argv)
+
+
+class ZeroCostEmbedder:
+    """Deterministic 384-d vectors from a hash of the text: no model, (almost) no time."""
+
+    model = "zero-cost"
+    dim = 384
+
+    def embed(self, texts):
+        import hashlib
+
+        out = np.empty((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little")
+            out[i] = np.random.default_rng(seed).standard_normal(self.dim)
+        return out
+
+    embed_query = embed
+
+
+def bench_fusion(args) -> int:
+    """BM25 vs fused retrieve at the given sizes: p50/p99 in the same run."""
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print("fusion cost (zero-cost embedder, 384 dims; figures from a shared 2-core machine)\n")
+    print("| lang | items | variant | p50 ms | p99 ms | p50 − BM25 |")
+    print("|---|---:|---|---:|---:|---:|")
+    emb = ZeroCostEmbedder()
+    for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
+        for n in sizes:
+            corpus = Corpus(lang, n, args.queries)
+            with tempfile.TemporaryDirectory() as tmp:
+                root = Path(tmp)
+                corpus.write(root)
+                store = MemoryStore(root)
+                variants = [
+                    ("BM25", MemoryIndex(store, use_jieba=False)),
+                    ("fusion", MemoryIndex(store, use_jieba=False, embedder=emb, vectors_dir=root / "v1")),
+                    ("fusion + neighbours", MemoryIndex(store, use_jieba=False, embedder=emb,
+                                                       vectors_dir=root / "v2", neighbour_context=True)),
+                ]
+                for _, index in variants:
+                    index.retrieve(corpus.queries[0])  # build, embed the cache once
+                base = None
+                for name, index in variants:
+                    for q in corpus.queries[:50]:
+                        index.retrieve(q)  # warm
+                    p50, p99 = (x * 1e3 for x in percentiles(lambda q, index=index: index.retrieve(q), corpus.queries))
+                    base = p50 if base is None else base
+                    print(f"| {lang} | {n:,} | {name} | {p50:.2f} | {p99:.2f} | {p50 - base:+.2f} |")
+                    if name == "fusion":
+                        assert index.retrieve(corpus.queries[1]).embedding_used
+                        state = index._embedding_search()._state
+                        vectors = [np.asarray(emb.embed([q])[0]) for q in corpus.queries[:200]]
+                        mv50, mv99 = (x * 1e3 for x in percentiles(state.index.all_scores, vectors))
+                        matvec = f"| {lang} | {n:,} | (one {n:,} × {emb.dim} cosine pass alone) | {mv50:.2f} | {mv99:.2f} | |"
+                print(matvec)
+            t0 = time.perf_counter()
+            for q in corpus.queries:
+                emb.embed_query([q])
+            print(f"| {lang} | {n:,} | (the zero-cost embedder itself, per query) | "
+                  f"{(time.perf_counter() - t0) / len(corpus.queries) * 1e3:.2f} | | |")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -467,6 +541,8 @@ def main(argv=None) -> int:
     import rank_bm25  # noqa: F401
 
     args = parse_args(argv)
+    if args.fusion:
+        return bench_fusion(args)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     langs = [s.strip() for s in args.langs.split(",") if s.strip()]
     print(f"python {platform.python_version()}, numpy {np.__version__}, bm25s {bm25s.__version__}, "

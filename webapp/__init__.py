@@ -32,20 +32,37 @@ def _asset_folder(name: str) -> str:
 def _make_host(config: Mapping[str, Any]):
     from wikimem.host import Host, OwnerQuota
 
-    llm = embedder = None
+    from .config import recall_options
+
+    llm = None
     if config.get("LLM_URL"):
         from wikimem.llm import ChatClient
 
         llm = ChatClient(config["LLM_URL"], config["LLM_MODEL"], api_key=config.get("LLM_API_KEY"),
                          timeout=float(config["LLM_TIMEOUT"]))
-    if config.get("EMBED_URL"):
-        from wikimem.vectors import HttpEmbedder
-
-        embedder = HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
-                                timeout=float(config["EMBED_TIMEOUT"]))
     quota = OwnerQuota(int(config["QUOTA_OWNERS"]), int(config["QUOTA_OWNERS_PER_MINUTE"]))
-    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=embedder, llm=llm,
-                quota=quota)
+    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=_make_embedder(config),
+                llm=llm, recall=recall_options(config), quota=quota)
+
+
+def _make_embedder(config: Mapping[str, Any]):
+    """The bundled local model (``WIKIMEM_EMBEDDER=local``), an endpoint (``WIKIMEM_EMBED_URL``) or None.
+
+    Both are stdlib until used: numpy and the model load on the first retrieve.
+    """
+    if config.get("EMBEDDER") == "local":
+        from wikimem.local_embedder import LocalEmbedder
+
+        return LocalEmbedder(threads=config.get("EMBED_THREADS"))
+    if config.get("EMBED_URL") and config.get("EMBEDDER") != "none":
+        from wikimem.embedding import HttpEmbedder
+
+        return HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
+                            timeout=float(config["EMBED_TIMEOUT"]), query_model=config.get("EMBED_QUERY_MODEL"),
+                            query_prefix=config.get("EMBED_QUERY_PREFIX") or "",
+                            passage_prefix=config.get("EMBED_PASSAGE_PREFIX") or "",
+                            input_type=bool(config.get("EMBED_INPUT_TYPE")))
+    return None
 
 
 def get_host():

@@ -16,6 +16,17 @@ environment                config key             meaning (default)
 ``WIKIMEM_EMBED_URL``      ``EMBED_URL``          OpenAI-compatible embeddings endpoint
 ``WIKIMEM_EMBED_MODEL``    ``EMBED_MODEL``        embedding model name
 ``WIKIMEM_EMBED_API_KEY``  ``EMBED_API_KEY``      its key
+``WIKIMEM_EMBED_QUERY_MODEL`` ``EMBED_QUERY_MODEL`` model name sent for queries (the same)
+``WIKIMEM_EMBED_QUERY_PREFIX`` ``EMBED_QUERY_PREFIX`` text put before queries (e5: ``"query: "``)
+``WIKIMEM_EMBED_PASSAGE_PREFIX`` ``EMBED_PASSAGE_PREFIX`` text put before memory items (``"passage: "``)
+``WIKIMEM_EMBED_INPUT_TYPE`` ``EMBED_INPUT_TYPE``   send ``input_type`` query/passage (off)
+``WIKIMEM_EMBEDDER``       ``EMBEDDER``           ``local`` = the bundled model; unset = the URL if given
+``WIKIMEM_EMBED_THREADS``  ``EMBED_THREADS``      threads of the local model (all cores)
+``WIKIMEM_EMBED_BACKGROUND`` ``EMBED_BACKGROUND`` embed memory off the request path (on for local)
+``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
+``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries (on)
+``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
+``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.5)
 ``WIKIMEM_INDEX_CACHE``    ``INDEX_CACHE``        owners' indexes a process keeps (64)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
@@ -40,7 +51,7 @@ import os
 import secrets
 from typing import Any, Mapping
 
-__all__ = ["DEFAULTS", "ENV_VARS", "load_config", "ConfigError", "check_secret"]
+__all__ = ["DEFAULTS", "ENV_VARS", "load_config", "ConfigError", "check_secret", "recall_options"]
 
 DEFAULTS: dict[str, Any] = {
     "DATA_ROOT": "data",
@@ -57,6 +68,17 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_MODEL": None,
     "EMBED_API_KEY": None,
     "EMBED_TIMEOUT": 5.0,
+    "EMBED_QUERY_MODEL": None,
+    "EMBED_QUERY_PREFIX": "",
+    "EMBED_PASSAGE_PREFIX": "",
+    "EMBED_INPUT_TYPE": False,
+    "EMBEDDER": None,
+    "EMBED_THREADS": None,
+    "EMBED_BACKGROUND": None,  # None: on for the local model, off for an endpoint
+    "TOKENIZER": "bigram",
+    "QUERY_STOPWORDS": True,
+    "NEIGHBOUR_CONTEXT": True,
+    "FUSION_WEIGHT": 0.5,
     "INDEX_CACHE": 64,
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
@@ -82,6 +104,17 @@ ENV_VARS = {
     "WIKIMEM_EMBED_URL": "EMBED_URL",
     "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
     "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
+    "WIKIMEM_EMBED_QUERY_MODEL": "EMBED_QUERY_MODEL",
+    "WIKIMEM_EMBED_QUERY_PREFIX": "EMBED_QUERY_PREFIX",
+    "WIKIMEM_EMBED_PASSAGE_PREFIX": "EMBED_PASSAGE_PREFIX",
+    "WIKIMEM_EMBED_INPUT_TYPE": "EMBED_INPUT_TYPE",
+    "WIKIMEM_EMBEDDER": "EMBEDDER",
+    "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
+    "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
+    "WIKIMEM_TOKENIZER": "TOKENIZER",
+    "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
+    "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
+    "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
     "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
@@ -95,6 +128,12 @@ ENV_VARS = {
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
 _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+_OPTIONAL_INTS = {"EMBED_THREADS"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT"}
+_BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+TOKENIZERS = ("bigram", "jieba")
+EMBEDDERS = ("local", "none")
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
 MIN_SECRET_LEN = 16
@@ -110,19 +149,50 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         value = environ.get(var)
         if value is None or value == "":
             continue
-        if key in _INTS:
+        if key in _INTS or key in _OPTIONAL_INTS:
             try:
                 out[key] = int(value)
             except ValueError:
                 raise ConfigError(f"{var} must be an integer, got {value!r}") from None
-        elif key == "LLM_TIMEOUT":
+        elif key in _FLOATS:
             try:
                 out[key] = float(value)
             except ValueError:
-                raise ConfigError(f"{var} must be a number of seconds, got {value!r}") from None
+                raise ConfigError(f"{var} must be a number, got {value!r}") from None
+        elif key in _BOOLS:
+            flag = value.strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off, got {value!r}")
+            out[key] = flag in _TRUE
         else:
             out[key] = value
     return out
+
+
+def _check_recall(config: dict[str, Any]) -> None:
+    """The tokenizer, the embedder choice and their switches (issue 17)."""
+    if config["TOKENIZER"] not in TOKENIZERS:
+        raise ConfigError(f"WIKIMEM_TOKENIZER must be bigram or jieba, got {config['TOKENIZER']!r}")
+    embedder = config["EMBEDDER"] or None
+    if embedder is not None and embedder not in EMBEDDERS:
+        raise ConfigError(f"WIKIMEM_EMBEDDER must be local or none (unset: WIKIMEM_EMBED_URL if given), "
+                          f"got {embedder!r}")
+    if embedder == "local":
+        if config["EMBED_URL"]:
+            raise ConfigError("set WIKIMEM_EMBEDDER=local or WIKIMEM_EMBED_URL, not both")
+        from wikimem.local_embedder import local_model_available
+
+        if not local_model_available():
+            raise ConfigError("WIKIMEM_EMBEDDER=local needs the bundled model: pip install 'wikimem[embed-local]'")
+    threads = config["EMBED_THREADS"]
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
+    weight = config["FUSION_WEIGHT"]
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"WIKIMEM_FUSION_WEIGHT must be a number in [0, 1], got {weight!r}")
+    for key in _BOOLS - {"EMBED_BACKGROUND"}:
+        if not isinstance(config[key], bool):
+            raise ConfigError(f"{key} must be true or false, got {config[key]!r}")
 
 
 def check_secret(config: dict[str, Any]) -> None:
@@ -161,5 +231,26 @@ def load_config(test_config: Mapping[str, Any] | None = None,
         raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):
         raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+    _check_recall(config)
     check_secret(config)
     return config
+
+
+def recall_options(config: Mapping[str, Any]):
+    """How the host's indexes retrieve (:class:`wikimem.retrieval.RecallOptions`) for this configuration.
+
+    The defaults are what ``bench/quality.py`` measured best: character
+    bigrams for Chinese, function words dropped from queries, neighbour
+    context, memory embedded in the background with the local model.
+    """
+    from wikimem.retrieval import RecallOptions
+
+    local = config.get("EMBEDDER") == "local"
+    background = config.get("EMBED_BACKGROUND")
+    return RecallOptions(
+        use_jieba=config.get("TOKENIZER", "bigram") == "jieba",
+        query_stopwords=bool(config.get("QUERY_STOPWORDS", True)),
+        neighbour_context=bool(config.get("NEIGHBOUR_CONTEXT", True)),
+        embed_in_background=local if background is None else bool(background),
+        fusion_weight=float(config.get("FUSION_WEIGHT", 0.5)),
+    )

@@ -285,10 +285,6 @@ class BM25Index:
             self._renumber()
         return True
 
-    def clear(self) -> None:
-        """Remove every document."""
-        self.__init__(k1=self.k1, b=self.b, use_numpy=self.use_numpy)
-
     @staticmethod
     def _sweep(p: _Postings) -> None:
         live = [(s, tf) for s, tf in zip(p.slots, p.tfs) if tf]
@@ -318,20 +314,24 @@ class BM25Index:
     # -- scoring -----------------------------------------------------------
 
     def top_k(self, query: Sequence[str], k: int | None = 10, *,
-              extra: Sequence[tuple[Hashable, Sequence[str]]] = ()) -> list[tuple[Hashable, float]]:
+              extra: Sequence[tuple[Hashable, Sequence[str]]] = (),
+              peers: Sequence["BM25Index"] = ()) -> list[tuple[Hashable, float]]:
         """The best ``k`` documents for the query terms as ``(key, score)``.
 
         ``k=None`` returns every matching document. ``extra`` documents
         (``(key, terms)``) join the collection for this query only — their
         terms count in N, df and avgdl exactly as if they were indexed.
+        ``peers`` are other indexes whose documents count in the statistics
+        too (one collection kept in two indexes, e.g. the wiki and the
+        diary); their documents are not returned — ask each index in turn.
         Score descending, ties by key ascending; only documents sharing a
         term with the query are returned.
         """
         if k is not None and k <= 0:
             return []
         extra_docs = [(key, Counter(terms)) for key, terms in extra]
-        stats = self._stats(extra_docs)
-        plan = self._plan(query, stats, extra_docs)
+        stats = self._stats(extra_docs, peers)
+        plan = self._plan(query, stats, extra_docs, peers)
         if not plan:
             return []
         ranked = self._rank_index(plan, stats, k)
@@ -340,35 +340,60 @@ class BM25Index:
         return _best(ranked, k)
 
     def score(self, key: Hashable, query: Sequence[str], *,
-              extra: Sequence[tuple[Hashable, Sequence[str]]] = ()) -> float:
+              extra: Sequence[tuple[Hashable, Sequence[str]]] = (),
+              peers: Sequence["BM25Index"] = ()) -> float:
         """The BM25 score of one indexed document (0.0 if unknown or unmatched)."""
-        slot = self._slot_of.get(key)
-        if slot is None:
-            return 0.0
+        return self.scores([key], query, extra=extra, peers=peers).get(key, 0.0)
+
+    def scores(self, keys: Iterable[Hashable], query: Sequence[str], *,
+               extra: Sequence[tuple[Hashable, Sequence[str]]] = (),
+               peers: Sequence["BM25Index"] = ()) -> dict[Hashable, float]:
+        """BM25 scores of indexed documents (0.0 when unmatched; unknown keys left out).
+
+        The query is planned once for all of them: what fusion needs for the
+        vector candidates BM25 did not rank.
+        """
+        slots = [(key, self._slot_of.get(key)) for key in keys]
+        slots = [(key, slot) for key, slot in slots if slot is not None]
+        if not slots:
+            return {}
         extra_docs = [(k, Counter(t)) for k, t in extra]
-        stats = self._stats(extra_docs)
-        total, dl = 0.0, self._dl[slot]
-        for t in self._plan(query, stats, extra_docs):
-            if t.postings is not None:
+        stats = self._stats(extra_docs, peers)
+        plan = [t for t in self._plan(query, stats, extra_docs, peers) if t.postings is not None]
+        out = {}
+        for key, slot in slots:
+            total, dl = 0.0, self._dl[slot]
+            for t in plan:
                 pos = t.postings.find(slot)
                 if pos >= 0:
                     total = total + t.weight * self._impact(t.postings.tfs[pos], dl, stats.avgdl)
-        return total
+            out[key] = total
+        return out
 
     def _impact(self, tf: int, dl: int, avgdl: float) -> float:
         # The one formula; bm25_numpy evaluates the same operations in the same order.
         k1, b = self.k1, self.b
         return tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / avgdl))
 
-    def _stats(self, extra_docs: list[tuple[Hashable, Counter]]) -> _Stats:
-        n, total = len(self._slot_of), self._total
+    def counts(self) -> tuple[int, int, int]:
+        """``(documents, total length, version)``: what a peer index adds to collection statistics."""
+        return len(self._slot_of), self._total, self._version
+
+    def _stats(self, extra_docs: list[tuple[Hashable, Counter]], peers: Sequence["BM25Index"] = ()) -> _Stats:
+        n, total, version = self.counts()
+        if peers:
+            counted = [p.counts() for p in peers]
+            n += sum(c[0] for c in counted)
+            total += sum(c[1] for c in counted)
+            # Impacts depend on avgdl only: cacheable per state of every index counted.
+            version = (version, tuple((id(p), c[2]) for p, c in zip(peers, counted)))
         if not extra_docs:
-            return _Stats(n, total / n if n else 0.0, self._version)
+            return _Stats(n, total / n if n else 0.0, version)
         n += len(extra_docs)
         total += sum(sum(c.values()) for _, c in extra_docs)
         return _Stats(n, total / n, None)
 
-    def _plan(self, query: Sequence[str], stats: _Stats, extra_docs) -> list[_Term]:
+    def _plan(self, query: Sequence[str], stats: _Stats, extra_docs, peers: Sequence["BM25Index"] = ()) -> list[_Term]:
         """Matched query terms with their weights, in the scoring order.
 
         The order (weight descending, then term) depends only on the
@@ -378,7 +403,7 @@ class BM25Index:
         plan = []
         counts = Counter(query) if len(query) > 1 else {t: 1 for t in query}
         n, vocab = stats.n, self._postings
-        if not extra_docs:
+        if not extra_docs and not peers:
             for term, qtf in counts.items():
                 p = vocab.get(term)
                 if p is not None:
@@ -389,6 +414,7 @@ class BM25Index:
             p = vocab.get(term)
             extra_tf = tuple(c.get(term, 0) for _, c in extra_docs)
             df = (p.df if p is not None else 0) + sum(1 for tf in extra_tf if tf)
+            df += sum(peer.df(term) for peer in peers)
             if df:
                 plan.append(_Term(term, qtf * idf(stats.n, df), p, extra_tf))
         plan.sort(key=lambda t: (-t.weight, t.term))

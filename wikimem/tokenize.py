@@ -4,6 +4,11 @@ Latin text becomes lowercased ``[a-z0-9]+`` words. CJK text (Han, kana,
 Hangul) becomes character bigrams — a lone CJK character is its own token,
 and punctuation or any other character ends a run, so no bigram crosses it —
 or jieba words when the ``[zh]`` extra is importable and allowed.
+
+Tokenising is linear in the input for any text: jieba segments only runs of
+at most :data:`JIEBA_MAX_RUN` characters; a longer run (no punctuation for
+hundreds of characters — a paste, a log, an attack) becomes bigrams, whose
+cost is linear by construction.
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ import logging
 import re
 import threading
 
-__all__ = ["tokenize", "est_tokens", "jieba_available"]
+__all__ = ["tokenize", "est_tokens", "jieba_available", "JIEBA_MAX_RUN"]
+
+# Longest CJK run handed to jieba. Real sentences between punctuation are far
+# shorter; beyond it jieba's cost per character grows (DAG + HMM over one
+# huge run) while its words stop mattering for ranking.
+JIEBA_MAX_RUN = 256
 
 # Han (basic, extension A, compatibility, the supplementary planes),
 # hiragana, katakana and Hangul syllables.
@@ -82,7 +92,7 @@ def tokenize(text: str, *, use_jieba: bool | None = None) -> list[str]:
     for token in _TOKEN_RE.findall(lowered):
         if token[0] < "\u0080":  # ASCII: a latin word
             out.append(token)
-        elif jieba is not None:
+        elif jieba is not None and len(token) <= JIEBA_MAX_RUN:
             out.extend(w for w in jieba.lcut(token) if not w.isspace())
         else:
             _bigrams(token, out)

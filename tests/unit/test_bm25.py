@@ -262,3 +262,51 @@ def test_impact_caches_stay_under_their_bound_and_rank_the_same(use_numpy, monke
         assert 0 < index.cached_impact_bytes <= 4000
     for q in queries[:40] + queries[-10:]:  # evicted and still cached terms alike
         assert index.top_k(q, 10) == build(corpus, use_numpy=use_numpy).top_k(q, 10)
+
+
+# -- peers: one collection kept in two indexes --------------------------------------
+
+
+@pytest.mark.parametrize("use_numpy", [False, True])
+@pytest.mark.parametrize("query", [["sea"], ["sea", "blue"], ["coffee", "sky", "sea"], ["nothing"], ["sea", "sea"]])
+def test_peers_score_as_one_collection(query, use_numpy):
+    first, second = {k: CORPUS[k] for k in ("d1", "d3", "d5")}, {k: CORPUS[k] for k in ("d2", "d4")}
+    a, b = BM25Index(use_numpy=use_numpy), BM25Index(use_numpy=use_numpy)
+    for key, doc in first.items():
+        a.add(key, doc)
+    for key, doc in second.items():
+        b.add(key, doc)
+    expected = direct_scores(CORPUS, query)
+    got = dict(a.top_k(query, None, peers=[b])) | dict(b.top_k(query, None, peers=[a]))
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-12)
+    assert set(dict(a.top_k(query, None, peers=[b]))) <= set(first)  # a peer's documents are not returned
+
+
+def test_peer_statistics_follow_the_peers_changes():
+    a, b = BM25Index(), BM25Index()
+    a.add("x", ["sea", "sky"])
+    b.add("y", ["sea"])
+    before = a.top_k(["sea"], None, peers=[b])
+    b.add("z", ["sea", "sea"])  # df(sea) and avgdl change: cached impacts must not be reused
+    after = a.top_k(["sea"], None, peers=[b])
+    corpus = {"x": ["sea", "sky"], "y": ["sea"], "z": ["sea", "sea"]}
+    assert after[0][1] == pytest.approx(direct_scores(corpus, ["sea"])["x"], rel=1e-12)
+    assert after[0][1] != before[0][1]
+
+
+def test_scores_of_many_keys_equal_one_by_one():
+    index = BM25Index()
+    for key, doc in CORPUS.items():
+        index.add(key, doc)
+    query = ["sea", "blue", "sea"]
+    many = index.scores(["d1", "d2", "d3", "nope"], query)
+    assert "nope" not in many and many["d3"] == 0.0
+    assert many == {k: index.score(k, query) for k in ("d1", "d2", "d3")}
+    assert many["d1"] == pytest.approx(direct_scores(CORPUS, query)["d1"], rel=1e-12)
+
+
+def test_the_index_has_no_clear():
+    # clear() re-ran __init__ on a live index (dead code, and unsafe with the caches): removed
+    assert not hasattr(BM25Index, "clear")

@@ -114,3 +114,22 @@ def test_jieba_flag_in_process(root, capsys):
     assert "query terms: 想 去 海边" in out or "query terms: 想去 海边" in out
     assert main(["--store", str(root), "explain", "想去海边", "--no-jieba"]) == 0
     assert "query terms: 想去 去海 海边" in capsys.readouterr().out
+
+
+def test_explain_diary_all_searches_every_entry(root):
+    out = run("explain", "开心", "--no-jieba", "--diary", "all", store=root)
+    assert out.returncode == 0, out.stderr
+    assert "time gate: off (no time window; every diary entry is searched)" in out.stdout
+    assert "1. hit  diary 2026-07-21:14:30" in out.stdout
+    seed = run("explain", "开心", "--no-jieba", store=root)
+    assert seed.returncode == 1 and "no memories found" in seed.stdout  # the seed: no window, no diary
+    bad = run("explain", "x", "--diary", "some", store=root)
+    assert bad.returncode == 2
+    assert run("explain", "x", "--diary", "all", "--recency-half-life", "0", store=root).returncode == 2
+    assert run("explain", "开心", "--no-jieba", "--diary", "all", "--recency-half-life", "30",
+               store=root).returncode == 0
+
+
+def test_explain_stopwords(root):
+    out = run("explain", "the coffee", "--stopwords", store=root)
+    assert "query terms: coffee" in out.stdout

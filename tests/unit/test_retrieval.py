@@ -232,3 +232,23 @@ def test_retrieved_item_to_dict_of_a_link():
     d = entry.to_dict()
     assert d["source"] == "link" and d["via"] == "x" and d["score"] is None and d["kind"] == "wiki"
     assert d["item"] == {"file": "a", "name": "b", "content": "c", "owner": None, "source_conv": None, "ts": None}
+
+
+def test_a_target_linked_from_an_earlier_hit_stays_a_link_when_it_is_also_a_later_hit(tmp_path):
+    """The peer library's rule: the first entry in injection order survives."""
+    s = MemoryStore(tmp_path)
+    s.add("a", "first", "apple apple apple [[b:second]]")
+    s.add("b", "second", "apple pie [[c:third]]")
+    s.add("c", "third", "the third one")
+    s.add("d", "other", "an apple among many more words in a long sentence about nothing much at all")
+    result = MemoryIndex(s, use_jieba=False).retrieve("apple", limit=3)
+    hits = [e.item.name for e in MemoryIndex(s, use_jieba=False).retrieve("apple", limit=3, expand_links=False).items]
+    assert hits == ["first", "second", "other"]  # "second" is a later hit
+    assert names(result) == [
+        ("hit", "a", "first"),
+        ("link", "b", "second"),  # injected right after "first"; not repeated as a hit
+        ("link", "c", "third"),   # the later hit's own links are still followed
+        ("hit", "d", "other"),
+    ]
+    second = result.items[1]
+    assert (second.via, second.via_file, second.score) == ("first", "a", None)

@@ -99,3 +99,34 @@ def test_bigram_tokens_are_well_formed(text):
     latin = [t for t in tokens if not CJK_RE.match(t)]
     cjk_chars = len(CJK_RE.findall(text))
     assert est_tokens(text) == len(latin) + cjk_chars  # one per latin word, one per CJK character
+
+
+# -- bounded jieba: linear for any input ------------------------------------------
+
+
+def _bigram_reference(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+@pytest.mark.skipif(not jieba_available(), reason="jieba not installed")
+def test_a_huge_cjk_run_is_bigrams_even_with_jieba():
+    from wikimem.tokenize import JIEBA_MAX_RUN
+
+    run = "我们今天去海边玩了很开心喜欢咖啡工作公司机器人朋友家里吃饭看电影" * 10_000  # ~350k characters
+    assert len(run) > 300_000 > JIEBA_MAX_RUN
+    assert tokenize(run, use_jieba=True) == _bigram_reference(run)
+
+
+@pytest.mark.skipif(not jieba_available(), reason="jieba not installed")
+def test_only_the_runs_above_the_cap_fall_back_to_bigrams():
+    from wikimem.tokenize import JIEBA_MAX_RUN
+
+    long_run = "海边咖啡" * (JIEBA_MAX_RUN // 4 + 1)
+    short_run = "我喜欢海边"
+    tokens = tokenize(f"{short_run}，{long_run}。hello", use_jieba=True)
+    head = tokenize(short_run, use_jieba=True)
+    assert "喜欢" in head and "欢海" not in head  # jieba words below the cap
+    assert tokens == head + _bigram_reference(long_run) + ["hello"]
+    at_cap = ("我喜欢海边" * JIEBA_MAX_RUN)[:JIEBA_MAX_RUN]  # at the cap: still jieba's words
+    assert "欢海" not in tokenize(at_cap, use_jieba=True)
+    assert "欢海" in tokenize(at_cap + "我", use_jieba=True)  # one more character: bigrams

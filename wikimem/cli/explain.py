@@ -29,7 +29,22 @@ def register(sub) -> None:
     p.add_argument("--time-range", type=_time_range, default=None, metavar="START..END",
                    help="diary window of local dates, e.g. 2026-07-20..2026-07-21 (or one date)")
     p.add_argument("--tz", default=None, help="time zone for words like 昨天 (default: local)")
+    p.add_argument("--diary", choices=("window", "all"), default="window",
+                   help="window: the diary only through a time window (default); all: every entry ranked with the wiki")
+    p.add_argument("--recency-half-life", type=_positive_days, default=None, metavar="DAYS",
+                   help="with --diary all: favour recent entries (score × 0.5 + 0.5·2^(−age/DAYS))")
+    p.add_argument("--stopwords", action="store_true", help="drop function words from the query terms")
     p.set_defaults(handler=cmd_explain)
+
+
+def _positive_days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
+    return value
 
 
 def _non_negative(text: str) -> int:
@@ -56,10 +71,11 @@ def _time_range(text: str) -> tuple[str, str]:
 
 def cmd_explain(args) -> int:
     store = open_store(args)
-    index = MemoryIndex(store, use_jieba=args.jieba)
+    index = MemoryIndex(store, use_jieba=args.jieba, query_stopwords=args.stopwords)
     result = index.retrieve(args.query, limit=args.limit, budget_tokens=args.budget,
                             expand_links=not args.no_links, explain=True,
-                            time_range=args.time_range, tz=args.tz)
+                            time_range=args.time_range, tz=args.tz, diary=args.diary,
+                            recency_half_life=args.recency_half_life)
     for line in render(result):
         print(line)
     return EXIT_OK if result.items else EXIT_NOT_FOUND
@@ -69,7 +85,7 @@ def render(result: RetrievalResult) -> list[str]:
     """The explain report, line by line."""
     lines = [f"query terms: {' '.join(result.query_terms) if result.query_terms else '(none)'}",
              _time_gate(result),
-             f"embedding: {'used' if result.embedding_used else 'off (BM25 only)'}"]
+             _embedding(result)]
     if not result.items:
         lines.append("no memories found")
     rank = 0
@@ -87,8 +103,17 @@ def render(result: RetrievalResult) -> list[str]:
     return lines
 
 
+def _embedding(result: RetrievalResult) -> str:
+    line = f"embedding: {'used' if result.embedding_used else 'off (BM25 only)'}"
+    if result.vectors is not None:
+        line += f"; vectors {result.vectors['embedded']} of {result.vectors['total']} embedded"
+    return line
+
+
 def _time_gate(result: RetrievalResult) -> str:
     if result.time_range is None:
+        if result.diary == "all":
+            return "time gate: off (no time window; every diary entry is searched)"
         return "time gate: off (no time window; the diary is not searched)"
     start, end = result.time_range
     window = start if start == end else f"{start}..{end}"

@@ -49,7 +49,7 @@ MAX_PAGE = 1000
 class Host(Operations):
     """Owners → versioned stores and indexes, for one process."""
 
-    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None,
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
@@ -61,6 +61,7 @@ class Host(Operations):
         self.embedder = embedder
         self.llm = llm
         self.quota = quota or OwnerQuota()
+        self.recall = recall  # wikimem.retrieval.RecallOptions for every index (None: the library's defaults)
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
         self._jobs = None  # JobStore, opened on first use
@@ -81,7 +82,8 @@ class Host(Operations):
         return self.owners_dir / encode_owner_id(owner_id)
 
     def _open(self, owner_id: str, path: Path) -> Owner:
-        owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm, cache_dir=self.cache_dir / path.name)
+        owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
+                      cache_dir=self.cache_dir / path.name, recall=self.recall)
         owner.vstore.on_commit.append(self.run_index.listener(owner))
         return owner
 

@@ -112,7 +112,8 @@ class Owner(Review):
     the library's own tools and tests — the web layer never reaches it.
     """
 
-    def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None):
+    def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
+                 recall=None):
         from ..versioned import VersionedStore
 
         self.id = owner_id
@@ -121,6 +122,7 @@ class Owner(Review):
         self.embedder = embedder
         self.llm = llm
         self._cache_dir = cache_dir
+        self.recall = recall  # RecallOptions of the host (None: the library's defaults)
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
@@ -245,7 +247,9 @@ class Owner(Review):
     def _new_index(self, store=None, vectors_dir=None):
         from ..retrieval import MemoryIndex
 
-        return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir)
+        options = self.recall.kwargs() if self.recall is not None else {}
+        return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir,
+                           **options)
 
     def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
