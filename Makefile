@@ -46,6 +46,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/api.py
 	$(PY) bench/slow_llm.py
 	$(PY) bench/quality.py
+	$(PY) bench/cluster.py
 	$(PY) bench/bulk.py
 
 clean:

@@ -42,7 +42,8 @@ def _make_host(config: Mapping[str, Any]):
                          timeout=float(config["LLM_TIMEOUT"]))
     quota = OwnerQuota(int(config["QUOTA_OWNERS"]), int(config["QUOTA_OWNERS_PER_MINUTE"]))
     return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=_make_embedder(config),
-                llm=llm, recall=recall_options(config), quota=quota)
+                llm=llm, recall=recall_options(config), quota=quota,
+                replication=config.get("REPLICATION_SETTINGS"), peers=config.get("PEER_SET"))
 
 
 def _make_embedder(config: Mapping[str, Any]):
@@ -63,6 +64,16 @@ def _make_embedder(config: Mapping[str, Any]):
                             passage_prefix=config.get("EMBED_PASSAGE_PREFIX") or "",
                             input_type=bool(config.get("EMBED_INPUT_TYPE")))
     return None
+
+
+def _readyz():
+    """Ready to serve: the data root is usable and, with a remote, the remote answers (else 503)."""
+    ready, remote = get_host().ready()
+    response = jsonify(ready=ready, remote=remote)
+    if not ready:
+        response.status_code = 503
+        response.headers["Retry-After"] = "5"
+    return response
 
 
 def get_host():
@@ -115,6 +126,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["wikimem.host_lock"] = threading.Lock()
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]
+    elif config.get("REPLICATION_SETTINGS") is not None and config["REPLICATION_SETTINGS"].mode == "async":
+        # at once, not on the first request: a restarted host resumes pushing what is not on the remote
+        app.extensions[_HOST] = _make_host(app.config)
     if int(config.get("PROXIES") or 0):
         from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -127,5 +141,6 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     _register_ui(app, api.bp)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
+    app.add_url_rule("/readyz", "readyz", _readyz)
     app.add_url_rule("/favicon.ico", "favicon", lambda: app.send_static_file("favicon.ico"))  # browsers ask anyway
     return app

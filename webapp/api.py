@@ -21,8 +21,9 @@ from wikimem.host.settings import SETTINGS_FIELDS
 
 from . import get_host
 from .auth import current_principal, require
+from .peering import forward_for, listing_scope
 from .params import (
-    WRITE_FIELDS, json_body, opt_bool, opt_int, opt_str, opt_str_list, point, prefers, query_int, query_str,
+    WRITE_FIELDS, json_body, opt_bool, opt_int, opt_number, opt_str, opt_str_list, point, prefers, query_int, query_str,
     req_str, write_context,
 )
 
@@ -74,10 +75,21 @@ def openapi():
 
 @bp.get("/owners")
 def list_owners():
-    principal = require("read")
-    rows, nxt = get_host().list_owners(prefix=query_str("prefix", limit=128) or "", within=principal.owner_prefix,
-                                       limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128))
-    return jsonify(owners=[r.to_dict() for r in rows], next=nxt)
+    within = listing_scope()
+    host = get_host()
+    rows, nxt = host.list_owners(prefix=query_str("prefix", limit=128) or "", within=within,
+                                 limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=128),
+                                 forward=forward_for(within))
+    body = {"owners": [r.to_dict() for r in rows], "next": nxt}
+    if host.peers is not None and host.last_unreachable:
+        body["unreachable"] = host.last_unreachable  # a partial listing: these hosts did not answer
+    return jsonify(body)
+
+
+@bp.get("/replication")
+def replication():
+    require("admin")
+    return jsonify(get_host().replication_status())
 
 
 @bp.put(OWNER)
@@ -90,7 +102,7 @@ def create_owner(owner_id: str):
 
 @bp.get(OWNER)
 def owner_stats(owner_id: str):
-    stats = _owner(owner_id, "read").stats()
+    stats = _owner(owner_id, "read").stats(vectors=True)
     return _etag(jsonify(stats.to_dict()), stats.head)
 
 
@@ -190,21 +202,25 @@ def batch(owner_id: str):
     return jsonify(result.to_dict())
 
 
-_RETRIEVE = {"query", "limit", "budget_tokens", "expand_links", "explain", "time_range", "tz", "as_of"}
+_RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life"}
 
 
 @bp.post(OWNER + "/retrieve")
 def retrieve(owner_id: str):
     owner = _owner(owner_id, "read")
-    data = json_body(_RETRIEVE, {"query"})
+    data = json_body(_RETRIEVE, one_of=("query", "messages"))
     as_of = opt_str(data, "as_of")
     time_range = opt_str_list(data, "time_range", 2)
     limit = opt_int(data, "limit", minimum=1)
     result = owner.retrieve(
-        req_str(data, "query"), as_of=None if as_of is None else point(as_of, "as_of"),
+        opt_str(data, "query"), messages=data.get("messages"), messages_last=opt_int(data, "messages_last", minimum=1),
+        as_of=None if as_of is None else point(as_of, "as_of"),
         limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens", minimum=1),
+        budget_strict=opt_bool(data, "budget_strict", False),
         expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
+        diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
     )
     return jsonify(result.to_dict())
 

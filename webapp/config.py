@@ -24,6 +24,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_EMBED_THREADS``  ``EMBED_THREADS``      threads of the local model (all cores)
 ``WIKIMEM_EMBED_BACKGROUND`` ``EMBED_BACKGROUND`` embed memory off the request path (on for local)
 ``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
+``WIKIMEM_DIARY_RECALL``   ``DIARY_RECALL``       retrieve's default ``diary``: ``window`` (the seed's) or ``all``
 ``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries (on)
 ``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
 ``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.5)
@@ -31,6 +32,13 @@ environment                config key             meaning (default)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
 ``WIKIMEM_PROXIES``        ``PROXIES``            reverse proxies to trust for X-Forwarded-* (0)
+``WIKIMEM_REMOTE``         ``REMOTE``             git remote URL template with ``{owner}`` (none)
+``WIKIMEM_REPLICATION``    ``REPLICATION``        ``sync`` (default with a remote) or ``async``
+``WIKIMEM_REPLICATION_MAX_LAG`` ``REPLICATION_MAX_LAG`` async: unpushed commits per owner before writes wait (1000)
+``WIKIMEM_REMOTE_FRESHNESS`` ``REMOTE_FRESHNESS``   staleness bound of reads, seconds (2)
+``WIKIMEM_REMOTE_TIMEOUT`` ``REMOTE_TIMEOUT``     seconds per remote operation (10)
+``WIKIMEM_PEERS``          ``PEERS``              every host of the cluster, comma-separated base URLs
+``WIKIMEM_SELF``           ``SELF``               this host's entry in ``PEERS`` (default: the one on ``BIND``)
 ``WIKIMEM_LOGIN_LIMIT_*``  ``LOGIN_LIMIT_*``      sign-in rate limits, see :mod:`webapp.ratelimit`
 ``WIKIMEM_QUOTA_OWNERS``   ``QUOTA_OWNERS``       owners one token's prefix may hold (10000; 0 = no limit)
 ``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` ``…_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
@@ -76,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_THREADS": None,
     "EMBED_BACKGROUND": None,  # None: on for the local model, off for an endpoint
     "TOKENIZER": "bigram",
+    "DIARY_RECALL": "window",
     "QUERY_STOPWORDS": True,
     "NEIGHBOUR_CONTEXT": True,
     "FUSION_WEIGHT": 0.5,
@@ -83,6 +92,13 @@ DEFAULTS: dict[str, Any] = {
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "PROXIES": 0,
+    "REMOTE": None,
+    "REPLICATION": "sync",
+    "REPLICATION_MAX_LAG": 1000,
+    "REMOTE_FRESHNESS": 2.0,
+    "REMOTE_TIMEOUT": 10.0,
+    "PEERS": None,
+    "SELF": None,
     "LOGIN_LIMIT_ADDRESS": "10/minute;50/hour",
     "LOGIN_LIMIT_ACCOUNT": "5/minute;20/hour",
     "LOGIN_LIMIT_STORAGE": None,
@@ -112,6 +128,7 @@ ENV_VARS = {
     "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
     "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
     "WIKIMEM_TOKENIZER": "TOKENIZER",
+    "WIKIMEM_DIARY_RECALL": "DIARY_RECALL",
     "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
     "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
     "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
@@ -119,6 +136,13 @@ ENV_VARS = {
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
     "WIKIMEM_PROXIES": "PROXIES",
+    "WIKIMEM_REMOTE": "REMOTE",
+    "WIKIMEM_REPLICATION": "REPLICATION",
+    "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
+    "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
+    "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
+    "WIKIMEM_PEERS": "PEERS",
+    "WIKIMEM_SELF": "SELF",
     "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
     "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
     "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
@@ -126,10 +150,11 @@ ENV_VARS = {
     "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
 }
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
+         "REPLICATION_MAX_LAG"}
 _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
@@ -173,6 +198,8 @@ def _check_recall(config: dict[str, Any]) -> None:
     """The tokenizer, the embedder choice and their switches (issue 17)."""
     if config["TOKENIZER"] not in TOKENIZERS:
         raise ConfigError(f"WIKIMEM_TOKENIZER must be bigram or jieba, got {config['TOKENIZER']!r}")
+    if config["DIARY_RECALL"] not in ("window", "all"):
+        raise ConfigError(f"WIKIMEM_DIARY_RECALL must be window or all, got {config['DIARY_RECALL']!r}")
     embedder = config["EMBEDDER"] or None
     if embedder is not None and embedder not in EMBEDDERS:
         raise ConfigError(f"WIKIMEM_EMBEDDER must be local or none (unset: WIKIMEM_EMBED_URL if given), "
@@ -232,6 +259,7 @@ def load_config(test_config: Mapping[str, Any] | None = None,
     if bool(config["EMBED_URL"]) != bool(config["EMBED_MODEL"]):
         raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
     _check_recall(config)
+    _check_cluster(config)
     check_secret(config)
     return config
 
@@ -249,8 +277,32 @@ def recall_options(config: Mapping[str, Any]):
     background = config.get("EMBED_BACKGROUND")
     return RecallOptions(
         use_jieba=config.get("TOKENIZER", "bigram") == "jieba",
+        diary=config.get("DIARY_RECALL", "window"),
         query_stopwords=bool(config.get("QUERY_STOPWORDS", True)),
         neighbour_context=bool(config.get("NEIGHBOUR_CONTEXT", True)),
         embed_in_background=local if background is None else bool(background),
         fusion_weight=float(config.get("FUSION_WEIGHT", 0.5)),
     )
+
+
+def _check_cluster(config: dict[str, Any]) -> None:
+    """Validate the replication and peer settings once, at start."""
+    if config.get("REMOTE"):
+        from wikimem.host.replication import Settings
+
+        try:
+            config["REPLICATION_SETTINGS"] = Settings(
+                str(config["REMOTE"]), mode=str(config["REPLICATION"] or "sync"),
+                max_lag=config["REPLICATION_MAX_LAG"], freshness=float(config["REMOTE_FRESHNESS"]),
+                timeout=float(config["REMOTE_TIMEOUT"]))
+        except ValueError as exc:  # TemplateError too
+            raise ConfigError(str(exc)) from None
+    elif config.get("REPLICATION") not in (None, "", "sync"):
+        raise ConfigError("WIKIMEM_REPLICATION needs WIKIMEM_REMOTE")
+    if config.get("PEERS"):
+        from wikimem.host.peers import Peers
+
+        try:
+            config["PEER_SET"] = Peers.parse(config["PEERS"], self_url=config.get("SELF"), bind=config.get("BIND"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None

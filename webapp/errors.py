@@ -17,6 +17,9 @@ other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
 ``LLMNotConfigured``                                501     ``llm_not_configured``
 ``LLMError``                                        502     ``llm_error``
 ``StoreBusy``                                       503     ``busy`` (``Retry-After``)
+``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
+``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
+``RemoteRejected``, ``RemoteMissing``               502     its ``code``
 ``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
 ``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
 a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
@@ -37,7 +40,8 @@ import errno
 import sqlite3
 
 from wikimem.errors import (
-    Conflict, InvalidName, NotFound, PreconditionFailed, QuotaExceeded, StoreBusy, TooLarge, WikimemError,
+    Conflict, InvalidName, NotFound, PreconditionFailed, QuotaExceeded, RemoteError, RemoteMoved,
+    RemoteUnavailable, StoreBusy, TooLarge, WikimemError,
 )
 from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
@@ -60,6 +64,9 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (LLMNotConfigured, 501),
     (LLMError, 502),
     (StoreBusy, 503),
+    (RemoteUnavailable, 503),
+    (RemoteMoved, 409),
+    (RemoteError, 502),
     (TooLarge, 413),
     (ValueError, 422),
 ]
@@ -137,6 +144,8 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
+    elif isinstance(exc, RemoteError) and getattr(exc, "retry_after", None):  # the remote down, or moved
+        response.headers["Retry-After"] = str(int(exc.retry_after))
     elif status in RETRY_AFTER:
         response.headers["Retry-After"] = RETRY_AFTER[status]
     elif isinstance(exc, QuotaExceeded) and exc.retry_after:

@@ -54,7 +54,9 @@ SCHEMAS: dict[str, dict] = {
     "DiaryItem": _obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
                        "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["date", "time", "content"]),
     "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
-                        "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR},
+                        "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR,
+                        "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
+                                        ["embedded", "total"])},
                        ["id", "items", "files", "diary_days"]),
     "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
     "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
@@ -173,8 +175,19 @@ def _paths() -> dict[str, dict]:
     return {
         "/version": {"get": _op("server and API version", "read", _ok(
             _obj({"version": {"type": "string"}, "api": {"type": "integer"}}, ["version", "api"])), tag="service")},
-        "/owners": {"get": _op("list owners (paged)", "read", _ok(
-            _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR}, ["owners", "next"])),
+        "/replication": {"get": _op("replication mode, remote and lag (commits not on the remote yet) per owner "
+                                    "and in total", "admin", _ok(_obj({
+                                        "mode": {"type": "string", "enum": ["none", "sync", "async"]},
+                                        "remote": {"type": "string"},
+                                        "lag": _obj({"total": {"type": "integer"},
+                                                     "owners": {"type": "object",
+                                                                "additionalProperties": {"type": "integer"}}}),
+                                        "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
+                                        "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+        "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
+                               "read", _ok(
+            _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR,
+                  "unreachable": _arr({"type": "string"})}, ["owners", "next"])),
             params=[_param("prefix", "query", {"type": "string", "maxLength": 128}),
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                     _param("cursor", "query", {"type": "string", "maxLength": 128})], tag="owners")},
@@ -240,13 +253,32 @@ def _paths() -> dict[str, dict]:
                         "message": {**_NSTR, "maxLength": 200}, **_WRITE}, ["ops"]))},
         owner + "/retrieve": {"parameters": [_OWNER], "post": _op(
             "the memories that belong in the prompt", "read", _ok(_ref("RetrievalResult")),
-            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+                                  "description": "what to recall; or give `messages` instead"},
+                        "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
+                                                 ["role"])),
+                                     "description": "a chat transcript: the query is its user turns (the last "
+                                                    "`messages_last`), cut to its most recent characters"},
+                        "messages_last": {"type": "integer", "minimum": 1},
                         "limit": {"type": "integer", "minimum": 1},
-                        "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1},
+                        "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
+                                          "description": "a prefix cut in injection order; the first entry "
+                                                         "always survives, even alone over the budget, unless "
+                                                         "budget_strict"},
+                        "budget_strict": {"type": "boolean", "description": "nothing over the budget, "
+                                                                            "possibly nothing at all"},
                         "expand_links": {"type": "boolean"}, "explain": {"type": "boolean"},
                         "time_range": {"type": "array", "items": _DATE, "minItems": 2, "maxItems": 2,
                                        "nullable": True},
-                        "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True}}, ["query"]),
+                        "tz": {**_NSTR, "maxLength": 64}, "as_of": {**_POINT, "nullable": True},
+                        "diary": {"type": "string", "enum": ["window", "all"], "nullable": True,
+                                  "description": "window: diary entries only through a time window (the seed's); "
+                                                 "all: diary entries ranked with the wiki (default: "
+                                                 "WIKIMEM_DIARY_RECALL)"},
+                        "recency_half_life": {"type": "number", "nullable": True, "exclusiveMinimum": True,
+                                              "minimum": 0,
+                                              "description": "days; with diary=all an entry's score is "
+                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
             "run the configured LLM over a turn and write its diary entries as one run; with "

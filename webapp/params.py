@@ -15,7 +15,7 @@ from flask import request
 from wikimem.context import WriteContext
 from wikimem.host.errors import BadRequest
 
-__all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_str_list", "query_int", "query_str",
+__all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
@@ -25,8 +25,9 @@ _POINT_RE = re.compile(r"[0-9A-Za-z:+.\-_~^ ]{1,64}")
 MAX_FIELD_CHARS = 200
 
 
-def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_body: bool = False) -> dict[str, Any]:
-    """The request's JSON object, with only ``allowed`` keys and every ``required`` one."""
+def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_body: bool = False,
+              one_of: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The request's JSON object, with only ``allowed`` keys, every ``required`` one, and exactly one of ``one_of``."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         if optional_body and not required:
@@ -42,7 +43,12 @@ def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_b
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(data) - allowed)
     missing = sorted(k for k in required if k not in data)
+    given = [k for k in one_of if data.get(k) is not None]
+    if one_of and not given:
+        missing.append(f"{one_of[0]} (or {' or '.join(one_of[1:])})")
     problems = [f"unknown field(s): {', '.join(unknown)}"] * bool(unknown)
+    if len(given) > 1:
+        problems.append(f"give only one of {', '.join(one_of)}")
     problems += [f"missing field(s): {', '.join(missing)}"] * bool(missing)
     if problems:  # both at once: a misspelt field ("q") is usually the missing one ("query")
         raise BadRequest("; ".join(problems) + f" (allowed: {', '.join(sorted(allowed))})")
@@ -87,6 +93,16 @@ def opt_int(data: dict, key: str, *, minimum: int | None = None) -> int | None:
     if minimum is not None and value < minimum:
         raise BadRequest(f"{key} must be at least {minimum}, got {value}")
     return value
+
+
+def opt_number(data: dict, key: str) -> float | None:
+    """A number field (None when absent or null)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest(f"{key} must be a number")
+    return float(value)
 
 
 def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:

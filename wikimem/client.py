@@ -15,8 +15,10 @@ SPEC §7. Values come back as the library's types (``RecallItem``,
 commit id.
 
 Retries: a request is retried (``retries`` times, exponential ``backoff``)
-on a connection error or timeout, on 502/503/504, and on 429 after the
-server's ``Retry-After``; never on another 4xx. Every write sends an
+on a connection error or timeout, on 502/503/504, on 429 after the
+server's ``Retry-After``, and on a 409 ``remote_moved`` (a replicating host
+whose write lost a race with another host's: nothing was applied); never on
+another 4xx. Every write sends an
 ``Idempotency-Key`` made once per call and sent again on each retry, so a
 write the server already applied is answered with its first result
 (``replayed=True``) instead of being applied twice (revert, rollback and
@@ -539,9 +541,10 @@ class Client:
                 # that fails could not tell "closed while idle" from "died while applying it".
                 return self._once(method, url, data, send, raw, fresh=write and not dedup)
             except ClientError as exc:
-                if attempt >= self.retries or exc.status not in RETRY_STATUSES:
+                moved = exc.status == 409 and exc.code == "remote_moved"  # nothing applied: another host wrote
+                if attempt >= self.retries or (exc.status not in RETRY_STATUSES and not moved):
                     raise
-                if write and not dedup and exc.status not in _NOTHING_DONE_STATUSES:
+                if write and not dedup and exc.status not in _NOTHING_DONE_STATUSES and not moved:
                     raise
                 hinted = _retry_after(exc.headers)
                 if hinted is not None:

@@ -14,6 +14,11 @@ __all__ = [
     "Conflict",
     "PreconditionFailed",
     "StoreBusy",
+    "RemoteError",
+    "RemoteUnavailable",
+    "RemoteMoved",
+    "RemoteRejected",
+    "RemoteMissing",
     "TooLarge",
     "QuotaExceeded",
 ]
@@ -72,6 +77,51 @@ class StoreBusy(WikimemError):
     code = "busy"
 
 
+# -- replication to a git remote (raised by wikimem.versioned.remote) -------------------
+
+class RemoteError(WikimemError):
+    """Base of the replication errors; ``url`` is the remote (credentials removed)."""
+
+    code = "remote_error"
+
+    def __init__(self, message: str, url: str = ""):
+        super().__init__(message)
+        self.url = url
+
+
+class RemoteUnavailable(RemoteError):
+    """The remote could not be reached or failed mid-way: retry later (nothing was changed there)."""
+
+    code = "remote_unavailable"
+    retry_after = 5  # seconds
+
+
+class RemoteMoved(RemoteError):
+    """The remote ``main`` is not the commit a push started from (another host wrote): catch up, try again.
+
+    ``head`` is the remote's current ``main`` (None if it has none), ``expected``
+    the commit the push was based on.
+    """
+
+    code = "remote_moved"
+    retry_after = 1
+
+    def __init__(self, message: str, url: str = "", head: str | None = None, expected: str | None = None):
+        super().__init__(message, url)
+        self.head = head
+        self.expected = expected
+
+
+class RemoteRejected(RemoteError):
+    """The server refused the operation (credentials, a hook, a broken object): retrying will not help."""
+
+    code = "remote_rejected"
+
+
+class RemoteMissing(RemoteError):
+    """The remote repository does not exist (and this scheme cannot create it)."""
+
+    code = "remote_missing"
 class TooLarge(WikimemError, ValueError):
     """A value over one of the size limits of :mod:`wikimem.limits`."""
 

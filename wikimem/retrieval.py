@@ -25,7 +25,9 @@ The pipeline of :meth:`MemoryIndex.retrieve`, in order:
    it is also a later hit (that later hit is not repeated). Missing targets
    are reported in ``unresolved_links``.
 5. budget — a prefix cut in that order with :func:`~wikimem.tokenize.est_tokens`;
-   the first entry always survives.
+   the first entry always survives (the seed's rule: a prompt gets at least
+   the best memory), unless ``budget_strict=True`` — then nothing over the
+   budget is returned, possibly nothing at all.
 
 Freshness: the index follows ``store.revision``; on a change it asks the
 store which RecallFiles changed and re-reads only those, re-indexing only
@@ -400,14 +402,16 @@ class MemoryIndex:
     def retrieve(self, query: str, *, limit: int = 10, budget_tokens: int | None = None,
                  expand_links: bool = True, explain: bool = False,
                  time_range: tuple[str, str] | None = None, tz: Any = None,
-                 diary: str | None = None, recency_half_life: float | None = None) -> RetrievalResult:
+                 diary: str | None = None, recency_half_life: float | None = None,
+                 budget_strict: bool = False) -> RetrievalResult:
         """Rank, expand links one hop, cut to the budget. Never calls an LLM; never
         raises because an optional path (jieba, embeddings) is missing or down.
 
         ``diary``: ``"window"`` or ``"all"`` (default: the index's ``diary``).
         ``recency_half_life`` (days, ``diary="all"``): a diary entry's score
-        is multiplied by ``0.5 + 0.5·2^(−age/half_life)``. Invalid arguments
-        raise ``ValueError``.
+        is multiplied by ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
+        the first entry does not survive a budget it alone exceeds. Invalid
+        arguments raise ``ValueError``.
         """
         if not isinstance(query, str):
             raise ValueError(f"query must be a string, got {type(query).__name__}")
@@ -437,7 +441,7 @@ class MemoryIndex:
                 self._assemble(hits, q, expand_links, result)
             if explain:
                 result.vectors = self._vector_counts_dict()
-        self._cut(result.items, budget_tokens, explain, result)
+        self._cut(result.items, budget_tokens, explain, result, strict=bool(budget_strict))
         return result
 
     def _open_window(self, q: _Query, result: RetrievalResult) -> None:
@@ -849,13 +853,14 @@ class MemoryIndex:
         return out
 
     @staticmethod
-    def _cut(entries: list[RetrievedItem], budget: int | None, explain: bool, result: RetrievalResult) -> None:
-        """Prefix cut in injection order; the first entry always survives."""
+    def _cut(entries: list[RetrievedItem], budget: int | None, explain: bool, result: RetrievalResult, *,
+             strict: bool = False) -> None:
+        """Prefix cut in injection order; the first entry always survives unless ``strict``."""
         keep = len(entries)
         if budget is not None:
             used = 0
             for n, e in enumerate(entries):
-                if n and used + e.tokens_est > budget:
+                if (n or strict) and used + e.tokens_est > budget:
                     keep = n
                     break
                 used += e.tokens_est

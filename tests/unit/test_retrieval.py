@@ -252,3 +252,11 @@ def test_a_target_linked_from_an_earlier_hit_stays_a_link_when_it_is_also_a_late
     ]
     second = result.items[1]
     assert (second.via, second.via_file, second.score) == ("first", "a", None)
+
+
+def test_a_strict_budget_drops_even_the_first_entry(store):
+    index = MemoryIndex(store, use_jieba=False)
+    loose = index.retrieve("sea", budget_tokens=1)
+    assert len(loose.items) == 1 and loose.budget_used > 1  # the seed's rule: the first entry survives
+    strict = index.retrieve("sea", budget_tokens=1, budget_strict=True, explain=True)
+    assert strict.items == [] and strict.budget_used == 0 and strict.dropped

@@ -9,6 +9,7 @@ from flask import g, render_template, request, send_file
 from wikimem.errors import NotFound
 
 from .. import get_host
+from ..peering import forward_for
 from . import bp
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
 from .months import calendar_params, month_view
@@ -18,7 +19,8 @@ from .months import calendar_params, month_view
 def owners():
     prefix = request.args.get("prefix", "").strip()
     rows, next_cursor = get_host().list_owners(prefix=prefix, within=g.operator.owner_prefix, limit=PAGE_SIZE,
-                                               cursor=request.args.get("cursor") or None)
+                                               cursor=request.args.get("cursor") or None,
+                                               forward=forward_for(g.operator.owner_prefix))
     return render_template("admin/owners.html", owners=rows, next_cursor=next_cursor, prefix=prefix)
 
 

@@ -25,12 +25,14 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from ..errors import InvalidName, NotFound
+from ..errors import InvalidName, NotFound, RemoteMoved
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .operations import Operations
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .peers import Peers, merge_owner_pages
+from .replication import Replication, Settings
 from .quotas import OwnerQuota
 from .runindex import INDEX_PATH, RunIndex, RunQuery
 
@@ -50,7 +52,8 @@ class Host(Operations):
     """Owners → versioned stores and indexes, for one process."""
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
-                 quota: OwnerQuota | None = None):
+                 quota: OwnerQuota | None = None, replication: Settings | None = None,
+                 peers: Peers | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -71,6 +74,12 @@ class Host(Operations):
         self.run_index = RunIndex(self.root / INDEX_PATH)
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
+        # Every owner repository replicates to its own git remote when set (SPEC §9).
+        self.replication = Replication(replication) if replication is not None else None
+        # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
+        self.peers = peers
+        if self.replication is not None:
+            self.replication.resume(self.owner, self._folders)
 
     def __repr__(self) -> str:
         return f"Host({str(self.root)!r})"
@@ -81,25 +90,61 @@ class Host(Operations):
         """The folder of an owner (validated; never outside the data root)."""
         return self.owners_dir / encode_owner_id(owner_id)
 
-    def _open(self, owner_id: str, path: Path) -> Owner:
+    def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
         owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                      cache_dir=self.cache_dir / path.name, recall=self.recall)
+                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall)
         owner.vstore.on_commit.append(self.run_index.listener(owner))
+        if self.replication is not None:
+            self.replication.attach(owner, folder)
         return owner
+
+    def _from_remote(self, owner_id: str, path: Path, revive: bool = False) -> bool:
+        """Clone an owner this host lacks from the remote (staged, renamed into place); False if it has none.
+
+        An owner whose newest commit deleted it counts as none, unless ``revive`` (creating it again
+        continues its history).
+        """
+        if self.replication is None:
+            return False
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"clone-{path.name}-{secrets.token_hex(4)}"
+        try:
+            if not self.replication.clone(path.name, tmp) or (not revive and self._deleted(tmp)):
+                return False
+            if (path / ".git").is_dir():
+                return True  # another process was faster
+            if path.exists():
+                self._discard(path)
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                if not (path / ".git").is_dir():
+                    raise
+            return True
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     # -- lookup ------------------------------------------------------------
 
     def owner(self, owner_id: str) -> Owner:
-        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing."""
+        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing.
+
+        With a remote, an owner this host lacks is cloned from it, and one it
+        holds is caught up with it when not checked within the staleness
+        bound (:meth:`Replication.refresh`), all before it is served.
+        """
         path = self.owner_path(owner_id)
         with self._lock:
             cached = self._owners.get(owner_id)
             if cached is not None:
                 if cached.exists():
                     self._owners.move_to_end(owner_id)
-                    return cached
-                del self._owners[owner_id]  # deleted by another process
-        if not (path / ".git").is_dir():
+                else:
+                    del self._owners[owner_id]  # deleted by another process
+                    cached = None
+        if cached is not None:
+            return self._fresh(cached)
+        if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
             raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
                            "(Client.create_owner(), Host.create_owner())")
         opened = self._open(owner_id, path)
@@ -108,7 +153,48 @@ class Host(Operations):
             self._owners.move_to_end(owner_id)
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
+        return self._fresh(owner)
+
+    def _revived(self, owner_id: str) -> bool:
+        """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
+        owner = self.owner(owner_id)
+        return owner.vstore.head_action() == "delete-owner"
+
+    @staticmethod
+    def _deleted(folder: Path) -> bool:
+        """Whether a cloned folder's newest commit is the deletion of its owner."""
+        from ..versioned import VersionedStore
+
+        vs = VersionedStore(folder)
+        try:
+            return vs.head_action() == "delete-owner"
+        finally:
+            vs.close()
+
+    def _fresh(self, owner: Owner) -> Owner:
+        if self.replication is not None and self.replication.refresh(owner):
+            if owner.vstore.head_action() == "delete-owner":  # deleted on another host meanwhile
+                self.drop_local(owner.id, owner)
+                raise NotFound(f"no owner {owner.id!r}")
         return owner
+
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
+        if not os.access(self.owners_dir, os.W_OK):
+            return False, f"data root {self.owners_dir} is not writable"
+        if self.replication is None:
+            return True, "none"
+        return self.replication.ready()
+
+    def replication_status(self) -> dict:
+        """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
+        if self.replication is None:
+            return {"mode": "none"}
+        return self.replication.status(self._folders())
+
+    def _folders(self) -> list[tuple[str, Path]]:
+        """``(owner id, folder)`` of every owner held here."""
+        return [(i, self.owner_path(i)) for i in self.owner_ids()]
 
     def exists(self, owner_id: str) -> bool:
         return (self.owner_path(owner_id) / ".git").is_dir()
@@ -141,12 +227,23 @@ class Host(Operations):
             from .authstate import AuthState
 
             self.quota.check(quota_prefix, lambda prefix: len(self.owner_ids(prefix)), AuthState(self.root))
+        if self._from_remote(owner_id, path, revive=True):
+            return self.owner(owner_id), self._revived(owner_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
         tmp.mkdir()
         created = False
         try:
-            self._open(owner_id, tmp).vstore.close()  # initialises the repository (and folds its WAL back)
+            fresh = self._open(owner_id, tmp, folder=path.name)  # initialises the repository
+            if self.replication is not None:
+                try:  # sync: on the remote before it exists here (another host may create it at once)
+                    self.replication.publish_new(fresh)
+                except RemoteMoved:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    if self._from_remote(owner_id, path, revive=True):
+                        return self.owner(owner_id), self._revived(owner_id)
+                    raise
+            fresh.vstore.close()  # (folds its WAL back; the folder is renamed into place)
             if path.exists() and not (path / ".git").is_dir():
                 self._discard(path)  # debris of an owner deleted while a write was in flight
             try:
@@ -169,6 +266,13 @@ class Host(Operations):
         (no write of another process is half-way through), then removed.
         """
         owner = self.owner(owner_id)
+        if self.replication is not None:  # on the remote first, so that no host clones it back
+            owner.delete_everywhere()
+        self.drop_local(owner_id, owner)
+
+    def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
+        """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
+        owner = owner or self.owner(owner_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
         with owner.store.batch():
@@ -178,6 +282,8 @@ class Host(Operations):
         with self._lock:
             self._owners.pop(owner_id, None)
         self.run_index.forget(owner_id)
+        if self.replication is not None:
+            self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
 
@@ -199,13 +305,28 @@ class Host(Operations):
                       and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
 
     def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
-                    within: str = "") -> tuple[list[OwnerStats], str | None]:
+                    within: str = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
         """A page of owners (sorted by id) with their stats, and the cursor of the next page.
 
         ``within`` is the owner-id prefix the caller may see (a token's or an
         operator's scope); ``prefix`` narrows it. A prefix outside the scope
-        lists nothing.
+        lists nothing. With peers and ``forward`` (the caller's credentials,
+        as headers), the page spans every host of the cluster; peers that did
+        not answer are in :attr:`last_unreachable`.
         """
+        rows, nxt = self._local_owners(prefix, limit, cursor, within)
+        if self.peers is None or forward is None:
+            return rows, nxt
+        answers, self.last_unreachable = self.peers.get(
+            "/api/v1/owners", {"prefix": prefix or None, "limit": limit, "cursor": cursor}, forward)
+        pages = [([r.to_dict() for r in rows], nxt)] + [(a.get("owners", []), a.get("next")) for a in answers]
+        merged, nxt = merge_owner_pages(pages, limit)
+        return [OwnerStats(**{k: r.get(k) for k in OwnerStats.__dataclass_fields__}) for r in merged], nxt
+
+    last_unreachable: list[str] = []
+
+    def _local_owners(self, prefix: str, limit: int, cursor: str | None,
+                      within: str) -> tuple[list[OwnerStats], str | None]:
         if not isinstance(prefix, str) or len(prefix) > 128:
             raise InvalidName("prefix must be a string of at most 128 characters")
         scoped = scope_prefix(within, prefix)

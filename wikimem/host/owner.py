@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -12,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..codec import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from ..context import WriteContext
-from ..errors import NotFound
+from ..errors import NotFound, RemoteMoved
 from ..fsio import read_bytes
 from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from ..models import DiaryItem, RecallItem
-from .errors import LLMNotConfigured, ToolCallError
+from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .ops import Op, check_content, parse_ops
 from .review import Review
@@ -29,6 +31,9 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
+# Attempts of a write whose sync push found the remote moved (another host wrote this owner):
+# each failed attempt was rolled back and the folder caught up before the next one.
+MOVED_ATTEMPTS = 5
 
 
 def new_run_id() -> str:
@@ -46,9 +51,15 @@ class OwnerStats:
     diary_days: int
     last_change: str | None  # UTC ISO-8601 time of the newest commit
     head: str | None  # the newest commit id
+    # With an embedder: how many items have their vectors ({"embedded", "total"}), so a client can
+    # wait for background embedding; None in listings and without an embedder.
+    vectors: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.vectors is None:
+            del out["vectors"]
+        return out
 
 
 @dataclass
@@ -131,6 +142,28 @@ class Owner(Review):
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
 
+    def delete_everywhere(self) -> None:
+        """Record the owner's deletion on its remote: a commit removing every memory file, pushed now."""
+        self._write(lambda: self.vstore.clear(actor="operator"))
+        self.vstore.push_pending()  # async mode too: the deletion must be on the remote before the copy goes
+
+    def _write(self, write):
+        """Run ``write()``; when the remote moved under it, run it again on the caught-up memory.
+
+        A write refused by the remote's compare-and-swap left nothing behind
+        (files and journal restored) and its folder fetched the remote, so
+        the next attempt starts from the remote's head: both hosts' writes
+        are kept, one after the other. After :data:`MOVED_ATTEMPTS` the
+        :class:`~wikimem.errors.RemoteMoved` goes to the caller (retriable).
+        """
+        for attempt in range(MOVED_ATTEMPTS):
+            try:
+                return write()
+            except RemoteMoved:
+                if attempt == MOVED_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
+
     @property
     def store(self):
         """The plain wiki store (library level)."""
@@ -147,9 +180,16 @@ class Owner(Review):
 
     # -- reading -----------------------------------------------------------
 
-    def stats(self) -> OwnerStats:
-        """Counts and last activity."""
+    def stats(self, *, vectors: bool = False) -> OwnerStats:
+        """Counts and last activity; with ``vectors`` and an embedder, how many items are embedded.
+
+        Asking for the vector counts also schedules what background embedding has not done yet.
+        """
         files = self.store.files()
+        counts = None
+        if vectors and self.embedder is not None:
+            embedded, total = self.index().vector_counts()
+            counts = {"embedded": embedded, "total": total}
         return OwnerStats(
             id=self.id,
             items=sum(len(self.store.items(f)) for f in files),
@@ -157,6 +197,7 @@ class Owner(Review):
             diary_days=len(self.diary.dates()),
             last_change=_last_change(self.vstore),
             head=self.vstore.head(),
+            vectors=counts,
         )
 
     def head(self) -> str:
@@ -251,12 +292,23 @@ class Owner(Review):
         return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir,
                            **options)
 
-    def retrieve(self, query: str, *, as_of: str | None = None, **retrieve_kwargs: Any):
+    def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
+                 as_of: str | None = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
-        Time words in the query are read in ``tz``, else in the owner's time zone. The query is at
-        most :data:`~wikimem.limits.MAX_QUERY_CHARS` long (:class:`TooLarge`).
+        Give ``query``, or a chat transcript as ``messages`` (OpenAI-style
+        ``{"role", "content"}`` dicts): the query is then the user's turns
+        (the last ``messages_last`` of them), cut to the most recent
+        :data:`~wikimem.limits.MAX_QUERY_CHARS` characters. A ``query`` is
+        at most that long (:class:`TooLarge`). Time words are read in ``tz``,
+        else in the owner's time zone.
         """
+        if (query is None) == (messages is None):
+            raise BadRequest("give either query or messages")
+        if messages is not None:
+            from ..transcript import query_from_messages
+
+            query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
         index = self.index() if as_of is None else self._index_as_of(as_of)
@@ -311,8 +363,8 @@ class Owner(Review):
         (a restore has none: it makes the memory equal to its target).
         """
         if _undo_kind(kind) == "restore":
-            return self.vstore.restore(target, ctx=ctx)
-        return getattr(self.vstore, kind)(target, force=force, ctx=ctx)
+            return self._write(lambda: self.vstore.restore(target, ctx=ctx))
+        return self._write(lambda: getattr(self.vstore, kind)(target, force=force, ctx=ctx))
 
     # -- writing -----------------------------------------------------------
 
@@ -321,11 +373,11 @@ class Owner(Review):
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
         etag or the head commit id. Empty content is refused (``ValueError``)."""
         check_content(content)
-        return self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx)
+        return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
         """Remove an item (one commit); :class:`NotFound` when it does not exist."""
-        done = self.vstore.remove(file, name, owner=self.id, ctx=ctx)
+        done = self._write(lambda: self.vstore.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
             raise NotFound(f"no item {name!r} in {file!r}")
         return done
@@ -335,7 +387,7 @@ class Owner(Review):
         (``tz`` defaults to the owner's)."""
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        return self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs)
+        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs))
 
     @staticmethod
     def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
@@ -376,12 +428,16 @@ class Owner(Review):
         memorize(recorder, turn, llm=self.llm, character=character, prompt=prompt, owner=self.id,
                  source_conv=ctx.source_conv, **append_kwargs)
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
-        with self.vstore.batch(ctx, message=message, kind="memorize") as b:
-            if b.replay is not None:
-                return _memorize_replay(b.replay)
-            entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-            b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
-        return MemorizeResult(entries, ctx.run, b.commit)
+
+        def write() -> MemorizeResult:
+            with self.vstore.batch(ctx, message=message, kind="memorize") as b:
+                if b.replay is not None:
+                    return _memorize_replay(b.replay)
+                entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
+                b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
+            return MemorizeResult(entries, ctx.run, b.commit)
+
+        return self._write(write)
 
     def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, **append_kwargs: Any):
         """Handle an ``append_diary`` tool call as one commit; a bad call raises :class:`ToolCallError`.
@@ -392,28 +448,36 @@ class Owner(Review):
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
-        with self.vstore.batch(ctx, kind="diary-tool") as b:
-            if b.replay is not None:
-                entry = b.replay.get("entry")
-                return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
-            try:
-                entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
-                                          **append_kwargs)
-            except ValueError as exc:
-                raise ToolCallError(str(exc)) from None
-            b.result = {"entry": asdict(entry)}
-        return entry, b.commit, False
+
+        def write():
+            with self.vstore.batch(ctx, kind="diary-tool") as b:
+                if b.replay is not None:
+                    entry = b.replay.get("entry")
+                    return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
+                try:
+                    entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
+                                              **append_kwargs)
+                except ValueError as exc:
+                    raise ToolCallError(str(exc)) from None
+                b.result = {"entry": asdict(entry)}
+            return entry, b.commit, False
+
+        return self._write(write)
 
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
         checked = parse_ops(ops)
         ctx = WriteContext.of(ctx).bound("batch", ops, message)
-        with self.vstore.batch(ctx, message=message, kind="batch") as b:
-            if b.replay is not None:
-                return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
-            results = [self._apply_op(op, ctx.source_conv) for op in checked]
-            b.result = {"results": results}
-        return BatchResult(results, b.commit)
+
+        def write() -> BatchResult:
+            with self.vstore.batch(ctx, message=message, kind="batch") as b:
+                if b.replay is not None:
+                    return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
+                results = [self._apply_op(op, ctx.source_conv) for op in checked]
+                b.result = {"results": results}
+            return BatchResult(results, b.commit)
+
+        return self._write(write)
 
     def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
         args = dict(op.args)

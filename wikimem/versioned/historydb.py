@@ -343,6 +343,34 @@ class HistoryDB:
             return None
         return row[0], (json.loads(row[1]) if row[1] else None), row[2]
 
+    def forget(self, commits: list[str]) -> None:
+        """Drop commits that left the branch (replayed on top of the remote's as new ones).
+
+        An idempotency key of a dropped commit is pointed at the replayed commit
+        carrying the same ``Wikimem-Idempotency-Key`` (its stored result kept).
+        Call after :meth:`sync` has indexed the replayed commits.
+        """
+        if not commits:
+            return
+        self.sync()
+        with self._lock:
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for cid in commits:
+                    row = db.execute("SELECT seq FROM commits WHERE id=?", (cid,)).fetchone()
+                    if row is not None:
+                        db.execute("DELETE FROM touches WHERE seq=?", (row[0],))
+                        db.execute("DELETE FROM commits WHERE seq=?", (row[0],))
+                    db.execute("DELETE FROM idem WHERE commit_id=? AND NOT EXISTS "
+                               "(SELECT 1 FROM commits c WHERE c.idem = idem.key)", (cid,))
+                    db.execute("UPDATE idem SET commit_id = (SELECT c.id FROM commits c WHERE c.idem = idem.key "
+                               "ORDER BY c.seq DESC LIMIT 1) WHERE commit_id=?", (cid,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
     def since_pack(self) -> int:
         with self._lock:
             return int(self._meta(self._db(), "since_pack") or 0)

@@ -42,8 +42,11 @@ from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
+from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .objects import GitRepo
+from .remote import RemoteMoved
 from .replays import rebuild_result
+from .replica import Replica, tracking
 from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
 from .undo import Undo
@@ -101,6 +104,8 @@ class VersionedStore(Undo):
         # Called with each new commit id of a unit, still inside the owner lock, once the history
         # index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
+        # Set by the host when the folder replicates to a git remote; None: a local folder only.
+        self.replica: Replica | None = None
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -124,9 +129,7 @@ class VersionedStore(Undo):
             with self._lock.hold():
                 if not (self.root / ".git").is_dir():
                     raise NotFound(f"{self.root.name}: the memory folder was deleted")
-                self.git.clear_stale_locks()
-                self.recover()
-                sweep_temp_files(self.root)
+                self._settle()
                 self._commit_external(actor=None)
                 try:
                     yield
@@ -137,6 +140,97 @@ class VersionedStore(Undo):
             if (self.root / ".git").is_dir():
                 raise
             raise NotFound(f"{self.root.name}: the memory folder was deleted") from None
+
+    def _settle(self) -> None:
+        """Under the lock: what a killed writer left (git locks, its write in flight, temp files), then
+        what the remote is known to hold (see :meth:`_reconcile`)."""
+        self.git.clear_stale_locks()
+        self.recover()
+        sweep_temp_files(self.root)
+        if self.replica is not None:
+            self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
+
+        Behind it: fast-forward (also after a sync push whose branch move a
+        crash prevented: the pushed commit is this host's write, kept). Ahead
+        of it: nothing to do here (the next push sends the rest). Both moved:
+        replay the local commits on top of it, item by item; in sync mode
+        that result is pushed before the branch moves to it.
+        """
+        head, known = self.git.head(), tracking(self.git.repo)
+        if known is None or head == known or known not in self.git.store:
+            return
+        if head is None or is_ancestor(self.git, head, known):
+            fast_forward(self.git, self.root, known)
+        elif is_ancestor(self.git, known, head):
+            return
+        else:
+            base = merge_base(self.git, head, known)
+            mine = local_only(self.git, head, base)
+            tip = replay(self.git, mine, known)
+            if self.replica.mode == "sync" and tip != known:
+                self.replica.push(self.git, tip)
+            switch_to(self.git, self.root, tip)
+            self.db.forget([c.decode() for c in mine])  # (syncs the index first)
+        self.store.invalidate()
+        self._stat_cache.clear()
+        self.db.sync()
+
+    def catch_up(self, fetch: bool = True) -> str:
+        """Fetch the remote (when ``fetch``) and bring this folder up to it, under the owner lock; the head."""
+        if self.replica is None:
+            return self.head()
+        if fetch:
+            self.replica.fetch(self.git)
+        with self.writer.lock, self._lock.hold():
+            self._settle()
+        return self.head()
+
+    def replica_known(self) -> str | None:
+        """The commit this folder knows its remote to hold (its tracking ref), or None."""
+        known = tracking(self.git.repo)
+        return known.decode() if known else None
+
+    def replication_lag(self) -> int:
+        """Commits on ``main`` the remote is not known to hold (0 without a remote)."""
+        return 0 if self.replica is None else self.replica.lag(self.git)
+
+    def push_pending(self) -> bool:
+        """Push what the remote lacks (async, or data from before the remote); when it moved, catch up first."""
+        if self.replica is None:
+            return False
+        try:
+            return self.replica.push_pending(self.git)
+        except RemoteMoved:  # another host wrote: replay ours on top of it (fetched already), then push
+            with self.writer.lock, self._lock.hold():
+                self._settle()
+            return self.replica.push_pending(self.git)
+
+    def clear(self, ctx: WriteContext | None = None, **fields) -> Committed:
+        """Remove every memory file as one ``delete-owner`` commit (what a replicated owner's deletion leaves
+        on its remote, so that no host brings the owner back from there)."""
+        from ..codec import utc_now
+
+        ctx = WriteContext.of(ctx, **fields)
+        with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
+            for folder in MEMORY_DIRS:
+                for entry in list(memory_entries(self.root, folder)):
+                    path = f"{folder}/{entry.name}"
+                    self.writer.apply({path: (read_bytes(self.root / path), None)},
+                                      {"ts": utc_now(), "action": "delete-owner", "path": path})
+            b.result = {}
+        return Committed(None, b.commit)
+
+    def head_action(self) -> str | None:
+        """The ``Wikimem-Action`` of the newest commit (``delete-owner`` marks an owner deleted everywhere)."""
+        head = self.git.head()
+        if head is None:
+            return None
+        from .messages import parse_trailers
+
+        return parse_trailers(self.git.commit(head).message.decode("utf-8", "replace"))[1].get("Action")
 
     def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
         """Before the unit touches ``paths``: record them, and the commit it starts from (the intent)."""
@@ -178,6 +272,8 @@ class VersionedStore(Undo):
         tree = self.git.write_tree(self.git.commit_tree(head), contents)
         cid = self.git.make_commit(tree, [head] if head else [], message, actor).decode()
         self.intent.committing(cid, result)
+        if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
+            self.replica.before_move(self.git, head, cid.encode())
         if not self.git.move_ref(head, cid.encode()):
             raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
         shas = {p: (None if data is None else Blob.from_string(data).id) for p, data in contents.items()}
@@ -307,7 +403,7 @@ class VersionedStore(Undo):
     def sync_external(self, actor: str | None = None) -> str | None:
         """Commit hand edits now (every write does this first anyway); the commit id or None."""
         with self.writer.lock, self._lock.hold():
-            self.git.clear_stale_locks()
+            self._settle()
             return self._commit_external(actor)
 
     # -- writes ----------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""Host-to-host requests of a cluster: the owner listing gathered from every peer.
+
+The host that serves a listing asks each peer for its own page with a
+short-lived token signed by the shared ``WIKIMEM_SECRET_KEY`` (header
+``X-Wikimem-Peer``), carrying the owner-id prefix the caller may see. A peer
+accepts it in place of the caller's credentials for that listing only, and
+answers from its own data root (it never asks its peers in turn). So an
+API token and an admin session list the same owners behind nginx as on one
+host, and nothing else is reachable with a peer token.
+"""
+
+from __future__ import annotations
+
+from flask import current_app, request
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from .auth import require
+
+__all__ = ["PEER_HEADER", "forward_for", "listing_scope"]
+
+PEER_HEADER = "X-Wikimem-Peer"
+MAX_AGE = 60  # seconds a peer token is good for (clocks of a cluster agree to well within this)
+
+
+def _signer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="wikimem-peer-listing")
+
+
+def forward_for(within: str) -> dict | None:
+    """Headers that let the peers list what a caller scoped to ``within`` may see (None: no peers, or a peer call)."""
+    if current_app.config.get("PEER_SET") is None or request.headers.get(PEER_HEADER):
+        return None
+    return {PEER_HEADER: _signer().dumps({"within": within})}
+
+
+def listing_scope() -> str:
+    """The owner-id prefix a listing request may see: from a valid peer token, else from the caller's token."""
+    token = request.headers.get(PEER_HEADER)
+    if token:
+        try:
+            return str(_signer().loads(token, max_age=MAX_AGE)["within"])
+        except (BadSignature, KeyError, TypeError):
+            pass
+    return require("read").owner_prefix
