@@ -47,6 +47,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/slow_llm.py
 	$(PY) bench/quality.py
 	$(PY) bench/cluster.py
+	$(PY) bench/bulk.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots

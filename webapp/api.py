@@ -13,7 +13,10 @@ from dataclasses import asdict
 from flask import Blueprint, Response, jsonify
 
 import wikimem
+from wikimem.errors import NotFound
 from wikimem.host import EXPORT_TYPES, UNDO_TARGETS, BadRequest, validate_owner_id
+from wikimem.host.operations import job_visible
+from wikimem.host.review import HISTORY_FILTERS
 from wikimem.host.settings import SETTINGS_FIELDS
 
 from . import get_host
@@ -272,8 +275,8 @@ def get_job(job_id: str):
     owner_id = job.params.get("owner")
     if owner_id:
         require("read", owner_id)
-    else:  # a job over many owners (a bulk rollback): admins only
-        require("admin")
+    elif not job_visible(job.params, require("admin").owner_prefix):  # a bulk job: admins of its owners
+        raise NotFound(f"no job {job_id!r}")
     return jsonify(job.to_dict())
 
 
@@ -282,9 +285,9 @@ def get_job(job_id: str):
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
     owner = _owner(owner_id, "read")
-    page = owner.history(file=query_str("file"), item=query_str("item"), run=query_str("run"),
-                         limit=query_int("limit", 50, 1, 500), cursor=query_str("cursor"))
-    return jsonify(entries=page.entries, next=page.next)
+    page = owner.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
+                                cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
+    return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=owner.undone_by(page.entries))
 
 
 @bp.get(OWNER + "/commits/<commit>")
@@ -334,3 +337,5 @@ def rollback(owner_id: str):
 @bp.post(OWNER + "/restore")
 def restore(owner_id: str):
     return _undo(owner_id, "restore")
+
+from . import api_runs  # noqa: E402,F401  (the cross-owner routes register on bp)

@@ -70,6 +70,20 @@ SCHEMAS: dict[str, dict] = {
                         "before": _NSTR, "after": _NSTR}, ["kind", "status"]),
     "Plan": _obj({"target": {"type": "string"}, "changes": _arr(_ref("ItemChange")),
                   "conflicts": _arr({"type": "object"})}, ["changes", "conflicts"]),
+    "RunRow": _obj({"owner": {"type": "string"}, "run": _NSTR, "commit": {"type": "string"}, "actor": _NSTR,
+                    "source_conv": _NSTR, "first": {"type": "string"}, "last": {"type": "string"},
+                    "commits": {"type": "integer"}, "changes": {"type": "integer"},
+                    "actions": _arr({"type": "string"}), "seq": {"type": "integer"}, "rolled_back_by": _NSTR},
+                   ["owner", "run", "commit", "first", "last", "commits"]),
+    "OwnerRunCount": _obj({"owner": {"type": "string"}, "runs": {"type": "integer"}, "commits": {"type": "integer"},
+                           "first": {"type": "string"}, "last": {"type": "string"}}, ["owner", "runs"]),
+    "OwnerPlan": _obj({"owner": {"type": "string"}, "runs": _arr({"type": "string"}),
+                       "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
+                       "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
+                       "error": _NSTR}, ["owner", "changes", "conflicts"]),
+    "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
+                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                 "done": {"type": "integer"}, "total": {"type": "integer"}}, ["id", "state"]),
     "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
@@ -131,6 +145,8 @@ _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
 _HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
                    description="a retried write with the same key writes nothing again")
 _Q = {"type": "string", "maxLength": 200}
+_TIME = {"type": "string", "maxLength": 64, "example": "2026-07-21T14:00:00Z",
+         "description": "a date (YYYY-MM-DD, a whole UTC day) or an ISO-8601 time (no offset: UTC)"}
 _POINT = {"type": "string", "pattern": r"^[0-9A-Za-z:+.\-_~^ ]{1,64}$",
           "description": "a commit id or prefix, HEAD, HEAD~N, or an ISO-8601 time"}
 
@@ -301,11 +317,18 @@ def _paths() -> dict[str, dict]:
                                       "it finished; a token sees the jobs of owners it reaches, admins all)",
                                       "read", _ok(_ref("Job")), tag="memorize")},
         owner + "/history": {"parameters": [_OWNER], "get": _op(
-            "commits, newest first", "read",
-            _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR}, ["entries", "next"])),
+            "commits, newest first (filters; older with cursor, newer with after; at jumps to a date)", "read",
+            _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR, "prev": _NSTR,
+                      "reverted_by": {"type": "object", "additionalProperties": _arr({"type": "string"}),
+                                      "description": "commit id → the revert/rollback commits that undid it"}},
+                     ["entries", "next"])),
             params=[_param("file", "query", _Q), _param("item", "query", _Q), _param("run", "query", _Q),
+                    _param("actor", "query", _Q), _param("action", "query", _Q),
+                    _param("since", "query", _TIME), _param("until", "query", _TIME),
+                    _param("at", "query", _TIME),
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
-                    _param("cursor", "query", _Q)], tag="history")},
+                    _param("cursor", "query", _Q), _param("after", "query", _Q)], tag="history")},
+        **_operator_paths(),
         owner + "/commits/{commit}": {"parameters": [_OWNER, _param("commit", "path", _POINT)], "get": _op(
             "one commit with its per-item diff", "read",
             _ok(_obj({"entry": _ref("HistoryEntry"), "changes": _arr(_ref("ItemChange")),
@@ -330,6 +353,54 @@ def _paths() -> dict[str, dict]:
                                                         "content": {"application/json": {"schema": {
                                                             "type": "object"}}}}}}},
     }
+
+
+_SELECTION = {"run": {**_NSTR, "maxLength": 200}, "actor": {**_NSTR, "maxLength": 200},
+              "source_conv": {**_NSTR, "maxLength": 200}, "action": {**_NSTR, "maxLength": 64},
+              "since": {**_TIME, "nullable": True}, "until": {**_TIME, "nullable": True},
+              "owner_prefix": {**_NSTR, "maxLength": 128}}
+_RUNS_DOC = ("Runs of every owner the token reaches (a commit without a run id is a run of its own), newest "
+             "last commit first. A run matches the time window when its commits overlap it. The order (last "
+             "time, owner, run) is global and the cursor is that key, so a gatherer can ask every host of a "
+             "cluster the same query with the same cursor and merge the pages by that order.")
+
+
+def _operator_paths() -> dict[str, dict]:
+    """``GET /runs`` and ``POST /bulk/rollback`` (issue 16)."""
+    run_page = _obj({"runs": _arr(_ref("RunRow")), "next": _NSTR,
+                     "total": _obj({"runs": {"type": "integer"}, "owners": {"type": "integer"},
+                                    "commits": {"type": "integer"}}),
+                     "complete": {"type": "boolean", "description": "false until `wikimem index rebuild` ran "
+                                  "over owners older than the index"}}, ["runs", "next", "total"])
+    per_owner = _obj({"owners": _arr(_ref("OwnerRunCount")), "next": _NSTR}, ["owners", "next"])
+    runs = _op("runs across owners (by run, actor, source conversation, action, time, owner prefix)", "read",
+               _ok({"oneOf": [run_page, per_owner]}, description="a page of runs, or with by=owner the counts "
+                   "per owner"),
+               params=[_param("run", "query", _Q), _param("actor", "query", _Q), _param("source_conv", "query", _Q),
+                       _param("action", "query", {"type": "string", "maxLength": 64}),
+                       _param("since", "query", _TIME), _param("until", "query", _TIME),
+                       _param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
+                       _param("by", "query", {"type": "string", "enum": ["run", "owner"]}),
+                       _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                       _param("cursor", "query", {"type": "string", "maxLength": 1000})], tag="operators")
+    runs["description"] += " " + _RUNS_DOC
+    preview = _obj({"selection": {"type": "object"}, "total": {"type": "object"},
+                    "owners": _arr(_ref("OwnerPlan")), "next": _NSTR}, ["total", "owners"])
+    started = {"description": "the job was queued (or an earlier one with the same Idempotency-Key is returned)",
+               "headers": {"Location": {"schema": {"type": "string"}, "description": "/api/v1/jobs/<id>"}},
+               "content": {"application/json": {"schema": _ref("Job")}}}
+    bulk = _op("roll back every matching run, one commit per owner, as a durable job (preview: the plan)",
+               "admin", {**_ok(preview, description="with preview: every owner's plan and conflicts"),
+                         "202": started},
+               params=[_HDR_IDEM],
+               body=_body({**_SELECTION, "force": {"type": "boolean"}, "preview": {"type": "boolean"},
+                           "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                           "cursor": {**_NSTR, "maxLength": 12}}), tag="operators")
+    bulk["description"] += (" The selection needs run, actor, source_conv, action, since or until (an owner "
+                            "prefix alone is refused). Owners whose items changed after the runs are skipped "
+                            "(status conflict) unless force. Each commit's run id is the job id: a bulk "
+                            "rollback of run=<job id> undoes the whole action.")
+    return {"/runs": {"get": runs}, "/bulk/rollback": {"post": bulk}}
 
 
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;

@@ -33,6 +33,18 @@ def test_log_and_filters(folder, capsys):
     assert run(folder, "log", "--run", "nope") == 1
 
 
+def test_log_by_actor_action_and_time(folder, capsys):
+    VersionedStore(folder).add("prefs", "tea", "oolong", actor="alice")
+    assert run(folder, "log", "--actor", "alice") == 0
+    assert [line.split()[2:4] for line in capsys.readouterr().out.splitlines()] == [["add", "prefs/tea"]]
+    assert run(folder, "log", "--action", "diary") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert run(folder, "log", "--until", "2001-01-01") == 1
+    assert run(folder, "log", "--since", "2001-01-01", "--actor", "Elaina") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert run(folder, "log", "--since", "whenever") == 2
+
+
 def test_diff_of_a_commit_and_a_span(folder, capsys):
     assert run(folder, "diff", "HEAD", "--patch") == 0
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ADMIN = Path(__file__).resolve().parents[2] / "webapp" / "admin"
-VIEW_MODULES = ["owners.py", "search.py", "history.py", "actions.py"]
+VIEW_MODULES = ["owners.py", "search.py", "history.py", "actions.py", "edits.py", "runs.py"]
 # Layers a view must go through the host for, never around it.
 FORBIDDEN = ("dulwich", "wikimem.retrieval", "wikimem.versioned", "wikimem.bm25", "wikimem.vectors",
              "wikimem.store", "wikimem.diary", "wikimem.fsio", "wikimem.mutation", "wikimem.codec")

@@ -9,9 +9,10 @@ from wikimem.models import WikiLink
 
 from .. import get_host
 from ..params import int_in_range
+from ..session import require_role as _session_require_role
 from .wikitext import WikiText
 
-__all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "PAGE_SIZE"]
+__all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "PAGE_SIZE"]
 
 PAGE_SIZE = 50
 
@@ -43,3 +44,13 @@ def int_param(args, name: str, default: int | None, lo: int, hi: int) -> int | N
 def etags_of(owner, items) -> dict[str, str]:
     """Each item's etag by name: what an ``If-Match`` write must carry (shown, never computed by a template)."""
     return {item.name: owner.etag(item) for item in items}
+
+
+def require_role(role: str):
+    """ROLE GATE of the operator pages that change memory: the signed-in operator if their role includes
+    ``role`` (``operator``: edit items; ``admin``: delete an owner, bulk rollback), else 403.
+
+    The one call site the item editors, owner deletion and bulk rollback use;
+    it asks :func:`webapp.session.require_role` (reviewer < operator < admin).
+    """
+    return _session_require_role(role)

@@ -1,4 +1,5 @@
-"""The search page: real retrieval with its explain breakdown, optionally as of a past point."""
+"""The search pages: plain text search over wiki and diary, and real retrieval with its explain breakdown
+(optionally as of a past point)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from wikimem.naming import validate_date
 from ..errors import error_status
 from . import bp
 from .access import int_param, load_owner, wikitext_for
+from .highlight import marked
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,16 @@ def search(owner_id: str):
                                error=str(exc)), error_status(exc)
     return render_template("admin/search.html", owner=owner, form=form, result=result, error=None,
                            wikitext=wikitext_for(owner))
+
+
+@bp.get("/owners/<owner_id>/find")
+def find(owner_id: str):
+    owner = load_owner(owner_id)
+    q = request.args.get("q", "")
+    if not q.strip():
+        return render_template("admin/find.html", owner=owner, q=q, found=None, error=None)
+    try:
+        found = owner.text_search(q, limit=int_param(request.args, "limit", 50, 1, 500))
+    except (WikimemError, ValueError) as exc:  # shown on the page itself, with the status the app gives it
+        return render_template("admin/find.html", owner=owner, q=q, found=None, error=str(exc)), error_status(exc)
+    return render_template("admin/find.html", owner=owner, q=q, found=found, error=None, marked=marked)

@@ -27,7 +27,7 @@ EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 
 # Modules holding command groups, in help order. Optional layers (git, host)
 # import their dependencies only when their command runs.
-_GROUPS = ("browse", "explain", "history", "hostcmd", "cluster")
+_GROUPS = ("browse", "explain", "history", "hostcmd", "cluster", "runs")
 
 
 class Parser(argparse.ArgumentParser):

@@ -21,6 +21,10 @@ def register(sub) -> None:
     p.add_argument("--file")
     p.add_argument("--item")
     p.add_argument("--run")
+    p.add_argument("--actor")
+    p.add_argument("--action", help="add, update, remove, diary, batch, memorize, revert, rollback, restore…")
+    p.add_argument("--since", help="a date (whole UTC day) or an ISO-8601 time")
+    p.add_argument("--until", help="a date (whole UTC day) or an ISO-8601 time")
     p.add_argument("-n", "--limit", type=int, default=20)
     p.set_defaults(handler=cmd_log)
 
@@ -60,8 +64,12 @@ def _print_changes(changes) -> None:
 
 
 def cmd_log(args) -> int:
+    from ..host.instants import parse_instant
+
     vs = open_versioned(args)
-    page = vs.history(file=args.file, item=args.item, run=args.run, limit=args.limit)
+    page = vs.db.query(file=args.file, item=" ".join(args.item.split()) if args.item else None, run=args.run,
+                       actor=args.actor, action=args.action, since=parse_instant(args.since, "--since"),
+                       until=parse_instant(args.until, "--until", end_of_day=True), limit=max(1, args.limit))
     for e in page.entries:
         tags = " ".join(f"{k}={v}" for k, v in (("run", e.run), ("actor", e.actor)) if v)
         print(f"{e.id[:12]}  {e.time}  {e.summary}  [{tags}]")

@@ -154,14 +154,16 @@ def cmd_serve(args) -> int:
         config.update(ENV="development", SECRET_KEY=_kept_secret(data / SECRET_KEY_FILE, lambda: secrets.token_hex(32)))
     app = create_app(config)
     if args.demo:
-        from ..host.demo import seed_demo
+        from ..host.demo import bad_run_hint, seed_demo
 
         with app.app_context():
             from webapp import get_host
 
             seeded = seed_demo(get_host())
+            hint = bad_run_hint(get_host())
         print(f"demo data: {', '.join(seeded.owners)}" + ("" if seeded.created else " (already there)"))
-        print(f"  a bad memorize run to roll back: {seeded.bad_run} (owner user:xnne, History page)")
+        if hint:
+            print(f"  {hint}")
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"wikimem host on http://{shown}:{port}/  (admin UI: /admin/, API: /api/v1/)")
     print(f"data root:   {data.resolve()}")

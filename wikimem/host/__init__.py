@@ -28,16 +28,18 @@ from pathlib import Path
 from ..errors import InvalidName, NotFound, RemoteMoved
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
+from .operations import Operations
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 from .peers import Peers, merge_owner_pages
 from .replication import Replication, Settings
 from .quotas import OwnerQuota
+from .runindex import INDEX_PATH, RunIndex, RunQuery
 
 __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
 ]
 
 EXPORT_TYPES = FORMATS  # archive format → media type
@@ -46,7 +48,7 @@ JOB_THREADS = 2  # background job threads per host process
 MAX_PAGE = 1000
 
 
-class Host:
+class Host(Operations):
     """Owners → versioned stores and indexes, for one process."""
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
@@ -68,6 +70,10 @@ class Host:
         self._jobs = None  # JobStore, opened on first use
         self._runner = None  # this process's JobRunner
         self.owners_dir.mkdir(parents=True, exist_ok=True)
+        # Runs of every owner, fed at commit time (see wikimem/host/runindex.py); derived, rebuildable.
+        self.run_index = RunIndex(self.root / INDEX_PATH)
+        with os.scandir(self.owners_dir) as entries:
+            self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
         self.replication = Replication(replication) if replication is not None else None
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
@@ -87,6 +93,7 @@ class Host:
     def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
         owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
                       cache_dir=self.cache_dir / (folder or path.name), recall=self.recall)
+        owner.vstore.on_commit.append(self.run_index.listener(owner))
         if self.replication is not None:
             self.replication.attach(owner, folder)
         return owner
@@ -274,6 +281,7 @@ class Host:
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
+        self.run_index.forget(owner_id)
         if self.replication is not None:
             self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
@@ -373,6 +381,8 @@ class Host:
 
     def start_jobs(self, threads: int = JOB_THREADS):
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from .bulk import JOB_KIND as BULK_ROLLBACK
+        from .bulk import handler as bulk_handler
         from .jobs import MEMORIZE, JobRunner, memorize_handler
 
         jobs = self.jobs  # (takes the lock itself)
@@ -380,6 +390,7 @@ class Host:
             if self._runner is None:
                 self._runner = JobRunner(jobs, threads=threads)
                 self._runner.register(MEMORIZE, memorize_handler(self))
+                self._runner.register(BULK_ROLLBACK, bulk_handler(self))
             runner = self._runner
         return runner.start()
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..context import WriteContext
 
-__all__ = ["seed_demo", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
+__all__ = ["seed_demo", "bad_run_hint", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
 
 BAD_RUN = "run_demo_bad"
 GOOD_RUN = "run_demo_good"
@@ -97,3 +97,16 @@ def seed_demo(host) -> DemoSeeded:
     _lumi(host)
     _sam(host)
     return DemoSeeded(DEMO_OWNERS, BAD_RUN, True)
+
+
+def bad_run_hint(host) -> str | None:
+    """The start message's pointer to the demo's bad run, while it still stands (None once rolled back)."""
+    from ..errors import NotFound
+
+    try:
+        owner = host.owner(DEMO_OWNERS[0])
+    except NotFound:
+        return None
+    if not owner.history(run=BAD_RUN, limit=1).entries or owner.run_rolled_back_by(BAD_RUN):
+        return None
+    return f"a bad memorize run to roll back: {BAD_RUN} (owner {owner.id}, History page)"

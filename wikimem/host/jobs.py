@@ -270,6 +270,11 @@ class JobStore:
                            [(job_id, n, _dumps(s)) for n, s in enumerate(steps)])
             return self._load(db, job_id), True
 
+    def by_key(self, key: str) -> Job | None:
+        """The job submitted under idempotency ``key``, or None (a retry that need not rebuild its steps)."""
+        row = self._db().execute("SELECT id FROM jobs WHERE key = ?", (key,)).fetchone()
+        return None if row is None else self._load(self._db(), row[0])
+
     def get(self, job_id: str) -> Job:
         """The job; :class:`~wikimem.errors.NotFound` if there is none (or it was pruned)."""
         validate_job_id(job_id)

@@ -21,6 +21,7 @@ from ..models import DiaryItem, RecallItem
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .ops import Op, check_content, parse_ops
+from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def _last_change(vstore) -> str | None:
     return None
 
 
-class Owner:
+class Owner(Review):
     """One owner's memory, as the web layer and the CLI use it: the one service API of an owner.
 
     Reads come from the working tree (wiki, diary) and the history index;

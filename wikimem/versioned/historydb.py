@@ -71,7 +71,8 @@ class HistoryEntry:
 @dataclass
 class HistoryPage:
     entries: list[HistoryEntry] = field(default_factory=list)
-    next: str | None = None
+    next: str | None = None  # cursor of the older page
+    prev: str | None = None  # cursor of the newer page (``after``), when the page is not the newest
 
     def to_dict(self) -> dict:
         return {"entries": [e.to_dict() for e in self.entries], "next": self.next}
@@ -382,3 +383,97 @@ class HistoryDB:
         self.sync()
         with self._lock:
             return self._db().execute("SELECT count(*) FROM commits").fetchone()[0]
+
+
+    # -- operator queries: more filters, newer/older paging, undo commits -------------------------
+
+    def query(self, *, limit: int = 50, before: int | None = None, after: int | None = None,
+              **filters) -> HistoryPage:
+        """A page of commits matching ``filters`` (file, item, run, date, actor, action, since, until), newest first.
+
+        ``before`` (a seq) pages to older commits, ``after`` to newer ones; the
+        page's ``next`` / ``prev`` are the cursors of the older / newer page.
+        """
+        self.sync()
+        base, base_args = _where(**filters)
+        where, args = list(base), list(base_args)
+        if before is not None:
+            where.append("c.seq < ?")
+            args.append(int(before))
+        if after is not None:
+            where.append("c.seq > ?")
+            args.append(int(after))
+        sql = f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, c.seq FROM commits c"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY c.seq {'ASC' if after is not None else 'DESC'} LIMIT ?"
+        with self._lock:
+            db = self._db()
+            rows = db.execute(sql, [*args, int(limit)]).fetchall()
+            if after is not None:
+                rows.reverse()
+            if not rows:
+                return HistoryPage([], None, None)
+            newest, oldest = rows[0][-1], rows[-1][-1]
+            older = _exists(db, base, base_args, "c.seq < ?", oldest)
+            newer = _exists(db, base, base_args, "c.seq > ?", newest)
+        return HistoryPage([_entry(r) for r in rows], str(oldest) if older else None,
+                           str(newest) if newer else None)
+
+    def seq_at(self, ts: int) -> int | None:
+        """The seq of the newest commit made at or before ``ts`` (a jump to a date pages from there)."""
+        self.sync()
+        with self._lock:
+            row = self._db().execute("SELECT seq FROM commits WHERE time <= ? ORDER BY seq DESC LIMIT 1",
+                                     (int(ts),)).fetchone()
+        return row[0] if row else None
+
+    def newest_first(self, ids: list[str]) -> list[str]:
+        """``ids`` that are indexed commits of the branch, newest first (unknown ids are dropped)."""
+        self.sync()
+        found: list[tuple[int, str]] = []
+        with self._lock:
+            db = self._db()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                found += db.execute(f"SELECT seq, id FROM commits WHERE id IN ({','.join('?' * len(chunk))})",
+                                    chunk).fetchall()
+        return [cid for _, cid in sorted(found, reverse=True)]
+
+    def undo_commits(self) -> list[str]:
+        """Ids of the revert and rollback commits, newest first (what can mark a commit "rolled back")."""
+        self.sync()
+        with self._lock:
+            rows = self._db().execute(
+                f"SELECT id FROM commits WHERE action IN ({','.join('?' * len(UNDO_ACTIONS))}) ORDER BY seq DESC",
+                UNDO_ACTIONS).fetchall()
+        return [r[0] for r in rows]
+
+
+UNDO_ACTIONS = ("revert", "rollback")
+
+
+def _where(file=None, item=None, run=None, date=None, actor=None, action=None, since=None, until=None):
+    """SQL conditions on ``commits c`` (and its touches) for the given filters, with their arguments."""
+    where, args = [], []
+    for column, value in (("run", run), ("actor", actor), ("action", action)):
+        if value is not None:
+            where.append(f"c.{column} = ?")
+            args.append(value)
+    if since is not None:
+        where.append("c.time >= ?")
+        args.append(int(since))
+    if until is not None:
+        where.append("c.time <= ?")
+        args.append(int(until))
+    sub = [(col, v) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
+    if sub:
+        where.append("EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq AND "
+                     + " AND ".join(f"t.{col} = ?" for col, _ in sub) + ")")
+        args.extend(v for _, v in sub)
+    return where, args
+
+
+def _exists(db, where: list[str], args: list, extra: str, seq: int) -> bool:
+    sql = "SELECT 1 FROM commits c WHERE " + " AND ".join([*where, extra]) + " LIMIT 1"
+    return db.execute(sql, [*args, seq]).fetchone() is not None

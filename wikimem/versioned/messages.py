@@ -15,7 +15,8 @@ from typing import Iterable
 
 from ..naming import is_unsafe
 
-__all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable"]
+__all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
+           "trailer_values", "MAX_UNDO_ITEMS"]
 
 _ORDER = ("Action", "File", "Item", "Date", "Time", "Owner", "Source-Conv", "Run", "Actor", "Reverts",
           "Idempotency-Key", "Request")
@@ -78,18 +79,20 @@ def build_message(records: list[dict], info: dict, *, action: str | None = None)
         trailers["Source-Conv"] = info["source_conv"]
     trailers["Run"] = info.get("run")
     trailers["Actor"] = info.get("actor")
-    trailers["Reverts"] = info.get("reverts")
+    trailers["Reverts"] = info.get("reverts") if isinstance(info.get("reverts"), str) else None
     trailers["Idempotency-Key"] = info.get("idempotency_key")
     trailers["Request"] = info.get("request")  # what the key was used for: a retry must be the same request
     summary = clean_value(summary) or "change"
     lines = [summary[:200], ""]
-    if len(records) > 1:
+    if len(records) > 1 and not info.get("undo_items"):  # an undo commit names its items instead
         lines.extend(f"- {clean_value(describe(r))}" for r in records)
         lines.append("")
+    lines.extend(undo_body(info))
     for key in _ORDER:
         value = clean_value(trailers.get(key))
         if value is not None:
             lines.append(f"Wikimem-{key}: {value}")
+    lines.extend(undo_trailers(info))
     for rec in records:
         # ASCII-escaped: a journal line can never carry a line break or a control character into the message.
         lines.append("Wikimem-Journal: " + json.dumps(rec, ensure_ascii=True, separators=(",", ":")))
@@ -134,3 +137,43 @@ def _last_paragraph(lines: Iterable[str]) -> list[str]:
         if para:
             return para
     return []
+
+
+# -- undo commits: what they undid, in full ------------------------------------------------
+
+# An undo commit names at most this many items in its body (then "… and N more").
+MAX_UNDO_ITEMS = 100
+
+
+def undo_body(info: dict) -> list[str]:
+    """The body paragraph of an undo commit: one line per item it changes (``info["undo_items"]``)."""
+    items = [clean_value(i) for i in info.get("undo_items") or ()]
+    items = [i for i in items if i]
+    if not items:
+        return []
+    lines = [f"- {i}" for i in items[:MAX_UNDO_ITEMS]]
+    if len(items) > MAX_UNDO_ITEMS:
+        lines.append(f"- … and {len(items) - MAX_UNDO_ITEMS} more")
+    return lines + [""]
+
+
+def undo_trailers(info: dict) -> list[str]:
+    """``Wikimem-Reverts: <full commit id>`` per undone commit and ``Wikimem-Reverts-Run: <run>`` per undone run.
+
+    One line per value, so no list is ever cut at a trailer's length limit;
+    a single reverted commit given as text keeps its one ``Wikimem-Reverts``
+    line from :func:`build_message`.
+    """
+    lines = []
+    reverts = info.get("reverts")
+    if isinstance(reverts, (list, tuple)):
+        lines += [f"Wikimem-Reverts: {v}" for v in map(clean_value, reverts) if v]
+    lines += [f"Wikimem-Reverts-Run: {v}" for v in map(clean_value, info.get("reverts_runs") or ()) if v]
+    return lines
+
+
+def trailer_values(message: str, name: str) -> list[str]:
+    """Every value of trailer ``Wikimem-<name>`` in a commit message, in order (one trailer may repeat)."""
+    prefix = f"Wikimem-{name}: "
+    return [line[len(prefix):].strip() for line in _last_paragraph(message.replace("\r\n", "\n").split("\n")[1:])
+            if line.startswith(prefix) and line[len(prefix):].strip()]

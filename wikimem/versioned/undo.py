@@ -14,10 +14,17 @@ from ..codec import memory_path, utc_now
 from ..context import WriteContext
 from ..errors import Conflict, NotFound
 from ..fsio import read_bytes
+from .itemdiff import ItemChange
 from .plans import Plan, State, finish, plan_restore, plan_revert
 from .results import Committed
 
-__all__ = ["Undo"]
+__all__ = ["Undo", "item_line"]
+
+
+def item_line(change: ItemChange) -> str:
+    """``changed preferences/tea`` / ``removed diary 2026-07-21 10:00``: one item an undo commit changes."""
+    where = f"{change.file}/{change.name}" if change.kind == "wiki" else f"diary {change.date} {change.time}"
+    return f"{change.status} {where}"
 
 
 class Undo:
@@ -86,6 +93,7 @@ class Undo:
             plan, writes = self._plan_revert(cid, force)
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
+            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
             self._apply(writes, "revert", f"revert {cid[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
@@ -98,7 +106,9 @@ class Undo:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
             plan, writes, commits = self._plan_rollback(run, force)
-            b.unit.info["reverts"] = " ".join(c[:12] for c in commits)
+            # Full ids, the run and the items: the commit says exactly what it undid (history links both ways).
+            b.unit.info.update(reverts=list(commits), reverts_runs=[run],
+                               undo_items=[item_line(c) for c in plan.changes])
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback run {run}")
@@ -114,7 +124,54 @@ class Undo:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
             plan, writes = self._plan_restore(target)
+            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
             self._apply(writes, "restore", f"restore to {target[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
 
+    # -- a selection: several runs and loose commits as one commit (bulk rollback) -------------
+
+    def _selected(self, runs, commits, skip=frozenset()) -> list[str]:
+        """The commits of ``runs`` plus ``commits`` on the branch, newest first, but those in ``skip``
+        (full ids, or the 12-character prefixes older rollback commits recorded)."""
+        ids = [c for run in dict.fromkeys(runs) for c in self.db.run_commits(run)]
+        return [c for c in self.db.newest_first(list(dict.fromkeys([*ids, *commits])))
+                if c not in skip and c[:12] not in skip]
+
+    def _plan_set(self, ids: list[str], force: bool, label: str) -> tuple[Plan, dict]:
+        state, conflicts = self._state(), []
+        for cid in ids:
+            plan_revert(self.git, state, cid.encode(), conflicts, force)
+        return finish(state, label, conflicts)
+
+    def preview_selection(self, runs=(), commits=(), skip=frozenset()) -> Plan:
+        """What :meth:`rollback_selection` would change now, and its conflicts, without writing."""
+        ids = self._selected(runs, commits, skip)
+        return self._plan_set(ids, False, " ".join([*runs, *(c[:12] for c in commits)]))[0]
+
+    def rollback_selection(self, runs=(), commits=(), *, skip=frozenset(), force: bool = False,
+                           ctx: WriteContext | None = None, message: str | None = None,
+                           kind: str = "rollback-selection") -> Committed:
+        """Undo every commit of ``runs`` and the loose ``commits`` (newest first) as one new commit.
+
+        The run's commits are read under the owner lock, so a run that grew
+        since the preview is undone whole; commits in ``skip`` (already
+        undone) are left alone. Conflicts raise
+        :class:`~wikimem.errors.Conflict` unless ``force``; ``value`` is the
+        plan, ``commit`` None when there was nothing left to undo.
+        """
+        runs, commits = list(runs), list(commits)
+        label = " ".join([*runs, *(c[:12] for c in commits)])
+        with self.batch(self._operator(ctx, {}), action="rollback", kind=kind,
+                        message=message or f"roll back {len(runs) + len(commits)} run(s): {label}"[:200]) as b:
+            if b.replay is not None:
+                return Committed(b.replay, b.commit, True)
+            ids = self._selected(runs, commits, skip)
+            plan, writes = self._plan_set(ids, force, label)
+            b.unit.info.update(reverts=ids, reverts_runs=runs, undo_items=[item_line(c) for c in plan.changes])
+            if plan.conflicts and not force:
+                raise Conflict(f"{len(plan.conflicts)} item(s) changed after the selected runs",
+                               conflicts=plan.conflicts)
+            self._apply(writes, "rollback", f"rollback {label}"[:200])
+            b.result = {"changes": len(plan.changes), "forced": len(plan.conflicts)}
+        return Committed(plan, b.commit)

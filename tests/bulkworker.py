@@ -1,0 +1,57 @@
+"""A host process that runs bulk rollback jobs, for tests that kill it mid-job.
+
+    python tests/bulkworker.py DATA_ROOT [--lease S] [--die-after-step N]
+
+Runs the host's real ``bulk-rollback`` handler over ``DATA_ROOT`` until
+SIGTERM. With ``--die-after-step N`` the process SIGKILLs itself right after
+step N made its owner's commit on its first attempt — the commit is made, the
+step not yet marked done: the next process re-runs it, and the commit's
+idempotency key must make that re-run write nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wikimem.host import Host  # noqa: E402
+from wikimem.host.bulk import JOB_KIND, handler  # noqa: E402
+from wikimem.host.jobs import JobRunner, Step  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--lease", type=float, default=1.0)
+    ap.add_argument("--die-after-step", type=int, default=None)
+    args = ap.parse_args()
+    host = Host(args.root)
+    run = handler(host)
+
+    def step_then_maybe_die(step: Step):
+        result = run(step)
+        with open(args.root / "steps.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{step.n} {os.getpid()} {step.attempt} {result['status']} {result.get('replayed')}\n")
+        if step.n == args.die_after_step and step.attempt == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    runner = JobRunner(host.jobs, threads=1, lease=args.lease, poll=0.05)
+    runner.register(JOB_KIND, step_then_maybe_die)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    runner.start()
+    print("ready", flush=True)
+    while not stop.wait(0.2):
+        pass
+    runner.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Runs across owners: the search ("actor X from T1 to T2"), the bulk rollback preview, its job's progress.
+
+The search reads the cross-owner run index; the preview plans every
+owner's step without writing; the confirmed POST (admin role) queues one
+durable job that rolls the selection back owner by owner.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import g, redirect, render_template, request, url_for
+
+from wikimem.errors import WikimemError
+from wikimem.host import RunQuery
+
+from .. import get_host
+from ..errors import error_status
+from . import bp
+from .access import PAGE_SIZE, require_role
+from .diffs import DiffBudget
+
+SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
+
+
+def selection_args(args) -> dict[str, str]:
+    """The non-blank selection fields of a query string (what links and forms carry on)."""
+    return {k: args[k].strip() for k in SELECTION if (args.get(k) or "").strip()}
+
+
+@bp.get("/runs")
+def runs():
+    chosen, by_owner = selection_args(request.args), request.args.get("by") == "owner"
+    try:
+        query = RunQuery.parse(**chosen)
+        page = _page(query, by_owner, request.args.get("cursor") or None)
+    except (WikimemError, ValueError) as exc:  # shown on the page, with the status the app gives it
+        return render_template("admin/runs.html", chosen=chosen, by_owner=by_owner, page=None, query=None,
+                               error=str(exc)), error_status(exc)
+    return render_template("admin/runs.html", chosen=chosen, by_owner=by_owner, page=page, query=query, error=None)
+
+
+def _page(query: RunQuery, by_owner: bool, cursor: str | None):
+    host, within = get_host(), g.operator.owner_prefix
+    if by_owner:
+        counts, nxt = host.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor)
+        first = host.find_runs(query, within=within, limit=1)
+        return {"owners": counts, "next": nxt, "total": first.total, "complete": first.complete}
+    found = host.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor)
+    return {"runs": found.runs, "next": found.next, "total": found.total, "complete": found.complete}
+
+
+@bp.get("/bulk/rollback")
+def bulk_preview():
+    chosen = selection_args(request.args)
+    preview = get_host().preview_bulk_rollback(RunQuery.parse(**chosen), within=g.operator.owner_prefix)
+    # The form's request id is the job's idempotency key: a double submit starts one job.
+    return render_template("admin/bulk_preview.html", chosen=chosen, preview=preview, inline_diff=DiffBudget(),
+                           request_id="ui-" + secrets.token_hex(12))
+
+
+@bp.post("/bulk/rollback")
+def bulk_start():
+    operator = require_role("admin")
+    chosen = selection_args(request.form)
+    job = get_host().start_bulk_rollback(RunQuery.parse(**chosen), within=operator.owner_prefix,
+                                         force=request.form.get("force") == "on", actor=operator.name,
+                                         idempotency_key=request.form.get("request_id") or None)
+    return redirect(url_for("admin.job", job_id=job["id"]))
+
+
+@bp.get("/jobs/<job_id>")
+def job(job_id: str):
+    found = get_host().bulk_job(job_id, within=g.operator.owner_prefix)
+    return render_template("admin/job.html", job=found)

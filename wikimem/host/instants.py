@@ -1,0 +1,38 @@
+"""Times an operator types into a filter: a date or an ISO-8601 instant, read as UTC seconds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from .errors import BadRequest
+
+__all__ = ["parse_instant", "iso_instant"]
+
+
+def parse_instant(text: str | None, what: str, *, end_of_day: bool = False) -> int | None:
+    """``text`` (``YYYY-MM-DD`` or an ISO-8601 time; no offset means UTC) as epoch seconds, or None if blank.
+
+    A bare date is the start of that UTC day, or its last second with
+    ``end_of_day`` (so ``until=2026-07-21`` includes the whole day).
+    """
+    if text is None or not str(text).strip():
+        return None
+    raw = str(text).strip()
+    if len(raw) > 64:
+        raise BadRequest(f"{what} is longer than 64 characters")
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"{what} must be a date (YYYY-MM-DD) or an ISO-8601 time, got {raw!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    if end_of_day and len(raw) == 10:
+        moment += timedelta(days=1, seconds=-1)
+    return int(moment.timestamp())
+
+
+def iso_instant(ts: int | None) -> str | None:
+    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,205 @@
+"""What operators do with one owner beyond reading and writing: history with every filter, undo marks,
+item versions and blame, plain text search, creating an item that must not exist, rolling back a selection.
+
+Mixed into :class:`~wikimem.host.owner.Owner` (which holds ``vstore``, ``store``, ``diary`` and ``id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from ..context import WriteContext
+from ..errors import NotFound, PreconditionFailed
+from .errors import BadRequest
+from .instants import parse_instant
+from .textsearch import TextHit, TextSearch, compile_query, matches, spans
+
+if TYPE_CHECKING:
+    from ..versioned import Committed, HistoryEntry, HistoryPage, Plan
+
+__all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
+
+# The filters of an owner's history (besides paging), as the API and the admin page name them.
+HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until")
+MAX_TEXT_HITS = 500
+
+
+@dataclass
+class HistoryMarks:
+    """The undo links of a page of history, both ways."""
+
+    reverted_by: dict[str, list[str]] = field(default_factory=dict)  # commit → the undo commits that undid it
+    run_rolled_back_by: dict[str, list[str]] = field(default_factory=dict)  # run → standing rollbacks naming it
+    undoes: dict[str, object] = field(default_factory=dict)  # undo commit → UndoInfo (what it undid)
+
+    def to_dict(self) -> dict:
+        return {"reverted_by": self.reverted_by, "run_rolled_back_by": self.run_rolled_back_by,
+                "undoes": {k: v.to_dict() for k, v in self.undoes.items()}}
+
+
+def _cursor(value: str | None, what: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise BadRequest(f"invalid history {what} {value!r}") from None
+    if number < 0:
+        raise BadRequest(f"invalid history {what} {value!r}")
+    return number
+
+
+class Review:
+    """Operator views and actions of one owner (a mixin of :class:`~wikimem.host.owner.Owner`)."""
+
+    _links_cache: tuple | None = None
+
+    # -- history ---------------------------------------------------------------
+
+    def search_history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
+                       actor: str | None = None, action: str | None = None, since: str | None = None,
+                       until: str | None = None, limit: int = 50, cursor: str | None = None,
+                       after: str | None = None, at: str | None = None) -> HistoryPage:
+        """Commits newest first, filtered by file, item, run, actor, action and time (``since``/``until``:
+        a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
+        (a date or time: the page that starts with the newest commit made by then)."""
+        before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
+        if at:
+            found = self.vstore.db.seq_at(parse_instant(at, "at", end_of_day=True))
+            before = (found + 1) if found is not None else 0
+        return self.vstore.db.query(
+            file=file, item=" ".join(item.split()) if item else None, run=run, actor=actor, action=action,
+            since=parse_instant(since, "since"), until=parse_instant(until, "until", end_of_day=True),
+            limit=max(1, int(limit)), before=before, after=None if before is not None else newer)
+
+    def undo_links(self):
+        """The undo commits of this owner and what each undid (kept until the head moves)."""
+        from ..versioned.undolinks import undo_links
+
+        head = self.vstore.head()
+        cached = self._links_cache
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        links = undo_links(self.vstore.git, self.vstore.db.undo_commits())
+        self._links_cache = (head, links)
+        return links
+
+    def undone_by(self, entries: list[HistoryEntry]) -> dict[str, list[str]]:
+        """For each entry that some revert or rollback undid: the undo commit ids, newest first."""
+        links = self.undo_links()
+        out = {}
+        for entry in entries:
+            found = links.reverted_by(entry.id)
+            if found:
+                out[entry.id] = found
+        return out
+
+    def history_marks(self, entries: list[HistoryEntry]) -> HistoryMarks:
+        """What marks a page of history: commits undone (by which commit), runs rolled back, what undo commits undid."""
+        runs = {e.run for e in entries if e.run}
+        return HistoryMarks(self.undone_by(entries),
+                            {r: found for r in sorted(runs) if (found := self.run_rolled_back_by(r))},
+                            {e.id: self.undo_of(e.id) for e in entries if e.action in ("revert", "rollback")})
+
+    def entry_at(self, point: str) -> HistoryEntry:
+        """The history entry of a commit point (id, prefix, ``HEAD~N`` or a time)."""
+        entry = self.vstore.db.entry(self.vstore.resolve(point))
+        if entry is None:
+            raise NotFound(f"no commit {point!r} in this history")
+        return entry
+
+    def undo_of(self, commit: str):
+        """What an undo commit undid (:class:`~wikimem.versioned.undolinks.UndoInfo`; empty for other commits)."""
+        from ..versioned.undolinks import undo_info
+
+        return undo_info(self.vstore.git, self.vstore.resolve(commit))
+
+    def run_rolled_back_by(self, run: str) -> list[str]:
+        """The rollback commits that name ``run`` and still stand (not undone in turn), newest first."""
+        links = self.undo_links()
+        return [c for c in links.run_rolled_back_by(run) if links.live(c)]
+
+    # -- one item through time ---------------------------------------------------
+
+    def item_versions(self, file: str, name: str, *, limit: int = 50, cursor: str | None = None):
+        """``(versions, next cursor)``: the item's text as each commit that touched it left it, newest first."""
+        from ..versioned.blame import item_versions
+
+        name = " ".join(name.split())
+        page = self.vstore.db.query(file=file, item=name, limit=max(1, int(limit)), before=_cursor(cursor, "cursor"))
+        return item_versions(self.vstore.git, page.entries, file, name), page.next
+
+    def item_blame(self, file: str, name: str):
+        """The version whose commit wrote the item's current text (None if the text is not committed yet)."""
+        from ..versioned.blame import blame
+
+        current = self.item(file, name)
+        cursor, found = None, None
+        while True:
+            versions, cursor = self.item_versions(file, name, limit=100, cursor=cursor)
+            version, complete = blame(versions, current.content)
+            if version is None and found is None:
+                return None
+            found = version or found
+            if complete or version is None or cursor is None:
+                return found
+
+    # -- plain text search ---------------------------------------------------------
+
+    def text_search(self, query: str, *, limit: int = 50, diary: bool = True) -> TextSearch:
+        """Wiki items and diary entries holding every word of ``query`` (any case), at most ``limit`` shown."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TEXT_HITS:
+            raise BadRequest(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
+        patterns = compile_query(query)
+        hits: list[TextHit] = []
+        total = 0
+        for it in self.store.items():
+            if matches(patterns, it.name, it.content):
+                total += 1
+                if len(hits) < limit:
+                    hits.append(TextHit("wiki", it.content, file=it.file, name=it.name,
+                                        spans=spans(patterns, it.content), name_spans=spans(patterns, it.name)))
+        for day in reversed(self.diary.dates()) if diary else ():
+            for entry in self.diary.day(day):
+                if matches(patterns, entry.content):
+                    total += 1
+                    if len(hits) < limit:
+                        hits.append(TextHit("diary", entry.content, date=entry.date, time=entry.time,
+                                            spans=spans(patterns, entry.content)))
+        return TextSearch(query, hits, total)
+
+    # -- writes an operator makes ----------------------------------------------------
+
+    def add_new(self, file: str, name: str, content: str, *, ctx: WriteContext | None = None) -> Committed:
+        """Add an item that must not exist yet (one commit); 412 :class:`PreconditionFailed` if it does."""
+        from ..versioned import Committed
+
+        ctx = WriteContext.of(ctx)
+        with self.vstore.batch(ctx, kind=f"add-new {file}/{name}") as b:
+            if b.replay is not None:
+                return Committed(self.store.get(file, name), b.commit, True)
+            if self.store.get(file, name) is not None:
+                raise PreconditionFailed(f"an item named {name!r} already exists in {file!r}: edit it instead",
+                                         current=self.etag(self.store.get(file, name)))
+            item = self.store.add(file, name, content, owner=self.id, source_conv=ctx.source_conv)
+            b.result = {"value": asdict(item)}
+        return Committed(item, b.commit)
+
+    def _already_undone(self) -> frozenset[str]:
+        """Commits that a standing revert or rollback undid: a selection leaves them alone."""
+        links = self.undo_links()
+        return frozenset(t for info in links.infos if links.live(info.commit) for t in info.reverts)
+
+    def preview_selection(self, runs=(), commits=()) -> Plan:
+        """What rolling back these runs and loose commits together would change now, and its conflicts
+        (commits already undone by a standing revert or rollback are left out)."""
+        return self.vstore.preview_selection(list(runs), list(commits), self._already_undone())
+
+    def rollback_selection(self, runs=(), commits=(), *, force: bool = False, ctx: WriteContext | None = None,
+                           message: str | None = None) -> Committed:
+        """Undo these runs and loose commits as one commit (the step of a bulk rollback for this owner)."""
+        if not runs and not commits:
+            raise NotFound("nothing selected to roll back")
+        return self.vstore.rollback_selection(list(runs), list(commits), skip=self._already_undone(), force=force,
+                                              ctx=ctx, message=message, kind="rollback-selection")
