@@ -386,8 +386,10 @@ class SessionInterface(SecureCookieSessionInterface):
 
 @bp.app_context_processor
 def _inject_operator():
-    return {"operator": current_operator()}
-
+    """``operator`` and ``can(role)`` for templates: a page shows an action only to roles that may take it
+    (the view still checks with :func:`require_role`; hiding is a courtesy, not the gate)."""
+    operator = current_operator()
+    return {"operator": operator, "can": lambda role: operator is not None and operator.may(role)}
 
 
 

@@ -130,6 +130,28 @@ def test_a_reviewer_may_look_but_not_change(app):
     assert r.status_code == 403 and owner(app).head() == head
 
 
+@pytest.mark.parametrize("who, shown", [
+    ("rita", set()),
+    ("olga", {"edit-item", "delete-item", "new-item", "rollback", "revert", "restore"}),
+    ("adam", {"edit-item", "delete-item", "new-item", "rollback", "revert", "restore", "delete-owner",
+              "bulk-rollback"}),
+])
+def test_pages_offer_only_the_actions_a_role_may_take(app, who, shown):
+    with app.app_context():
+        o = get_host().owner(OWNER)
+        o.add("preferences", "tea", "Hates tea.", ctx=WriteContext(actor="Elaina-v12", run="run_bad"))
+        head = o.head()
+    client = client_as(app, who)
+    pages = "".join(client.get(url).get_data(as_text=True) for url in (
+        BASE, f"{BASE}/items/preferences/tea", f"{BASE}/runs/run_bad", f"{BASE}/commits/{head}",
+        f"{BASE}/history", "/admin/runs?actor=Elaina-v12"))
+    found = {"edit-item": 'id="edit-item"' in pages, "delete-item": 'id="delete-item"' in pages,
+             "new-item": 'id="new-item"' in pages, "rollback": 'id="rollback"' in pages,
+             "revert": "/revert" in pages, "restore": "/restore" in pages,
+             "delete-owner": 'id="delete-owner"' in pages, "bulk-rollback": 'id="bulk-rollback"' in pages}
+    assert {k for k, v in found.items() if v} == shown
+
+
 @pytest.mark.parametrize("who", ["olga", "rita"])
 def test_only_an_admin_deletes_an_owner(app, who):
     client = client_as(app, who)

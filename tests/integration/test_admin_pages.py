@@ -139,3 +139,19 @@ def test_a_huge_commit_page_highlights_within_its_budget_and_summarises_the_rest
         assert html.count('class="change ') >= 40
         assert "spent its diff budget" in html  # the items past the budget are shown, not highlighted
         assert "<del" in html or "<ins" in html or 'class="del"' in html or 'class="ins"' in html
+
+
+def test_the_search_page_chooses_how_the_diary_is_recalled(app):
+    with app.app_context():
+        get_host().owner("user:xnne").diary_append("Went to the seaside with Lumi.", date="2020-02-29",
+                                                   ctx=WriteContext(actor="seed"))
+    client = app.test_client()
+    sign_in(client, token=ADMIN)
+    url = "/admin/owners/user:xnne/search"
+    window = client.get(url, query_string={"q": "seaside", "submitted": "1", "diary": "window"})
+    assert window.status_code == 200 and "Went to the seaside" not in window.get_data(as_text=True)
+    every = client.get(url, query_string={"q": "seaside", "submitted": "1", "diary": "all"}).get_data(as_text=True)
+    assert "Went to the seaside" in every and "every diary day searched" in every
+    assert '<option value="all" selected' in every
+    bad = client.get(url, query_string={"q": "seaside", "submitted": "1", "diary": "some"})
+    assert bad.status_code == 400 and "diary must be one of window, all" in bad.get_data(as_text=True)

@@ -17,6 +17,9 @@ from .access import int_param, load_owner, wikitext_for
 from .highlight import marked
 
 
+DIARY_CHOICES = ("", "window", "all")
+
+
 @dataclass(frozen=True)
 class SearchForm:
     """The search box as submitted; ``retrieve_kwargs`` is what goes to the library."""
@@ -28,6 +31,7 @@ class SearchForm:
     start: str = ""
     end: str = ""
     as_of: str = ""
+    diary: str = ""  # "" = the host's default (WIKIMEM_DIARY_RECALL), else window or all
 
     @property
     def time_range(self) -> tuple[str, str] | None:
@@ -35,7 +39,8 @@ class SearchForm:
 
     def retrieve_kwargs(self) -> dict:
         return {"limit": self.limit, "budget_tokens": self.budget, "expand_links": self.expand_links,
-                "explain": True, "time_range": self.time_range, "as_of": self.as_of or None}
+                "explain": True, "time_range": self.time_range, "as_of": self.as_of or None,
+                "diary": self.diary or None}
 
 
 def parse_search(args) -> SearchForm:
@@ -46,6 +51,9 @@ def parse_search(args) -> SearchForm:
     if start:
         validate_date(start)
         validate_date(end)
+    diary = (args.get("diary") or "").strip()
+    if diary not in DIARY_CHOICES:
+        raise BadRequest(f"diary must be one of {', '.join(c for c in DIARY_CHOICES if c)}, got {diary[:20]!r}")
     return SearchForm(
         q=args.get("q", ""),
         limit=int_param(args, "limit", 10, 1, 200),
@@ -53,7 +61,7 @@ def parse_search(args) -> SearchForm:
         # A submitted form without the box ticked means "no expansion";
         # a bare link (?q=...) keeps the library's default.
         expand_links=args.get("links") == "on" if "submitted" in args else True,
-        start=start, end=end, as_of=(args.get("as_of") or "").strip(),
+        start=start, end=end, as_of=(args.get("as_of") or "").strip(), diary=diary,
     )
 
 
