@@ -14,6 +14,7 @@ from wikimem.host import RunQuery
 from . import get_host
 from .api import bp
 from .auth import require
+from .peering import forward_for, listing_scope
 from .params import idempotency_key, int_in_range, json_body, opt_bool, opt_int, opt_str, query_int, query_str
 
 __all__ = ["SELECTION_FIELDS"]
@@ -28,13 +29,14 @@ def query_of(values: dict) -> RunQuery:
 
 @bp.get("/runs")
 def runs():
-    principal = require("read")
+    """Runs across owners: in a cluster, across every host (a peer asked by another answers for its own only)."""
+    within = listing_scope()
     query = query_of({k: query_str(k) for k in SELECTION_FIELDS})
     limit, cursor = query_int("limit", 50, 1, 1000), query_str("cursor", limit=1000)
+    args = {"within": within, "limit": limit, "cursor": cursor, "forward": forward_for(within)}
     if query_str("by") == "owner":
-        counts, nxt = get_host().runs_per_owner(query, within=principal.owner_prefix, limit=limit, cursor=cursor)
-        return jsonify(owners=[c.to_dict() for c in counts], next=nxt)
-    return jsonify(get_host().find_runs(query, within=principal.owner_prefix, limit=limit, cursor=cursor).to_dict())
+        return jsonify(get_host().runs_per_owner(query, **args).to_dict())
+    return jsonify(get_host().find_runs(query, **args).to_dict())
 
 
 @bp.post("/bulk/rollback")

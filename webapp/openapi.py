@@ -20,6 +20,8 @@ OWNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
 _DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "example": "2026-07-21"}
 _NSTR = {"type": "string", "nullable": True}
+_UNREACHABLE = {"type": "array", "items": {"type": "string"},
+                "description": "peers of a cluster that did not answer: the page lacks their owners"}
 _CONTENT = {"type": "string", "maxLength": MAX_CONTENT_CHARS}
 
 
@@ -81,9 +83,6 @@ SCHEMAS: dict[str, dict] = {
                        "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
                        "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
                        "error": _NSTR}, ["owner", "changes", "conflicts"]),
-    "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
-                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
-                 "done": {"type": "integer"}, "total": {"type": "integer"}}, ["id", "state"]),
     "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
@@ -187,7 +186,7 @@ def _paths() -> dict[str, dict]:
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
             _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR,
-                  "unreachable": _arr({"type": "string"})}, ["owners", "next"])),
+                  "unreachable": _UNREACHABLE}, ["owners", "next"])),
             params=[_param("prefix", "query", {"type": "string", "maxLength": 128}),
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                     _param("cursor", "query", {"type": "string", "maxLength": 128})], tag="owners")},
@@ -371,8 +370,10 @@ def _operator_paths() -> dict[str, dict]:
                      "total": _obj({"runs": {"type": "integer"}, "owners": {"type": "integer"},
                                     "commits": {"type": "integer"}}),
                      "complete": {"type": "boolean", "description": "false until `wikimem index rebuild` ran "
-                                  "over owners older than the index"}}, ["runs", "next", "total"])
-    per_owner = _obj({"owners": _arr(_ref("OwnerRunCount")), "next": _NSTR}, ["owners", "next"])
+                                  "over owners older than the index"},
+                     "unreachable": _UNREACHABLE}, ["runs", "next", "total"])
+    per_owner = _obj({"owners": _arr(_ref("OwnerRunCount")), "next": _NSTR, "unreachable": _UNREACHABLE},
+                     ["owners", "next"])
     runs = _op("runs across owners (by run, actor, source conversation, action, time, owner prefix)", "read",
                _ok({"oneOf": [run_page, per_owner]}, description="a page of runs, or with by=owner the counts "
                    "per owner"),
@@ -383,7 +384,9 @@ def _operator_paths() -> dict[str, dict]:
                        _param("by", "query", {"type": "string", "enum": ["run", "owner"]}),
                        _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                        _param("cursor", "query", {"type": "string", "maxLength": 1000})], tag="operators")
-    runs["description"] += " " + _RUNS_DOC
+    runs["description"] += (" " + _RUNS_DOC + " In a cluster (WIKIMEM_PEERS) the host that answers asks every "
+                            "peer the same search and cursor and merges the pages; peers that did not answer are "
+                            "listed in unreachable.")
     preview = _obj({"selection": {"type": "object"}, "total": {"type": "object"},
                     "owners": _arr(_ref("OwnerPlan")), "next": _NSTR}, ["total", "owners"])
     started = {"description": "the job was queued (or an earlier one with the same Idempotency-Key is returned)",

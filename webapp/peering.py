@@ -1,12 +1,12 @@
-"""Host-to-host requests of a cluster: the owner listing gathered from every peer.
+"""Host-to-host requests of a cluster: the owner listing and the run search gathered from every peer.
 
 The host that serves a listing asks each peer for its own page with a
 short-lived token signed by the shared ``WIKIMEM_SECRET_KEY`` (header
 ``X-Wikimem-Peer``), carrying the owner-id prefix the caller may see. A peer
-accepts it in place of the caller's credentials for that listing only, and
+accepts it in place of the caller's credentials for those listings only, and
 answers from its own data root (it never asks its peers in turn). So an
-API token and an admin session list the same owners behind nginx as on one
-host, and nothing else is reachable with a peer token.
+API token and an admin session list the same owners (and find the same runs)
+behind nginx as on one host, and nothing else is reachable with a peer token.
 """
 
 from __future__ import annotations

@@ -164,6 +164,40 @@ def test_the_owner_listing_spans_every_host(cluster):
     assert seen == owners
 
 
+def test_the_run_search_spans_every_host_and_names_a_host_that_did_not_answer(cluster):
+    """Issue 16 item 1: "actor X from T1 to T2" across every owner of the cluster, whichever host answers."""
+    api = Client(cluster.url, cluster.token, timeout=30.0, proxies={})
+    owners = [f"user:runs{i:02d}" for i in range(12)]
+    for i, owner in enumerate(owners):
+        api.create_owner(owner)
+        api.add("prefs", "tea", f"hates tea {i}", owner=owner, actor="Elaina-v12", run=f"run_bad_{i:02d}")
+        api.add("prefs", "sea", "likes the sea", owner=owner, actor="Elaina-v11")
+    holders = {id(cluster.host_holding(o)[0]) for o in owners}
+    assert len(holders) > 1
+    expected = {(o, f"run_bad_{i:02d}") for i, o in enumerate(owners)}
+    for host in cluster.hosts:  # any host's answer holds every host's runs, paged in one order
+        found, cursor = [], None
+        while True:
+            url = f"{host.url}/api/v1/runs?actor=Elaina-v12&since=2000-01-01&limit=5"
+            status, page, _ = call(url + (f"&cursor={cursor}" if cursor else ""), token=cluster.token)
+            assert status == 200 and page["total"] == {"runs": 12, "owners": 12, "commits": 12}
+            assert "unreachable" not in page
+            found += page["runs"]
+            cursor = page["next"]
+            if not cursor:
+                break
+        assert {(r["owner"], r["run"]) for r in found} == expected and len(found) == 12
+        assert all(a["last"] >= b["last"] for a, b in zip(found, found[1:]))  # newest first, across hosts
+        status, counts, _ = call(f"{host.url}/api/v1/runs?actor=Elaina-v12&by=owner&limit=50", token=cluster.token)
+        assert [c["owner"] for c in counts["owners"]] == owners and counts["next"] is None
+    victim = cluster.host_holding(owners[0])[0]
+    victim.kill()
+    alive = next(h for h in cluster.hosts if h is not victim)
+    status, page, _ = call(f"{alive.url}/api/v1/runs?actor=Elaina-v12&limit=50", token=cluster.token)
+    assert status == 200 and page["unreachable"] == [victim.url]  # a partial page says so, never an error
+    assert owners[0] not in {r["owner"] for r in page["runs"]} and 0 < page["total"]["owners"] < 12
+
+
 def test_write_load_while_a_host_is_killed_and_restarted_loses_and_duplicates_nothing(cluster, git_http):
     api = Client(cluster.url, cluster.token, timeout=30.0, proxies={})
     owners = [f"user:load{i:02d}" for i in range(50)]

@@ -56,8 +56,8 @@ def test_counts_per_owner_page_through_owners(host):
     bad_deploy(host, 7, conflict=False)
     seen, cursor = [], None
     while True:
-        counts, cursor = host.runs_per_owner(RunQuery.parse(since="2000-01-01"), limit=3, cursor=cursor)
-        seen += counts
+        page = host.runs_per_owner(RunQuery.parse(since="2000-01-01"), limit=3, cursor=cursor)
+        seen, cursor = seen + page.owners, page.next
         if cursor is None:
             break
     assert [c.owner for c in seen] == [owner_name(i) for i in range(7)]

@@ -16,6 +16,7 @@ from wikimem.host import RunQuery
 
 from .. import get_host
 from ..errors import error_status
+from ..peering import forward_for
 from . import bp
 from .access import PAGE_SIZE, require_role
 from .diffs import DiffBudget
@@ -41,13 +42,17 @@ def runs():
 
 
 def _page(query: RunQuery, by_owner: bool, cursor: str | None):
+    """One page of the search, across every host of a cluster (peers that did not answer are listed)."""
     host, within = get_host(), g.operator.owner_prefix
+    forward = forward_for(within)
     if by_owner:
-        counts, nxt = host.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor)
-        first = host.find_runs(query, within=within, limit=1)
-        return {"owners": counts, "next": nxt, "total": first.total, "complete": first.complete}
-    found = host.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor)
-    return {"runs": found.runs, "next": found.next, "total": found.total, "complete": found.complete}
+        counts = host.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
+        first = host.find_runs(query, within=within, limit=1, forward=forward)
+        return {"owners": counts.owners, "next": counts.next, "total": first.total, "complete": first.complete,
+                "unreachable": sorted({*counts.unreachable, *first.unreachable})}
+    found = host.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
+    return {"runs": found.runs, "next": found.next, "total": found.total, "complete": found.complete,
+            "unreachable": found.unreachable}
 
 
 @bp.get("/bulk/rollback")

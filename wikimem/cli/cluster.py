@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser
+from . import EXIT_NOT_FOUND, EXIT_OK, Parser
 
 
 def register(sub) -> None:

@@ -74,7 +74,8 @@ def _query(args):
 def cmd_runs(args) -> int:
     host, query = _host(args), _query(args)
     if args.by_owner:
-        counts, nxt = host.runs_per_owner(query, limit=args.limit, cursor=args.cursor)
+        found = host.runs_per_owner(query, limit=args.limit, cursor=args.cursor)
+        counts, nxt = found.owners, found.next
         for c in counts:
             print(f"{c.owner}\t{c.runs} run{'s' if c.runs != 1 else ''}\t{c.commits} commit{'s' if c.commits != 1 else ''}"
                   f"\t{c.first} … {c.last}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import NotFound
 from .bulk import JOB_KIND, BulkPreview, Part, job_view, preview, rollback_part, select, submit
 from .errors import BadRequest
-from .runindex import OwnerCount, RunPage, RunQuery
+from .runindex import OwnerCountPage, RunPage, RunQuery
 
 __all__ = ["Operations", "MAX_RUNS_PAGE"]
 
@@ -24,14 +24,37 @@ def _limit(limit: int) -> int:
 class Operations:
     """Cross-owner operator actions of a :class:`~wikimem.host.Host` (a mixin)."""
 
-    def find_runs(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None) -> RunPage:
-        """Runs of every owner (under ``within``) matching ``query``, newest first, with totals."""
-        return self.run_index.search(query, within=within, limit=_limit(limit), cursor=cursor)
+    def find_runs(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
+                  forward: dict | None = None) -> RunPage:
+        """Runs of every owner (under ``within``) matching ``query``, newest first, with totals.
 
-    def runs_per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
-                       cursor: str | None = None) -> tuple[list[OwnerCount], str | None]:
-        """How many matching runs each owner has (owners in id order), and the next page's cursor."""
-        return self.run_index.per_owner(query, within=within, limit=_limit(limit), cursor=cursor)
+        With peers and ``forward`` (headers that let a peer answer for the
+        caller's scope), every host of the cluster is asked the same search
+        and cursor and the pages merge into one; peers that did not answer
+        are listed in the page's ``unreachable``.
+        """
+        local = self.run_index.search(query, within=within, limit=_limit(limit), cursor=cursor)
+        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward)
+        if not answers and not unreachable:
+            return local
+        return RunPage.merged([local.to_dict(), *answers], limit, unreachable)
+
+    def runs_per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
+                       forward: dict | None = None) -> OwnerCountPage:
+        """How many matching runs each owner has (owners in id order), and the next page's cursor (cluster-wide
+        with peers and ``forward``, as :meth:`find_runs`)."""
+        local = self.run_index.per_owner(query, within=within, limit=_limit(limit), cursor=cursor)
+        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward, by="owner")
+        if not answers and not unreachable:
+            return local
+        return OwnerCountPage.merged([local.to_dict(), *answers], limit, unreachable)
+
+    def _ask_peers(self, path: str, query: RunQuery, limit: int, cursor: str | None, forward: dict | None,
+                   **extra: str) -> tuple[list[dict], list[str]]:
+        peers = getattr(self, "peers", None)
+        if peers is None or forward is None:
+            return [], []
+        return peers.get(path, {**query.to_dict(), "limit": limit, "cursor": cursor, **extra}, forward)
 
     def refresh_run_index(self, *, full: bool = False) -> dict:
         """Bring the run index up to every owner's history (``full``: index each owner from scratch).

@@ -43,7 +43,7 @@ from .owner_ids import scope_prefix
 if TYPE_CHECKING:
     from .owner import Owner
 
-__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "INDEX_PATH", "MAX_FIELD", "row_cursor",
+__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "INDEX_PATH", "MAX_FIELD", "row_cursor",
            "merge_pages"]
 
 log = logging.getLogger(__name__)
@@ -178,10 +178,52 @@ class RunPage:
     next: str | None = None
     total: dict = field(default_factory=lambda: {"runs": 0, "owners": 0, "commits": 0})
     complete: bool = True  # False: owners older than the index may be missing until `wikimem index rebuild`
+    unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
 
     def to_dict(self) -> dict:
-        return {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
-                "complete": self.complete}
+        out = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
+               "complete": self.complete}
+        if self.unreachable:
+            out["unreachable"] = list(self.unreachable)
+        return out
+
+    @classmethod
+    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> "RunPage":
+        """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
+        page = merge_pages(pages, limit)
+        return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
+                   page["next"], page["total"], all(p.get("complete", True) for p in pages), list(unreachable))
+
+
+@dataclass
+class OwnerCountPage:
+    """A page of per-owner counts (owners in id order), the next page's cursor, and the peers that did not answer."""
+
+    owners: list[OwnerCount] = field(default_factory=list)
+    next: str | None = None
+    unreachable: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
+        if self.unreachable:
+            out["unreachable"] = list(self.unreachable)
+        return out
+
+    @classmethod
+    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> "OwnerCountPage":
+        """One page from every host's page: owners in id order (one host's copy each: the newest), cut at ``limit``."""
+        best: dict[str, dict] = {}
+        more = False
+        for p in pages:
+            more = more or bool(p.get("next"))
+            for row in p.get("owners", []):
+                seen = best.get(row["owner"])
+                if seen is None or _epoch(row["last"]) > _epoch(seen["last"]):
+                    best[row["owner"]] = row
+        ids = sorted(best)
+        kept, more = ids[:limit], more or len(ids) > limit
+        return cls([OwnerCount(**{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__}) for i in kept],
+                   encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
 _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
@@ -437,11 +479,11 @@ class RunIndex:
                        self.complete())
 
     def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
-                  cursor: str | None = None) -> tuple[list[OwnerCount], str | None]:
+                  cursor: str | None = None) -> OwnerCountPage:
         """Matching runs counted per owner (owners in id order), and the next page's cursor."""
         cond = query.where(within)
         if cond is None:
-            return [], None
+            return OwnerCountPage()
         where, args = cond
         if cursor:
             where += " AND owner > ?"
@@ -451,7 +493,7 @@ class RunIndex:
             " GROUP BY owner ORDER BY owner LIMIT ?", [*args, limit + 1]).fetchall()
         more, rows = len(rows) > limit, rows[:limit]
         counts = [OwnerCount(o, n, c, iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
-        return counts, (encode_cursor(rows[-1][0]) if more and rows else None)
+        return OwnerCountPage(counts, encode_cursor(rows[-1][0]) if more and rows else None)
 
     def selection(self, query: RunQuery, *, within: str = "", limit: int | None = None) -> dict[str, list[RunRow]]:
         """Every matching run grouped by owner (owners in id order), up to ``limit`` owners."""
