@@ -78,6 +78,7 @@ class Host(Operations):
         self.replication = Replication(replication) if replication is not None else None
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
+        self._listing = threading.local()  # per request thread: the peers the last listing could not reach
         if self.replication is not None:
             self.replication.resume(self.owner, self._folders)
 
@@ -312,18 +313,23 @@ class Host(Operations):
         operator's scope); ``prefix`` narrows it. A prefix outside the scope
         lists nothing. With peers and ``forward`` (the caller's credentials,
         as headers), the page spans every host of the cluster; peers that did
-        not answer are in :attr:`last_unreachable`.
+        not answer are in :attr:`last_unreachable` (of this thread's last listing).
         """
+        self._listing.unreachable = []
         rows, nxt = self._local_owners(prefix, limit, cursor, within)
         if self.peers is None or forward is None:
             return rows, nxt
-        answers, self.last_unreachable = self.peers.get(
+        answers, self._listing.unreachable = self.peers.get(
             "/api/v1/owners", {"prefix": prefix or None, "limit": limit, "cursor": cursor}, forward)
         pages = [([r.to_dict() for r in rows], nxt)] + [(a.get("owners", []), a.get("next")) for a in answers]
         merged, nxt = merge_owner_pages(pages, limit)
         return [OwnerStats(**{k: r.get(k) for k in OwnerStats.__dataclass_fields__}) for r in merged], nxt
 
-    last_unreachable: list[str] = []
+    @property
+    def last_unreachable(self) -> list[str]:
+        """The peers that did not answer this thread's last :meth:`list_owners` (requests share a host, not a
+        thread)."""
+        return getattr(self._listing, "unreachable", [])
 
     def _local_owners(self, prefix: str, limit: int, cursor: str | None,
                       within: str) -> tuple[list[OwnerStats], str | None]:
