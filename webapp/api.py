@@ -20,12 +20,13 @@ from wikimem.host.review import HISTORY_FILTERS
 from wikimem.host.settings import SETTINGS_FIELDS
 
 from . import get_host
-from .auth import current_principal, require
-from .peering import forward_for, listing_scope
+from .auth import Forbidden, current_principal, require
 from .params import (
     WRITE_FIELDS, json_body, opt_bool, opt_int, opt_number, opt_str, opt_str_list, point, prefers, query_int, query_str,
     req_str, write_context,
 )
+from .peering import forward_for, listing_scope, revocation_from
+from .session import revoke
 
 __all__ = ["bp"]
 
@@ -72,6 +73,16 @@ def openapi():
 
 
 # -- owners -------------------------------------------------------------------
+
+@bp.post("/peer/revoked")
+def peer_revoked():
+    """A peer's logout notice (signed with the shared secret key): end that session here too."""
+    found = revocation_from(json_body({"token"}).get("token"))
+    if found is None:
+        raise Forbidden("not a logout notice from a peer of this cluster")
+    revoke(*found, tell_peers=False)
+    return Response(status=204)
+
 
 @bp.get("/owners")
 def list_owners():

@@ -183,6 +183,16 @@ def _paths() -> dict[str, dict]:
                                                                 "additionalProperties": {"type": "integer"}}}),
                                         "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
                                         "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+        "/peer/revoked": {"post": {
+            "summary": "host to host: a peer's logout notice (a session ended there ends here too)",
+            "tags": ["service"], "security": [],
+            "description": "Sent by the hosts of a cluster to each other (WIKIMEM_PEERS) when an operator signs "
+                           "out; the token is signed with the shared WIKIMEM_SECRET_KEY and good for 60 s. "
+                           "Anything else is refused with 403.",
+            "requestBody": _body({"token": {"type": "string"}}, ["token"]),
+            "responses": {"204": {"description": "recorded"},
+                          "default": {"description": "an error (SPEC §7 statuses)",
+                                      "content": {"application/json": {"schema": _ref("Error")}}}}}},
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
             _obj({"owners": _arr(_ref("OwnerStats")), "next": _NSTR,

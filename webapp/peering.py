@@ -1,4 +1,5 @@
-"""Host-to-host requests of a cluster: the owner listing and the run search gathered from every peer.
+"""Host-to-host requests of a cluster: the owner listing and the run search gathered from every peer, and
+logouts told to every peer.
 
 The host that serves a listing asks each peer for its own page with a
 short-lived token signed by the shared ``WIKIMEM_SECRET_KEY`` (header
@@ -16,7 +17,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .auth import require
 
-__all__ = ["PEER_HEADER", "forward_for", "listing_scope"]
+__all__ = ["PEER_HEADER", "REVOKED_PATH", "forward_for", "listing_scope", "tell_revoked", "revocation_from"]
 
 PEER_HEADER = "X-Wikimem-Peer"
 MAX_AGE = 60  # seconds a peer token is good for (clocks of a cluster agree to well within this)
@@ -31,6 +32,43 @@ def forward_for(within: str) -> dict | None:
     if current_app.config.get("PEER_SET") is None or request.headers.get(PEER_HEADER):
         return None
     return {PEER_HEADER: _signer().dumps({"within": within})}
+
+
+REVOKED_PATH = "/api/v1/peer/revoked"
+
+
+def _revocations() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="wikimem-peer-revoked")
+
+
+def tell_revoked(sid: str, until: float) -> list[str]:
+    """Tell every peer that session ``sid`` ended (a logout on this host): the peers that did not take it.
+
+    Sessions are valid on every host of a cluster, logouts are recorded per
+    data root: without this a cookie signed out on one host would still be
+    accepted by the others until its lifetime ends.
+    """
+    peers = current_app.config.get("PEER_SET")
+    if peers is None:
+        return []
+    token = _revocations().dumps({"sid": sid, "until": float(until)})
+    missed = peers.post(REVOKED_PATH, {"token": token}, {})
+    if missed:
+        current_app.logger.warning("logout of session %s not recorded by peers %s (they accept it until it expires)",
+                                   sid[:8], ", ".join(missed))
+    return missed
+
+
+def revocation_from(token) -> tuple[str, float] | None:
+    """``(sid, until)`` of a peer's signed logout notice, or None when it is not one of ours or too old."""
+    try:
+        data = _revocations().loads(token, max_age=MAX_AGE) if isinstance(token, str) else None
+    except BadSignature:
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("sid"), str) and len(data["sid"]) <= 128
+            and isinstance(data.get("until"), (int, float)) and not isinstance(data["until"], bool)):
+        return None
+    return data["sid"], float(data["until"])
 
 
 def listing_scope() -> str:

@@ -35,9 +35,10 @@ Why this shape (a cluster)
     Accepting a session needs no per-session record, only the secret key
     and the tokens and operators files, which the hosts of a cluster share:
     a session signed in on one host is valid on every host, and checks 1 and
-    2 hold everywhere, from the shared files. Only logout is per host (each
-    host has its own data root): :func:`revoke` is the one function that
-    records it, and the place to tell peers.
+    2 hold everywhere, from the shared files. A logout is recorded per data
+    root: :func:`revoke`, the one function that records it, records it here
+    and tells every peer (:func:`webapp.peering.tell_revoked`); a peer that
+    is down then misses it (logged) and accepts the cookie until it expires.
 
 Sign-in itself
     Rate limited per client address and per account name before any
@@ -68,6 +69,8 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from wikimem.errors import StoreBusy
 from wikimem.host.authstate import AuthState
+
+from .peering import tell_revoked
 from wikimem.host.operators import LEGACY_ROLE, Account, OperatorsFile, check_name, check_role, role_at_least
 from wikimem.locking import FileLock
 
@@ -218,13 +221,15 @@ def _start_session(kind: str, cid: str) -> None:
     g.pop("checked_operator", None)
 
 
-def revoke(sid: str, until: float) -> None:
-    """End session ``sid`` on this host; the record is kept until ``until`` (when it would end anyway).
+def revoke(sid: str, until: float, *, tell_peers: bool = True) -> None:
+    """End session ``sid``; the record is kept until ``until`` (when it would end anyway).
 
-    The one place that records a logout: a cluster can extend it to tell the
-    other hosts (each has its own data root).
+    The one place that records a logout: on this host, and (``tell_peers``)
+    on every peer of a cluster, each with its own data root.
     """
     current_app.extensions[_STATE].revoke(sid, until)
+    if tell_peers:
+        tell_revoked(sid, until)
 
 
 def _end_session() -> None:

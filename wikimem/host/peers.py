@@ -73,6 +73,27 @@ class Peers:
         return [a for _, a in answers if a is not None], [b for b, a in answers if a is None]
 
 
+    def post(self, path: str, body: dict, headers: dict) -> list[str]:
+        """POST ``body`` (JSON) to ``path`` of every other peer at once: the URLs of peers that did not take it."""
+        targets = self.others()
+        data = json.dumps(body).encode()
+
+        def one(base: str) -> bool:
+            req = urllib.request.Request(f"{base}{path}", data=data, method="POST",
+                                         headers={"Content-Type": "application/json", **headers})
+            try:
+                with _NO_PROXY.open(req, timeout=self.timeout) as resp:
+                    return 200 <= resp.status < 300
+            except (OSError, ValueError, urllib.error.HTTPError):
+                return False
+
+        if not targets:
+            return []
+        with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
+            taken = list(pool.map(one, targets))
+        return [b for b, ok in zip(targets, taken) if not ok]
+
+
 def merge_owner_pages(pages: list[tuple[list[dict], str | None]], limit: int) -> tuple[list[dict], str | None]:
     """One page of owners from each host's page (sorted by id): the first ``limit`` ids, and the next cursor.
 
