@@ -266,6 +266,13 @@ class EmbeddingSearch:
             for row, score in zip(extra, state.index.scores(q, extra)):
                 out[state.keys[row]] = float(score)
             return out
+        if state.mixed is not None:  # exact: one pass over the mixed rows scores the top and the candidates
+            every = state.mixed @ unit_vector(q, state.dim)
+            k = min(top_k, len(every))
+            top = np.argpartition(-every, k - 1)[:k] if k else np.zeros(0, np.int64)
+            rows = np.union1d(top, np.asarray(wanted, np.int64))
+            keys = state.keys
+            return dict(zip([keys[r] for r in rows.tolist()], every[rows].tolist()))
         rows = np.array(sorted(set(self._context_top(q, top_k, state)) | set(wanted)), np.int64)
         mixed = self._mixed(q, rows, state)
         return {state.keys[int(r)]: float(s) for r, s in zip(rows, mixed)}
