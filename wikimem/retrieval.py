@@ -41,15 +41,17 @@ scores with the vectors that exist (items not embedded yet are ranked by
 BM25 alone; ``RetrievalResult.vectors`` says how far embedding is).
 ``neighbour_context`` scores each item with its neighbours in the same file
 too. Only the query is embedded on the request path.
+
+Modules: the result types are in :mod:`wikimem.retrieval_types` (imported
+from here as before), the embedding side of the index
+(:class:`~wikimem.retrieval_vectors.RetrievalVectors`, mixed into
+:class:`MemoryIndex`) in :mod:`wikimem.retrieval_vectors`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-import weakref
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -57,10 +59,11 @@ from typing import Any, Iterable
 
 from .bm25 import BM25Index
 from .diary_index import DiaryIndex
-from .errors import StoreBusy
-from .fusion import Candidate as _Candidate, apply_recency, fuse as _fuse, normalise as _normalise
+from .fusion import Candidate as _Candidate, apply_recency, fuse as _fuse
 from .models import RecallItem, as_recall_item
 from .naming import validate_date
+from .retrieval_types import Query, RecallOptions, RetrievalResult, RetrievedItem
+from .retrieval_vectors import RetrievalVectors
 from .stopwords import content_terms
 from .timeparse import scan_time
 from .tokenize import est_tokens, jieba_available, tokenize
@@ -72,126 +75,6 @@ log = logging.getLogger(__name__)
 # How many BM25 candidates (and vector neighbours) fusion looks at, per hit asked for.
 _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN = 3, 30
 DIARY_MODES = ("window", "all")
-# Background embedding: texts per cache per step, at least; more once the
-# cache is large (each step rewrites the cache file: steps grow with it).
-EMBED_SLICE = 64
-# After a failed background step, wait this long before the next try.
-EMBED_RETRY_SECONDS = 30.0
-# When another process is embedding the same memory, look again after this long.
-EMBED_BUSY_SECONDS = 1.0
-# Window entries waiting for the background worker, at most.
-DIARY_WANTED_MAX = 4096
-
-
-def _item_dict(item: RecallItem) -> dict[str, Any]:
-    return {"file": item.file, "name": item.name, "content": item.content,
-            "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
-
-
-@dataclass
-class RetrievedItem:
-    """One entry of a retrieval result, with the evidence of why it is there.
-
-    ``kind`` (``"wiki"`` or ``"diary"``) and ``via_file`` extend the seed's
-    fields: a diary entry's ``file`` is its date, and ``via`` alone (the
-    parent hit's name) can be ambiguous across files.
-    """
-
-    item: RecallItem
-    source: str  # "hit" or "link"
-    score: float | None = None  # fused score with embeddings, else BM25; None for links
-    bm25_score: float | None = None
-    cos_score: float | None = None
-    via: str | None = None  # link entries: name of the hit that pulled them in
-    matched_terms: list[str] = field(default_factory=list)
-    tokens_est: int = 0
-    kind: str = "wiki"
-    via_file: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict."""
-        return {
-            "item": _item_dict(self.item),
-            "source": self.source,
-            "score": self.score,
-            "bm25_score": self.bm25_score,
-            "cos_score": self.cos_score,
-            "via": self.via,
-            "via_file": self.via_file,
-            "matched_terms": list(self.matched_terms),
-            "tokens_est": self.tokens_est,
-            "kind": self.kind,
-        }
-
-
-@dataclass
-class RetrievalResult:
-    """What :meth:`MemoryIndex.retrieve` returns.
-
-    Beyond the seed's fields: ``query_terms`` (the terms actually searched,
-    after a parsed time expression and function words were taken out),
-    ``diary`` (the diary mode used) and ``vectors`` (with an embedder and
-    ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
-    their vectors when this query ran).
-    """
-
-    items: list[RetrievedItem] = field(default_factory=list)
-    budget_tokens: int | None = None
-    budget_used: int = 0
-    embedding_used: bool = False
-    dropped: list[RetrievedItem] = field(default_factory=list)
-    unresolved_links: list[str] = field(default_factory=list)
-    time_range: tuple[str, str] | None = None
-    time_range_source: str | None = None
-    time_range_widened: bool = False
-    query_terms: list[str] = field(default_factory=list)
-    diary: str = "window"
-    vectors: dict[str, int] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict (``time_range`` as a two-element list or None).
-
-        ``diary`` appears when it is ``"all"``, ``vectors`` when it was measured.
-        """
-        out = {
-            "items": [e.to_dict() for e in self.items],
-            "budget_tokens": self.budget_tokens,
-            "budget_used": self.budget_used,
-            "embedding_used": self.embedding_used,
-            "dropped": [e.to_dict() for e in self.dropped],
-            "unresolved_links": list(self.unresolved_links),
-            "time_range": list(self.time_range) if self.time_range else None,
-            "time_range_source": self.time_range_source,
-            "time_range_widened": self.time_range_widened,
-            "query_terms": list(self.query_terms),
-        }
-        if self.diary != "window":
-            out["diary"] = self.diary
-        if self.vectors is not None:
-            out["vectors"] = dict(self.vectors)
-        return out
-
-
-@dataclass(frozen=True)
-class RecallOptions:
-    """How a host configures every index it makes — one object through the layers.
-
-    The library's defaults are the seed's behaviour; the host's defaults
-    (``webapp.config``) are what ``bench/quality.py`` measured best.
-    """
-
-    use_jieba: bool | None = None
-    query_stopwords: bool = False
-    neighbour_context: bool = False
-    embed_in_background: bool = False
-    diary: str = "window"
-    fusion_weight: float = 0.5
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`MemoryIndex`."""
-        return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
-                "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
-                "diary": self.diary, "fusion_weight": self.fusion_weight}
 
 
 @lru_cache(maxsize=8192)
@@ -242,21 +125,7 @@ def _widen(window: tuple[str, str]) -> tuple[str, str]:
     return start.isoformat(), end.isoformat()
 
 
-@dataclass
-class _Query:
-    """One retrieve call, as the ranking stages see it."""
-
-    text: str
-    terms: list[str]
-    mode: str
-    window: list[RecallItem]  # the window's entries ("window" mode: extra BM25 documents)
-    dates: tuple[str, str] | None  # "all" mode: the window that filters diary candidates
-    half_life: float | None
-    tz: Any
-    extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
-
-
-class MemoryIndex:
+class MemoryIndex(RetrievalVectors):
     """BM25 (+ optional embedding fusion) over a store; see the module docstring.
 
     ``store`` needs only: ``root``, ``files()``, ``items(file=None)``,
@@ -425,7 +294,7 @@ class MemoryIndex:
         if self.query_stopwords:
             terms = content_terms(terms)
         result.query_terms = terms
-        q = _Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
+        q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
         if result.time_range:
             self._open_window(q, result)
         embed = self.embedder is not None and bool(text.strip())
@@ -444,7 +313,7 @@ class MemoryIndex:
         self._cut(result.items, budget_tokens, explain, result, strict=bool(budget_strict))
         return result
 
-    def _open_window(self, q: _Query, result: RetrievalResult) -> None:
+    def _open_window(self, q: Query, result: RetrievalResult) -> None:
         """The window's diary entries (widened once when empty)."""
         if q.mode == "window":
             q.window = self._window(result)
@@ -458,14 +327,14 @@ class MemoryIndex:
         q.dates = result.time_range
         q.window = [item for _, item in entries]
 
-    def _hits(self, q: _Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
+    def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
         if q.terms:
             return self._rank(q, limit, result)
         if q.window:  # a window and nothing to search for: the window, newest first
             return [_Candidate((i.file, i.name, n), i, "diary") for n, i in enumerate(q.window)][::-1][:limit]
         return self._rank(q, limit, result)  # the embedding path alone
 
-    def _assemble(self, hits: list[_Candidate], q: _Query, expand_links: bool, result: RetrievalResult) -> None:
+    def _assemble(self, hits: list[_Candidate], q: Query, expand_links: bool, result: RetrievalResult) -> None:
         """Result entries for the hits, with their link targets (called under the lock)."""
         self._ensure_fresh()  # link targets come from the index
         wanted = set(q.terms)
@@ -490,7 +359,7 @@ class MemoryIndex:
             entries = self.store.diary.window(*result.time_range)
         return [as_recall_item(e) for e in entries]
 
-    def _rank(self, q: _Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
+    def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
         """The top ``limit`` candidates: BM25, or fused with cosine when an embedder works."""
         wide = self.embedder is not None or q.half_life is not None
         pool = max(limit * _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN) if wide else limit
@@ -509,12 +378,12 @@ class MemoryIndex:
         result.embedding_used = True
         return self._prior(fused, q)[:limit]
 
-    def _prior(self, cands: list[_Candidate], q: _Query) -> list[_Candidate]:
+    def _prior(self, cands: list[_Candidate], q: Query) -> list[_Candidate]:
         if q.half_life is None:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_candidates(self, q: _Query, pool: int) -> list[_Candidate]:
+    def _bm25_candidates(self, q: Query, pool: int) -> list[_Candidate]:
         """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock)."""
         if q.mode == "window":
             ranked = self._bm25.top_k(q.terms, pool, extra=q.extra)
@@ -529,61 +398,15 @@ class MemoryIndex:
         ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:pool]
         return [self._candidate(key, score, q) for key, score in ranked]
 
-    def _candidate(self, key: tuple, score: float, q: _Query) -> _Candidate:
+    def _candidate(self, key: tuple, score: float, q: Query) -> _Candidate:
         if len(key) == 3:
             item = q.window[key[2]] if q.mode == "window" else self._diary_index.item(key)
             return _Candidate(key, item, "diary", score)
         return _Candidate(key, self._files[key[0]][key[1]], "wiki", score)
 
-    def _all_items(self) -> list[RecallItem]:
-        return [item for items in self._files.values() for item in items.values()]
+    # -- fusion (the vector side: retrieval_vectors.RetrievalVectors) --------
 
-    # -- embeddings (optional) ----------------------------------------------
-
-    def _embedding_search(self):
-        """The vector layer, created on first use; None when it cannot load."""
-        if self._search is None and not self._search_broken:
-            try:
-                from .vector_search import EmbeddingSearch, NeighbourContext
-            except ImportError:  # no numpy: BM25 only, for good
-                self._search_broken = True
-                log.warning("embedder given but wikimem.vectors cannot load; retrieval is BM25 only")
-                return None
-            context = self.neighbour_context
-            if context is True:
-                context = NeighbourContext()
-            self._search = EmbeddingSearch(self.embedder, self.vectors_dir, binary_threshold=self.binary_threshold,
-                                           context=context or None)
-        return self._search
-
-    def _state_key(self, mode: str) -> tuple:
-        diary = self._diary_index.generation if (mode == "all" and self._diary_index is not None) else None
-        return self._generation, diary
-
-    def _snapshot_for_vectors(self, mode: str) -> tuple | None:
-        """``(state key, wiki items, diary items)`` when the vectors lag the index (under the lock)."""
-        if self.embedder is None:
-            return None
-        key = self._state_key(mode)
-        if self._synced == key or (self._synced is not None and mode == "window" and self._synced[0] == key[0]):
-            return None
-        diary = self._diary_index.items() if mode == "all" and self._diary_index is not None else None
-        return key, self._all_items(), diary
-
-    def _sync_vectors(self, search, snapshot: tuple | None) -> None:
-        """Foreground: embed what the vectors lack before scoring (the library's default)."""
-        if snapshot is None:
-            return
-        key, items, diary = snapshot
-        with self._embed_lock:
-            if self._synced == key:
-                return
-            search.sync(items)
-            if diary is not None:
-                search.ensure_diary(diary)
-            self._synced = key
-
-    def _fusion(self, q: _Query, cands: list[_Candidate], pool: int, snapshot: tuple | None) -> list[_Candidate] | None:
+    def _fusion(self, q: Query, cands: list[_Candidate], pool: int, snapshot: tuple | None) -> list[_Candidate] | None:
         """BM25 fused with cosine scores; None when the embedding path fails (BM25 only)."""
         try:
             search = self._embedding_search()
@@ -604,188 +427,6 @@ class MemoryIndex:
             return None
         self._embed_ok = True
         return _fuse(fused, self.fusion_weight) if fused else []
-
-    def _scored(self, q: _Query, cands: list[_Candidate], pool: int, search) -> list[_Candidate]:
-        """The union of BM25 and vector candidates, each with its BM25 score and its cosine (or None)."""
-        qv = search.query_vector(q.text)
-        wiki_cos = search.wiki_scores(qv, pool, [c.key for c in cands if c.kind == "wiki"])
-        by_key = {c.key: c for c in cands}
-        lazy = not self.embed_in_background
-        if q.mode == "window":
-            diary_cos = search.diary_scores(qv, q.window, embed_missing=lazy) if q.window else []
-            diary_new = [((i.file, i.name, n), i, v) for n, (i, v) in enumerate(zip(q.window, diary_cos))]
-            self._want_diary([i for i, v in zip(q.window, diary_cos) if v is None])
-        else:
-            diary_new = self._diary_vector_candidates(q, qv, pool, by_key, search)
-        with self._lock:
-            self._add_wiki(by_key, wiki_cos, q)
-            for key, item, value in diary_new:
-                cand = by_key.get(key)
-                if cand is None:
-                    cand = by_key[key] = _Candidate(key, item, "diary", 0.0)
-                cand.cos = None if value is None else float(value)
-            if q.mode == "all":
-                self._rescore_diary(by_key, q)
-        return list(by_key.values())
-
-    def _add_wiki(self, by_key: dict, cos: dict, q: _Query) -> None:
-        """Cosines onto wiki candidates; vector-only ones join with their BM25 score (under the lock)."""
-        files = self._files
-        fresh = [k for k in map(tuple, cos) if k not in by_key and k[1] in files.get(k[0], ())]
-        terms = set(q.terms)
-        # Most vector-only candidates share no term with the query: their BM25 is 0, no need to score.
-        matching = [k for k in fresh if terms.intersection(self._bm25.doc_terms(k))]
-        if matching:
-            peers = [self._diary_index.bm25] if q.mode == "all" else []
-            scores = self._bm25.scores(matching, q.terms, extra=q.extra, peers=peers)
-        else:
-            scores = {}
-        for key in fresh:
-            by_key[key] = _Candidate(key, self._files[key[0]][key[1]], "wiki", scores.get(key, 0.0))
-        for key, value in cos.items():
-            cand = by_key.get(tuple(key))
-            if cand is not None and cand.kind == "wiki":
-                cand.cos = float(value)
-
-    def _diary_vector_candidates(self, q: _Query, qv, pool: int, by_key: dict, search) -> list[tuple]:
-        """``diary="all"``: the diary's vector top plus the BM25 diary candidates, with cosines."""
-        top = search.diary_search(qv, pool)
-        with self._lock:
-            index = self._diary_index
-            listed = [(c.key, c.item) for c in by_key.values() if c.kind == "diary"]
-            for digest, _ in top:
-                for key in index.keys_of_hash(digest):
-                    if q.dates is None or q.dates[0] <= key[0] <= q.dates[1]:
-                        listed.append((key, index.item(key)))
-        listed = list(dict(listed).items())
-        values = search.diary_scores(qv, [item for _, item in listed], embed_missing=not self.embed_in_background)
-        self._want_diary([item for (_, item), v in zip(listed, values) if v is None])
-        return [(key, item, v) for (key, item), v in zip(listed, values)]
-
-    def _rescore_diary(self, by_key: dict, q: _Query) -> None:
-        """BM25 of diary candidates that only the vectors found (``diary="all"``, under the lock)."""
-        missing = [k for k, c in by_key.items() if c.kind == "diary" and not c.bm25]
-        if missing and q.terms:
-            scores = self._diary_index.bm25.scores(missing, q.terms, peers=[self._bm25])
-            for key, value in scores.items():
-                by_key[key].bm25 = value
-
-    # -- background embedding -------------------------------------------------
-
-    def _want_diary(self, items: list[RecallItem]) -> None:
-        """Background: diary entries a query met without a vector are embedded next."""
-        if not items or not self.embed_in_background:
-            return
-        with self._lock:
-            for item in items:
-                self._diary_wanted[(item.file, item.name, item.content)] = item
-            while len(self._diary_wanted) > DIARY_WANTED_MAX:  # a flood of windows: keep the newest
-                self._diary_wanted.pop(next(iter(self._diary_wanted)))
-        self._schedule()
-
-    def _schedule(self) -> None:
-        """Ask the worker to embed what the vectors lack (unless a failure is recent)."""
-        if time.monotonic() < self._retry_at:
-            return
-        worker = self._worker
-        if worker is None:
-            from .embedding_worker import shared_worker
-
-            worker = self._worker = shared_worker()
-        ref = weakref.ref(self)
-
-        def job() -> bool:
-            index = ref()
-            return index.embed_step() if index is not None else False
-
-        worker.submit(id(self), job)
-
-    def embed_step(self) -> bool:
-        """One background step: embed a slice of what is missing; True while more is left."""
-        search = self._embedding_search()
-        if search is None:
-            return False
-        with self._lock:
-            mode = self.diary if self._diary_index is None else "all"
-            self._ensure_fresh(mode)
-            key = self._state_key(mode)
-            items = self._all_items()
-            diary = self._diary_index.items() if mode == "all" else None
-            wanted = list(self._diary_wanted.values())
-            self._diary_wanted.clear()
-        if wanted:
-            diary = (diary or []) + wanted
-        slice_ = max(EMBED_SLICE, len(items) // 4)
-        try:
-            with search.claim():
-                pending = search.sync(items, max_new=slice_)
-                if diary is not None:
-                    left = search.ensure_diary(diary, max_new=slice_)
-                    if left:
-                        self._requeue(wanted)  # those already embedded are no-ops next time
-                    pending += left
-        except StoreBusy:  # another process is embedding this memory: look again soon
-            self._retry_at = time.monotonic() + EMBED_BUSY_SECONDS
-            self._requeue(wanted)
-            return False
-        except Exception as exc:
-            self._requeue(wanted)
-            self._retry_at = time.monotonic() + EMBED_RETRY_SECONDS
-            log.warning("background embedding failed, retrying in %.0f s: %s", EMBED_RETRY_SECONDS, exc)
-            return False
-        with self._lock:
-            if pending == 0:
-                self._synced = key
-            return pending > 0 or self._state_key(mode) != key
-
-    def _requeue(self, items: list[RecallItem]) -> None:
-        with self._lock:
-            for item in items:
-                self._diary_wanted.setdefault((item.file, item.name, item.content), item)
-
-    def vector_counts(self) -> tuple[int, int]:
-        """``(embedded, total)``: items (and, with ``diary="all"``, diary entries) with their vectors.
-
-        Without an embedder ``embedded`` is 0. With background embedding,
-        asking also schedules what is missing, so a client can poll this
-        until both numbers agree.
-        """
-        with self._lock:
-            mode = self.diary if self._diary_index is None else "all"
-            self._ensure_fresh(mode)
-            items = self._all_items()
-            diary = self._diary_index.items() if mode == "all" else []
-            snapshot = self._snapshot_for_vectors(mode)
-        total = len(items) + len(diary)
-        search = self._embedding_search() if self.embedder is not None else None
-        if search is None:
-            return 0, total
-        if snapshot is not None and self.embed_in_background:
-            self._schedule()
-        memo_key = (self._state_key(mode), search.version)
-        if self._counts is not None and self._counts[0] == memo_key:
-            return self._counts[1]
-        counts = (search.embedded(items) + (search.diary_embedded(diary) if diary else 0), total)
-        self._counts = (memo_key, counts)
-        return counts
-
-    def _vector_counts_dict(self) -> dict[str, int] | None:
-        try:
-            embedded, total = self.vector_counts()
-        except Exception:  # explain must never fail because of the vector layer
-            return None
-        return {"embedded": embedded, "total": total}
-
-    def wait_for_vectors(self, timeout: float = 60.0) -> bool:
-        """Block until every item has its vectors (background embedding); False on timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            embedded, total = self.vector_counts()
-            if embedded >= total:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
 
     # -- result assembly -----------------------------------------------------
 

@@ -93,7 +93,7 @@ def test_a_new_item_is_ranked_by_bm25_until_its_vector_exists(mem, worker):
 
 
 def test_a_failing_model_is_retried_later_not_on_every_query(mem, worker, monkeypatch):
-    import wikimem.retrieval as retrieval
+    import wikimem.retrieval_vectors as retrieval_vectors
 
     class Down:
         model = "down"
@@ -108,7 +108,7 @@ def test_a_failing_model_is_retried_later_not_on_every_query(mem, worker, monkey
         assert index.retrieve("海边").embedding_used is False
         worker.wait_idle(10)
     assert Down.calls == 1  # one failed step; the next waits EMBED_RETRY_SECONDS
-    monkeypatch.setattr(retrieval, "EMBED_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(retrieval_vectors, "EMBED_RETRY_SECONDS", 0.0)
     index._retry_at = 0.0
     index.retrieve("海边")
     worker.wait_idle(10)
