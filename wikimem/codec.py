@@ -35,7 +35,7 @@ from .naming import is_valid_time
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
     "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
+    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
 ]
 
 WIKI_DIR = "wiki"
@@ -179,6 +179,30 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class OutsideCalendar(ValueError):
+    """An instant that falls before year 1 or after year 9999 once converted to UTC."""
+
+
+def utc_instant(text: str) -> datetime:
+    """An ISO-8601 date or time as an aware UTC datetime: the one parser of instants.
+
+    No offset means UTC; a trailing ``z`` is ``Z``. Raises ValueError when
+    the text is not ISO-8601, :class:`OutsideCalendar` (a ValueError) when
+    the instant leaves the calendar once converted to UTC (e.g.
+    ``9999-12-31T23:59:59-14:00``), so nothing downstream can overflow.
+    """
+    raw = text.strip()
+    if raw.endswith("z"):
+        raw = raw[:-1] + "Z"
+    moment = datetime.fromisoformat(raw)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise OutsideCalendar(f"{text!r} is outside the calendar once converted to UTC") from None
+
+
 def normalize_ts(ts: str | None) -> str:
     """An ISO-8601 instant as UTC with seconds; None means now.
 
@@ -190,12 +214,8 @@ def normalize_ts(ts: str | None) -> str:
     if not isinstance(ts, str):
         raise ValueError(f"ts must be an ISO-8601 string, got {type(ts).__name__}")
     try:
-        moment = datetime.fromisoformat(ts.strip())
+        return utc_instant(ts).isoformat(timespec="seconds")
+    except OutsideCalendar:  # e.g. 9999-12-31T23:59:59-14:00 is past the end of the calendar in UTC
+        raise ValueError(f"invalid ts {ts!r}: outside the calendar once converted to UTC") from None
     except ValueError:
         raise ValueError(f"invalid ts {ts!r}: expected ISO-8601, e.g. 2026-07-21T06:30:00+00:00") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    try:
-        return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
-    except OverflowError:  # e.g. 9999-12-31T23:59:59-14:00 is past the end of the calendar in UTC
-        raise ValueError(f"invalid ts {ts!r}: outside the calendar once converted to UTC") from None

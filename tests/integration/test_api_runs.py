@@ -103,3 +103,19 @@ def test_history_filters_paging_and_undo_marks(world, deploy):
     assert get(world, url, ADMIN, action="rollback").get_json()["entries"][0]["id"] == rollback
     assert get(world, url, ADMIN, until="2000-01-01").get_json()["entries"] == []
     assert get(world, url, ADMIN, since="nope").status_code == 400
+
+
+@pytest.mark.parametrize("edge", ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"])
+def test_a_time_past_the_calendar_in_utc_is_a_clear_400_everywhere(world, deploy, edge):
+    """Parsed in one place (codec.utc_instant): the search, the bulk preview and the bulk start agree."""
+    for field in ("since", "until"):
+        r = get(world, "/api/v1/runs", ADMIN, **{field: edge})
+        assert r.status_code == 400 and "years 1 to 9999" in r.get_json()["error"]["message"]
+        for body in ({field: edge, "preview": True}, {field: edge, "actor": BAD_ACTOR}):
+            r = world.client.post("/api/v1/bulk/rollback", json=body, headers=auth(ADMIN))
+            assert r.status_code == 400 and "years 1 to 9999" in r.get_json()["error"]["message"]
+    r = world.client.post(f"/api/v1/owners/{deploy.owners[0]}/retrieve", json={"query": "tea", "as_of": edge},
+                          headers=auth(ADMIN))  # a point in history, read by the git layer
+    assert r.status_code == 422 and "years 1 to 9999" in r.get_json()["error"]["message"]
+    # the calendar's last and first days themselves are fine
+    assert get(world, "/api/v1/runs", ADMIN, since="0001-01-01", until="9999-12-31").status_code == 200

@@ -23,13 +23,12 @@ import shutil
 import subprocess
 from contextlib import contextmanager
 from dataclasses import asdict, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
-from ..codec import MEMORY_DIRS, item_etag, memory_entries, memory_path
+from ..codec import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
 from ..context import WriteContext, digest
 from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
 from ..fsio import atomic_write, read_bytes, remove_file, sweep_temp_files
@@ -581,11 +580,11 @@ class VersionedStore(Undo):
             if not re.fullmatch(r"\d{4}", text):
                 raise NotFound(f"no commit {text}")
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+            moment = utc_instant(text)
+        except OutsideCalendar:
+            raise ValueError(f"{point!r} falls outside the years 1 to 9999 once converted to UTC") from None
         except ValueError:
             raise ValueError(f"{point!r} is not a commit id, an ISO-8601 time or HEAD") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
         found_at = self.db.at_or_before(int(moment.timestamp()))
         if found_at is None:
             raise NotFound(f"no commit at or before {point}")
