@@ -15,7 +15,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wikimem.host import Host  # noqa: E402
 from wikimem.host.bulk import JOB_KIND, handler  # noqa: E402
 from wikimem.host.jobs import JobRunner, Step  # noqa: E402
+from jobworker import serve_until_sigterm  # noqa: E402  (this folder is on sys.path: scripts run from here)
 
 
 def main() -> None:
@@ -44,13 +44,7 @@ def main() -> None:
 
     runner = JobRunner(host.jobs, threads=1, lease=args.lease, poll=0.05)
     runner.register(JOB_KIND, step_then_maybe_die)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    runner.start()
-    print("ready", flush=True)
-    while not stop.wait(0.2):
-        pass
-    runner.stop()
+    serve_until_sigterm(runner)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,11 @@ def main() -> None:
             return result
 
         runner.register("memorize", memorize_then_maybe_die)
+    serve_until_sigterm(runner)
+
+
+def serve_until_sigterm(runner: JobRunner) -> None:
+    """Run ``runner``'s threads, say "ready" on stdout, stop cleanly on SIGTERM (the test's way to end us)."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runner.start()
