@@ -45,6 +45,17 @@ def host_env(tmp: Path, **wikimem: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if v is not None}
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM (gunicorn's graceful stop), then SIGKILL if it is still there after 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 class Gunicorn:
     """One gunicorn process; ``base`` is its URL, ``token`` the admin token, ``log`` its output."""
 
@@ -79,14 +90,8 @@ class Gunicorn:
         return self.log.read_text(errors="replace")
 
     def stop(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        if self.proc is not None:
+            stop_process(self.proc)
 
     def kill(self) -> None:
         """SIGKILL the master and every worker at once (a crash, not a shutdown)."""

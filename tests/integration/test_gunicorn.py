@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import time
 import urllib.error
@@ -23,7 +22,7 @@ import pytest
 from fakes import FakeOpenAI
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
-from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn_command
+from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn_command, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -45,16 +44,6 @@ def _wait_healthy(base: str, proc: subprocess.Popen, log: Path) -> None:
         except OSError:
             time.sleep(0.1)
     pytest.fail(f"gunicorn did not become healthy:\n{log.read_text(errors='replace')}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +71,7 @@ def host(tmp_path_factory, llm):
         _wait_healthy(base, proc, log)
         yield base, token, data, log
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import http.client
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn
+from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -124,12 +123,7 @@ def host(tmp_path_factory):
             time.sleep(0.1)
         yield h
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc)
 
 
 def test_the_sign_in_limit_holds_across_worker_processes(host):
