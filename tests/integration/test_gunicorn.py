@@ -190,8 +190,13 @@ def test_concurrent_writes_over_three_workers_lose_nothing(host, client):
     before = _commits(data, owner)
     threads, per_thread = 4, 25
 
+    base, token, _, _ = host
+
     def write(t: int) -> list[str]:
-        return [client.add(f"t{t}", f"item-{i}", f"thread {t} write {i}", owner=owner).commit
+        # A new client (so a new connection) per write: a kept-alive connection stays with the worker
+        # that accepted it, and with threaded workers four connections can all land on one process.
+        return [Client(base, token, timeout=30.0, proxies={}).add(f"t{t}", f"item-{i}", f"thread {t} write {i}",
+                                                                  owner=owner).commit
                 for i in range(per_thread)]
 
     with ThreadPoolExecutor(threads) as pool:
