@@ -45,6 +45,17 @@ def host_env(tmp: Path, **wikimem: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if v is not None}
 
 
+def wait_for(predicate, timeout: float = 60, what: str = "condition"):
+    """Poll ``predicate`` every 0.1 s until it returns something true (returned); fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def stop_process(proc: subprocess.Popen) -> None:
     """SIGTERM (gunicorn's graceful stop), then SIGKILL if it is still there after 15 s."""
     if proc.poll() is None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from apiworld import ADMIN, auth
+from gunicorn_env import wait_for
 from operators_world import BAD_ACTOR, bad_deploy
 from webapp import get_host
 from wikimem.host import Host, RunQuery
@@ -20,16 +20,6 @@ from wikimem.host.bulk import submit
 from wikimem.host.tokens import append_token, mint_token
 
 WORKER = Path(__file__).resolve().parents[1] / "bulkworker.py"
-
-
-def wait_for(predicate, timeout: float = 90, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -54,7 +44,7 @@ def test_bulk_rollback_runs_as_a_job_with_progress_and_results(world, deploy):
         body = world.client.get(r.headers["Location"], headers=auth(ADMIN)).get_json()
         return body if body["state"] in ("done", "failed") else None
 
-    done = wait_for(finished, what="the bulk job")
+    done = wait_for(finished, timeout=90, what="the bulk job")
     assert done["state"] == "done" and done["done"] == 5
     by_owner = {s["result"]["owner"]: s["result"] for s in done["results"]}
     assert by_owner[deploy.conflicted]["status"] == "conflict"
@@ -74,7 +64,7 @@ def test_bulk_rollback_runs_as_a_job_with_progress_and_results(world, deploy):
                                headers=auth(ADMIN))
     assert forced.status_code == 202 and forced.get_json()["total"] == 1
     wait_for(lambda: world.client.get(forced.headers["Location"], headers=auth(ADMIN)).get_json()["state"] == "done",
-             what="the forced job")
+             timeout=90, what="the forced job")
     with world.app.app_context():
         assert get_host().owner(deploy.conflicted).item("preferences", "tea").content.startswith("Drinks oolong")
     assert world.client.post("/api/v1/bulk/rollback", json={"actor": BAD_ACTOR},
@@ -86,7 +76,7 @@ def test_bulk_rollback_runs_as_a_job_with_progress_and_results(world, deploy):
     undo = world.client.post("/api/v1/bulk/rollback", json={"run": job["id"]}, headers=auth(ADMIN))
     assert undo.status_code == 202
     wait_for(lambda: world.client.get(undo.headers["Location"], headers=auth(ADMIN)).get_json()["state"] == "done",
-             what="the undo job")
+             timeout=90, what="the undo job")
     with world.app.app_context():
         assert get_host().owner(deploy.owners[1]).item("preferences", "tea").content == "Hates tea."
 
@@ -121,7 +111,8 @@ def test_a_worker_killed_after_an_owners_commit_leaves_no_second_commit(tmp_path
     second = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        done = wait_for(lambda: (j := host.jobs.get(job.id)).state in ("done", "failed") and j, what="the job")
+        done = wait_for(lambda: (j := host.jobs.get(job.id)).state in ("done", "failed") and j,
+                        timeout=90, what="the job")
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=30)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-import time
 
 import pytest
 
 from fakes import FakeOpenAI
-from gunicorn_env import Gunicorn
+from gunicorn_env import Gunicorn, wait_for
 from wikimem.client import Client
 from wikimem.host.owner_ids import encode_owner_id
 
@@ -43,16 +42,6 @@ def _get_job(base: str, token: str, location: str) -> dict:
         return json.load(resp)
 
 
-def _wait(predicate, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_memorize_job_survives_a_crash_of_the_whole_host(tmp_path):
     gate = threading.Event()
 
@@ -76,7 +65,7 @@ def test_a_memorize_job_survives_a_crash_of_the_whole_host(tmp_path):
                     "character": "Elaina"}
             status, headers, job = _post_async(first.base, token, "user:ann", turn, key="turn-7")
             assert status == 202 and headers["Location"] == f"/api/v1/jobs/{job['id']}", job
-            _wait(lambda: llm.chat_calls >= 1, what="a worker to ask the model")
+            wait_for(lambda: llm.chat_calls >= 1, what="a worker to ask the model")
             # The model is thinking: the host still serves everything else.
             assert [i.item.name for i in other.retrieve("海边").items] == ["likes-the-sea"]
             assert _get_job(first.base, token, headers["Location"])["state"] == "running"
@@ -86,7 +75,7 @@ def test_a_memorize_job_survives_a_crash_of_the_whole_host(tmp_path):
         second = Gunicorn(tmp_path, WIKIMEM_ADMIN_TOKEN=token, **env).start()
         try:
             gate.set()
-            done = _wait(lambda: (j := _get_job(second.base, token, headers["Location"]))["state"]
+            done = wait_for(lambda: (j := _get_job(second.base, token, headers["Location"]))["state"]
                          in ("done", "failed") and j, what="the job to finish on the restarted host")
             assert done["state"] == "done", done
             (entry,) = done["results"][0]["result"]["entries"]

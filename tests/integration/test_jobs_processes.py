@@ -14,12 +14,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from fakes import FakeOpenAI
+from gunicorn_env import stop_process as stop, wait_for
 from wikimem.host.jobs import JobStore, submit_memorize
 
 pytestmark = pytest.mark.slow
@@ -34,29 +34,10 @@ def start_worker(root: Path, *args: str, env: dict | None = None) -> subprocess.
     return proc
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
 
 def log_lines(root: Path) -> list[list[str]]:
     path = root / "effects.log"
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def wait_for(predicate, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def wait_done(jobs: JobStore, job_id: str, timeout: float = 60):
