@@ -406,8 +406,8 @@ def _rss() -> int:
 
 def _lib_cold(conn, root: str, owners: list[str]) -> None:
     t = time.perf_counter()
+    import wikimem.recall.index  # noqa: F401
     from wikimem.host import Host
-    import wikimem.retrieval  # noqa: F401
 
     imp = time.perf_counter() - t
     rng = random.Random(7)
@@ -435,8 +435,8 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     import gc
     import tracemalloc
 
+    import wikimem.recall.index  # noqa: F401
     from wikimem.host import Host
-    import wikimem.retrieval  # noqa: F401
 
     rng = random.Random(11)
     # Warm the code paths on a throwaway owner index so that lazy imports are not counted.
@@ -543,7 +543,7 @@ def main() -> None:
     copy_s = time.perf_counter() - t
     owners = [owner_id(i) for i in range(args.owners)]
     md = [markdown_bytes(root / "owners" / p.name) for p in sorted((root / "owners").iterdir())]
-    print(f"# bench/api.py\n")
+    print("# bench/api.py\n")
     print(f"{args.owners} owners x {args.items} items ({FILES} RecallFiles each + diary), "
           f"markdown {statistics.mean(md) / 1e3:.0f} kB per owner on average; gunicorn -w {args.workers} "
           f"(sync), WIKIMEM_INDEX_CACHE={index_cache}; levels {levels} threads x {args.duration:g} s; "
@@ -620,7 +620,7 @@ def main() -> None:
         ["library, fresh process: Host(root).owner(id).retrieve(q)", len(lib["cold"]), ms(pct(lib["cold"], .5)),
          ms(max(lib["cold"])), ms(pct(lib["warm"], .5))],
     ]))
-    print(f"\n(library import of wikimem.host + wikimem.retrieval: {ms(lib['import'])} ms, not included, but the max "
+    print(f"\n(library import of wikimem.host + wikimem.recall.index: {ms(lib['import'])} ms, not included, but the max "
           f"includes the first use of lazily imported code; the HTTP first request likewise includes each worker's "
           f"lazy imports for whichever owner comes first. The HTTP second request may land on the other worker, "
           f"which has not opened the owner either; the library's second column is a warm retrieve.)\n")

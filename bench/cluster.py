@@ -52,14 +52,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "cluster"))
 
 from engines import Balancer, GitDaemon, GitHttpServer, HostProcess, bare_repo, free_port, wait_until  # noqa: E402
+
 from wikimem.versioned import VersionedStore  # noqa: E402
 from wikimem.versioned.remote import Remote  # noqa: E402
 

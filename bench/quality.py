@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import shutil
 import statistics
@@ -59,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
-from wikimem.markdown import Block, render_blocks  # noqa: E402
+from wikimem.format.blocks import Block, render_blocks  # noqa: E402
 
 DATA = ROOT / "bench" / "quality_data"
 KS = (1, 5, 10)
@@ -70,7 +69,7 @@ KS = (1, 5, 10)
 
 def local_embedders():
     """(asymmetric, symmetric) local embedders, or (None, None) without the extra."""
-    from wikimem.local_embedder import LocalEmbedder, local_model_available
+    from wikimem.vectors.local import LocalEmbedder, local_model_available
 
     if not local_model_available():
         return None, None
@@ -101,7 +100,7 @@ class QueryMemo:
         self._queries: dict[str, object] = {}
         self._path: Path | None = None
 
-    def load(self, folder: Path) -> "QueryMemo":
+    def load(self, folder: Path) -> QueryMemo:
         import hashlib
 
         import numpy as np
@@ -131,7 +130,7 @@ class QueryMemo:
     def embed_query(self, texts):
         missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
         if missing:
-            from wikimem.embedding import embed_queries
+            from wikimem.vectors.embedders import embed_queries
 
             for t, v in zip(missing, embed_queries(self.inner, missing)):
                 self._queries[t] = v
@@ -404,7 +403,7 @@ def sidecar_latency(queries: list[str]) -> tuple[float, float] | None:
     import subprocess
     import urllib.request
 
-    from wikimem.embedding import HttpEmbedder
+    from wikimem.vectors.embedders import HttpEmbedder
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -71,9 +71,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402  (the references need it anyway)
 
-import wikimem.bm25 as bm25_module  # noqa: E402
+import wikimem.recall.bm25 as bm25_module  # noqa: E402
 from wikimem import MemoryIndex, MemoryStore, tokenize  # noqa: E402
-from wikimem.markdown import Block, render_blocks  # noqa: E402
+from wikimem.format.blocks import Block, render_blocks  # noqa: E402
 
 COMMON_EN = """the a and to of in is it you that he was for on are with as his they be at one have this from
 or had by not word but what some we can out other were all there when up use your how said an each she which
@@ -546,7 +546,7 @@ def main(argv=None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     langs = [s.strip() for s in args.langs.split(",") if s.strip()]
     print(f"python {platform.python_version()}, numpy {np.__version__}, bm25s {bm25s.__version__}, "
-          f"{platform.machine()}, {os.cpu_count()} CPUs; tokens: wikimem.tokenize (bigrams, no jieba) "
+          f"{platform.machine()}, {os.cpu_count()} CPUs; tokens: wikimem.recall.tokenizer (bigrams, no jieba) "
           f"for every system; build repeats {args.repeat}, wikimem writes {args.writes}, "
           f"reference re-indexes {args.ref_writes}")
     started_all = time.perf_counter()

@@ -10,7 +10,7 @@ measures both tiers of ``MemmapVectorIndex`` on the same queries:
 - ``exact``: ``binary_threshold = rows`` (the index answers with exact cosine
   over every row); ``tier 1``: ``binary_threshold = rows - 1`` (1-bit sign
   signatures around the mean direction, Hamming coarse rank, exact rerank of
-  ``top_k · max(4, √rows / 5)`` rows, :func:`wikimem.vector_index.rerank_size`).
+  ``top_k · max(4, √rows / 5)`` rows, :func:`wikimem.vectors.index.rerank_size`).
 - ``build s``: constructing the index over the memmap (norms; for tier 1 also
   the mean direction and the signatures).
 - ``p50/p99 ms``: ``search(query, 10)`` latency over ``--queries`` queries,
@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-import wikimem.vector_index as vector_index  # noqa: E402
-from wikimem.vector_index import MemmapVectorIndex, rerank_size  # noqa: E402
+import wikimem.vectors.index as vector_index  # noqa: E402
+from wikimem.vectors.index import MemmapVectorIndex, rerank_size  # noqa: E402
 
 TOP_K = 10
 CHUNK = 8192

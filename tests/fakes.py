@@ -65,10 +65,10 @@ import random
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 __all__ = ["FakeOpenAI", "Request", "fake_embedding", "CONCEPTS", "DEFAULT_EMBED_MODEL"]
 
@@ -94,7 +94,7 @@ def _digest(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _direction(name: str, dim: int) -> tuple[float, ...]:
     """A fixed pseudo-random unit vector for a concept."""
     rng = random.Random(f"{name}/{dim}")
@@ -103,7 +103,7 @@ def _direction(name: str, dim: int) -> tuple[float, ...]:
     return tuple(x / n for x in v)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model_signs(model: str, dim: int) -> tuple[float, ...] | None:
     """Another model is another space: a fixed sign flip per component."""
     if model == DEFAULT_EMBED_MODEL:
@@ -172,7 +172,7 @@ class FakeOpenAI:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("Handler", (_Handler,), {"fake": self})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -192,7 +192,7 @@ class FakeOpenAI:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -79,7 +79,7 @@ class Gunicorn:
         self.args = args if args is not None else ["-c", str(CONF)]
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Gunicorn":
+    def start(self) -> Gunicorn:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(gunicorn_command() + self.args, cwd=REPO, env=self.env,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -110,7 +110,7 @@ class Gunicorn:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=15)
 
-    def __enter__(self) -> "Gunicorn":
+    def __enter__(self) -> Gunicorn:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikimem.host.jobs import JobRunner, JobStore, Step, memorize_handler  # noqa: E402
+from wikimem.host.fleet.jobs import JobRunner, JobStore, Step, memorize_handler  # noqa: E402
 
 
 def _log(root: Path, line: str) -> None:
@@ -73,7 +73,7 @@ def main() -> None:
     runner.register("effect", effect_handler(args.root, args.die_after_effect))
     if os.environ.get("WIKIMEM_LLM_URL"):
         from wikimem.host import Host
-        from wikimem.llm import ChatClient
+        from wikimem.llm.chat import ChatClient
 
         host = Host(args.root, llm=ChatClient(os.environ["WIKIMEM_LLM_URL"], "fake-chat", timeout=30))
         memorize = memorize_handler(host)

@@ -8,17 +8,16 @@ the process's :class:`wikimem.host.Host` from :func:`get_host`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from flask import Flask, current_app, jsonify, redirect
+from flask import Flask, current_app, jsonify
 
 __all__ = ["create_app", "get_host"]
 
 _HOST = "wikimem.host"
 _PACKAGE = Path(__file__).resolve().parent
-# Optional parts: the app runs without them (the admin UI is built separately).
-_OPTIONAL = ("webapp.session", "webapp.admin")
 
 
 def _asset_folder(name: str) -> str:
@@ -30,9 +29,8 @@ def _asset_folder(name: str) -> str:
 
 
 def _make_host(config: Mapping[str, Any]):
+    from webapp.config import recall_options
     from wikimem.host import Host, OwnerQuota
-
-    from .config import recall_options
 
     llm = None
     if config.get("LLM_URL"):
@@ -52,11 +50,11 @@ def _make_embedder(config: Mapping[str, Any]):
     Both are stdlib until used: numpy and the model load on the first retrieve.
     """
     if config.get("EMBEDDER") == "local":
-        from wikimem.local_embedder import LocalEmbedder
+        from wikimem.vectors import LocalEmbedder
 
         return LocalEmbedder(threads=config.get("EMBED_THREADS"))
     if config.get("EMBED_URL") and config.get("EMBEDDER") != "none":
-        from wikimem.embedding import HttpEmbedder
+        from wikimem.vectors import HttpEmbedder
 
         return HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
                             timeout=float(config["EMBED_TIMEOUT"]), query_model=config.get("EMBED_QUERY_MODEL"),
@@ -88,34 +86,19 @@ def get_host():
     return host
 
 
-def _import_optional(name: str):
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:  # the part is not there; a broken import inside it still fails loudly
-            return None
-        raise
-
-
 def _register_ui(app: Flask, api_bp) -> None:
-    session_mod = _import_optional("webapp.session")
-    admin_mod = _import_optional("webapp.admin")
-    if session_mod is not None:
-        session_mod.init_app(app, exempt=[api_bp])
-        app.register_blueprint(session_mod.bp)
-    if admin_mod is not None:
-        app.register_blueprint(admin_mod.bp)
-    if session_mod is None:
-        app.add_url_rule("/", "root", lambda: redirect("/admin/"))
+    from webapp import admin, session
+
+    session.init_app(app, exempt=[api_bp])
+    app.register_blueprint(session.bp)
+    app.register_blueprint(admin.bp)
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
-    from . import api, auth, errors
-    from .config import load_config
-    from .headers import AbortAsJson, security_headers
+    from webapp import api, auth, errors
+    from webapp.config import load_config
+    from webapp.headers import AbortAsJson, security_headers
 
     config = load_config(test_config)
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))

@@ -1,7 +1,7 @@
 """Bearer-token auth of the JSON API, and what the admin UI uses to check a token.
 
 ``Authorization: Bearer <secret>``. Tokens come from the hashed tokens file
-(``WIKIMEM_TOKENS_FILE``; format in :mod:`wikimem.host.tokens`) and from
+(``WIKIMEM_TOKENS_FILE``; format in :mod:`wikimem.host.access.tokens`) and from
 ``WIKIMEM_ADMIN_TOKEN`` (a plain admin token for development and tests).
 The file is re-read when it changes, in every worker: a token revoked with
 ``wikimem token revoke`` is refused from the next request on.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from flask import current_app, g, request
 
-from wikimem.host.tokens import Principal, TokenFile
+from wikimem.host.access import Principal, TokenFile
 
 __all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app",
            "token_file"]

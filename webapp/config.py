@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["DEFAULTS", "ENV_VARS", "load_config", "ConfigError", "check_secret", "recall_options"]
 
@@ -207,7 +208,7 @@ def _check_recall(config: dict[str, Any]) -> None:
     if embedder == "local":
         if config["EMBED_URL"]:
             raise ConfigError("set WIKIMEM_EMBEDDER=local or WIKIMEM_EMBED_URL, not both")
-        from wikimem.local_embedder import local_model_available
+        from wikimem.vectors import local_model_available
 
         if not local_model_available():
             raise ConfigError("WIKIMEM_EMBEDDER=local needs the bundled model: pip install 'wikimem[embed-local]'")
@@ -265,13 +266,13 @@ def load_config(test_config: Mapping[str, Any] | None = None,
 
 
 def recall_options(config: Mapping[str, Any]):
-    """How the host's indexes retrieve (:class:`wikimem.retrieval.RecallOptions`) for this configuration.
+    """How the host's indexes retrieve (:class:`wikimem.recall.index.RecallOptions`) for this configuration.
 
     The defaults are what ``bench/quality.py`` measured best: character
     bigrams for Chinese, function words dropped from queries, neighbour
     context, memory embedded in the background with the local model.
     """
-    from wikimem.retrieval import RecallOptions
+    from wikimem.recall import RecallOptions
 
     local = config.get("EMBEDDER") == "local"
     background = config.get("EMBED_BACKGROUND")
@@ -288,7 +289,7 @@ def recall_options(config: Mapping[str, Any]):
 def _check_cluster(config: dict[str, Any]) -> None:
     """Validate the replication and peer settings once, at start."""
     if config.get("REMOTE"):
-        from wikimem.host.replication import Settings
+        from wikimem.host.cluster import Settings
 
         try:
             config["REPLICATION_SETTINGS"] = Settings(
@@ -300,7 +301,7 @@ def _check_cluster(config: dict[str, Any]) -> None:
     elif config.get("REPLICATION") not in (None, "", "sync"):
         raise ConfigError("WIKIMEM_REPLICATION needs WIKIMEM_REMOTE")
     if config.get("PEERS"):
-        from wikimem.host.peers import Peers
+        from wikimem.host.cluster import Peers
 
         try:
             config["PEER_SET"] = Peers.parse(config["PEERS"], self_url=config.get("SELF"), bind=config.get("BIND"))

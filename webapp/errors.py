@@ -30,20 +30,28 @@ werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large`
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
+import sqlite3
 
 from flask import Flask, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
-import errno
-import sqlite3
-
 from wikimem.errors import (
-    Conflict, InvalidName, NotFound, PreconditionFailed, QuotaExceeded, RemoteError, RemoteMoved,
-    RemoteUnavailable, StoreBusy, TooLarge, WikimemError,
+    Conflict,
+    InvalidName,
+    NotFound,
+    PreconditionFailed,
+    QuotaExceeded,
+    RemoteError,
+    RemoteMoved,
+    RemoteUnavailable,
+    StoreBusy,
+    TooLarge,
+    WikimemError,
 )
-from wikimem.host.errors import BadRequest, LLMNotConfigured, ToolCallError
+from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden

@@ -13,7 +13,7 @@ from typing import Any
 from flask import request
 
 from wikimem.context import WriteContext
-from wikimem.host.errors import BadRequest
+from wikimem.host import BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]

@@ -16,7 +16,7 @@ may pass in a short time, never more.
 Where the counters live decides whether the limit holds: gunicorn runs
 several worker processes, and counters in each one's memory would let
 ``workers ×`` the limit through. By default they live in the host's shared
-:class:`~wikimem.host.authstate.AuthState` (SQLite at the data root), which
+:class:`~wikimem.host.access.authstate.AuthState` (SQLite at the data root), which
 all workers of the host update atomically. ``WIKIMEM_LOGIN_LIMIT_STORAGE``
 may name any other ``limits`` storage instead: ``redis://…`` or
 ``memcached://…`` to count across the hosts of a cluster (their client
@@ -38,7 +38,7 @@ from limits import RateLimitItem, parse_many
 from limits.storage import Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from wikimem.host.authstate import AuthState
+from wikimem.host.access import AuthState
 
 from .config import ConfigError
 

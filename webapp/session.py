@@ -2,7 +2,7 @@
 
 Who signs in
     A token with the ``admin`` scope (:mod:`webapp.auth`) signs in with the
-    ``admin`` role. An operator account (:mod:`wikimem.host.operators`,
+    ``admin`` role. An operator account (:mod:`wikimem.host.access.operators`,
     ``WIKIMEM_OPERATORS_FILE``) signs in with its name and password and has
     its account's role: ``reviewer`` (reads), ``operator`` (also reverts,
     rolls back, restores), ``admin`` (everything). Views ask for a role with
@@ -28,7 +28,7 @@ What every admin request checks (:func:`current_operator`)
        removing the account, changing its password, role or prefix: the
        session ends on its next request.
     3. Logout: the session id is in the revocation store
-       (:class:`wikimem.host.authstate.AuthState`, SQLite at the data root,
+       (:class:`wikimem.host.access.authstate.AuthState`, SQLite at the data root,
        shared by the host's workers) until its lifetime ends.
 
 Why this shape (a cluster)
@@ -68,13 +68,11 @@ from flask_wtf.csrf import CSRFProtect
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from wikimem.errors import StoreBusy
-from wikimem.host.authstate import AuthState
-
-from .peering import tell_revoked
-from wikimem.host.operators import LEGACY_ROLE, Account, OperatorsFile, check_name, check_role, role_at_least
+from wikimem.host.access import LEGACY_ROLE, Account, AuthState, OperatorsFile, check_name, check_role, role_at_least
 from wikimem.locking import FileLock
 
 from .auth import AuthError, Forbidden
+from .peering import tell_revoked
 
 __all__ = ["bp", "Operator", "current_operator", "require_operator", "require_role", "revoke",
            "init_app", "hash_password", "account_line", "check_account"]

@@ -2,7 +2,7 @@
 
 Configured only by the ``WIKIMEM_*`` environment variables (:mod:`webapp.config`).
 Each worker process imports this module once and so builds one app and one host,
-and starts the host's background job threads (:mod:`wikimem.host.jobs`): jobs
+and starts the host's background job threads (:mod:`wikimem.host.fleet.jobs`): jobs
 left unfinished by a worker that died or a host that restarted are resumed.
 
 A configuration that cannot run (no ``WIKIMEM_SECRET_KEY`` in production, …)

@@ -52,7 +52,7 @@ class WriteContext:
                 raise InvalidName(f"{name} must be 1-{limit} printable ASCII characters without spaces")
 
     @classmethod
-    def of(cls, ctx: "WriteContext | None" = None, **overrides) -> "WriteContext":
+    def of(cls, ctx: WriteContext | None = None, **overrides) -> WriteContext:
         """``ctx`` (or an empty context) with the given non-None fields set."""
         base = ctx if ctx is not None else cls()
         unknown = set(overrides) - {f.name for f in fields(cls)}
@@ -61,7 +61,7 @@ class WriteContext:
         changes = {k: v for k, v in overrides.items() if v is not None}
         return replace(base, **changes) if changes else base
 
-    def bound(self, *request: object) -> "WriteContext":
+    def bound(self, *request: object) -> WriteContext:
         """This context with its fingerprint: the one given, or a digest of the request and the provenance.
 
         A retry with the same idempotency key must be the same request; the

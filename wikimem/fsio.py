@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files", "TEMP_SUFFIX"]
 

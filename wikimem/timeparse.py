@@ -22,9 +22,9 @@ elsewhere in the same text: "2026-07-01 那天，比昨天更早" is that day on
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Callable
 
 __all__ = ["parse_time_range", "scan_time", "TimeScan", "event_day", "local_today"]
 
@@ -259,7 +259,7 @@ class TimeScan:
 
 def local_today(tz: tzinfo | str | None = None) -> date:
     """The current date in ``tz`` (default local): what "today" means when nothing pins it."""
-    from .diary import resolve_tz
+    from wikimem.store import resolve_tz
 
     return datetime.now(resolve_tz(tz)).date()
 

@@ -68,9 +68,9 @@ class World:
 
 @pytest.fixture()
 def world(tmp_path, monkeypatch):
+    from browser_seed import seed
     from werkzeug.serving import make_server
 
-    from browser_seed import seed
     from webapp import create_app
     from webapp.session import account_line
     from wikimem.host import Host

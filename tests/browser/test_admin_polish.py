@@ -10,6 +10,7 @@ both widths into ``tests/screenshots/``.
 from __future__ import annotations
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, OWNER

@@ -12,6 +12,7 @@ import re
 import subprocess
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, BAD_WORDS, OTHER, OWNER, SEA, STALE_RUN

@@ -7,10 +7,11 @@ the escaping itself, not only the CSP behind it.
 from __future__ import annotations
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
-from browser_seed import OWNER, SCRIPT
 from browser_env import ADMIN_TOKEN, LAPTOP, PHONE
+from browser_seed import OWNER, SCRIPT
 
 pytestmark = pytest.mark.browser
 

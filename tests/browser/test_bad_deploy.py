@@ -12,6 +12,7 @@ import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 pytestmark = pytest.mark.browser

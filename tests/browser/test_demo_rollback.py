@@ -12,6 +12,7 @@ import secrets
 import threading
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_env import ADMIN_TOKEN

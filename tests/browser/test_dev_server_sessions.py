@@ -18,6 +18,7 @@ import urllib.request
 from contextlib import contextmanager
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -9,6 +9,7 @@ The bulk rollback over many owners has its own module.
 from __future__ import annotations
 
 import pytest
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, BAD_WORDS, OTHER, OWNER

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikimem.client import Client, ClientError
-from wikimem.codec import parse_day
+from wikimem.format.codec import parse_day
 from wikimem.host.owner_ids import encode_owner_id
 
 DATE = "2026-07-21"
@@ -53,7 +53,7 @@ class Load:
         self._workers: list[threading.Thread] = []
         self._rng = random.Random(seed)
 
-    def start(self) -> "Load":
+    def start(self) -> Load:
         for n in range(self.threads):
             t = threading.Thread(target=self._run, args=(n,), daemon=True)
             t.start()

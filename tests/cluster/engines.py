@@ -30,8 +30,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 __all__ = ["free_port", "wait_until", "EngineError", "Engine", "GitHttpServer", "GitDaemon", "Balancer",
            "HostProcess", "bare_repo", "REPO", "have"]
@@ -218,7 +218,7 @@ class GitHttpServer(Engine):
         """A ``WIKIMEM_REMOTE`` template for this server."""
         return f"{self.url}/{{owner}}.git"
 
-    def start(self) -> "GitHttpServer":
+    def start(self) -> GitHttpServer:
         fcgiwrap = _which("fcgiwrap")
         if not fcgiwrap:
             raise EngineError("fcgiwrap is not installed (.ci/system-deps installs it)")
@@ -286,7 +286,7 @@ class GitDaemon(Engine):
     def template(self) -> str:
         return f"{self.url}/{{owner}}.git"
 
-    def start(self) -> "GitDaemon":
+    def start(self) -> GitDaemon:
         self.port = self.port or free_port()
         env = dict(os.environ, HOME=str(self.workdir), GIT_CONFIG_COUNT="1",
                    GIT_CONFIG_KEY_0="receive.fsckObjects", GIT_CONFIG_VALUE_0="true")
@@ -354,7 +354,7 @@ class Balancer(Engine):
 }}
 """
 
-    def start(self) -> "Balancer":
+    def start(self) -> Balancer:
         self.port = self.port or free_port()
         conf = self.workdir / "nginx.conf"
         conf.write_text(self.config())
@@ -400,7 +400,7 @@ class HostProcess(Engine):
         env.update(self.extra_env)
         return env
 
-    def start(self, wait: bool = True) -> "HostProcess":
+    def start(self, wait: bool = True) -> HostProcess:
         self._spawn(gunicorn_command() + ["-c", str(REPO / "deploy" / "gunicorn.conf.py")], env=self.env(),
                     cwd=REPO)
         if wait:

@@ -53,7 +53,7 @@ def test_a_dead_hosts_owners_move_and_the_others_stay(make_cluster):
 
 
 def test_the_ring_of_the_cluster_commands_is_the_one_nginx_uses(make_cluster):
-    from wikimem.host.shards import Ring
+    from wikimem.host.cluster.shards import Ring
 
     cluster = make_cluster(3)
     api = Client(cluster.url, cluster.token, timeout=30.0, proxies={})

@@ -16,10 +16,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from clusterload import DATE, Load, check_remote, remote_entries
 from engines import GitHttpServer, wait_until
-from wikimem.client import Client, ClientError
+
+from wikimem.client import Client
 from wikimem.host.owner_ids import encode_owner_id
 
 pytestmark = pytest.mark.slow

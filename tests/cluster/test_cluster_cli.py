@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from wikimem.host import Host
-from wikimem.host.replication import Settings
-from wikimem.host.shards import Ring
+from wikimem.host.cluster.replication import Settings
+from wikimem.host.cluster.shards import Ring
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from engines import GitHttpServer, bare_repo, free_port  # noqa: E402
 
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.remote import (
@@ -27,8 +28,6 @@ from wikimem.versioned.remote import (
     remote_url,
     validate_template,
 )
-
-from engines import GitDaemon, GitHttpServer, bare_repo, free_port  # noqa: E402
 
 
 def git(repo: Path, *args: str) -> str:

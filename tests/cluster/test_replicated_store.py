@@ -8,7 +8,6 @@ worst moment.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -201,7 +200,7 @@ def test_a_retry_on_another_host_replays_the_write_made_there(world):
 def test_a_deleted_owner_is_not_cloned_back_and_can_be_created_again(tmp_path):
     from wikimem.errors import NotFound
     from wikimem.host import Host
-    from wikimem.host.replication import Settings
+    from wikimem.host.cluster.replication import Settings
 
     (tmp_path / "replicas").mkdir()
     settings = Settings(f"file://{tmp_path}/replicas/{{owner}}.git")

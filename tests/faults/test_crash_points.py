@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 # (module, attribute path, label): the child dies right after this function returns.
 STEPS = [
     ("wikimem.versioned.intent", "Intent.begin", "intent recorded"),
-    ("wikimem.mutation", "Writer.apply", "files written"),
+    ("wikimem.store.writer", "Writer.apply", "files written"),
     ("wikimem.versioned.objects", "GitRepo.make_commit", "objects written"),
     ("wikimem.versioned.intent", "Intent.committing", "commit recorded in the intent"),
     ("wikimem.versioned.objects", "GitRepo.move_ref", "branch moved"),

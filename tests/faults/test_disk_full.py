@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
+
 from webapp import create_app
 from wikimem.host import encode_owner_id
 

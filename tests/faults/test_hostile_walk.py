@@ -18,9 +18,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+
 from webapp import create_app
 from wikimem.host import encode_owner_id
 

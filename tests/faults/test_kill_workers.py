@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import pytest
+from gunicorn_env import free_port as _free_port
 
 from wikimem.host import encode_owner_id
-from gunicorn_env import free_port as _free_port
 
 REPO = Path(__file__).resolve().parents[2]
 GIT = shutil.which("git")

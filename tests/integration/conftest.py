@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from apiworld import ADMIN, OWNER, World, auth
 
 
@@ -14,7 +13,7 @@ def world(tmp_path) -> World:
     Tokens: ``reader`` (read), ``writer`` (read, write), ``scoped`` (read, write, owners ``user:lu…``).
     """
     from webapp import create_app
-    from wikimem.host.tokens import append_token, mint_token
+    from wikimem.host.access.tokens import append_token, mint_token
 
     tokens = tmp_path / "tokens.jsonl"
     secrets = {}

@@ -16,11 +16,11 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
+
 from webapp import create_app, get_host
 from wikimem.context import WriteContext
-from wikimem.host.tokens import append_token, mint_token
+from wikimem.host.access.tokens import append_token, mint_token
 from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
 
 O = f"/api/v1/owners/{OWNER}"
@@ -165,7 +165,7 @@ def test_a_new_owner_keeps_its_history_index_small(world):
 
 
 def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypatch):
-    import wikimem.mutation as mutation
+    import wikimem.store.writer as mutation
 
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -182,7 +182,7 @@ def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypat
 
 def test_a_writer_that_waited_for_a_deleted_owner_does_not_bring_its_folder_back(world, tmp_path):
     from wikimem.locking import FileLock
-    from wikimem.mutation import LOCK_NAME
+    from wikimem.store.writer import LOCK_NAME
 
     with world.app.app_context():
         owner = get_host().owner(OWNER)

@@ -16,12 +16,13 @@ import zipfile
 from urllib.parse import quote
 
 import pytest
-
+from apiworld import ADMIN, OWNER
+from apiworld import auth as _auth
 from fakes import FakeOpenAI
+
 from webapp import create_app, get_host
 from wikimem.host import encode_owner_id
 
-from apiworld import ADMIN, OWNER, auth as _auth
 O = f"/api/v1/owners/{OWNER}"
 
 

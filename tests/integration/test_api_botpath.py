@@ -9,9 +9,9 @@ import subprocess
 import time
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+
 from wikimem.host import encode_owner_id
 
 O = f"/api/v1/owners/{OWNER}"

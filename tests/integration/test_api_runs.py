@@ -7,12 +7,12 @@ scopes and owner prefixes as a bot worker or an operator's script holds them.
 from __future__ import annotations
 
 import pytest
-
 from apiworld import ADMIN, auth
 from operators_world import BAD_ACTOR, bad_deploy
+
 from webapp import get_host
 from wikimem.context import WriteContext
-from wikimem.host.tokens import append_token, mint_token
+from wikimem.host.access.tokens import append_token, mint_token
 
 
 @pytest.fixture

@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from apiworld import ADMIN, auth
 from gunicorn_env import wait_for
 from operators_world import BAD_ACTOR, bad_deploy
+
 from webapp import get_host
 from wikimem.host import Host, RunQuery
-from wikimem.host.bulk import submit
-from wikimem.host.tokens import append_token, mint_token
+from wikimem.host.access.tokens import append_token, mint_token
+from wikimem.host.fleet.bulk import submit
 
 WORKER = Path(__file__).resolve().parents[1] / "bulkworker.py"
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from operators_world import BAD_ACTOR, bad_deploy
+
 from wikimem.host import BadRequest, Host, RunQuery
-from wikimem.host.bulk import Part
+from wikimem.host.fleet.bulk import Part
 
 BAD = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from webapp.session import check_account
-from wikimem.host.tokens import TokenFile
+from wikimem.host.access.tokens import TokenFile
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from webapp.session import check_account
-from wikimem.host.tokens import TokenFile
+from wikimem.host.access.tokens import TokenFile
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from wikimem.host.authstate import AuthState
-from wikimem.host.credfile import WatchedFile, edit_lines
+from wikimem.host.access.authstate import AuthState
+from wikimem.host.access.credfile import WatchedFile, edit_lines
 
 
 def _names(row: dict):

@@ -18,11 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from fakes import FakeOpenAI
+from gunicorn_env import free_port as _free_port
+from gunicorn_env import gunicorn_command as _gunicorn_command
+from gunicorn_env import stop_process
+
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
-from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn_command, stop_process
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import subprocess
 import threading
 
 import pytest
-
 from fakes import FakeOpenAI
 from gunicorn_env import Gunicorn, wait_for
+
 from wikimem.client import Client
 from wikimem.host.owner_ids import encode_owner_id
 

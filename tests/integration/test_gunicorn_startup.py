@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from fakes import FakeOpenAI
 from gunicorn_env import Gunicorn, run_until_exit
+
 from wikimem.client import Client
 
 pytestmark = pytest.mark.slow

@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+
 from webapp import create_app
 from wikimem.host import encode_owner_id
 

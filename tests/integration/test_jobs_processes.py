@@ -17,10 +17,11 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from fakes import FakeOpenAI
-from gunicorn_env import stop_process as stop, wait_for
-from wikimem.host.jobs import JobStore, submit_memorize
+from gunicorn_env import stop_process as stop
+from gunicorn_env import wait_for
+
+from wikimem.host.fleet.jobs import JobStore, submit_memorize
 
 pytestmark = pytest.mark.slow
 
@@ -185,7 +186,7 @@ def test_processes_with_busy_runners_exit_promptly(tmp_path):
     root = tmp_path / "data"
     JobStore.at(root).submit("effect", [{"n": n} for n in range(200)])
     script = ("import sys, time; sys.path.insert(0, %r)\n"
-              "from wikimem.host.jobs import JobRunner, JobStore\n"
+              "from wikimem.host.fleet.jobs import JobRunner, JobStore\n"
               "r = JobRunner(JobStore.at(%r), threads=4, lease=5, poll=0.01)\n"
               "r.register('effect', lambda step: time.sleep(0.001) or step.n)\n"
               "r.start(); time.sleep(0.5)\n") % (str(Path(__file__).resolve().parents[2]), str(root))

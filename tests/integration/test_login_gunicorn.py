@@ -23,7 +23,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from gunicorn_env import free_port as _free_port, gunicorn_command as _gunicorn, stop_process
+from gunicorn_env import free_port as _free_port
+from gunicorn_env import gunicorn_command as _gunicorn
+from gunicorn_env import stop_process
 
 pytestmark = pytest.mark.slow
 

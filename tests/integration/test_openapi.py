@@ -18,11 +18,11 @@ import threading
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
+from fakes import FakeOpenAI  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.specs.openapi import checks as oa_checks  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
-from fakes import FakeOpenAI  # noqa: E402
 from webapp import create_app  # noqa: E402
 from webapp.openapi import document  # noqa: E402
 

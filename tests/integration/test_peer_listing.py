@@ -11,7 +11,7 @@ import socket
 import threading
 
 from wikimem.host import Host
-from wikimem.host.peers import Peers
+from wikimem.host.cluster.peers import Peers
 
 
 def _closed_port() -> int:

@@ -24,7 +24,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-
 from fakes import FakeOpenAI
 from gunicorn_env import free_port
 
@@ -60,7 +59,7 @@ class DevServer:
         self.env = {**clean, "WIKIMEM_DATA": "var/data", **env}
         self.log = folder / "serve.log"
 
-    def __enter__(self) -> "DevServer":
+    def __enter__(self) -> DevServer:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "wikimem", "serve", "--demo", "--bind",
                                           f"127.0.0.1:{self.port}"], cwd=self.folder, env=self.env,

@@ -7,9 +7,9 @@ local model embedding memory in the background while the API answers.
 from __future__ import annotations
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+
 from webapp import create_app, get_host
 from webapp.config import ConfigError, load_config, recall_options
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+
 from webapp import create_app
 
 O = f"/api/v1/owners/{OWNER}"

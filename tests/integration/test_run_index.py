@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from operators_world import BAD_ACTOR, GOOD_ACTOR, bad_deploy, owner_name
+
 from wikimem.context import WriteContext
 from wikimem.host import BadRequest, Host, RunQuery
 
@@ -174,7 +174,7 @@ def test_cli_finds_runs_and_rebuilds_the_index(host, tmp_path):
 
 def test_pages_of_two_hosts_merge_into_the_pages_of_one(tmp_path):
     """What a cluster gatherer does: the same query and cursor to every host, pages merged in one order."""
-    from wikimem.host.runindex import merge_pages
+    from wikimem.host.fleet.runindex import merge_pages
 
     one, east, west = Host(tmp_path / "one"), Host(tmp_path / "east"), Host(tmp_path / "west")
     for i in range(9):

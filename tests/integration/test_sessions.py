@@ -18,8 +18,8 @@ import pytest
 
 from webapp import create_app, get_host
 from webapp.session import account_line, current_operator, require_role
-from wikimem.host.operators import remove_account, update_account
-from wikimem.host.tokens import append_token, mint_token, revoke_tokens
+from wikimem.host.access.operators import remove_account, update_account
+from wikimem.host.access.tokens import append_token, mint_token, revoke_tokens
 
 ADMIN = "sessions-test-admin-token-0123456789"
 OWNER = "user:xnne"

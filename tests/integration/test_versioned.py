@@ -14,7 +14,7 @@ pytest.importorskip("dulwich")
 
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
 from wikimem.errors import Conflict, NotFound, PreconditionFailed  # noqa: E402
-from wikimem.codec import item_etag  # noqa: E402
+from wikimem.format.codec import item_etag  # noqa: E402
 from wikimem.versioned import VersionedStore  # noqa: E402
 from wikimem.versioned.historydb import DB_NAME  # noqa: E402
 

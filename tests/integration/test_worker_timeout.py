@@ -12,7 +12,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from fakes import FakeOpenAI
 from gunicorn_env import free_port as _free_port
 

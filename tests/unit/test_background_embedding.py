@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from fakes import fake_embedding
+
 from wikimem import MemoryIndex, MemoryStore
-from wikimem.embedding_worker import EmbeddingWorker
+from wikimem.vectors.worker import EmbeddingWorker
 
 DIM = 64
 
@@ -93,7 +93,7 @@ def test_a_new_item_is_ranked_by_bm25_until_its_vector_exists(mem, worker):
 
 
 def test_a_failing_model_is_retried_later_not_on_every_query(mem, worker, monkeypatch):
-    import wikimem.retrieval_vectors as retrieval_vectors
+    import wikimem.recall.semantic as retrieval_vectors
 
     class Down:
         model = "down"

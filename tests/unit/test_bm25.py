@@ -7,10 +7,11 @@ import random
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import wikimem.bm25 as bm25_module
-from wikimem.bm25 import B, K1, BM25Index, idf
+import wikimem.recall.bm25 as bm25_module
+from wikimem.recall.bm25 import K1, B, BM25Index, idf
 
 CORPUS = {
     "d1": "the sea is calm and the sky is blue".split(),

@@ -16,12 +16,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from wikimem.client import (
-    BadRequestError, BusyError, Client, ClientError, ConflictError, NotFoundError, PreconditionFailedError,
-    RateLimitedError, ServerError, TransportError,
+    BadRequestError,
+    BusyError,
+    Client,
+    ClientError,
+    ConflictError,
+    NotFoundError,
+    PreconditionFailedError,
+    RateLimitedError,
+    ServerError,
+    TransportError,
 )
 from wikimem.errors import NotFound, WikimemError
 from wikimem.models import DiaryItem, RecallItem
-from wikimem.retrieval import RetrievalResult, RetrievedItem
+from wikimem.recall.index import RetrievalResult, RetrievedItem
 
 ENTRY = {"date": "2026-07-21", "time": "14:30", "content": "去了海边。", "owner": "user:xnne",
          "source_conv": "c1", "ts": "2026-07-21T14:30:00+08:00"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
-
 from fakes import fake_embedding
+
+import wikimem.recall.diary_index as diary_index_module
 from wikimem import MemoryIndex, MemoryStore
-import wikimem.diary_index as diary_index_module
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def test_index_default_and_validation(mem):
 
 
 def test_statistics_cover_wiki_and_diary_together(mem):
-    from wikimem.bm25 import BM25Index
-    from wikimem.tokenize import tokenize
+    from wikimem.recall.bm25 import BM25Index
+    from wikimem.recall.tokenizer import tokenize
 
     ref = BM25Index()
     for item in mem.items():
@@ -200,6 +200,6 @@ def test_switching_between_two_windows_embeds_each_entry_once(store, tmp_path):
         assert index.retrieve("sea", time_range=(d, d)).embedding_used
         seen.append([t for t in emb.texts if t != "sea"])
     assert [len(s) for s in seen] == [2, 2, 0, 0]
-    from wikimem.vector_cache import VectorCache
+    from wikimem.vectors.cache import VectorCache
 
     assert VectorCache(tmp_path / "v" / "diary-vectors").load().rows == 4

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from wikimem import MemoryStore
-from wikimem.mutation import Mutation
+from wikimem.store.writer import Mutation
 
 
 def snapshot(root) -> dict[str, bytes]:

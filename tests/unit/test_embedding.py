@@ -15,12 +15,12 @@ import threading
 
 import numpy as np
 import pytest
-
 from fakes import FakeOpenAI, fake_embedding
-from wikimem.embedding import EmbeddingError, HttpEmbedder, embed_queries, vector_space
-from wikimem.vector_cache import VectorCache
-from wikimem.vector_index import MemmapVectorIndex, rerank_size
+
 from wikimem.vectors import VectorMismatch, content_hash, embed_text
+from wikimem.vectors.cache import VectorCache
+from wikimem.vectors.embedders import EmbeddingError, HttpEmbedder, embed_queries, vector_space
+from wikimem.vectors.index import MemmapVectorIndex, rerank_size
 
 DIM = 32
 
@@ -59,7 +59,7 @@ def test_the_http_embedder_needs_no_numpy():
         "import sys\n"
         "sys.modules['numpy'] = None  # import numpy fails, as on a machine without it\n"
         "from wikimem.vectors import HttpEmbedder, Embedder, VectorIndex, EmbeddingError, content_hash\n"
-        "from wikimem.embedding import HttpEmbedder as Same\n"
+        "from wikimem.vectors.embedders import HttpEmbedder as Same\n"
         "assert HttpEmbedder is Same\n"
         "HttpEmbedder('http://127.0.0.1:9/v1', 'm')\n"
         "try:\n"
@@ -253,7 +253,7 @@ def test_tier1_recall_at_10_stays_high_on_a_large_clustered_matrix():
 
 
 def test_content_hash_and_embed_text_are_the_same_functions_everywhere():
-    import wikimem.vector_cache as vc
     import wikimem.vectors as v
+    import wikimem.vectors.cache as vc
 
     assert v.content_hash is vc.content_hash and v.embed_text is embed_text

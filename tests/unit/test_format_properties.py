@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import string
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from wikimem import MemoryStore, parse_wiki_links, sanitize_item_name
-from wikimem.markdown import Block, normalize_content, parse_blocks, render_blocks
+from wikimem.format.blocks import Block, normalize_content, parse_blocks, render_blocks
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

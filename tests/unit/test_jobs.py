@@ -1,4 +1,4 @@
-"""wikimem.host.jobs in one process: submit, claim under a lease, outcomes, retries, pruning.
+"""wikimem.host.fleet.jobs in one process: submit, claim under a lease, outcomes, retries, pruning.
 
 (Processes that die mid-job: tests/integration/test_jobs_processes.py.)
 """
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound
-from wikimem.host.jobs import JobRunner, JobStore, RetryLater, Step, validate_job_id
+from wikimem.host.fleet.jobs import JobRunner, JobStore, RetryLater, Step, validate_job_id
 
 
 @pytest.fixture

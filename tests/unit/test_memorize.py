@@ -6,12 +6,12 @@ import contextlib
 import json
 
 import pytest
-
 from fakes import FakeOpenAI
+
 from wikimem import DIARY_PROMPT, MemoryStore, memorize
-from wikimem.llm import ChatClient, LLMError
-from wikimem.memorize import DIARY_RULES, parse_diary_reply, render_prompt
-from wikimem.mutation import Mutation
+from wikimem.llm.chat import ChatClient, LLMError
+from wikimem.llm.memorizer import DIARY_RULES, parse_diary_reply, render_prompt
+from wikimem.store.writer import Mutation
 
 
 class ScriptedLLM:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from fakes import fake_embedding
+
 from wikimem import MemoryIndex, MemoryStore, RecallItem
-from wikimem.vector_search import CONTEXT_VECTORS_DIR, EmbeddingSearch, NeighbourContext, context_texts
 from wikimem.vectors import embed_text
+from wikimem.vectors.search import CONTEXT_VECTORS_DIR, EmbeddingSearch, NeighbourContext, context_texts
 
 DIM = 64
 

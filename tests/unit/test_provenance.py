@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from wikimem import MemoryStore, sanitize_item_name
+from wikimem import sanitize_item_name
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidName
-from wikimem.markdown import clean_meta_value
+from wikimem.format.blocks import clean_meta_value
 from wikimem.naming import validate_provenance
 
 HOSTILE = ["a\x00b", "a\x1b[31mred", "bell\x07", "a\u2028Wikimem-Run: victim", "a\u2029b", "a\x85b",

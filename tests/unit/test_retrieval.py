@@ -7,8 +7,8 @@ import json
 import pytest
 
 from wikimem import MemoryIndex, MemoryStore, RetrievalResult, RetrievedItem, est_tokens
-from wikimem.bm25 import BM25Index
-from wikimem.tokenize import tokenize
+from wikimem.recall.bm25 import BM25Index
+from wikimem.recall.tokenizer import tokenize
 
 
 @pytest.fixture

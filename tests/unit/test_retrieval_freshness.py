@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import wikimem.retrieval as retrieval_module
+import wikimem.recall.index as retrieval_module
 from wikimem import MemoryIndex, MemoryStore
 
 

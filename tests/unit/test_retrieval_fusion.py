@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeOpenAI
 
 from wikimem import MemoryIndex, MemoryStore, RecallItem
-from wikimem.retrieval import _Candidate, _fuse
-
-from fakes import FakeOpenAI
+from wikimem.recall.index import _Candidate, _fuse
 
 
 def cand(name: str, bm25: float, cos: float) -> _Candidate:

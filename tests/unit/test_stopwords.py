@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wikimem import MemoryIndex, MemoryStore, tokenize
-from wikimem.stopwords import content_terms, is_function_term
+from wikimem.recall.stopwords import content_terms, is_function_term
 
 
 @pytest.mark.parametrize("query, expected", [

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from wikimem import MemoryIndex, MemoryStore
-from wikimem.bm25 import BM25Index
-from wikimem.tokenize import tokenize
+from wikimem.recall.bm25 import BM25Index
+from wikimem.recall.tokenizer import tokenize
 
 TZ = "Asia/Shanghai"
 

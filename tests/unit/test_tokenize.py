@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wikimem import est_tokens, tokenize
-from wikimem.tokenize import jieba_available
+from wikimem.recall.tokenizer import jieba_available
 
 CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]")
 
@@ -56,7 +57,7 @@ def test_use_jieba_true_without_jieba_falls_back_to_bigrams():
     code = (
         "import sys; sys.modules['jieba'] = None\n"  # makes `import jieba` fail, as if absent
         "from wikimem import tokenize\n"
-        "from wikimem.tokenize import jieba_available\n"
+        "from wikimem.recall.tokenizer import jieba_available\n"
         "print(jieba_available(), tokenize('喜欢海边', use_jieba=True), tokenize('喜欢海边'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -110,7 +111,7 @@ def _bigram_reference(run: str) -> list[str]:
 
 @pytest.mark.skipif(not jieba_available(), reason="jieba not installed")
 def test_a_huge_cjk_run_is_bigrams_even_with_jieba():
-    from wikimem.tokenize import JIEBA_MAX_RUN
+    from wikimem.recall.tokenizer import JIEBA_MAX_RUN
 
     run = "我们今天去海边玩了很开心喜欢咖啡工作公司机器人朋友家里吃饭看电影" * 10_000  # ~350k characters
     assert len(run) > 300_000 > JIEBA_MAX_RUN
@@ -119,7 +120,7 @@ def test_a_huge_cjk_run_is_bigrams_even_with_jieba():
 
 @pytest.mark.skipif(not jieba_available(), reason="jieba not installed")
 def test_only_the_runs_above_the_cap_fall_back_to_bigrams():
-    from wikimem.tokenize import JIEBA_MAX_RUN
+    from wikimem.recall.tokenizer import JIEBA_MAX_RUN
 
     long_run = "海边咖啡" * (JIEBA_MAX_RUN // 4 + 1)
     short_run = "我喜欢海边"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wikimem.transcript import message_text, query_from_messages
+from wikimem.llm.transcript import message_text, query_from_messages
 
 CHAT = [
     {"role": "system", "content": "You are Elaina."},

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from fakes import FakeOpenAI, fake_embedding
+
 from wikimem import RecallItem
 from wikimem.vectors import (
     EmbeddingError,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from ..session import require_operator
-from .present import GROUP_FROM, day_parts, instant
+from webapp.admin.present import GROUP_FROM, day_parts, instant
+from webapp.session import require_operator
 
 __all__ = ["bp"]
 
@@ -18,7 +18,7 @@ bp = Blueprint("admin", __name__, url_prefix="/admin")
 bp.before_request(require_operator)
 
 # The view modules register their routes on ``bp``.
-from . import actions, edits, history, owners, runs, search  # noqa: E402,F401
+from webapp.admin import actions, edits, history, owners, runs, search  # noqa: E402,F401
 
 
 @bp.app_template_test("diary_day")

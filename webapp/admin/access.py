@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import g, url_for
 
+from webapp import get_host
+from webapp.params import int_in_range
+from webapp.session import require_role as _session_require_role
 from wikimem.errors import NotFound
 from wikimem.models import WikiLink
 
-from .. import get_host
-from ..params import int_in_range
-from ..session import require_role as _session_require_role
 from .wikitext import WikiText
 
 __all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "PAGE_SIZE"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from flask import flash, g, redirect, render_template, request, url_for
 
+from webapp.session import require_role
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict
 
-from ..session import require_role
 from . import bp
 from .access import load_owner
 from .diffs import DiffBudget

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import render_template, request
 
 from wikimem.errors import NotFound
-from wikimem.host.review import HISTORY_FILTERS
+from wikimem.host import HISTORY_FILTERS
 
 from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for

@@ -11,12 +11,12 @@ import secrets
 
 from flask import g, redirect, render_template, request, url_for
 
+from webapp import get_host
+from webapp.errors import error_status
+from webapp.peering import forward_for
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
-from .. import get_host
-from ..errors import error_status
-from ..peering import forward_for
 from . import bp
 from .access import PAGE_SIZE, require_role
 from .diffs import DiffBudget

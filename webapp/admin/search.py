@@ -7,15 +7,14 @@ from dataclasses import dataclass
 
 from flask import render_template, request
 
+from webapp.errors import error_status
 from wikimem.errors import WikimemError
 from wikimem.host import BadRequest
 from wikimem.naming import validate_date
 
-from ..errors import error_status
 from . import bp
 from .access import int_param, load_owner, wikitext_for
 from .highlight import marked
-
 
 DIARY_CHOICES = ("", "window", "all")
 

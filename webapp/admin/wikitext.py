@@ -7,12 +7,12 @@ segment is escaped, and only the anchors around links are built here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from markupsafe import Markup, escape
 
-from wikimem.links import LINK_RE
+from wikimem.format import LINK_RE
 from wikimem.models import WikiLink
 
 __all__ = ["Segment", "split_links", "WikiText"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from .. import __version__
-from ..errors import WikimemError
+from wikimem import __version__
+from wikimem.errors import WikimemError
 
 __all__ = ["main", "store_root", "Parser", "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
 

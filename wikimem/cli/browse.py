@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import sys
 
-from ..models import RecallItem
-from ..store import MemoryStore
+from wikimem.models import RecallItem
+from wikimem.store import MemoryStore
+
 from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, store_root
 
 # What makes a folder a memory folder: any of these in it.

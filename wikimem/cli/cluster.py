@@ -48,8 +48,8 @@ def register(sub) -> None:
 
 
 def _host(args):
-    from ..host import Host
-    from ..host.replication import Settings
+    from wikimem.host import Host
+    from wikimem.host.cluster import Settings
 
     if not args.remote:
         raise ValueError("no remote: set WIKIMEM_REMOTE or pass --remote")
@@ -68,7 +68,7 @@ def _print(args, data, lines) -> None:
 
 
 def cmd_verify(args) -> int:
-    from ..host.cluster import verify
+    from wikimem.host.cluster import verify
 
     checks = verify(_host(args), args.owner)
     _print(args, [c.to_dict() for c in checks],
@@ -78,7 +78,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    from ..host.cluster import remote_owner_ids, restore
+    from wikimem.host.cluster import remote_owner_ids, restore
 
     host = _host(args)
     ids = list(args.owner)
@@ -95,7 +95,7 @@ def cmd_restore(args) -> int:
 
 
 def cmd_push(args) -> int:
-    from ..host.cluster import push_all
+    from wikimem.host.cluster import push_all
 
     pushed = push_all(_host(args))
     _print(args, pushed, [f"pushed {n:5} commit(s)  {owner_id}" for owner_id, n in pushed.items()] or ["nothing pending"])
@@ -115,8 +115,8 @@ def _servers(value: str | None) -> list[str]:
 
 
 def cmd_where(args) -> int:
-    from ..host.owner_ids import validate_owner_id
-    from ..host.shards import Ring
+    from wikimem.host import validate_owner_id
+    from wikimem.host.cluster import Ring
 
     order = Ring(_servers(args.servers)).servers_for(validate_owner_id(args.owner))
     _print(args, order, [order[0]] + [f"  then {s}" for s in order[1:]])
@@ -126,7 +126,7 @@ def cmd_where(args) -> int:
 def cmd_rebalance(args) -> int:
     from urllib.parse import urlsplit
 
-    from ..host.cluster import rebalance
+    from wikimem.host.cluster import rebalance
 
     servers = _servers(args.servers)
     me = args.me or os.environ.get("WIKIMEM_SELF") or os.environ.get("WIKIMEM_BIND") or ""

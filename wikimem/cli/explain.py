@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..retrieval import MemoryIndex, RetrievalResult, RetrievedItem
+from wikimem.recall import MemoryIndex, RetrievalResult, RetrievedItem
+
 from . import EXIT_NOT_FOUND, EXIT_OK
 from .browse import open_store
 
@@ -58,7 +59,7 @@ def _non_negative(text: str) -> int:
 
 
 def _time_range(text: str) -> tuple[str, str]:
-    from ..naming import validate_date
+    from wikimem.naming import validate_date
 
     start, sep, end = text.partition("..")
     if not sep:

@@ -11,7 +11,7 @@ def open_versioned(args):
     root = store_root(args)
     if not (root / ".git").is_dir():
         raise ValueError(f"{root} is not a versioned memory folder (no .git)")
-    from ..versioned import VersionedStore  # dulwich only when a history command runs
+    from wikimem.versioned import VersionedStore  # dulwich only when a history command runs
 
     return VersionedStore(root)
 
@@ -64,7 +64,7 @@ def _print_changes(changes) -> None:
 
 
 def cmd_log(args) -> int:
-    from ..host.instants import parse_instant
+    from wikimem.host import parse_instant
 
     vs = open_versioned(args)
     page = vs.db.query(file=args.file, item=" ".join(args.item.split()) if args.item else None, run=args.run,
@@ -88,7 +88,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_undo(args) -> int:
-    from ..errors import Conflict
+    from wikimem.errors import Conflict
 
     vs = open_versioned(args)
     target = getattr(args, args.target)

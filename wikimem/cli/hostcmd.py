@@ -59,7 +59,7 @@ def _register_tokens(sub) -> None:
     r.set_defaults(handler=cmd_token_revoke)
 
 
-# wikimem.host.operators.ROLES and DEFAULT_ROLE (not imported: building the parser stays light).
+# wikimem.host.access.operators.ROLES and DEFAULT_ROLE (not imported: building the parser stays light).
 ROLES, DEFAULT_ROLE = ("reviewer", "operator", "admin"), "reviewer"
 
 
@@ -154,7 +154,7 @@ def cmd_serve(args) -> int:
         config.update(ENV="development", SECRET_KEY=_kept_secret(data / SECRET_KEY_FILE, lambda: secrets.token_hex(32)))
     app = create_app(config)
     if args.demo:
-        from ..host.demo import bad_run_hint, seed_demo
+        from wikimem.host import bad_run_hint, seed_demo
 
         with app.app_context():
             from webapp import get_host
@@ -181,7 +181,7 @@ def _need_file(args, var: str) -> bool:
 
 
 def cmd_token_mint(args) -> int:
-    from ..host.tokens import append_token, mint_token
+    from wikimem.host.access import append_token, mint_token
 
     if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
         return EXIT_ERROR
@@ -201,7 +201,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 
 
 def cmd_token_list(args) -> int:
-    from ..host.tokens import list_tokens
+    from wikimem.host.access import list_tokens
 
     if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
         return EXIT_ERROR
@@ -214,7 +214,7 @@ def cmd_token_list(args) -> int:
 
 
 def cmd_token_revoke(args) -> int:
-    from ..host.tokens import revoke_tokens
+    from wikimem.host.access import revoke_tokens
 
     if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
         return EXIT_ERROR
@@ -233,8 +233,7 @@ def _read_password(prompt: str = "password: ") -> str:
 
 def cmd_operator_add(args) -> int:
     from webapp.session import hash_password
-
-    from ..host.operators import Account, add_account, check_name
+    from wikimem.host.access import Account, add_account, check_name
 
     if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
         return EXIT_ERROR
@@ -247,7 +246,7 @@ def cmd_operator_add(args) -> int:
 
 
 def cmd_operator_list(args) -> int:
-    from ..host.operators import list_accounts
+    from wikimem.host.access import list_accounts
 
     if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
         return EXIT_ERROR
@@ -257,7 +256,7 @@ def cmd_operator_list(args) -> int:
 
 
 def cmd_operator_remove(args) -> int:
-    from ..host.operators import remove_account
+    from wikimem.host.access import remove_account
 
     if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
         return EXIT_ERROR
@@ -269,7 +268,7 @@ def cmd_operator_remove(args) -> int:
 
 
 def _update(args, **change) -> int:
-    from ..host.operators import update_account
+    from wikimem.host.access import update_account
 
     try:
         account = update_account(args.file, args.name, **change)

@@ -60,13 +60,13 @@ def register(sub) -> None:
 
 
 def _host(args):
-    from ..host import Host  # dulwich only when a host command runs
+    from wikimem.host import Host  # dulwich only when a host command runs
 
     return Host(args.data)
 
 
 def _query(args):
-    from ..host import RunQuery
+    from wikimem.host import RunQuery
 
     return RunQuery.parse(**{k: getattr(args, k) for k in _FILTERS})
 

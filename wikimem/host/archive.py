@@ -7,7 +7,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from ..codec import MEMORY_DIRS, memory_entries
+from wikimem.format import MEMORY_DIRS, memory_entries
 
 __all__ = ["FORMATS", "archive_markdown"]
 

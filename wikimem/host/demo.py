@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..context import WriteContext
+from wikimem.context import WriteContext
 
 __all__ = ["seed_demo", "bad_run_hint", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
 
@@ -101,7 +101,7 @@ def seed_demo(host) -> DemoSeeded:
 
 def bad_run_hint(host) -> str | None:
     """The start message's pointer to the demo's bad run, while it still stands (None once rolled back)."""
-    from ..errors import NotFound
+    from wikimem.errors import NotFound
 
     try:
         owner = host.owner(DEMO_OWNERS[0])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import WikimemError
+from wikimem.errors import WikimemError
 
 __all__ = ["BadRequest", "ToolCallError", "LLMNotConfigured"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from ..codec import WIKI_DIR, memory_entries, memory_path
+from wikimem.format import WIKI_DIR, memory_entries, memory_path
 
 __all__ = ["IndexSlot", "wiki_signature"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from ..codec import OutsideCalendar, utc_instant
+from wikimem.format import OutsideCalendar, utc_instant
+
 from .errors import BadRequest
 
 __all__ = ["parse_instant", "iso_instant"]

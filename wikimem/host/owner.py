@@ -12,20 +12,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..codec import SETTINGS_PATH, item_etag, parse_settings, render_settings
-from ..context import WriteContext
-from ..errors import NotFound, RemoteMoved
-from ..fsio import read_bytes
-from ..limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
-from ..models import DiaryItem, RecallItem
+from wikimem.context import WriteContext
+from wikimem.errors import NotFound, RemoteMoved
+from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
+from wikimem.fsio import read_bytes
+from wikimem.limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
+from wikimem.models import DiaryItem, RecallItem
+
+from .batchops import Op, check_content, parse_ops
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
-from .ops import Op, check_content, parse_ops
 from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record
 
 if TYPE_CHECKING:
-    from ..versioned import CommitDiff, Committed, HistoryPage, Plan
+    from wikimem.versioned import CommitDiff, Committed, HistoryPage, Plan
 
 __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id"]
 
@@ -125,7 +126,7 @@ class Owner(Review):
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
                  recall=None):
-        from ..versioned import VersionedStore
+        from wikimem.versioned import VersionedStore
 
         self.id = owner_id
         self.root = Path(root)
@@ -223,7 +224,7 @@ class Owner(Review):
 
     def put_settings(self, changes: dict[str, Any], *, ctx: WriteContext | None = None) -> Committed:
         """Set some settings (``None`` unsets one; the others keep their value) as one commit."""
-        from ..versioned import Committed
+        from wikimem.versioned import Committed
 
         changes = check_settings(changes)
         shown = ", ".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(changes.items()))
@@ -286,7 +287,7 @@ class Owner(Review):
         return self._slot.fresh()
 
     def _new_index(self, store=None, vectors_dir=None):
-        from ..retrieval import MemoryIndex
+        from wikimem.recall import MemoryIndex
 
         options = self.recall.kwargs() if self.recall is not None else {}
         return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir,
@@ -306,7 +307,7 @@ class Owner(Review):
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
         if messages is not None:
-            from ..transcript import query_from_messages
+            from wikimem.llm import query_from_messages
 
             query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
@@ -407,7 +408,7 @@ class Owner(Review):
         default to the owner's settings (then "the assistant" and local
         time). Unpacks as ``entries, run_id, commit``.
         """
-        from ..memorize import memorize
+        from wikimem.llm import memorize
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
@@ -444,7 +445,7 @@ class Owner(Review):
 
         Returns ``(entry, commit, replayed)``.
         """
-        from ..memorize import handle_diary_tool
+        from wikimem.llm import handle_diary_tool
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
@@ -465,7 +466,7 @@ class Owner(Review):
         return self._write(write)
 
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
-        """Apply several writes sent as data (see :mod:`wikimem.host.ops`) as one commit, or none of them."""
+        """Apply several writes sent as data (see :mod:`wikimem.host.batchops`) as one commit, or none of them."""
         checked = parse_ops(ops)
         ctx = WriteContext.of(ctx).bound("batch", ops, message)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import re
 
-from ..errors import InvalidName
+from wikimem.errors import InvalidName
 
 __all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id",
            "scope_prefix"]

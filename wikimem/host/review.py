@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from ..context import WriteContext
-from ..errors import NotFound, PreconditionFailed
+from wikimem.context import WriteContext
+from wikimem.errors import NotFound, PreconditionFailed
+
 from .errors import BadRequest
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 
 if TYPE_CHECKING:
-    from ..versioned import Committed, HistoryEntry, HistoryPage, Plan
+    from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan
 
 __all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
@@ -75,7 +76,7 @@ class Review:
 
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""
-        from ..versioned.undolinks import undo_links
+        from wikimem.versioned import undo_links
 
         head = self.vstore.head()
         cached = self._links_cache
@@ -111,7 +112,7 @@ class Review:
 
     def undo_of(self, commit: str):
         """What an undo commit undid (:class:`~wikimem.versioned.undolinks.UndoInfo`; empty for other commits)."""
-        from ..versioned.undolinks import undo_info
+        from wikimem.versioned import undo_info
 
         return undo_info(self.vstore.git, self.vstore.resolve(commit))
 
@@ -124,7 +125,7 @@ class Review:
 
     def item_versions(self, file: str, name: str, *, limit: int = 50, cursor: str | None = None):
         """``(versions, next cursor)``: the item's text as each commit that touched it left it, newest first."""
-        from ..versioned.blame import item_versions
+        from wikimem.versioned import item_versions
 
         name = " ".join(name.split())
         page = self.vstore.db.query(file=file, item=name, limit=max(1, int(limit)), before=_cursor(cursor, "cursor"))
@@ -132,7 +133,7 @@ class Review:
 
     def item_blame(self, file: str, name: str):
         """The version whose commit wrote the item's current text (None if the text is not committed yet)."""
-        from ..versioned.blame import blame
+        from wikimem.versioned import blame
 
         current = self.item(file, name)
         cursor, found = None, None
@@ -173,7 +174,7 @@ class Review:
 
     def add_new(self, file: str, name: str, content: str, *, ctx: WriteContext | None = None) -> Committed:
         """Add an item that must not exist yet (one commit); 412 :class:`PreconditionFailed` if it does."""
-        from ..versioned import Committed
+        from wikimem.versioned import Committed
 
         ctx = WriteContext.of(ctx)
         with self.vstore.batch(ctx, kind=f"add-new {file}/{name}") as b:

@@ -1,6 +1,6 @@
 """Per-owner settings: what a bot sets once per user instead of on every call.
 
-Stored in the owner's repository as ``settings.json`` (:mod:`wikimem.codec`),
+Stored in the owner's repository as ``settings.json`` (:mod:`wikimem.format.codec`),
 so every change is a commit in the owner's history. A value left unset falls
 back to the host's default.
 
@@ -13,11 +13,13 @@ back to the host's default.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from ..codec import utc_now
-from ..diary import resolve_tz
+from wikimem.format import utc_now
+from wikimem.store import resolve_tz
+
 from .errors import BadRequest
 
 __all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record"]
@@ -34,7 +36,7 @@ class OwnerSettings:
     character: str | None = None
 
     @classmethod
-    def from_file(cls, values: Mapping[str, Any]) -> "OwnerSettings":
+    def from_file(cls, values: Mapping[str, Any]) -> OwnerSettings:
         """The settings in a file, tolerantly: a hand-written value that is not valid counts as unset."""
         kept = {}
         for key in SETTINGS_FIELDS:

@@ -1,16 +1,22 @@
 """Versioned memory folders: every mutation one git commit (dulwich).
 
 The only part of wikimem that imports dulwich. It plugs into the library's
-mutation seam (:mod:`wikimem.mutation`) and never changes the plain store's
+mutation seam (:mod:`wikimem.store.writer`) and never changes the plain store's
 behaviour: a versioned folder is still an ordinary folder of markdown.
 """
 
+from .blame import blame, item_versions
+from .catchup import is_ancestor
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
+from .outcomes import CommitDiff, Committed, Outcome
 from .plans import Plan
+from .remote import Remote, remote_url, validate_template
+from .replica import MODES, Replica, folder_lag
 from .snapshot import Snapshot
-from .results import CommitDiff, Committed, Outcome
+from .undolinks import undo_info, undo_links
 from .vstore import PACK_EVERY, VersionedStore
 
-__all__ = ["VersionedStore", "Committed", "Outcome", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange",
+__all__ = [
+    "blame", "item_versions", "is_ancestor", "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links","VersionedStore", "Committed", "Outcome", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange",
            "Plan", "Snapshot", "PACK_EVERY"]

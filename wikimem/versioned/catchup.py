@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from ..codec import entry_key, memory_path, parse_day, parse_wiki, render_day, render_wiki, same_item
-from ..fsio import atomic_write, remove_file
+from wikimem.format import entry_key, memory_path, parse_day, parse_wiki, render_day, render_wiki, same_item
+from wikimem.fsio import atomic_write, remove_file
+
 from .objects import GitRepo
 
 __all__ = ["Diverged", "is_ancestor", "merge_base", "local_only", "fast_forward", "switch_to", "replay"]

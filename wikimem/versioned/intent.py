@@ -25,7 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..fsio import atomic_write, read_bytes, remove_file
+from wikimem.fsio import atomic_write, read_bytes, remove_file
 
 __all__ = ["Intent", "INTENT_NAME"]
 

@@ -6,9 +6,9 @@ import difflib
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from ..codec import entry_key, memory_path, parse_day, parse_wiki, same_item
-from ..fsio import decode
-from ..models import RecallItem
+from wikimem.format import entry_key, memory_path, parse_day, parse_wiki, same_item
+from wikimem.fsio import decode
+from wikimem.models import RecallItem
 
 __all__ = ["ItemChange", "wiki_items", "path_changes", "unified_patch"]
 

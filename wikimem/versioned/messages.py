@@ -11,9 +11,9 @@ though ``journal.jsonl`` itself is not versioned.
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
-from ..naming import is_unsafe
+from wikimem.naming import is_unsafe
 
 __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
            "trailer_values", "MAX_UNDO_ITEMS"]

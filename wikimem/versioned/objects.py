@@ -17,8 +17,8 @@ from pathlib import Path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
-from ..codec import MEMORY_DIRS
-from ..naming import is_unsafe
+from wikimem.format import MEMORY_DIRS
+from wikimem.naming import is_unsafe
 
 __all__ = ["GitRepo", "BRANCH", "GITIGNORE"]
 
@@ -41,7 +41,7 @@ def _person(name: str | None) -> bytes:
     text = "".join(c for c in str(name or "wikimem") if not is_unsafe(c))
     clean = " ".join(text.replace("<", "").replace(">", "").split()) or "wikimem"
     local = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in clean).strip("-") or "actor"
-    return f"{clean} <{local[:64]}@wikimem>".encode("utf-8")
+    return f"{clean} <{local[:64]}@wikimem>".encode()
 
 
 class GitRepo:
@@ -55,7 +55,7 @@ class GitRepo:
         self._lock = threading.Lock()
 
     @classmethod
-    def init(cls, root: Path) -> "GitRepo":
+    def init(cls, root: Path) -> GitRepo:
         """Create the repository (branch ``main``, auto-gc off) with a first commit of ``.gitignore``."""
         root = Path(root)
         repo = Repo.init(str(root), default_branch=b"main")
@@ -67,7 +67,7 @@ class GitRepo:
         self = cls(root)
         ignore = root / ".gitignore"
         if not ignore.exists():
-            from ..fsio import atomic_write
+            from wikimem.fsio import atomic_write
 
             atomic_write(ignore, GITIGNORE)
         data = ignore.read_bytes()
@@ -254,9 +254,7 @@ class GitRepo:
 
     def update_index(self, written: dict[str, bytes | None]) -> None:
         """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean."""
-        from dulwich.index import index_entry_from_stat
-
-        from dulwich.index import Index
+        from dulwich.index import Index, index_entry_from_stat
 
         index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
         for path, sha in written.items():

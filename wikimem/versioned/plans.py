@@ -15,10 +15,11 @@ one it removed (an earlier revert) comes back.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
-from ..codec import entry_key, memory_path, parse_day, render_day, render_wiki, same_item
+from wikimem.format import entry_key, memory_path, parse_day, render_day, render_wiki, same_item
+
 from .itemdiff import ItemChange, path_changes, wiki_items
 from .objects import GitRepo
 

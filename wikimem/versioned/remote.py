@@ -39,29 +39,30 @@ import shutil
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import (
     GitClient,
+    HttpGitClient,
     HTTPProxyUnauthorized,
     HTTPUnauthorized,
-    HttpGitClient,
     LocalGitClient,
     SSHGitClient,
     SubprocessGitClient,
     TCPGitClient,
 )
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository, SendPackError
+from dulwich.errors import GitProtocolError, NotGitRepository, SendPackError
 from dulwich.index import build_index_from_tree
 from dulwich.objects import S_ISGITLINK, ZERO_SHA
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
-from ..errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
+from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
+
 from .objects import BRANCH
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..codec import DIARY_DIR, WIKI_DIR, memory_path, parse_day, parse_wiki
-from ..diary import DiaryReader
-from ..models import DiaryItem, RecallItem
-from ..naming import validate_date
+from wikimem.format import DIARY_DIR, WIKI_DIR, memory_path, parse_day, parse_wiki
+from wikimem.models import DiaryItem, RecallItem
+from wikimem.naming import validate_date
+from wikimem.store import DiaryReader
+
 from .objects import GitRepo
 
 __all__ = ["Snapshot"]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..codec import memory_path, utc_now
-from ..context import WriteContext
-from ..errors import Conflict, NotFound
-from ..fsio import read_bytes
+from wikimem.context import WriteContext
+from wikimem.errors import Conflict, NotFound
+from wikimem.format import memory_path, utc_now
+from wikimem.fsio import read_bytes
+
 from .itemdiff import ItemChange
+from .outcomes import Committed
 from .plans import Plan, State, finish, plan_restore, plan_revert
-from .results import Committed
 
 __all__ = ["Undo", "item_line"]
 

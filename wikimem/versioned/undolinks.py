@@ -19,7 +19,7 @@ from .objects import GitRepo
 __all__ = ["UndoInfo", "UndoLinks", "undo_info", "undo_links"]
 
 _CACHE_SIZE = 8192
-_cache: OrderedDict[str, "UndoInfo"] = OrderedDict()
+_cache: OrderedDict[str, UndoInfo] = OrderedDict()
 _cache_lock = threading.Lock()
 
 

@@ -1,7 +1,7 @@
 """VersionedStore: a memory folder whose every mutation is one git commit.
 
 The versioned store *is* the hook of the library's mutation seam
-(:mod:`wikimem.mutation`): its :meth:`~VersionedStore.locked` is the same
+(:mod:`wikimem.store.writer`): its :meth:`~VersionedStore.locked` is the same
 ``flock`` on ``<root>/.wikimem.lock`` the plain store takes (so plain and
 versioned writers of one folder exclude each other), and its
 :meth:`~VersionedStore.committed` turns the unit's files into blob → tree →
@@ -21,32 +21,32 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 from dulwich.objects import Blob
 
-from ..codec import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
-from ..context import WriteContext, digest
-from ..errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from ..fsio import atomic_write, read_bytes, remove_file, sweep_temp_files
-from ..locking import FileLock
-from ..models import DiaryItem, RecallItem
-from ..mutation import LOCK_NAME, Unit
-from ..naming import validate_provenance
-from ..store import MemoryStore
+from wikimem.context import WriteContext, digest
+from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
+from wikimem.format import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
+from wikimem.fsio import atomic_write, read_bytes, remove_file, sweep_temp_files
+from wikimem.locking import FileLock
+from wikimem.models import DiaryItem, RecallItem
+from wikimem.naming import validate_provenance
+from wikimem.store import LOCK_NAME, MemoryStore, Unit
+
+from .answers import rebuild_result
+from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
-from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .objects import GitRepo
+from .outcomes import CommitDiff, Committed, Outcome
 from .remote import RemoteMoved
-from .replays import rebuild_result
 from .replica import Replica, tracking
-from .results import CommitDiff, Committed, Outcome
 from .snapshot import Snapshot
 from .undo import Undo
 
@@ -210,7 +210,7 @@ class VersionedStore(Undo):
     def clear(self, ctx: WriteContext | None = None, **fields) -> Committed:
         """Remove every memory file as one ``delete-owner`` commit (what a replicated owner's deletion leaves
         on its remote, so that no host brings the owner back from there)."""
-        from ..codec import utc_now
+        from wikimem.format import utc_now
 
         ctx = WriteContext.of(ctx, **fields)
         with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:

@@ -1,0 +1,13 @@
+"""The JSON API for bot workers: ``/api/v1`` (the route table is the contract; see ``openapi.py``).
+
+One blueprint (:mod:`.blueprint`); each module registers the routes of one
+subject on it: :mod:`.service`, :mod:`.owners`, :mod:`.memory`,
+:mod:`.history`, :mod:`.runs`.
+"""
+
+from __future__ import annotations
+
+from . import history, memory, owners, runs, service  # noqa: F401  (each registers its routes on bp)
+from .blueprint import bp
+
+__all__ = ["bp"]

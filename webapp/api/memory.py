@@ -1,0 +1,150 @@
+"""One owner's memory: the wiki's items, the diary, batches, retrieve, memorize and the diary tool."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from flask import jsonify
+
+from webapp import get_host
+from webapp.params import (
+    WRITE_FIELDS,
+    json_body,
+    opt_bool,
+    opt_int,
+    opt_number,
+    opt_str,
+    opt_str_list,
+    point,
+    prefers,
+    query_str,
+    req_str,
+    write_context,
+)
+from wikimem.host import BadRequest
+
+from .blueprint import OWNER, bp, committed, context_of, owner_for, with_etag
+
+
+@bp.get(OWNER + "/files")
+def files(owner_id: str):
+    return jsonify(files=owner_for(owner_id, "read").files())
+
+
+@bp.get(OWNER + "/items")
+def items(owner_id: str):
+    return jsonify(items=owner_for(owner_id, "read").items(query_str("file")))
+
+
+@bp.get(OWNER + "/items/<file>/<path:name>")
+def get_item(owner_id: str, file: str, name: str):
+    owner = owner_for(owner_id, "read")
+    item = owner.item(file, name)
+    return with_etag(jsonify(item=item), owner.etag(item))
+
+
+@bp.put(OWNER + "/items/<file>/<path:name>")
+def put_item(owner_id: str, file: str, name: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
+    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=context_of(data))
+    return with_etag(committed(done, "item"), owner.etag(done.value)), 201 if done.created else 200
+
+
+@bp.delete(OWNER + "/items/<file>/<path:name>")
+def delete_item(owner_id: str, file: str, name: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body(WRITE_FIELDS, optional_body=True)
+    return committed(owner.remove(file, name, ctx=context_of(data)), "removed")
+
+
+_APPEND = {"ts", "date", "time", "tz"}
+
+
+def _append_kwargs(data: dict) -> dict:
+    return {k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}
+
+
+@bp.post(OWNER + "/diary")
+def diary_append(owner_id: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body({"content"} | _APPEND | WRITE_FIELDS, {"content"})
+    done = owner.diary_append(req_str(data, "content"), ctx=context_of(data), **_append_kwargs(data))
+    return committed(done, "entry"), 201
+
+
+@bp.get(OWNER + "/diary/dates")
+def diary_dates(owner_id: str):
+    return jsonify(dates=owner_for(owner_id, "read").diary_dates())
+
+
+@bp.get(OWNER + "/diary")
+def diary_window(owner_id: str):
+    owner = owner_for(owner_id, "read")
+    start, end = query_str("start", limit=10), query_str("end", limit=10)
+    if start is None or end is None:
+        raise BadRequest("give both start and end dates (YYYY-MM-DD)")
+    return jsonify(entries=owner.diary_window(start, end))
+
+
+@bp.get(OWNER + "/diary/<day>")
+def diary_day(owner_id: str, day: str):
+    return jsonify(entries=owner_for(owner_id, "read").diary_day(day))
+
+
+@bp.post(OWNER + "/batch")
+def batch(owner_id: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body({"ops", "message"} | WRITE_FIELDS, {"ops"})
+    result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=context_of(data))
+    return jsonify(result.to_dict())
+
+
+_RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life"}
+
+
+@bp.post(OWNER + "/retrieve")
+def retrieve(owner_id: str):
+    owner = owner_for(owner_id, "read")
+    data = json_body(_RETRIEVE, one_of=("query", "messages"))
+    as_of = opt_str(data, "as_of")
+    time_range = opt_str_list(data, "time_range", 2)
+    limit = opt_int(data, "limit", minimum=1)
+    result = owner.retrieve(
+        opt_str(data, "query"), messages=data.get("messages"), messages_last=opt_int(data, "messages_last", minimum=1),
+        as_of=None if as_of is None else point(as_of, "as_of"),
+        limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens", minimum=1),
+        budget_strict=opt_bool(data, "budget_strict", False),
+        expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
+        time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
+        diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.post(OWNER + "/memorize")
+def memorize(owner_id: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
+    when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
+    turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
+    ctx = write_context(data)
+    if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
+        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, character=character,
+                                            prompt=prompt, run=ctx.run, actor=ctx.actor,
+                                            source_conv=ctx.source_conv, **when)
+        response = jsonify(job.to_dict())
+        response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
+        response.headers["Preference-Applied"] = "respond-async"
+        return response, 202
+    result = owner.memorize(turn, character=character, prompt=prompt, ctx=ctx, **when)
+    return jsonify(result.to_dict())
+
+
+@bp.post(OWNER + "/diary-tool")
+def diary_tool(owner_id: str):
+    owner = owner_for(owner_id, "write")
+    data = json_body({"arguments"} | _APPEND | WRITE_FIELDS, {"arguments"})
+    entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=context_of(data), **_append_kwargs(data))
+    return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201

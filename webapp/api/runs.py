@@ -1,0 +1,56 @@
+"""The API's cross-owner routes: ``GET /api/v1/runs`` and ``POST /api/v1/bulk/rollback`` (SPEC §7, second wave).
+
+A token sees the runs of the owners its prefix reaches, and a bulk
+rollback acts on those only.
+"""
+
+from __future__ import annotations
+
+from flask import jsonify
+
+from webapp import get_host
+from webapp.auth import require
+from webapp.params import idempotency_key, int_in_range, json_body, opt_bool, opt_int, opt_str, query_int, query_str
+from webapp.peering import forward_for, listing_scope
+from wikimem.host import RunQuery
+
+from .blueprint import bp
+
+__all__ = ["SELECTION_FIELDS"]
+
+SELECTION_FIELDS = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
+
+
+def query_of(values: dict) -> RunQuery:
+    """The run search of request values (query parameters or a JSON body): checked once, by the host."""
+    return RunQuery.parse(**{k: values.get(k) for k in SELECTION_FIELDS})
+
+
+@bp.get("/runs")
+def runs():
+    """Runs across owners: in a cluster, across every host (a peer asked by another answers for its own only)."""
+    within = listing_scope()
+    query = query_of({k: query_str(k) for k in SELECTION_FIELDS})
+    limit, cursor = query_int("limit", 50, 1, 1000), query_str("cursor", limit=1000)
+    args = {"within": within, "limit": limit, "cursor": cursor, "forward": forward_for(within)}
+    if query_str("by") == "owner":
+        return jsonify(get_host().runs_per_owner(query, **args).to_dict())
+    return jsonify(get_host().find_runs(query, **args).to_dict())
+
+
+@bp.post("/bulk/rollback")
+def bulk_rollback():
+    principal = require("admin")
+    data = json_body({*SELECTION_FIELDS, "force", "preview", "limit", "cursor"})
+    query = query_of({k: opt_str(data, k, limit=200) for k in SELECTION_FIELDS})
+    if opt_bool(data, "preview", False):
+        limit = int_in_range(str(opt_int(data, "limit") or 100), "limit", 100, 1, 1000)
+        offset = int_in_range(opt_str(data, "cursor", limit=12), "cursor", 0, 0, 10**9)
+        preview = get_host().preview_bulk_rollback(query, within=principal.owner_prefix)
+        return jsonify(preview.to_dict(limit=limit, offset=offset))
+    job = get_host().start_bulk_rollback(query, within=principal.owner_prefix, force=opt_bool(data, "force", False),
+                                         actor=principal.name, idempotency_key=idempotency_key())
+    response = jsonify(job)
+    response.status_code = 202
+    response.headers["Location"] = f"/api/v1/jobs/{job['id']}"
+    return response

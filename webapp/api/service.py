@@ -1,0 +1,59 @@
+"""What every caller may ask of the API itself: its version and document, jobs, replication, peer notices."""
+
+from __future__ import annotations
+
+from flask import Response, jsonify
+
+import wikimem
+from webapp import get_host
+from webapp.auth import Forbidden, current_principal, require
+from webapp.params import (
+    json_body,
+)
+from webapp.peering import revocation_from
+from webapp.session import revoke
+from wikimem.errors import NotFound
+from wikimem.host.fleet import job_visible
+
+from .blueprint import bp
+
+
+@bp.get("/version")
+def version():
+    current_principal()
+    return jsonify(version=wikimem.__version__, api=1)
+
+
+@bp.get("/openapi.json")
+def openapi():
+    from webapp.openapi import document
+
+    return jsonify(document())
+
+
+@bp.post("/peer/revoked")
+def peer_revoked():
+    """A peer's logout notice (signed with the shared secret key): end that session here too."""
+    found = revocation_from(json_body({"token"}).get("token"))
+    if found is None:
+        raise Forbidden("not a logout notice from a peer of this cluster")
+    revoke(*found, tell_peers=False)
+    return Response(status=204)
+
+
+@bp.get("/replication")
+def replication():
+    require("admin")
+    return jsonify(get_host().replication_status())
+
+
+@bp.get("/jobs/<job_id>")
+def get_job(job_id: str):
+    require("read")
+    job = get_host().job(job_id)
+    owner_id = job.params.get("owner")
+    if owner_id:
+        require("read", owner_id)
+    elif not job_visible(job.params, require("admin").owner_prefix):  # a bulk job: admins of its owners
+        raise NotFound(f"no job {job_id!r}")
+    return jsonify(job.to_dict())

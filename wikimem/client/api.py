@@ -1,0 +1,453 @@
+"""A client of the wikimem host's JSON API (``/api/v1``) for bot workers; stdlib only.
+
+    from wikimem.client import Client
+
+    mem = Client("http://127.0.0.1:8000", token, owner="user:xnne")
+    mem.create_owner()                                     # idempotent
+    mem.add("preferences", "likes-the-sea", "Likes the sea; 喜欢大海.")
+    mem.diary_append("Went to the beach with [[people:mia]].", tz="Asia/Shanghai")
+    context = mem.retrieve("what does she like?", budget_tokens=400)   # a wikimem.RetrievalResult
+
+Method names mirror the library (``add``, ``remove``, ``get``, ``items``,
+``files``, ``retrieve``, ``diary_append``, …) and each one is one route of
+SPEC §7. Values come back as the library's types (``RecallItem``,
+``DiaryItem``, ``RetrievalResult``); writes return :class:`Written` with the
+commit id.
+
+Retries: a request is retried (``retries`` times, exponential ``backoff``)
+on a connection error or timeout, on 502/503/504, on 429 after the
+server's ``Retry-After``, and on a 409 ``remote_moved`` (a replicating host
+whose write lost a race with another host's: nothing was applied); never on
+another 4xx. Every write sends an
+``Idempotency-Key`` made once per call and sent again on each retry, so a
+write the server already applied is answered with its first result
+(``replayed=True``) instead of being applied twice (revert, rollback and
+restore too). Deleting an owner, which the server does not deduplicate, is
+retried only when the server surely did nothing (connection refused, 429,
+503).
+
+Errors: any JSON error answer raises :class:`ClientError` (``status``,
+``code``, ``message``) or the subclass of its status — :class:`NotFoundError`
+(404), :class:`ConflictError` (409, with ``conflicts``),
+:class:`PreconditionFailedError` (412, with ``current``), …; they also
+subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
+code written against the library catches them unchanged. A 400 is a
+:class:`BadRequestError` (a ``ValueError``); only a 400 ``invalid_name`` is
+also the library's ``InvalidName`` (:class:`InvalidNameError`). A request
+that never got an answer raises :class:`TransportError` (``status`` 0).
+
+Connections: each thread of a client keeps one HTTP/1.1 connection open and
+reuses it (``close()`` or ``with Client(...)`` ends them); a connection the
+server closed while idle is replaced without counting as a retry.
+
+This module is not imported by ``import wikimem``. The errors live in
+:mod:`wikimem.client.errors`, the result types in :mod:`wikimem.client.results`,
+the connections in :mod:`wikimem.client.transport`; import them from here.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from wikimem.models import DiaryItem, RecallItem
+from wikimem.recall import RetrievalResult
+
+from .errors import (
+    BadRequestError,
+    BusyError,
+    ClientError,
+    ConflictError,
+    ForbiddenError,
+    InvalidNameError,
+    InvalidValueError,
+    NotFoundError,
+    PreconditionFailedError,
+    RateLimitedError,
+    ServerError,
+    TooLargeError,
+    TransportError,
+    UnauthorizedError,
+    error_for,
+)
+from .results import Fetched, Memorized, Page, Written, diary_item, memorized, recall_item, retrieval_result
+from .transport import API, Headers, Transport, describe_error, no_answer, refused, retry_after, split_base_url
+
+__all__ = [
+    "Client", "Written", "Fetched", "Page", "Memorized",
+    "ClientError", "TransportError", "BadRequestError", "InvalidNameError", "UnauthorizedError", "ForbiddenError",
+    "NotFoundError", "ConflictError", "PreconditionFailedError", "TooLargeError", "InvalidValueError",
+    "RateLimitedError", "ServerError", "BusyError", "Headers",
+]
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Statuses that prove the server applied nothing (safe to retry a non-deduplicated operation).
+_NOTHING_DONE_STATUSES = frozenset({429, 503})
+USER_AGENT = "wikimem-client/1"
+
+
+def _q(segment: str) -> str:
+    """One path segment, percent-encoded (``/`` included)."""
+    if not isinstance(segment, str) or not segment:
+        raise ValueError(f"a path segment must be a non-empty string, got {segment!r}")
+    return urllib.parse.quote(segment, safe="")
+
+
+def _unquote_etag(value: str | None) -> str | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.startswith("W/"):
+        value = value[2:]
+    return value.strip('"') or None
+
+
+# -- the client ----------------------------------------------------------------
+
+class Client:
+    """The JSON API of one wikimem host, for one default owner (``owner=``, overridable per call)."""
+
+    def __init__(self, base_url: str, token: str | None, owner: str | None = None, timeout: float = 10.0,
+                 retries: int = 2, backoff: float = 0.2, *, max_retry_after: float = 30.0,
+                 proxies: Mapping[str, str] | None = None, user_agent: str = USER_AGENT):
+        """``base_url`` is the host's root (``http://127.0.0.1:8000``; a trailing ``/api/v1`` is
+        fine); a URL without ``http://`` or ``https://`` is a ``ValueError``. ``proxies=None``
+        follows the ``*_proxy`` environment; ``{}`` connects directly."""
+        if retries < 0 or backoff < 0 or timeout <= 0:
+            raise ValueError("retries and backoff must be >= 0, timeout > 0")
+        scheme, host, port, prefix = split_base_url(base_url)
+        self._transport = Transport(scheme, host, port, timeout, proxies)
+        self._prefix = prefix
+        self.base_url = self._transport.origin + prefix
+        self.token = token
+        self.owner = owner
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_retry_after = max_retry_after
+        self.user_agent = user_agent
+        self._sleep: Callable[[float], None] = time.sleep  # tests may replace it
+
+    def close(self) -> None:
+        """Close the client's keep-alive connections (a later call opens a new one)."""
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_url!r}, owner={self.owner!r})"
+
+    # -- transport -------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                headers: Mapping[str, str] | None = None, write: bool = False, dedup: bool = True,
+                raw: bool = False) -> tuple[Any, Mapping[str, str]]:
+        """``(decoded JSON or bytes, headers)`` of one call, retried as the module docstring says.
+
+        ``write`` adds an ``Idempotency-Key`` (one per call, the same on every
+        retry); ``dedup=False`` marks a write the server does not deduplicate.
+        """
+        url = self._prefix + path
+        if query:
+            pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in query.items() if v is not None]
+            if pairs:
+                url += "?" + urllib.parse.urlencode(pairs)
+        send = {"Accept": "application/json", "User-Agent": self.user_agent}
+        if self.token:
+            send["Authorization"] = f"Bearer {self.token}"
+        if write:
+            send["Idempotency-Key"] = str(uuid.uuid4())
+        send.update(headers or {})
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            send["Content-Type"] = "application/json; charset=utf-8"
+        attempt = 0
+        while True:
+            delay = self._backoff(attempt)
+            try:
+                # A write the server does not deduplicate goes on a new connection: a reused one
+                # that fails could not tell "closed while idle" from "died while applying it".
+                return self._once(method, url, data, send, raw, fresh=write and not dedup)
+            except ClientError as exc:
+                moved = exc.status == 409 and exc.code == "remote_moved"  # nothing applied: another host wrote
+                if attempt >= self.retries or (exc.status not in RETRY_STATUSES and not moved):
+                    raise
+                if write and not dedup and exc.status not in _NOTHING_DONE_STATUSES and not moved:
+                    raise
+                hinted = retry_after(exc.headers)
+                if hinted is not None:
+                    delay = min(hinted, self.max_retry_after)
+            except (OSError, http.client.HTTPException) as exc:
+                if not no_answer(exc):
+                    raise
+                if attempt >= self.retries or (write and not dedup and not refused(exc)):
+                    raise TransportError(f"{method} {self.base_url}{path}: {describe_error(exc)}", exc) from exc
+            attempt += 1
+            self._sleep(delay)
+
+    def _backoff(self, attempt: int) -> float:
+        return self.backoff * (2 ** attempt)
+
+    def _once(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str],
+              raw: bool, fresh: bool = False) -> tuple[Any, Mapping[str, str]]:
+        status, reason, got, payload = self._transport.send(method, url, data, headers, fresh)
+        if status >= 300:
+            try:
+                decoded = json.loads(payload.decode("utf-8")) if payload else None
+            except (ValueError, UnicodeDecodeError):
+                decoded = None
+            if 300 <= status < 400:  # the API never redirects: the base URL points elsewhere
+                reason = f"HTTP {status} redirect to {got.get('Location')!r}: is {self.base_url!r} the host's root?"
+            raise error_for(status, decoded, got, reason)
+        if raw:
+            return payload, got
+        return (json.loads(payload.decode("utf-8")) if payload else None), got
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.request(method, path, **kwargs)[0]
+
+    def _owner_path(self, owner: str | None) -> str:
+        owner = owner or self.owner
+        if not owner:
+            raise ValueError("no owner: pass owner= to the call or to Client(...)")
+        return f"{API}/owners/{_q(owner)}"
+
+    def _item_path(self, owner: str | None, file: str, name: str) -> str:
+        return f"{self._owner_path(owner)}/items/{_q(file)}/{_q(name)}"
+
+    @staticmethod
+    def _precondition(if_match: str | None) -> dict[str, str]:
+        return {"If-Match": f'"{if_match}"'} if if_match else {}
+
+    @staticmethod
+    def _fields(**kwargs: Any) -> dict[str, Any]:
+        return {k: v for k, v in kwargs.items() if v is not None}
+
+    # -- service ---------------------------------------------------------------
+
+    def health(self) -> bool:
+        """Whether ``/healthz`` answers ``{"ok": true}``."""
+        return bool((self._call("GET", "/healthz") or {}).get("ok"))
+
+    def version(self) -> dict[str, Any]:
+        return self._call("GET", f"{API}/version")
+
+    # -- owners ----------------------------------------------------------------
+
+    def owners(self, *, prefix: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """A page of owners: dicts with ``id``, ``items``, ``files``, ``diary_days``, ``last_change``, ``head``."""
+        data = self._call("GET", f"{API}/owners", query={"prefix": prefix, "limit": str(limit), "cursor": cursor})
+        return Page(data["owners"], data.get("next"))
+
+    def create_owner(self, owner: str | None = None) -> dict[str, Any]:
+        """Create the owner (idempotent); ``{"owner": stats, "created": bool}``."""
+        return self._call("PUT", self._owner_path(owner))
+
+    def owner_stats(self, owner: str | None = None) -> dict[str, Any]:
+        return self._call("GET", self._owner_path(owner))
+
+    def delete_owner(self, owner: str | None = None) -> None:
+        """Delete an owner and all its history (admin)."""
+        self._call("DELETE", self._owner_path(owner), write=True, dedup=False)
+
+    def export(self, *, owner: str | None = None, format: str = "zip") -> bytes:
+        """An archive (``zip`` or ``tar``) of the owner's markdown."""
+        return self.request("GET", self._owner_path(owner) + "/export", query={"format": format}, raw=True)[0]
+
+    # -- wiki ------------------------------------------------------------------
+
+    def files(self, *, owner: str | None = None) -> list[str]:
+        return self._call("GET", self._owner_path(owner) + "/files")["files"]
+
+    def items(self, file: str | None = None, *, owner: str | None = None) -> list[RecallItem]:
+        data = self._call("GET", self._owner_path(owner) + "/items", query={"file": file})
+        return [recall_item(i) for i in data["items"]]
+
+    def fetch(self, file: str, name: str, *, owner: str | None = None) -> Fetched:
+        """One item with its etag; :class:`NotFoundError` if there is none."""
+        data, headers = self.request("GET", self._item_path(owner, file, name))
+        return Fetched(recall_item(data["item"]), _unquote_etag(headers.get("ETag")))
+
+    def get(self, file: str, name: str, *, owner: str | None = None) -> RecallItem:
+        """One item; :class:`NotFoundError` if there is none (unlike the library's ``None``:
+        over HTTP an unknown owner is a 404 too, and must not pass for an empty memory)."""
+        return self.fetch(file, name, owner=owner).item
+
+    def add(self, file: str, name: str, content: str, *, owner: str | None = None, source_conv: str | None = None,
+            ts: str | None = None, run: str | None = None, actor: str | None = None,
+            if_match: str | None = None) -> Written:
+        """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412."""
+        body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor)
+        data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
+                                     headers=self._precondition(if_match))
+        return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
+                       _unquote_etag(headers.get("ETag")))
+
+    def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
+               actor: str | None = None, if_match: str | None = None) -> Written:
+        """Remove an item; :class:`NotFoundError` if there was none."""
+        body = self._fields(run=run, actor=actor) or None
+        data = self._call("DELETE", self._item_path(owner, file, name), body=body, write=True,
+                          headers=self._precondition(if_match))
+        return Written(bool(data.get("removed")), data.get("commit"), bool(data.get("replayed")))
+
+    # -- diary -----------------------------------------------------------------
+
+    def diary_append(self, content: str, *, owner: str | None = None, ts: str | None = None,
+                     date: str | None = None, time: str | None = None, tz: str | None = None,
+                     source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Written:
+        """Append one diary event (never twice, even when a retry follows a timeout)."""
+        body = self._fields(content=content, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        data = self._call("POST", self._owner_path(owner) + "/diary", body=body, write=True)
+        return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
+
+    def diary_dates(self, *, owner: str | None = None) -> list[str]:
+        return self._call("GET", self._owner_path(owner) + "/diary/dates")["dates"]
+
+    def diary_day(self, date: str, *, owner: str | None = None) -> list[DiaryItem]:
+        data = self._call("GET", f"{self._owner_path(owner)}/diary/{_q(date)}")
+        return [diary_item(e) for e in data["entries"]]
+
+    def diary_window(self, start: str, end: str, *, owner: str | None = None) -> list[DiaryItem]:
+        """Entries of the closed interval of local dates ``start``..``end``."""
+        data = self._call("GET", self._owner_path(owner) + "/diary", query={"start": start, "end": end})
+        return [diary_item(e) for e in data["entries"]]
+
+    def diary_tool(self, arguments: Any, *, owner: str | None = None, ts: str | None = None,
+                   date: str | None = None, time: str | None = None, tz: str | None = None,
+                   source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Written:
+        """Handle an ``append_diary`` tool call; a bad call raises :class:`BadRequestError` whose
+        ``message`` is written to be returned to the agent."""
+        body = self._fields(arguments=arguments, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        data = self._call("POST", self._owner_path(owner) + "/diary-tool", body=body, write=True)
+        return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
+
+    # -- batches, retrieval, memorize -------------------------------------------
+
+    def batch(self, ops: Iterable[Mapping[str, Any]], *, owner: str | None = None, run: str | None = None,
+              actor: str | None = None, message: str | None = None, source_conv: str | None = None,
+              if_match: str | None = None) -> dict[str, Any]:
+        """Several writes as one commit: ``{"results": [...], "commit": ..., "replayed": ...}``."""
+        body = self._fields(ops=list(ops), run=run, actor=actor, message=message, source_conv=source_conv)
+        return self._call("POST", self._owner_path(owner) + "/batch", body=body, write=True,
+                          headers=self._precondition(if_match))
+
+    def retrieve(self, query: str, *, owner: str | None = None, limit: int = 10, budget_tokens: int | None = None,
+                 expand_links: bool = True, explain: bool = False, time_range: tuple[str, str] | None = None,
+                 tz: str | None = None, as_of: str | None = None) -> RetrievalResult:
+        """``MemoryIndex.retrieve`` on the host; ``as_of`` (a commit id or ISO time) searches the past."""
+        body = self._fields(query=query, limit=limit, budget_tokens=budget_tokens, expand_links=expand_links,
+                            explain=explain, time_range=list(time_range) if time_range else None, tz=tz,
+                            as_of=as_of)
+        return retrieval_result(self._call("POST", self._owner_path(owner) + "/retrieve", body=body))
+
+    def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
+                 prompt: str | None = None, ts: str | None = None, tz: str | None = None,
+                 source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Memorized:
+        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit.
+
+        The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
+        """
+        body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        data = self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True)
+        return memorized(data)
+
+    def memorize_async(self, turn: str, *, owner: str | None = None, character: str | None = None,
+                       prompt: str | None = None, ts: str | None = None, tz: str | None = None,
+                       source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                       key: str | None = None) -> dict[str, Any]:
+        """Memorize as a background job (``Prefer: respond-async``): the job, at once (``id``,
+        ``state``, ``params.run``); follow it with :meth:`job` or :meth:`wait_job`. ``key`` is the
+        Idempotency-Key (default: a new one, the same on every retry): the same key is the same job."""
+        body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor)
+        headers = {"Prefer": "respond-async", **({"Idempotency-Key": key} if key else {})}
+        return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
+        return self._call("GET", f"{API}/jobs/{_q(job_id)}")
+
+    def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
+        """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
+        job_id = job if isinstance(job, str) else job["id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.job(job_id)
+            if found.get("state") in ("done", "failed"):
+                return found
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
+            self._sleep(poll)
+
+    # -- settings ----------------------------------------------------------------
+
+    def settings(self, *, owner: str | None = None) -> dict[str, Any]:
+        """The owner's settings (``tz``, ``character``; None when unset)."""
+        return self._call("GET", self._owner_path(owner) + "/settings")["settings"]
+
+    def set_settings(self, *, owner: str | None = None, run: str | None = None, actor: str | None = None,
+                     **values: Any) -> Written:
+        """Set some settings as one commit (``tz="Asia/Shanghai"``; ``None`` unsets one; the others stay)."""
+        body = {**values, **self._fields(run=run, actor=actor)}
+        data = self._call("PUT", self._owner_path(owner) + "/settings", body=body, write=True)
+        return Written(data["settings"], data.get("commit"), bool(data.get("replayed")))
+
+    # -- history ---------------------------------------------------------------
+
+    def history(self, *, owner: str | None = None, file: str | None = None, item: str | None = None,
+                run: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``, …)."""
+        data = self._call("GET", self._owner_path(owner) + "/history",
+                          query={"file": file, "item": item, "run": run, "limit": str(limit), "cursor": cursor})
+        return Page(data["entries"], data.get("next"))
+
+    def commit(self, id: str, *, owner: str | None = None) -> dict[str, Any]:
+        """One commit: ``entry``, per-item ``changes`` (before / after) and the text ``patch``."""
+        return self._call("GET", f"{self._owner_path(owner)}/commits/{_q(id)}")
+
+    def diff(self, from_: str, to: str = "HEAD", *, owner: str | None = None) -> dict[str, Any]:
+        """Per-item changes between two points (commit ids, ``HEAD~N`` or ISO times)."""
+        return self._call("GET", self._owner_path(owner) + "/diff", query={"from": from_, "to": to})
+
+    def _operation(self, route: str, field_name: str, target: str, owner: str | None, **flags: Any) -> Any:
+        body = self._fields(**{field_name: target}, **flags)
+        preview = bool(flags.get("preview"))  # a preview writes nothing: retried like a read
+        return self._call("POST", f"{self._owner_path(owner)}/{route}", body=body, write=not preview)
+
+    def revert(self, commit: str, *, owner: str | None = None, force: bool = False,
+               actor: str | None = None) -> str:
+        """Undo one commit item by item; the new commit id, or :class:`ConflictError` (``conflicts``)."""
+        return self._operation("revert", "commit", commit, owner, force=force or None, actor=actor)["commit"]
+
+    def rollback(self, run: str, *, owner: str | None = None, force: bool = False,
+                 actor: str | None = None) -> str:
+        """Undo every commit of a run as one commit; the new commit id, or :class:`ConflictError`."""
+        return self._operation("rollback", "run", run, owner, force=force or None, actor=actor)["commit"]
+
+    def restore(self, to: str, *, owner: str | None = None, actor: str | None = None) -> str:
+        """Make the memory what it was at a commit or ISO time, as one new commit; its id."""
+        return self._operation("restore", "to", to, owner, actor=actor)["commit"]
+
+    def preview_revert(self, commit: str, *, owner: str | None = None) -> Any:
+        """What :meth:`revert` would change (and its conflicts), writing nothing."""
+        return self._operation("revert", "commit", commit, owner, preview=True)["plan"]
+
+    def preview_rollback(self, run: str, *, owner: str | None = None) -> Any:
+        return self._operation("rollback", "run", run, owner, preview=True)["plan"]
+
+    def preview_restore(self, to: str, *, owner: str | None = None) -> Any:
+        return self._operation("restore", "to", to, owner, preview=True)["plan"]

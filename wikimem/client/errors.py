@@ -1,0 +1,124 @@
+"""The errors of :mod:`wikimem.client`: :class:`ClientError` and one subclass per status,
+each also the library's own exception where there is one (``NotFound``, ``Conflict``, …),
+and :func:`error_for`, which picks the one an error answer means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy, WikimemError
+
+from .transport import Headers
+
+__all__ = [
+    "ClientError", "TransportError", "BadRequestError", "InvalidNameError", "UnauthorizedError", "ForbiddenError",
+    "NotFoundError", "ConflictError", "PreconditionFailedError", "TooLargeError", "InvalidValueError",
+    "RateLimitedError", "ServerError", "BusyError", "error_for",
+]
+
+
+class ClientError(WikimemError):
+    """The host answered with an error (or, as :class:`TransportError`, did not answer)."""
+
+    def __init__(self, status: int, code: str, message: str, *, body: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = dict(body or {})
+        self.headers = Headers(headers or {})
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.code}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.status!r}, {self.code!r}, {self.message!r})"
+
+
+class TransportError(ClientError):
+    """No answer: connection refused or reset, or a timeout, after every retry."""
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(0, "transport_error", message)
+        self.cause = cause
+
+
+class BadRequestError(ClientError, ValueError):
+    """400: a request the host refused as malformed (a missing or unknown field, a wrong type, …)."""
+
+
+class InvalidNameError(BadRequestError, InvalidName):
+    """400 ``invalid_name``: a file, item, owner, date or time name the library refuses to write."""
+
+
+class UnauthorizedError(ClientError):
+    """401: no token or an unknown token."""
+
+
+class ForbiddenError(ClientError):
+    """403: the token lacks the scope, or may not reach this owner."""
+
+
+class NotFoundError(ClientError, NotFound):
+    """404: unknown owner, item, commit or run."""
+
+
+class ConflictError(ClientError, Conflict):
+    """409: a revert or rollback blocked by later changes; ``conflicts`` lists them item by item."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.conflicts = list(self.body.get("conflicts") or [])
+
+
+class PreconditionFailedError(ClientError, PreconditionFailed):
+    """412: ``If-Match`` no longer holds; ``current`` is the current etag or commit."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.current = self.body.get("current")
+
+
+class TooLargeError(ClientError):
+    """413: the request body is larger than the host accepts."""
+
+
+class InvalidValueError(ClientError, ValueError):
+    """422: a value the library refuses."""
+
+
+class RateLimitedError(ClientError):
+    """429 after every retry."""
+
+
+class ServerError(ClientError):
+    """5xx."""
+
+
+class BusyError(ServerError, StoreBusy):
+    """503: the owner's write lock could not be taken in time (after every retry)."""
+
+
+_BY_STATUS: dict[int, type[ClientError]] = {
+    400: BadRequestError, 401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError,
+    409: ConflictError, 412: PreconditionFailedError, 413: TooLargeError, 422: InvalidValueError,
+    429: RateLimitedError, 503: BusyError,
+}
+
+
+def error_for(status: int, body: Any, headers: Mapping[str, str] | None = None,
+              reason: str = "") -> ClientError:
+    """The exception of an error answer (``body`` the decoded JSON, or None)."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        code, message, extra = str(err.get("code") or "error"), str(err.get("message") or reason), err
+    else:  # not our JSON: a proxy's HTML page, an empty body
+        code, message, extra = "http_error", reason or f"HTTP {status}", {}
+    cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ClientError)
+    if cls is BadRequestError and code == InvalidName.code:
+        cls = InvalidNameError
+    return cls(status, code, message, body=extra, headers=headers)
+

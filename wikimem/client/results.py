@@ -1,0 +1,98 @@
+"""What :class:`~wikimem.client.Client` returns: its own result types (:class:`Written`,
+:class:`Fetched`, :class:`Page`, :class:`Memorized`) and the library's types rebuilt from
+the API's JSON (:func:`recall_item`, :func:`diary_item`, :func:`retrieval_result`, …).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikimem.models import DiaryItem, RecallItem
+from wikimem.recall import RetrievalResult, RetrievedItem
+
+__all__ = ["Written", "Fetched", "Page", "Memorized", "memorized", "recall_item", "diary_item", "retrieval_result"]
+
+
+@dataclass
+class Written:
+    """What a write returns: its value, the commit it made, whether it was a replay, the item's etag."""
+
+    value: Any
+    commit: str | None
+    replayed: bool = False
+    etag: str | None = None
+
+
+@dataclass
+class Fetched:
+    """An item with its etag (send it back as ``if_match=`` to refuse lost updates)."""
+
+    item: RecallItem
+    etag: str | None
+
+
+@dataclass
+class Page:
+    """One page of a listing; pass ``next`` as ``cursor=`` for the following one (None: the last)."""
+
+    entries: list[Any] = field(default_factory=list)
+    next: str | None = None
+
+
+@dataclass
+class Memorized:
+    """The outcome of :meth:`Client.memorize`; unpacks as ``entries, run, commit``."""
+
+    entries: list[DiaryItem]
+    run: str
+    commit: str | None
+    replayed: bool = False
+
+    def __iter__(self):
+        return iter((self.entries, self.run, self.commit))
+
+
+def memorized(data: Mapping[str, Any]) -> Memorized:
+    """A :class:`Memorized` from the JSON of a memorize answer."""
+    return Memorized([diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
+                     data.get("commit"), bool(data.get("replayed")))
+
+
+def recall_item(data: Mapping[str, Any]) -> RecallItem:
+    """A :class:`~wikimem.RecallItem` from its JSON."""
+    return RecallItem(file=data["file"], name=data["name"], content=data["content"], owner=data.get("owner"),
+                      source_conv=data.get("source_conv"), ts=data.get("ts"))
+
+
+def diary_item(data: Mapping[str, Any]) -> DiaryItem:
+    """A :class:`~wikimem.DiaryItem` from its JSON."""
+    return DiaryItem(date=data["date"], time=data["time"], content=data["content"], owner=data.get("owner"),
+                     source_conv=data.get("source_conv"), ts=data.get("ts"))
+
+
+def _retrieved(data: Mapping[str, Any]) -> RetrievedItem:
+    return RetrievedItem(
+        item=recall_item(data["item"]), source=data["source"], score=data.get("score"),
+        bm25_score=data.get("bm25_score"), cos_score=data.get("cos_score"), via=data.get("via"),
+        matched_terms=list(data.get("matched_terms") or []), tokens_est=int(data.get("tokens_est") or 0),
+        kind=data.get("kind") or "wiki", via_file=data.get("via_file"),
+    )
+
+
+def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
+    """A :class:`~wikimem.RetrievalResult` rebuilt from its JSON (``RetrievalResult.to_dict``)."""
+    window = data.get("time_range")
+    return RetrievalResult(
+        items=[_retrieved(e) for e in data.get("items") or []],
+        budget_tokens=data.get("budget_tokens"),
+        budget_used=int(data.get("budget_used") or 0),
+        embedding_used=bool(data.get("embedding_used")),
+        dropped=[_retrieved(e) for e in data.get("dropped") or []],
+        unresolved_links=list(data.get("unresolved_links") or []),
+        time_range=(window[0], window[1]) if window else None,
+        time_range_source=data.get("time_range_source"),
+        time_range_widened=bool(data.get("time_range_widened")),
+        query_terms=list(data.get("query_terms") or []),
+    )

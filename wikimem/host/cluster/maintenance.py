@@ -1,0 +1,162 @@
+"""Operating a cluster: verify a host against the remote, restore it (or one owner) from the remote,
+push what is pending, and clean the copies a host no longer serves after hosts were added or removed.
+
+These run on one host's data root (the ``wikimem cluster …`` commands), with
+the same ``WIKIMEM_REMOTE`` as the host. They never rewrite history: a copy
+is only ever fast-forwarded, pushed with compare-and-swap, or removed once
+the remote is shown to hold exactly it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from wikimem.errors import RemoteError, RemoteMissing
+from wikimem.host.owner_ids import decode_owner_id
+
+from .shards import Ring
+
+__all__ = ["OwnerCheck", "verify", "restore", "push_all", "rebalance", "remote_owner_ids"]
+
+
+@dataclass
+class OwnerCheck:
+    """How one local owner compares with its remote.
+
+    ``state``: ``equal``; ``ahead`` (commits not pushed yet: async lag);
+    ``behind`` (the remote has newer commits: caught up on next use);
+    ``diverged``; ``dirty`` (hand edits not committed); ``missing`` (not on
+    the remote); ``unreachable``.
+    """
+
+    id: str
+    state: str
+    local: str | None
+    remote: str | None
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _need_remote(host) -> None:
+    if host.replication is None:
+        raise ValueError("no remote: set WIKIMEM_REMOTE")
+
+
+def check_owner(host, owner_id: str) -> OwnerCheck:
+    """Compare one local owner with its remote (fetching its objects; the branch and files are not touched)."""
+    from wikimem.versioned import Remote, Replica, VersionedStore, is_ancestor
+
+    path = host.owner_path(owner_id)
+    vs = VersionedStore(path)
+    try:
+        vs.replica = Replica(Remote(host.replication.url(path.name), timeout=host.replication.settings.timeout))
+        local = vs.head() or None
+        try:
+            theirs = vs.replica.fetch(vs.git)
+        except RemoteError as exc:
+            return OwnerCheck(owner_id, "unreachable", local, None, str(exc))
+        remote_head = theirs.decode() if theirs else None
+        if remote_head is None:
+            return OwnerCheck(owner_id, "missing", local, None)
+        dirty = vs.external_changes()
+        if local == remote_head:
+            state = "dirty" if dirty else "equal"
+        elif is_ancestor(vs.git, theirs, local.encode()):
+            state = "ahead"
+        elif is_ancestor(vs.git, local.encode(), theirs):
+            state = "behind"
+        else:
+            state = "diverged"
+        return OwnerCheck(owner_id, state, local, remote_head, ", ".join(dirty))
+    finally:
+        vs.close()
+
+
+def verify(host, owner_ids: list[str] | None = None) -> list[OwnerCheck]:
+    """Every local owner (or the given ones) compared with its remote."""
+    _need_remote(host)
+    return [check_owner(host, i) for i in (owner_ids or host.owner_ids())]
+
+
+def restore(host, owner_ids: list[str]) -> dict[str, str]:
+    """Bring each owner from the remote: cloned when this host lacks it, else fetched and fast-forwarded.
+
+    ``{owner id: "cloned" | "caught up" | "not on the remote"}``.
+    """
+    _need_remote(host)
+    out = {}
+    for owner_id in owner_ids:
+        had = host.exists(owner_id)
+        try:
+            owner = host.owner(owner_id)
+        except RemoteMissing:
+            out[owner_id] = "not on the remote"
+            continue
+        except LookupError:
+            out[owner_id] = "not on the remote"
+            continue
+        if had:
+            owner.vstore.catch_up()
+        out[owner_id] = "caught up" if had else "cloned"
+    return out
+
+
+def push_all(host) -> dict[str, int]:
+    """Push every owner's pending commits now (async lag, or a folder that predates the remote): ``{id: lag before}``."""
+    _need_remote(host)
+    lags = host.replication.lags((i, host.owner_path(i)) for i in host.owner_ids())
+    for owner_id in lags:
+        host.owner(owner_id).vstore.push_pending()
+    return lags
+
+
+def rebalance(host, servers: list[str], me: str, dry_run: bool = False) -> dict[str, str]:
+    """After hosts were added or removed: drop the local copies of owners nginx now sends elsewhere.
+
+    A copy goes only when its remote holds exactly it (pending commits are
+    pushed first); otherwise it stays and is reported. ``{owner id: what
+    happened}`` for every owner that does not belong here.
+    """
+    _need_remote(host)
+    ring = Ring(servers)
+    if me not in servers:
+        raise ValueError(f"{me!r} is not one of the servers {servers}")
+    out = {}
+    for owner_id in host.owner_ids():
+        if ring.server_for(owner_id) == me:
+            continue
+        check = check_owner(host, owner_id)
+        if check.state == "ahead" and not dry_run:
+            host.owner(owner_id).vstore.push_pending()
+            check = check_owner(host, owner_id)
+        if check.state != "equal":
+            out[owner_id] = f"kept: {check.state} ({ring.server_for(owner_id)} serves it)"
+            continue
+        if not dry_run:
+            host.drop_local(owner_id)
+        out[owner_id] = f"{'would drop' if dry_run else 'dropped'}: on the remote, {ring.server_for(owner_id)} serves it"
+    return out
+
+
+def remote_owner_ids(template: str) -> list[str]:
+    """The owners a file:// (or plain path) remote holds, from its folder; other schemes cannot list."""
+    parts = urlsplit(template)
+    if parts.scheme not in ("", "file"):
+        raise ValueError("only a file:// remote can be listed; give the owners with --owner or --owners-file")
+    path = Path(parts.path if parts.scheme else template)
+    folder, name = path.parent, path.name
+    if "{owner}" in str(folder) or name.count("{owner}") != 1:
+        raise ValueError("cannot list a remote whose {owner} is not in its last path part")
+    before, after = name.split("{owner}")
+    ids = []
+    for entry in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        if entry.startswith(before) and entry.endswith(after) and len(entry) > len(before) + len(after):
+            owner_id = decode_owner_id(entry[len(before):len(entry) - len(after)])
+            if owner_id is not None:
+                ids.append(owner_id)
+    return ids

@@ -1,0 +1,270 @@
+"""The host's side of replication: every owner repository to its own git remote.
+
+:class:`Replication` is made once per process from :class:`Settings`
+(``WIKIMEM_REMOTE``, ``WIKIMEM_REPLICATION``, …) and used by
+:class:`~wikimem.host.Host`:
+
+- :meth:`Replication.attach` gives an opened owner its
+  :class:`~wikimem.versioned.replica.Replica` (sync: each commit pushed with
+  compare-and-swap before the branch moves; async: commits queued for the
+  background :class:`Pusher`);
+- :meth:`Replication.clone` brings an owner this host lacks from the remote;
+- :meth:`Replication.refresh` keeps an owner's copy within the staleness
+  bound: at most every ``freshness`` seconds per owner and process, the
+  remote's head is read and, when it moved, fetched and fast-forwarded under
+  the owner lock. A read therefore reflects every write acknowledged more
+  than ``freshness`` seconds (plus one remote round trip) before it; writes
+  never depend on it (the push's compare-and-swap catches a stale copy);
+- :meth:`Replication.ready` tells whether the remote answers (``/readyz``);
+- :meth:`Replication.status` gives the lag, per owner and in total.
+
+The git layer is imported lazily, as :class:`~wikimem.host.owner.Owner` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wikimem.errors import RemoteError, RemoteMissing, RemoteUnavailable
+
+if TYPE_CHECKING:
+    from wikimem.host.owner import Owner
+
+__all__ = ["Settings", "Replication", "Pusher", "PROBE_FOLDER"]
+
+log = logging.getLogger(__name__)
+
+# The folder name /readyz asks the remote about: never an owner's ("_" + non-hex is no encoding).
+PROBE_FOLDER = "_wikimem-probe"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Replication settings of a host (see ``webapp/config.py`` for the environment variables)."""
+
+    remote: str  # the URL template, with {owner}
+    mode: str = "sync"  # or "async"
+    max_lag: int = 1000  # async: commits per owner not yet on the remote before writes wait
+    freshness: float = 2.0  # seconds: staleness bound of reads on a host that was away
+    timeout: float = 10.0  # seconds per remote operation
+
+    def __post_init__(self) -> None:
+        from wikimem.versioned import MODES, validate_template
+
+        validate_template(self.remote)
+        if self.mode not in MODES:
+            raise ValueError(f"WIKIMEM_REPLICATION must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if isinstance(self.max_lag, bool) or not isinstance(self.max_lag, int) or self.max_lag < 1:
+            raise ValueError(f"the replication lag bound must be a positive integer, got {self.max_lag!r}")
+        if not self.freshness >= 0 or not self.timeout > 0:
+            raise ValueError("freshness must be >= 0 and timeout > 0 seconds")
+
+
+class Replication:
+    """Replication of a host's owners to their remotes, for one process."""
+
+    def __init__(self, settings: Settings, owners: Callable[[], Iterable[Owner]] | None = None):
+        self.settings = settings
+        self._checked: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self.pusher = Pusher(self) if settings.mode == "async" else None
+
+    @property
+    def mode(self) -> str:
+        return self.settings.mode
+
+    def url(self, folder: str) -> str:
+        from wikimem.versioned import remote_url
+
+        return remote_url(self.settings.remote, folder)
+
+    def _remote(self, folder: str):
+        from wikimem.versioned import Remote
+
+        return Remote(self.url(folder), timeout=self.settings.timeout)
+
+    def shown(self) -> str:
+        """The remote template without credentials."""
+        from wikimem.versioned import Remote
+
+        return Remote(self.settings.remote.replace("{owner}", "OWNER")).shown.replace("OWNER", "{owner}")
+
+    # -- owners ---------------------------------------------------------------------
+
+    def attach(self, owner: Owner, folder: str | None = None) -> None:
+        """Give a just-opened owner its replica (and, in async mode, the pusher's ear).
+
+        ``folder`` names the owner's remote when the owner is opened somewhere
+        else than its folder (a new owner made in a staging folder).
+        """
+        from wikimem.versioned import Replica
+
+        vstore = owner.vstore
+        vstore.replica = Replica(self._remote(folder or owner.root.name), self.settings.mode,
+                                 max_lag=self.settings.max_lag)
+        if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
+            vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
+            if vstore.replication_lag():
+                self.pusher.enqueue(owner)  # what a restart left unpushed
+
+    def clone(self, folder: str, target: Path) -> bool:
+        """Clone the owner ``folder`` from the remote into ``target``; False when the remote has no such owner."""
+        try:
+            head = self._remote(folder).clone(target)
+        except RemoteMissing:
+            return False
+        return head is not None
+
+    def publish_new(self, owner: Owner) -> None:
+        """A just-created owner's first commit: pushed now (sync); async: queued when the owner is opened in
+        its folder (:meth:`attach` sees the lag), not here in the staging folder it is made in."""
+        if self.pusher is None:
+            owner.vstore.push_pending()
+
+    def refresh(self, owner: Owner, force: bool = False) -> bool:
+        """Catch the owner up with the remote if it was not checked within the staleness bound; True if it moved."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._checked.get(owner.id)
+            if not force and last is not None and now - last < self.settings.freshness:
+                return False
+            self._checked[owner.id] = now
+        vstore = owner.vstore
+        try:
+            theirs = vstore.replica.remote.remote_head()
+        except RemoteError as exc:  # reads go on from the local copy; writes will say so
+            log.warning("cannot check %s against its remote: %s", owner.id, exc)
+            return False
+        if theirs and theirs != vstore.head():
+            vstore.catch_up(fetch=theirs != vstore.replica_known())
+            return True
+        return False
+
+    def forget(self, owner_id: str) -> None:
+        with self._lock:
+            self._checked.pop(owner_id, None)
+
+    # -- the whole host -------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether the remote answers (a missing probe repository is an answer)."""
+        try:
+            self._remote(PROBE_FOLDER).remote_head()
+        except RemoteMissing:
+            pass
+        except RemoteUnavailable as exc:
+            return False, str(exc)
+        except RemoteError as exc:
+            return False, str(exc)
+        return True, "reachable"
+
+    def lags(self, folders: Iterable[tuple[str, Path]]) -> dict[str, int]:
+        """``{owner id: commits not on the remote yet}`` of the owners with a lag."""
+        from wikimem.versioned import folder_lag
+
+        out = {}
+        for owner_id, path in folders:
+            try:
+                lag = folder_lag(path, cap=self.settings.max_lag)
+            except Exception:  # a folder deleted or half-made meanwhile
+                continue
+            if lag:
+                out[owner_id] = lag
+        return out
+
+    def resume(self, open_owner: Callable[[str], object], folders: Callable[[], Iterable[tuple[str, Path]]]) -> None:
+        """Async: in the background, re-queue every owner a restart left with unpushed commits."""
+        if self.pusher is None:
+            return
+
+        def scan() -> None:
+            for owner_id in self.lags(folders()):
+                try:
+                    open_owner(owner_id)  # attach() queues it
+                except Exception:
+                    log.exception("cannot resume pushing %s", owner_id)
+
+        threading.Thread(target=scan, name="wikimem-resume", daemon=True).start()
+
+    def status(self, folders: Iterable[tuple[str, Path]]) -> dict:
+        """Mode, remote and lag (commits not on the remote yet), per owner and in total."""
+        lags = self.lags(folders)
+        return {"mode": self.mode, "remote": self.shown(), "lag": {"total": sum(lags.values()), "owners": lags},
+                "max_lag": self.settings.max_lag, "freshness": self.settings.freshness,
+                "queued": self.pusher.queued() if self.pusher is not None else 0}
+
+
+class Pusher:
+    """Async mode: one background thread per process pushing owners in the order their commits came.
+
+    An owner is queued once however many commits it gains meanwhile; each
+    push sends everything the remote lacks. A failed push (remote down) is
+    retried after a pause, in order; nothing is lost by a restart, because
+    what is unpushed is what ``main`` has beyond the tracking ref (see
+    :meth:`Replication.attach`, which re-queues it).
+    """
+
+    RETRY_SECONDS = 2.0
+
+    def __init__(self, replication: Replication):
+        self.replication = replication
+        self._queue: queue.Queue[Owner] = queue.Queue()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self.pushed = 0
+        self.failures = 0
+
+    def enqueue(self, owner: Owner) -> None:
+        with self._lock:
+            if owner.id in self._pending:
+                return
+            self._pending.add(owner.id)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="wikimem-pusher", daemon=True)
+                self._thread.start()
+        self._queue.put(owner)
+
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _run(self) -> None:
+        while True:
+            owner = self._queue.get()
+            with self._lock:
+                self._pending.discard(owner.id)
+                self._busy = True
+            try:
+                if owner.exists():
+                    owner.vstore.push_pending()
+                    self.pushed += 1
+            except RemoteError as exc:
+                self.failures += 1
+                log.warning("push of %s failed (%s); retrying in %.0fs", owner.id, exc, self.RETRY_SECONDS)
+                time.sleep(self.RETRY_SECONDS)
+                self.enqueue(owner)
+            except Exception:  # a bug must not stop replication of every other owner
+                self.failures += 1
+                log.exception("push of %s failed", owner.id)
+            finally:
+                with self._lock:
+                    self._busy = False
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until nothing is queued (tests, shutdown); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._pending and not self._busy:
+                    return True
+            time.sleep(0.02)
+        return False

@@ -1,0 +1,217 @@
+"""Bulk rollback: every run a cross-owner search matched, undone owner by owner.
+
+Three parts, each usable alone:
+
+* :func:`select` freezes a search (:class:`~wikimem.host.fleet.runindex.RunQuery`)
+  into one :class:`Part` per owner (its run ids, and the ids of matching
+  commits that carry no run);
+* :func:`preview` plans every part without writing (what changes per owner,
+  and the conflicts);
+* :func:`rollback_part` is the step of the job for one owner: one commit
+  (run id = the job id, ``Wikimem-Reverts`` / ``Wikimem-Reverts-Run`` naming
+  what it undid), conflicts skipped unless forced, an idempotency key made
+  of the job id so a retried step writes nothing twice.
+
+Runs a standing revert or rollback already undid are left out (undoing them
+again would only conflict with what came after). Because every step's
+commit carries the job id as its run, the whole bulk action is undone by a
+bulk rollback of ``run = <job id>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from wikimem.context import WriteContext
+from wikimem.errors import Conflict, IdempotencyKeyReused, NotFound, StoreBusy, WikimemError
+from wikimem.host.errors import BadRequest
+
+from .runindex import RunIndex, RunQuery
+
+__all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler",
+           "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
+
+JOB_KIND = "bulk-rollback"
+MAX_BULK_OWNERS = 10_000
+MAX_CONFLICTS_SHOWN = 20  # per owner, in a preview or a job result
+
+
+@dataclass
+class Part:
+    """What one owner's step undoes: whole runs, and single commits that carry no run id."""
+
+    owner: str
+    runs: list[str] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Part:
+        return cls(str(data["owner"]), [str(r) for r in data.get("runs") or ()],
+                   [str(c) for c in data.get("commits") or ()])
+
+
+@dataclass
+class OwnerPlan:
+    """The preview of one owner's step: its part, what would change, what conflicts."""
+
+    part: Part
+    changes: list = field(default_factory=list)
+    conflicts: list[dict] = field(default_factory=list)
+    error: str | None = None  # e.g. the owner was deleted meanwhile
+
+    def to_dict(self) -> dict:
+        return {**self.part.to_dict(), "changes": [asdict(c) for c in self.changes],
+                "conflicts": self.conflicts[:MAX_CONFLICTS_SHOWN], "conflict_count": len(self.conflicts),
+                "error": self.error}
+
+
+@dataclass
+class BulkPreview:
+    """Every owner's plan, and the totals an operator confirms."""
+
+    query: RunQuery
+    plans: list[OwnerPlan]
+
+    @property
+    def total(self) -> dict:
+        plans = self.plans
+        return {"owners": len(plans), "runs": sum(len(p.part.runs) + len(p.part.commits) for p in plans),
+                # what the job writes unless forced: owners with a conflict are skipped whole
+                "changes": sum(len(p.changes) for p in plans if not p.conflicts),
+                "changes_if_forced": sum(len(p.changes) + len(p.conflicts) for p in plans),
+                "conflicts": sum(len(p.conflicts) for p in plans),
+                "owners_with_conflicts": sum(1 for p in plans if p.conflicts),
+                "owners_with_nothing_to_do": sum(1 for p in plans if not p.changes and not p.conflicts)}
+
+    def to_dict(self, *, limit: int | None = None, offset: int = 0) -> dict:
+        shown = self.plans[offset:None if limit is None else offset + limit]
+        nxt = offset + len(shown) if offset + len(shown) < len(self.plans) else None
+        return {"selection": self.query.to_dict(), "total": self.total, "owners": [p.to_dict() for p in shown],
+                "next": None if nxt is None else str(nxt)}
+
+
+def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
+    """The search frozen into one part per owner (owners in id order); runs already rolled back are left out."""
+    if not query.selective():
+        raise BadRequest("a bulk rollback needs run, actor, source_conv, action, since or until: "
+                         "an owner prefix alone would select everything those owners ever wrote")
+    groups = index.selection(query, within=within, limit=MAX_BULK_OWNERS + 1)
+    if len(groups) > MAX_BULK_OWNERS:
+        raise BadRequest(f"the selection spans more than {MAX_BULK_OWNERS} owners: narrow it (owner_prefix, time)")
+    parts = []
+    for owner_id, rows in groups.items():
+        live = [r for r in rows if r.rolled_back_by is None]
+        if live:
+            parts.append(Part(owner_id, [r.run for r in live if r.run], [r.commit for r in live if not r.run]))
+    return parts
+
+
+def preview(host, query: RunQuery, *, within: str = "") -> BulkPreview:
+    """Plan every owner's step of a bulk rollback of ``query``, writing nothing."""
+    plans = []
+    for part in select(host.run_index, query, within=within):
+        try:
+            plan = host.owner(part.owner).preview_selection(part.runs, part.commits)
+        except NotFound as exc:
+            plans.append(OwnerPlan(part, error=str(exc)))
+            continue
+        plans.append(OwnerPlan(part, plan.changes, plan.conflicts))
+    return BulkPreview(query, plans)
+
+
+def rollback_part(host, part: Part, *, job: str, force: bool = False, actor: str = "operator") -> dict:
+    """One owner's step of bulk rollback ``job``: the result as JSON-ready data (never raises a conflict).
+
+    ``status``: ``done`` (a commit), ``nothing`` (nothing left to undo),
+    ``conflict`` (skipped: items changed since; ``force`` writes over them),
+    ``missing`` (the owner was deleted meanwhile).
+    """
+    out = {"owner": part.owner, "runs": part.runs, "commits": part.commits}
+    try:
+        owner = host.owner(part.owner)
+        done = owner.rollback_selection(part.runs, part.commits, force=force, message=f"bulk rollback {job}",
+                                        ctx=WriteContext(run=job, actor=actor, idempotency_key=f"bulk:{job}"))
+    except Conflict as exc:
+        return {**out, "status": "conflict", "commit": None, "conflict_count": len(exc.conflicts),
+                "conflicts": exc.conflicts[:MAX_CONFLICTS_SHOWN]}
+    except NotFound as exc:
+        return {**out, "status": "missing", "commit": None, "error": str(exc)}
+    changes = done.value.get("changes", 0) if isinstance(done.value, dict) else len(done.value.changes)
+    return {**out, "status": "done" if done.commit else "nothing", "commit": done.commit, "changes": changes,
+            "replayed": bool(done.replayed)}
+
+
+# -- the durable job (wikimem/host/fleet/jobs.py): one step per owner --------------------------------
+
+class StepFailed(WikimemError):
+    """One owner's step failed for a reason other than a conflict; the message names the owner."""
+
+    code = "bulk_step_failed"
+
+
+def submit(host, query: RunQuery, *, within: str = "", force: bool = False, actor: str = "operator",
+           key: str | None = None):
+    """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
+
+    A retry under the same key gets its job even when the job has since
+    rolled everything back (the selection is empty by then).
+    :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
+    """
+    request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
+    scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
+    existing = None if scoped is None else host.jobs.by_key(scoped)
+    if existing is not None:
+        if existing.params != request:
+            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
+                                       "use a new key for a new request")
+        return existing, False
+    parts = select(host.run_index, query, within=within)
+    if not parts:
+        raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
+    return host.jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+
+
+def handler(host):
+    """The ``bulk-rollback`` step handler: :func:`rollback_part` for the step's owner.
+
+    A busy owner is retried later; any other failure fails the step with a
+    message that names the owner (the job goes on with the other owners).
+    """
+    from .jobs import RetryLater
+
+    def run(step) -> dict:
+        part = Part.from_dict(step.params)
+        params = step.job_params
+        try:
+            return rollback_part(host, part, job=step.job, force=bool(params.get("force")),
+                                 actor=params.get("actor") or "operator")
+        except StoreBusy as exc:
+            raise RetryLater(str(exc), delay=1.0) from None
+        except (WikimemError, ValueError) as exc:
+            raise StepFailed(f"{part.owner}: {exc}") from exc
+    return run
+
+
+def job_view(job) -> dict:
+    """A bulk rollback job as its page shows it: the selection, progress, one row per owner, counts."""
+    rows, counts = [], {}
+    for entry in job.results:
+        if "result" in entry:
+            row = dict(entry["result"])
+        elif "error" in entry:
+            message = entry["error"].get("message", "")
+            row = {"owner": message.split(": ", 1)[0] if ": " in message else "?", "status": "failed",
+                   "commit": None, "error": message}
+        else:
+            row = {"owner": None, "status": entry.get("state", "pending"), "commit": None}
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+        if row["owner"] is not None:
+            rows.append(row)
+    params = job.params
+    return {"id": job.id, "state": job.state, "done": job.done, "total": job.total, "failed": job.failed,
+            "selection": params.get("selection", {}), "force": params.get("force", False),
+            "actor": params.get("actor"), "within": params.get("within", ""), "counts": counts, "results": rows,
+            "created": job.created, "finished": job.finished}

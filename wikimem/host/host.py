@@ -1,0 +1,429 @@
+"""Host: many owners' versioned memories under one data root, for one process.
+
+Layout::
+
+    <data root>/
+    ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
+    ├── staging/                     owners being created or deleted (renamed in/out atomically)
+    ├── cache/<encoded owner id>/    derived caches the host may delete at any time
+    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see jobs.py
+
+Each process keeps an LRU of :class:`Owner` objects (each with its
+``MemoryIndex``), bounded by ``index_cache``; every lookup checks that the
+owner still exists, and every use of an index checks the repository HEAD and
+the wiki folder, so writes from other processes and hand edits are seen.
+Nothing a client sends reaches the file system except through
+:func:`encode_owner_id`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from wikimem.errors import InvalidName, NotFound, RemoteMoved
+from wikimem.host.access import OwnerQuota
+from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
+from wikimem.host.fleet import INDEX_PATH, Operations, RunIndex
+
+from .archive import FORMATS, archive_markdown
+from .errors import BadRequest, LLMNotConfigured
+from .owner import Owner, OwnerStats
+from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+
+__all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
+
+EXPORT_TYPES = FORMATS  # archive format → media type
+JOB_THREADS = 2  # background job threads per host process
+
+MAX_PAGE = 1000
+
+
+class Host(Operations):
+    """Owners → versioned stores and indexes, for one process."""
+
+    def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
+                 quota: OwnerQuota | None = None, replication: Settings | None = None,
+                 peers: Peers | None = None):
+        if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
+            raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
+        self.root = Path(data_root)
+        self.owners_dir = self.root / "owners"
+        self.staging_dir = self.root / "staging"
+        self.cache_dir = self.root / "cache"
+        self.index_cache = index_cache
+        self.embedder = embedder
+        self.llm = llm
+        self.quota = quota or OwnerQuota()
+        self.recall = recall  # wikimem.recall.index.RecallOptions for every index (None: the library's defaults)
+        self._owners: OrderedDict[str, Owner] = OrderedDict()
+        self._lock = threading.Lock()
+        self._jobs = None  # JobStore, opened on first use
+        self._runner = None  # this process's JobRunner
+        self.owners_dir.mkdir(parents=True, exist_ok=True)
+        # Runs of every owner, fed at commit time (see wikimem/host/fleet/runindex.py); derived, rebuildable.
+        self.run_index = RunIndex(self.root / INDEX_PATH)
+        with os.scandir(self.owners_dir) as entries:
+            self.run_index.start(has_owners=any(entries))
+        # Every owner repository replicates to its own git remote when set (SPEC §9).
+        self.replication = Replication(replication) if replication is not None else None
+        # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
+        self.peers = peers
+        self._listing = threading.local()  # per request thread: the peers the last listing could not reach
+        if self.replication is not None:
+            self.replication.resume(self.owner, self._folders)
+
+    def __repr__(self) -> str:
+        return f"Host({str(self.root)!r})"
+
+    # -- paths -------------------------------------------------------------
+
+    def owner_path(self, owner_id: str) -> Path:
+        """The folder of an owner (validated; never outside the data root)."""
+        return self.owners_dir / encode_owner_id(owner_id)
+
+    def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
+        owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
+                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall)
+        owner.vstore.on_commit.append(self.run_index.listener(owner))
+        if self.replication is not None:
+            self.replication.attach(owner, folder)
+        return owner
+
+    def _from_remote(self, owner_id: str, path: Path, revive: bool = False) -> bool:
+        """Clone an owner this host lacks from the remote (staged, renamed into place); False if it has none.
+
+        An owner whose newest commit deleted it counts as none, unless ``revive`` (creating it again
+        continues its history).
+        """
+        if self.replication is None:
+            return False
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"clone-{path.name}-{secrets.token_hex(4)}"
+        try:
+            if not self.replication.clone(path.name, tmp) or (not revive and self._deleted(tmp)):
+                return False
+            if (path / ".git").is_dir():
+                return True  # another process was faster
+            if path.exists():
+                self._discard(path)
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                if not (path / ".git").is_dir():
+                    raise
+            return True
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    # -- lookup ------------------------------------------------------------
+
+    def owner(self, owner_id: str) -> Owner:
+        """The owner, from this process's LRU or opened now; :class:`NotFound` if missing.
+
+        With a remote, an owner this host lacks is cloned from it, and one it
+        holds is caught up with it when not checked within the staleness
+        bound (:meth:`Replication.refresh`), all before it is served.
+        """
+        path = self.owner_path(owner_id)
+        with self._lock:
+            cached = self._owners.get(owner_id)
+            if cached is not None:
+                if cached.exists():
+                    self._owners.move_to_end(owner_id)
+                else:
+                    del self._owners[owner_id]  # deleted by another process
+                    cached = None
+        if cached is not None:
+            return self._fresh(cached)
+        if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
+            raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
+                           "(Client.create_owner(), Host.create_owner())")
+        opened = self._open(owner_id, path)
+        with self._lock:
+            owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
+            self._owners.move_to_end(owner_id)
+            while len(self._owners) > self.index_cache:
+                self._owners.popitem(last=False)
+        return self._fresh(owner)
+
+    def _revived(self, owner_id: str) -> bool:
+        """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
+        owner = self.owner(owner_id)
+        return owner.vstore.head_action() == "delete-owner"
+
+    @staticmethod
+    def _deleted(folder: Path) -> bool:
+        """Whether a cloned folder's newest commit is the deletion of its owner."""
+        from wikimem.versioned import VersionedStore
+
+        vs = VersionedStore(folder)
+        try:
+            return vs.head_action() == "delete-owner"
+        finally:
+            vs.close()
+
+    def _fresh(self, owner: Owner) -> Owner:
+        if self.replication is not None and self.replication.refresh(owner):
+            if owner.vstore.head_action() == "delete-owner":  # deleted on another host meanwhile
+                self.drop_local(owner.id, owner)
+                raise NotFound(f"no owner {owner.id!r}")
+        return owner
+
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
+        if not os.access(self.owners_dir, os.W_OK):
+            return False, f"data root {self.owners_dir} is not writable"
+        if self.replication is None:
+            return True, "none"
+        return self.replication.ready()
+
+    def replication_status(self) -> dict:
+        """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
+        if self.replication is None:
+            return {"mode": "none"}
+        return self.replication.status(self._folders())
+
+    def _folders(self) -> list[tuple[str, Path]]:
+        """``(owner id, folder)`` of every owner held here."""
+        return [(i, self.owner_path(i)) for i in self.owner_ids()]
+
+    def exists(self, owner_id: str) -> bool:
+        return (self.owner_path(owner_id) / ".git").is_dir()
+
+    def cached_owners(self) -> list[str]:
+        """Owner ids this process holds, least recently used first."""
+        with self._lock:
+            return list(self._owners)
+
+    # -- create / delete ---------------------------------------------------
+
+    def create_owner(self, owner_id: str) -> Owner:
+        """Create the owner if it does not exist yet (idempotent); return it."""
+        return self.ensure_owner(owner_id)[0]
+
+    def ensure_owner(self, owner_id: str, *, quota_prefix: str | None = None) -> tuple[Owner, bool]:
+        """``(owner, created)``: creates the owner unless it exists.
+
+        With ``quota_prefix`` (the owner prefix of the token asking), a new
+        owner counts against the host's :class:`OwnerQuota` for that prefix
+        (:class:`~wikimem.errors.QuotaExceeded` when it is used up).
+        The repository is initialised in a staging folder and renamed into
+        place, so two processes creating the same owner at once never see a
+        half-made repository: one rename wins, the other is thrown away.
+        """
+        path = self.owner_path(owner_id)
+        if (path / ".git").is_dir():
+            return self.owner(owner_id), False
+        if quota_prefix is not None:
+            from wikimem.host.access import AuthState
+
+            self.quota.check(quota_prefix, lambda prefix: len(self.owner_ids(prefix)), AuthState(self.root))
+        if self._from_remote(owner_id, path, revive=True):
+            return self.owner(owner_id), self._revived(owner_id)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.staging_dir / f"new-{path.name}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        created = False
+        try:
+            fresh = self._open(owner_id, tmp, folder=path.name)  # initialises the repository
+            if self.replication is not None:
+                try:  # sync: on the remote before it exists here (another host may create it at once)
+                    self.replication.publish_new(fresh)
+                except RemoteMoved:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    if self._from_remote(owner_id, path, revive=True):
+                        return self.owner(owner_id), self._revived(owner_id)
+                    raise
+            fresh.vstore.close()  # (folds its WAL back; the folder is renamed into place)
+            if path.exists() and not (path / ".git").is_dir():
+                self._discard(path)  # debris of an owner deleted while a write was in flight
+            try:
+                os.rename(tmp, path)
+                created = True
+            except OSError:
+                if not (path / ".git").is_dir():
+                    raise
+        finally:
+            if not created:
+                shutil.rmtree(tmp, ignore_errors=True)
+        with self._lock:
+            self._owners.pop(owner_id, None)
+        return self.owner(owner_id), created
+
+    def delete_owner(self, owner_id: str) -> None:
+        """Delete an owner and all its history; :class:`NotFound` if missing.
+
+        The folder is renamed out of ``owners/`` under the owner's write lock
+        (no write of another process is half-way through), then removed.
+        """
+        owner = self.owner(owner_id)
+        if self.replication is not None:  # on the remote first, so that no host clones it back
+            owner.delete_everywhere()
+        self.drop_local(owner_id, owner)
+
+    def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
+        """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
+        owner = owner or self.owner(owner_id)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
+        with owner.store.batch():
+            if not owner.exists():
+                raise NotFound(f"no owner {owner_id!r}")
+            os.rename(owner.root, trash)
+        with self._lock:
+            self._owners.pop(owner_id, None)
+        self.run_index.forget(owner_id)
+        if self.replication is not None:
+            self.replication.forget(owner_id)
+        shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
+
+    def _discard(self, path: Path) -> None:
+        trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # -- listing -----------------------------------------------------------
+
+    def owner_ids(self, prefix: str = "") -> list[str]:
+        """Every owner id starting with ``prefix``, sorted."""
+        try:
+            names = os.listdir(self.owners_dir)
+        except FileNotFoundError:
+            return []
+        ids = (decode_owner_id(n) for n in names)
+        return sorted(i for i in ids if i is not None and i.startswith(prefix)
+                      and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
+
+    def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
+                    within: str = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
+        """A page of owners (sorted by id) with their stats, and the cursor of the next page.
+
+        ``within`` is the owner-id prefix the caller may see (a token's or an
+        operator's scope); ``prefix`` narrows it. A prefix outside the scope
+        lists nothing. With peers and ``forward`` (the caller's credentials,
+        as headers), the page spans every host of the cluster; peers that did
+        not answer are in :attr:`last_unreachable` (of this thread's last listing).
+        """
+        self._listing.unreachable = []
+        rows, nxt = self._local_owners(prefix, limit, cursor, within)
+        if self.peers is None or forward is None:
+            return rows, nxt
+        answers, self._listing.unreachable = self.peers.get(
+            "/api/v1/owners", {"prefix": prefix or None, "limit": limit, "cursor": cursor}, forward)
+        pages = [([r.to_dict() for r in rows], nxt)] + [(a.get("owners", []), a.get("next")) for a in answers]
+        merged, nxt = merge_owner_pages(pages, limit)
+        return [OwnerStats(**{k: r.get(k) for k in OwnerStats.__dataclass_fields__}) for r in merged], nxt
+
+    @property
+    def last_unreachable(self) -> list[str]:
+        """The peers that did not answer this thread's last :meth:`list_owners` (requests share a host, not a
+        thread)."""
+        return getattr(self._listing, "unreachable", [])
+
+    def _local_owners(self, prefix: str, limit: int, cursor: str | None,
+                      within: str) -> tuple[list[OwnerStats], str | None]:
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise InvalidName("prefix must be a string of at most 128 characters")
+        scoped = scope_prefix(within, prefix)
+        if scoped is None:
+            return [], None
+        prefix = scoped
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
+        if cursor is not None:
+            validate_owner_id(cursor)
+        ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
+        page, more = ids[:limit], len(ids) > limit
+        stats = [s for s in map(self._stats_of, page) if s is not None]
+        return stats, (page[-1] if more and page else None)
+
+    def _stats_of(self, owner_id: str) -> OwnerStats | None:
+        """Stats of a listed owner without pushing hot owners out of the LRU."""
+        with self._lock:
+            owner = self._owners.get(owner_id)
+        try:
+            if owner is None:
+                owner = self._open(owner_id, self.owner_path(owner_id))
+            return owner.stats()
+        except (NotFound, FileNotFoundError):  # deleted meanwhile
+            return None
+
+    # -- export ------------------------------------------------------------
+
+    def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), named by :meth:`export_name`."""
+        if fmt not in FORMATS:
+            raise BadRequest(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+        owner = self.owner(owner_id)
+        return archive_markdown(owner.root, owner.root.name, fmt)
+
+    def export_name(self, owner_id: str, fmt: str = "zip") -> str:
+        """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
+        return f"{encode_owner_id(owner_id)}.{fmt}"
+
+    # -- background jobs ---------------------------------------------------
+
+    @property
+    def jobs(self):
+        """The data root's :class:`~wikimem.host.fleet.jobs.JobStore` (shared by every process)."""
+        if self._jobs is None:
+            from wikimem.host.fleet import JobStore
+
+            with self._lock:
+                if self._jobs is None:
+                    self._jobs = JobStore.at(self.root)
+        return self._jobs
+
+    def start_jobs(self, threads: int = JOB_THREADS):
+        """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
+        from wikimem.host.fleet import MEMORIZE, JobRunner, memorize_handler
+        from wikimem.host.fleet import handler as bulk_handler
+
+        jobs = self.jobs  # (takes the lock itself)
+        with self._lock:
+            if self._runner is None:
+                self._runner = JobRunner(jobs, threads=threads)
+                self._runner.register(MEMORIZE, memorize_handler(self))
+                self._runner.register(BULK_ROLLBACK, bulk_handler(self))
+            runner = self._runner
+        return runner.start()
+
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, **memorize_kwargs):
+        """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
+
+        The owner must exist and the host must have a chat endpoint (checked
+        now, not when the job runs); the job survives a restart of the host.
+        """
+        from wikimem.context import WriteContext
+        from wikimem.host.fleet import submit_memorize
+        from wikimem.limits import MAX_TURN_CHARS, check_length
+
+        owner = self.owner(owner_id)
+        if self.llm is None:
+            raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
+        if not isinstance(turn, str):
+            raise ValueError("turn must be a string")
+        check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
+        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
+            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            request = owner.memorize_request(
+                turn, ctx=WriteContext(idempotency_key=key, **given),
+                **{k: v for k, v in memorize_kwargs.items() if k not in given})
+            memorize_kwargs["fingerprint"] = request.fingerprint
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
+        self.start_jobs().wake()
+        return job, created
+
+    def job(self, job_id: str):
+        """A job (:class:`NotFound` if unknown); while it is unfinished, this process helps run it."""
+        job = self.jobs.get(job_id)
+        if job.state in ("queued", "running"):
+            self.start_jobs()  # e.g. the development server restarted: resume its jobs on the first look
+        return job

@@ -1,0 +1,46 @@
+"""Retrieval: :class:`MemoryIndex` and what it holds — BM25 (and its numpy half), the tokenizer, query
+stopwords, the diary index, fusion, the embedding side, the result types."""
+
+from __future__ import annotations
+
+from .bm25 import K1, B, BM25Index, idf
+from .diary_index import DiaryIndex
+from .fusion import Candidate, apply_recency, fuse, normalise, recency_factor
+from .index import DIARY_MODES, MemoryIndex
+from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
+from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, RetrievalVectors
+from .stopwords import CHINESE_CHARS, CHINESE_WORDS, ENGLISH, content_terms, is_function_term
+from .tokenizer import JIEBA_MAX_RUN, est_tokens, jieba_available, tokenize
+
+__all__ = [
+    "tokenize",
+    "est_tokens",
+    "jieba_available",
+    "JIEBA_MAX_RUN",
+    "ENGLISH",
+    "CHINESE_CHARS",
+    "CHINESE_WORDS",
+    "is_function_term",
+    "content_terms",
+    "BM25Index",
+    "K1",
+    "B",
+    "idf",
+    "Candidate",
+    "normalise",
+    "fuse",
+    "recency_factor",
+    "apply_recency",
+    "RetrievedItem",
+    "RetrievalResult",
+    "RecallOptions",
+    "Query",
+    "DiaryIndex",
+    "RetrievalVectors",
+    "EMBED_SLICE",
+    "EMBED_RETRY_SECONDS",
+    "EMBED_BUSY_SECONDS",
+    "DIARY_WANTED_MAX",
+    "MemoryIndex",
+    "DIARY_MODES",
+]

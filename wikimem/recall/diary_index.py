@@ -1,0 +1,183 @@
+"""BM25 over every diary entry, for ``retrieve(diary="all")``.
+
+The seed searches the diary only through a time window (its entries are
+tokenised per query). Recall by topic ("when did we talk about the
+puppy?") needs every entry indexed; the diary is append-only, so the index
+is updated incrementally, one day file at a time:
+
+- freshness: the diary folder's listing with each day file's (inode,
+  mtime, size) — an append rewrites its day file atomically (new inode), a
+  hand edit or a git restore changes size or mtime; only the days that
+  differ are re-read;
+- keys: ``(date, time, k)`` where ``k`` counts the earlier entries of the
+  same minute that day. Appends keep every existing key (entries are
+  sorted by minute, stably), so re-reading a day re-indexes only the new
+  or changed entries;
+- a store without a diary folder (a read-only snapshot of a commit) is read
+  once: it never changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from wikimem.models import RecallItem, as_recall_item
+from wikimem.naming import DATE_RE
+from wikimem.vectors import content_hash, embed_text
+
+from .bm25 import BM25Index
+from .tokenizer import tokenize
+
+__all__ = ["DiaryIndex"]
+
+Key = tuple[str, str, int]
+
+Signature = dict[str, tuple[int, int, int]]
+
+
+def _text(item: RecallItem) -> str:
+    return item.name + "\n" + item.content
+
+
+def _keyed(date: str, entries: Iterable[Any]) -> list[tuple[Key, RecallItem]]:
+    seen: dict[str, int] = {}
+    out = []
+    for entry in entries:
+        item = as_recall_item(entry)
+        k = seen.get(item.name, 0)
+        seen[item.name] = k + 1
+        out.append(((date, item.name, k), item))
+    return out
+
+
+class DiaryIndex:
+    """Every diary entry of a store in a :class:`~wikimem.recall.bm25.BM25Index` (see the module docstring).
+
+    Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
+    """
+
+    def __init__(self, diary: Any, *, use_jieba: bool):
+        self.diary = diary
+        self.use_jieba = use_jieba
+        self.bm25 = BM25Index()
+        self._days: dict[str, list[tuple[Key, RecallItem]]] = {}
+        self._items: dict[Key, RecallItem] = {}
+        self._by_hash: dict[str, set[Key]] = {}  # hash of the embedded text -> entries (vector hits)
+        self._signature: Signature | None = None
+        self._static_read = False
+        self.generation = 0  # bumped by every change of what is indexed
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def item(self, key: Key) -> RecallItem | None:
+        return self._items.get(key)
+
+    def keys_of_hash(self, digest: str) -> list[Key]:
+        """The entries whose embedded text has this hash (a vector cache row), sorted."""
+        return sorted(self._by_hash.get(digest, ()))
+
+    def items(self) -> list[RecallItem]:
+        """Every entry, oldest day first, in file order within a day."""
+        return [item for day in sorted(self._days) for _, item in self._days[day]]
+
+    def keyed(self, start: str | None = None, end: str | None = None) -> list[tuple[Key, RecallItem]]:
+        """``(key, item)`` of the entries in the closed date range (all without one), in time order."""
+        days = sorted(d for d in self._days if (start is None or d >= start) and (end is None or d <= end))
+        return [pair for d in days for pair in self._days[d]]
+
+    # -- freshness -----------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Re-read the days that changed since the last call; True when anything did."""
+        folder = getattr(self.diary, "diary_dir", None)
+        if not isinstance(folder, Path):
+            if self._static_read:
+                return False
+            self._static_read = True
+            return self._apply_days({d: None for d in self.diary.dates()})
+        signature = _signature(folder)
+        if signature == self._signature:
+            return False
+        old = self._signature or {}
+        changed = {d: None for d in old.keys() | signature.keys() if old.get(d) != signature.get(d)}
+        self._signature = signature
+        return self._apply_days(changed)
+
+    def rebuild(self) -> None:
+        """Forget everything and read the whole diary again."""
+        self.bm25 = BM25Index()
+        self._days, self._items, self._by_hash = {}, {}, {}
+        self._signature, self._static_read = None, False
+        self.generation += 1
+        self.refresh()
+
+    def _apply_days(self, days: dict[str, None]) -> bool:
+        changed = False
+        for date in sorted(days):
+            try:
+                entries = _keyed(date, self.diary.day(date))
+            except ValueError:  # a file named like a date that is not one (2026-02-30.md)
+                continue
+            changed |= self._apply_day(date, entries)
+        if changed:
+            self.generation += 1
+        return changed
+
+    def _apply_day(self, date: str, entries: list[tuple[Key, RecallItem]]) -> bool:
+        old = dict(self._days.get(date, []))
+        new = dict(entries)
+        changed = False
+        for key in old.keys() - new.keys():
+            self.bm25.remove(key)
+            self._unhash(key, old[key])
+            del self._items[key]
+            changed = True
+        for key, item in new.items():
+            before = old.get(key)
+            if before is None or before.content != item.content:
+                if before is not None:
+                    self._unhash(key, before)
+                self.bm25.add(key, tokenize(_text(item), use_jieba=self.use_jieba))
+                self._by_hash.setdefault(content_hash(embed_text(item.name, item.content)), set()).add(key)
+                changed = True
+            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
+                changed = True
+            self._items[key] = item
+        if entries:
+            self._days[date] = entries
+        else:
+            self._days.pop(date, None)
+        return changed
+
+
+    def _unhash(self, key: Key, item: RecallItem) -> None:
+        digest = content_hash(embed_text(item.name, item.content))
+        keys = self._by_hash.get(digest)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_hash[digest]
+
+
+def _signature(folder: Path) -> Signature:
+    """``{date: (inode, mtime_ns, size)}`` of the folder's day files."""
+    out: Signature = {}
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".md") or not DATE_RE.fullmatch(name[:-3]):
+                continue
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # replaced between listing and stat
+                continue
+            out[name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return out

@@ -1,0 +1,141 @@
+"""The values of a retrieval: what :meth:`~wikimem.recall.index.MemoryIndex.retrieve` returns
+(:class:`RetrievalResult` of :class:`RetrievedItem`), how a host configures its indexes
+(:class:`RecallOptions`), and one retrieve call as the ranking stages see it (:class:`Query`).
+
+Re-exported by :mod:`wikimem.recall.index`, where users import them from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikimem.models import RecallItem
+
+__all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query"]
+
+
+def _item_dict(item: RecallItem) -> dict[str, Any]:
+    return {"file": item.file, "name": item.name, "content": item.content,
+            "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+
+
+@dataclass
+class RetrievedItem:
+    """One entry of a retrieval result, with the evidence of why it is there.
+
+    ``kind`` (``"wiki"`` or ``"diary"``) and ``via_file`` extend the seed's
+    fields: a diary entry's ``file`` is its date, and ``via`` alone (the
+    parent hit's name) can be ambiguous across files.
+    """
+
+    item: RecallItem
+    source: str  # "hit" or "link"
+    score: float | None = None  # fused score with embeddings, else BM25; None for links
+    bm25_score: float | None = None
+    cos_score: float | None = None
+    via: str | None = None  # link entries: name of the hit that pulled them in
+    matched_terms: list[str] = field(default_factory=list)
+    tokens_est: int = 0
+    kind: str = "wiki"
+    via_file: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict."""
+        return {
+            "item": _item_dict(self.item),
+            "source": self.source,
+            "score": self.score,
+            "bm25_score": self.bm25_score,
+            "cos_score": self.cos_score,
+            "via": self.via,
+            "via_file": self.via_file,
+            "matched_terms": list(self.matched_terms),
+            "tokens_est": self.tokens_est,
+            "kind": self.kind,
+        }
+
+
+@dataclass
+class RetrievalResult:
+    """What :meth:`MemoryIndex.retrieve` returns.
+
+    Beyond the seed's fields: ``query_terms`` (the terms actually searched,
+    after a parsed time expression and function words were taken out),
+    ``diary`` (the diary mode used) and ``vectors`` (with an embedder and
+    ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
+    their vectors when this query ran).
+    """
+
+    items: list[RetrievedItem] = field(default_factory=list)
+    budget_tokens: int | None = None
+    budget_used: int = 0
+    embedding_used: bool = False
+    dropped: list[RetrievedItem] = field(default_factory=list)
+    unresolved_links: list[str] = field(default_factory=list)
+    time_range: tuple[str, str] | None = None
+    time_range_source: str | None = None
+    time_range_widened: bool = False
+    query_terms: list[str] = field(default_factory=list)
+    diary: str = "window"
+    vectors: dict[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (``time_range`` as a two-element list or None).
+
+        ``diary`` appears when it is ``"all"``, ``vectors`` when it was measured.
+        """
+        out = {
+            "items": [e.to_dict() for e in self.items],
+            "budget_tokens": self.budget_tokens,
+            "budget_used": self.budget_used,
+            "embedding_used": self.embedding_used,
+            "dropped": [e.to_dict() for e in self.dropped],
+            "unresolved_links": list(self.unresolved_links),
+            "time_range": list(self.time_range) if self.time_range else None,
+            "time_range_source": self.time_range_source,
+            "time_range_widened": self.time_range_widened,
+            "query_terms": list(self.query_terms),
+        }
+        if self.diary != "window":
+            out["diary"] = self.diary
+        if self.vectors is not None:
+            out["vectors"] = dict(self.vectors)
+        return out
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """How a host configures every index it makes — one object through the layers.
+
+    The library's defaults are the seed's behaviour; the host's defaults
+    (``webapp.config``) are what ``bench/quality.py`` measured best.
+    """
+
+    use_jieba: bool | None = None
+    query_stopwords: bool = False
+    neighbour_context: bool = False
+    embed_in_background: bool = False
+    diary: str = "window"
+    fusion_weight: float = 0.5
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`~wikimem.recall.index.MemoryIndex`."""
+        return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
+                "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
+                "diary": self.diary, "fusion_weight": self.fusion_weight}
+
+
+@dataclass
+class Query:
+    """One retrieve call, as the ranking stages see it."""
+
+    text: str
+    terms: list[str]
+    mode: str
+    window: list[RecallItem]  # the window's entries ("window" mode: extra BM25 documents)
+    dates: tuple[str, str] | None  # "all" mode: the window that filters diary candidates
+    half_life: float | None
+    tz: Any
+    extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
+

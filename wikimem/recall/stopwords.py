@@ -1,0 +1,74 @@
+"""Function words dropped from *query* terms (never from the index).
+
+In a question such as "what did she say about the trip", the words "what",
+"did", "she", "about", "the" decide the BM25 ranking as much as "trip" does:
+they are in almost every turn of a conversation, and an item that repeats
+them outranks the one about the trip. Dropping them from the query only
+(the index keeps every term, so nothing is re-indexed and the switch is free)
+leaves the words that carry the question.
+
+:func:`content_terms` applies the filter with one safeguard: when every term
+is a function word ("what did you do?") the query is kept as it is, so a
+query never loses all its terms.
+
+Chinese terms are character bigrams (or jieba words): a term is a function
+term when it is a listed function word, or when all its characters are
+function characters (的 了 是 我 你 他 这 那 什 么 吗 呢 …), so "什么", "我们",
+"这个", "是不" go and "海边", "咖啡" stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["ENGLISH", "CHINESE_CHARS", "CHINESE_WORDS", "is_function_term", "content_terms"]
+
+# Tokens as the tokenizer makes them: lowercase, apostrophes split ("don't" → "don", "t").
+ENGLISH = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing done down during each else ever few for from
+further get gets got had has have having he her here hers herself him himself his how i if in into
+is it its itself just let lets me might more most must my myself no nor not now of off on once only
+or other ought our ours ourselves out over own same shall she should so some such than that the
+their theirs them themselves then there these they this those through to too under until up upon us
+very was we were what whatever when whenever where whereas whether which while who whom whose why
+will with within without would yet you your yours yourself yourselves
+s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn
+oh ok okay yeah yes hey hi
+""".split())
+
+# Characters that (almost) never carry the topic of a Chinese question on their own.
+CHINESE_CHARS = frozenset(
+    "的了着过是在有和与及或而且但就都也还又再才很太更最把被给让叫对从向往到于以为"
+    "之其所吗呢吧啊呀哦嗯哈么吗啦嘛"
+    "我你您他她它们咱这那哪谁啥什怎么样些个"
+    "一不没"
+)
+
+# Function words that are not made only of function characters.
+CHINESE_WORDS = frozenset("""
+什么 怎么 怎样 怎么样 为什么 为何 哪里 哪儿 哪个 哪些 多少 几个 是否 是不是 有没有
+时候 的时 一下 一些 一点 这样 那样 这么 那么 还是 或者 而且 但是 因为 所以 如果 虽然
+然后 之后 之前 以后 以前 已经 曾经 知道 觉得 告诉 说过 提到 提过 记得 问题 事情 东西
+自己 大家 别人 一起 可以 可能 应该 需要 想要 就是 不是 没有 有点 有些 真的 其实
+""".split())
+
+
+def _cjk(term: str) -> bool:
+    return term[0] >= "\u3000"
+
+
+def is_function_term(term: str) -> bool:
+    """True for an English or Chinese function word (a tokenizer term, lowercase)."""
+    if not term:
+        return True
+    if not _cjk(term):
+        return term in ENGLISH
+    return term in CHINESE_WORDS or all(c in CHINESE_CHARS for c in term)
+
+
+def content_terms(terms: Iterable[str]) -> list[str]:
+    """``terms`` without function words; all of them when nothing else is left."""
+    terms = list(terms)
+    kept = [t for t in terms if not is_function_term(t)]
+    return kept if kept else terms

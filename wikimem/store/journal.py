@@ -1,0 +1,116 @@
+"""The append-only audit log shared by the wiki and the diary."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from wikimem.format import utc_now
+
+__all__ = ["Journal", "wiki_record", "diary_record"]
+
+
+def _record(ts: str | None, action: str, fields: dict) -> dict:
+    record = {"ts": ts or utc_now(), "action": action}
+    record.update((k, v) for k, v in fields.items() if v is not None)
+    return record
+
+
+def wiki_record(action: str, file: str, name: str, owner=None, source_conv=None,
+                detail=None, ts: str | None = None) -> dict:
+    """The journal line of a wiki mutation (``add``, ``update``, ``remove``)."""
+    return _record(ts, action, {"file": file, "item": name, "owner": owner,
+                                "source_conv": source_conv, "detail": detail})
+
+
+def diary_record(date: str, time: str, owner=None, source_conv=None,
+                 detail=None, ts: str | None = None) -> dict:
+    """The journal line of a diary append."""
+    return _record(ts, "diary", {"date": date, "time": time, "owner": owner,
+                                 "source_conv": source_conv, "detail": detail})
+
+
+class Journal:
+    """``journal.jsonl``: one JSON object per mutation, ``tail -f``-able."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    def append(
+        self,
+        action: str,
+        *,
+        file: str,
+        name: str,
+        owner: str | None = None,
+        source_conv: str | None = None,
+        detail: str | None = None,
+        ts: str | None = None,
+    ) -> dict:
+        """Record a wiki mutation (``add``, ``update`` or ``remove``)."""
+        return self.write(wiki_record(action, file, name, owner, source_conv, detail, ts))
+
+    def append_diary(
+        self,
+        *,
+        date: str,
+        time: str,
+        owner: str | None = None,
+        source_conv: str | None = None,
+        detail: str | None = None,
+        ts: str | None = None,
+    ) -> dict:
+        """Record a diary append."""
+        return self.write(diary_record(date, time, owner, source_conv, detail, ts))
+
+    def write(self, record: dict) -> dict:
+        """Append one record as a line, durably; returns it."""
+        self.write_many([record])
+        return record
+
+    def write_many(self, records: list[dict]) -> None:
+        """Append records as lines, durably, with one fsync (nothing for an empty list)."""
+        if not records:
+            return
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab+") as fh:
+            # A crash mid-append can leave a torn last line: start on a new one.
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    text = "\n" + text
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def entries(self) -> list[dict]:
+        """Every readable record, oldest first; torn or foreign lines are skipped."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+        return out
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def truncate(self, size: int) -> None:
+        """Drop lines appended after ``size`` bytes (rollback of a failed unit)."""
+        if self.size() > size:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(size)
+                fh.flush()
+                os.fsync(fh.fileno())

