@@ -23,7 +23,7 @@ _EXPORTS = {
     "RetrievedItem": "recall",
     "tokenize": "recall",
     "est_tokens": "recall",
-    "parse_wiki_links": "format",
+    "parse_wiki_links": "links",
     "validate_file": "naming",
     "sanitize_item_name": "naming",
     "memorize": "llm",

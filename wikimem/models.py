@@ -31,7 +31,7 @@ class RecallItem:
 
     @property
     def links(self) -> list[WikiLink]:
-        from wikimem.format import parse_wiki_links
+        from wikimem.links import parse_wiki_links
 
         return parse_wiki_links(self.content)
 
@@ -49,7 +49,7 @@ class DiaryItem:
 
     @property
     def links(self) -> list[WikiLink]:
-        from wikimem.format import parse_wiki_links
+        from wikimem.links import parse_wiki_links
 
         return parse_wiki_links(self.content)
 

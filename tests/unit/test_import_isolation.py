@@ -12,7 +12,7 @@ def test_import_wikimem_pulls_in_no_optional_dependency():
     code = (
         "import sys, wikimem\n"
         "s = wikimem.MemoryStore('/nonexistent-never-written')\n"
-        "import wikimem.store.wiki, wikimem.store.diary, wikimem.store.journal, wikimem.format.blocks, wikimem.format.links\n"
+        "import wikimem.store.wiki, wikimem.store.diary, wikimem.store.journal, wikimem.format.blocks, wikimem.links\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

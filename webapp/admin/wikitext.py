@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from wikimem.format import LINK_RE
+from wikimem.links import LINK_RE
 from wikimem.models import WikiLink
 
 __all__ = ["Segment", "split_links", "WikiText"]

@@ -1,4 +1,4 @@
-"""The file format of a memory folder: the codec (memory paths, file <-> items), the block syntax, wiki-links."""
+"""The file format of a memory folder: the codec (memory paths, file <-> items), the block syntax."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from .codec import (
     utc_now,
     wiki_path,
 )
-from .links import LINK_RE, parse_wiki_links
 
 __all__ = [
     "Block",
@@ -61,6 +60,4 @@ __all__ = [
     "SETTINGS_PATH",
     "parse_settings",
     "render_settings",
-    "parse_wiki_links",
-    "LINK_RE",
 ]

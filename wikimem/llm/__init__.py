@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .chat import ChatClient, LLMError, endpoint_url, post_json
+from .chat import ChatClient, LLMError
 from .memorizer import (
     DIARY_PROMPT,
     DIARY_RULES,
@@ -21,8 +21,6 @@ from .transcript import message_text, query_from_messages
 __all__ = [
     "ChatClient",
     "LLMError",
-    "post_json",
-    "endpoint_url",
     "LLM",
     "memorize",
     "parse_diary_reply",

@@ -6,25 +6,19 @@ against a configured endpoint. Every failure — unreachable, timeout, an HTTP
 error, a body that is not the chat-completions shape — is one exception,
 :class:`LLMError`, whose message says what went wrong and where.
 
-:func:`post_json` is the small HTTP helper shared with ``wikimem.vectors``.
+The HTTP round trip is :func:`wikimem.endpoint.post_json`, shared with ``wikimem.vectors``.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from wikimem.endpoint import endpoint_url, post_json
 from wikimem.errors import WikimemError
 
-__all__ = ["ChatClient", "LLMError", "post_json", "endpoint_url"]
-
-# Bodies bigger than this are not a chat reply or an embeddings batch we asked for.
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+__all__ = ["ChatClient", "LLMError"]
 
 
 class LLMError(WikimemError):
@@ -35,67 +29,6 @@ class LLMError(WikimemError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
-
-
-def endpoint_url(base_url: str, path: str) -> str:
-    """``base_url`` + ``/path``; the base must be an http(s) URL (``ValueError`` otherwise)."""
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise ValueError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
-    return base_url.rstrip("/") + "/" + path.lstrip("/")
-
-
-def _error_message(data: bytes) -> str:
-    """The server's own words from an error body (OpenAI shape or plain text)."""
-    text = data[:2000].decode("utf-8", errors="replace").strip()
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:300] or "(empty body)"
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(err, str):
-            return err
-        if isinstance(body.get("message"), str):
-            return body["message"]
-    return text[:300]
-
-
-def post_json(url: str, payload: Mapping[str, Any], *, api_key: str | None, timeout: float,
-              error: type[Exception] = LLMError, what: str = "chat") -> Any:
-    """POST ``payload`` as JSON and return the decoded JSON answer.
-
-    Any failure raises ``error(message, status)``. ``timeout`` bounds each
-    socket operation (connect, each read), as urllib does.
-    """
-    headers = {"Content-Type": "application/json", "Accept": "application/json",
-               "User-Agent": "wikimem"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read(MAX_RESPONSE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        message = _error_message(exc.read() if exc.fp is not None else b"")
-        raise error(f"{what} endpoint {url} answered HTTP {exc.code}: {message}", exc.code) from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-            raise error(f"{what} endpoint {url} timed out after {timeout:g}s") from None
-        raise error(f"cannot reach {what} endpoint {url}: {exc.reason}") from None
-    except TimeoutError:
-        raise error(f"{what} endpoint {url} timed out after {timeout:g}s") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise error(f"{what} endpoint {url} failed: {type(exc).__name__}: {exc}") from None
-    if len(raw) > MAX_RESPONSE_BYTES:
-        raise error(f"{what} endpoint {url} sent more than {MAX_RESPONSE_BYTES} bytes")
-    try:
-        return json.loads(raw)
-    except ValueError:
-        snippet = raw[:200].decode("utf-8", errors="replace")
-        raise error(f"{what} endpoint {url} answered with a body that is not JSON: {snippet!r}") from None
 
 
 def _reply_text(body: Any, url: str) -> str:
@@ -149,5 +82,5 @@ class ChatClient:
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise ValueError("messages must be a list of {'role': ..., 'content': ...} dicts")
         payload = {**self.extra, "model": self.model, "messages": messages}
-        body = post_json(self.url, payload, api_key=self.api_key, timeout=self.timeout)
+        body = post_json(self.url, payload, api_key=self.api_key, timeout=self.timeout, error=LLMError, what="chat")
         return _reply_text(body, self.url)

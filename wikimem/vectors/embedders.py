@@ -31,8 +31,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from wikimem.endpoint import endpoint_url, post_json
 from wikimem.errors import WikimemError
-from wikimem.llm import endpoint_url, post_json
 
 __all__ = [
     "Embedder",
