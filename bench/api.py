@@ -337,7 +337,7 @@ def _warm(port: int, owners: list[str], rounds: int, threads: int) -> list[dict]
         random.Random(r).shuffle(queue)
         lock = threading.Lock()
 
-        def worker() -> None:
+        def worker(queue=queue, lock=lock, lat=lat, errs=errs) -> None:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
             rng = random.Random()
             while True:
@@ -533,7 +533,7 @@ def main() -> None:
     levels = [int(x) for x in args.levels.split(",")]
     index_cache = args.index_cache or max(100, args.owners)
     started = time.perf_counter()
-    load0 = "%.2f/%.2f" % os.getloadavg()[:2]
+    load0 = "{:.2f}/{:.2f}".format(*os.getloadavg()[:2])
 
     seed = seeded_root(args.owners, args.items)
     tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-api-"))
@@ -620,7 +620,7 @@ def main() -> None:
         ["library, fresh process: Host(root).owner(id).retrieve(q)", len(lib["cold"]), ms(pct(lib["cold"], .5)),
          ms(max(lib["cold"])), ms(pct(lib["warm"], .5))],
     ]))
-    print(f"\n(library import of wikimem.host + wikimem.recall.index: {ms(lib['import'])} ms, not included, but the max "
+    print(f"\n(library import of wikimem.host + wikimem.recall: {ms(lib['import'])} ms, not included, but the max "
           f"includes the first use of lazily imported code; the HTTP first request likewise includes each worker's "
           f"lazy imports for whichever owner comes first. The HTTP second request may land on the other worker, "
           f"which has not opened the owner either; the library's second column is a warm retrieve.)\n")
@@ -647,6 +647,8 @@ def main() -> None:
     md_whole = markdown_bytes(root / "owners" / _enc(o_whole))
     md_idx = markdown_bytes(root / "owners" / _enc(o_idx))
     print(f"## One cached owner ({args.items} items) vs its markdown (tracemalloc)\n")
+    n_owners, rss = mem["rows"][-1][0], mem["rows"][-1][1]
+    per_owner = rss / n_owners
     print(table(["measure", "owner", "bytes", "markdown bytes", "ratio"], [
         ["whole cached Owner (open + first retrieve: store cache + index)", o_whole, f"{whole / 1e6:.2f} MB",
          f"{md_whole / 1e3:.0f} kB", f"{whole / md_whole:.1f}x"],
@@ -654,8 +656,8 @@ def main() -> None:
          f"{mem['steady'] / 1e6:.2f} MB", f"{md_whole / 1e3:.0f} kB", f"{mem['steady'] / md_whole:.1f}x"],
         ["index alone (first retrieve after the store was loaded)", o_idx, f"{idx / 1e6:.2f} MB",
          f"{md_idx / 1e3:.0f} kB", f"{idx / md_idx:.1f}x"],
-        ["RSS per owner at N=%d (above)" % mem["rows"][-1][0], "mean", f"{mem['rows'][-1][1] / mem['rows'][-1][0] / 1e6:.2f} MB",
-         f"{statistics.mean(md) / 1e3:.0f} kB", f"{mem['rows'][-1][1] / mem['rows'][-1][0] / statistics.mean(md):.1f}x"],
+        [f"RSS per owner at N={n_owners} (above)", "mean", f"{per_owner / 1e6:.2f} MB",
+         f"{statistics.mean(md) / 1e3:.0f} kB", f"{per_owner / statistics.mean(md):.1f}x"],
     ]))
     print()
     ratio = mem["steady"] / md_whole

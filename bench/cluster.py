@@ -129,7 +129,7 @@ def transport_rows(kind: str, client: str, url: str, tmp: Path, samples: int) ->
     for i in range(samples):
         before = writer.head()
         writer.add(f"f{i % 10}", f"item{i}", f"memory number {i}: she mentioned the sea again.")
-        push.append(timed(lambda: transport.push(writer.root, writer.head(), before)))
+        push.append(timed(lambda before=before: transport.push(writer.root, writer.head(), before)))
         fetch.append(timed(lambda: transport.fetch(reader)))
         head.append(timed(transport.remote_head))
     writer.close()
@@ -181,7 +181,7 @@ def growth(tmp: Path, pushes: int) -> None:
         for i in range(pushes):
             before = writer.head()
             writer.add(f"f{i % 10}", f"item{i}", f"memory {i}")
-            lat.append(timed(lambda: remote.push(writer.root, writer.head(), before)))
+            lat.append(timed(lambda w=writer, r=remote, b=before: r.push(w.root, w.head(), b)))
         writer.close()
         packs = len(list((bare / "objects" / "pack").glob("*.pack")))
         print(f"| {client} | {fmt(lat[:50])} | {fmt(lat[-50:])} | {packs} |")

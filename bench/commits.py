@@ -79,7 +79,8 @@ def main() -> None:
         drift = statistics.median(deep) / statistics.median(shallow) - 1
         rows.append(("versioned / plain (shallow, deep)", f"{ratio0:.1f}x, {ratio1:.1f}x   (target <= 10x)"))
         rows.append(("deep vs shallow drift", f"{drift * 100:+.0f}%   (target within +-25%)"))
-        rows.append((f"filling {max(0, fill)} commits", f"{fill_s:.1f} s ({fill_s / max(1, fill) * 1000:.2f} ms each, auto-pack included)"))
+        each = fill_s / max(1, fill) * 1000
+        rows.append((f"filling {max(0, fill)} commits", f"{fill_s:.1f} s ({each:.2f} ms each, auto-pack included)"))
 
         hist = []
         for i in range(50):
@@ -112,7 +113,8 @@ def main() -> None:
             gc = du(copy / ".git")
             rows.append(("repo size before final pack", f"{before / 1e6:.1f} MB (auto-packed every 1000 commits)"))
             rows.append(("repo size after pack()", f"{ours / 1e6:.1f} MB in {pack_s:.1f} s"))
-            rows.append(("`git gc` of the same repo", f"{gc / 1e6:.1f} MB -> ours / gc = {ours / gc:.2f}x (target <= 3x)"))
+            rows.append(("`git gc` of the same repo",
+                         f"{gc / 1e6:.1f} MB -> ours / gc = {ours / gc:.2f}x (target <= 3x)"))
         vs.close()
 
         root = tmp / "multi"
@@ -127,7 +129,8 @@ def main() -> None:
             p.join()
         wall = time.perf_counter() - t
         count = VersionedStore(root).db.count() - 1
-        rows.append(("4 processes x 250 writes, one owner", f"{count / wall:.0f} commits/s ({count} commits in {wall:.1f} s, incl. start-up)"))
+        rows.append(("4 processes x 250 writes, one owner",
+                     f"{count / wall:.0f} commits/s ({count} commits in {wall:.1f} s, incl. start-up)"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     width = max(len(k) for k, _ in rows)

@@ -291,7 +291,9 @@ def paired(a: Outcome, b: Outcome, k: int) -> dict:
     only_a = sum(1 for x, y in zip(ha, hb) if x and not y)
     only_b = sum(1 for x, y in zip(ha, hb) if y and not x)
     d_hit = [float(y) - float(x) for x, y in zip(ha, hb)]
-    rr = lambda r: 1.0 / r if r is not None else 0.0
+    def rr(r):
+        return 1.0 / r if r is not None else 0.0
+
     d_mrr = [rr(y) - rr(x) for x, y in zip(a.ranks, b.ranks)]
     return {"only_a": only_a, "only_b": only_b, "p": sign_test(only_a, only_b),
             "d_hit": sum(d_hit) / len(d_hit), "ci_hit": bootstrap(d_hit),

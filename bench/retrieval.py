@@ -338,7 +338,7 @@ def bench_bm25s(tokens: list[list[str]], corpus: Corpus, args) -> tuple[dict, li
         query(q, ret)
     p50, p99 = percentiles(lambda q: query(q, ret), queries)
     tops = [query(q, ret) for q in queries[: args.agree]]
-    del ret
+    ret = None  # free it before the memory measurement
     mem = peak_mb(build)
     rng, wr = random.Random(8), []
     for n in range(args.ref_writes):
@@ -361,7 +361,7 @@ def bench_rank_bm25(tokens: list[list[str]], corpus: Corpus, args) -> tuple[dict
         queries = queries[: args.ref_queries]
     p50, p99 = percentiles(lambda q: top10(okapi.get_scores(tok(q))), queries)
     tops = [top10(okapi.get_scores(tok(q))) for q in corpus.queries[: min(args.agree, len(queries))]]
-    del okapi
+    okapi = None  # free it before the memory measurement
     mem = peak_mb(lambda: BM25Okapi(tokens))
     rng, wr = random.Random(8), []
     for n in range(args.ref_writes):
@@ -524,7 +524,8 @@ def bench_fusion(args) -> int:
                         state = index._embedding_search()._state
                         vectors = [np.asarray(emb.embed([q])[0]) for q in corpus.queries[:200]]
                         mv50, mv99 = (x * 1e3 for x in percentiles(state.index.all_scores, vectors))
-                        matvec = f"| {lang} | {n:,} | (one {n:,} × {emb.dim} cosine pass alone) | {mv50:.2f} | {mv99:.2f} | |"
+                        matvec = (f"| {lang} | {n:,} | (one {n:,} × {emb.dim} cosine pass alone) "
+                                  f"| {mv50:.2f} | {mv99:.2f} | |")
                 print(matvec)
             t0 = time.perf_counter()
             for q in corpus.queries:

@@ -71,7 +71,7 @@ class Host:
                 return
             except OSError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("gunicorn did not start")
+                    raise RuntimeError("gunicorn did not start") from None
                 time.sleep(0.1)
 
     def call(self, method: str, path: str, body: dict | None = None, headers: dict | None = None,

@@ -120,3 +120,139 @@ def test_no_private_name_is_used_across_modules():
     bad = {rel(p): uses for p in modules("wikimem") + modules("webapp")
            if rel(p) not in FRIENDS and (uses := private_uses(p))}
     assert bad == {}
+
+
+# -- packages, faces, layers (the third wave's layout) --------------------------------------------
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_package(name: str) -> bool:
+    return (ROOT / name.replace(".", "/") / "__init__.py").is_file()
+
+
+def package_of(name: str) -> str:
+    """The subsystem a module belongs to: ``wikimem.recall``, ``wikimem.host.fleet``; a core module is itself."""
+    parts = name.split(".")
+    if parts[0] == "webapp":
+        return "webapp"
+    for depth in range(len(parts), 1, -1):
+        candidate = ".".join(parts[:depth])
+        if is_package(candidate) and candidate != name or depth == len(parts) and is_package(candidate):
+            return candidate
+    return name  # wikimem.errors, wikimem.fsio, ...: the shared core
+
+
+def test_a_package_is_entered_through_its_face():
+    """From outside a package, import its ``__init__`` (the names it shows), never one of its modules."""
+    bad = []
+    for p in modules("wikimem") + modules("webapp"):
+        here = module_name(p) if p.name == "__init__.py" else module_name(p).rpartition(".")[0]
+        for m, _ in imports(p):
+            if not is_under(m, "wikimem", "webapp") or is_package(m):
+                continue
+            parent = m.rpartition(".")[0]
+            if "." in parent and not is_under(here, parent):
+                bad.append(f"{rel(p)} imports {m} (use {parent})")
+    assert bad == []
+
+
+# Lower layers never import higher ones (lazily included). A package may import its own layer's core.
+LAYERS = [
+    {"wikimem.errors", "wikimem.naming", "wikimem.limits", "wikimem.locking", "wikimem.fsio", "wikimem.models",
+     "wikimem.links", "wikimem.context", "wikimem.endpoint", "wikimem.timeparse"},
+    {"wikimem.format"},
+    {"wikimem.store"},
+    {"wikimem.vectors"},
+    {"wikimem.recall"},
+    {"wikimem.llm", "wikimem.client"},
+    {"wikimem.versioned"},
+    {"wikimem.host", "wikimem.host.fleet", "wikimem.host.cluster", "wikimem.host.access"},
+    {"wikimem.cli", "webapp"},
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+# `wikimem serve` and `operator add` start or use the web app, inside their functions.
+UPWARD_ALLOWED = {("wikimem.cli", "webapp")}
+
+
+def test_imports_point_down_the_layers():
+    bad = []
+    for p in modules("wikimem") + modules("webapp"):
+        src = package_of(module_name(p))
+        if src not in RANK:
+            continue
+        for m, _ in imports(p):
+            if not is_under(m, "wikimem", "webapp") or m == "wikimem":
+                continue
+            dst = package_of(m)
+            if dst in RANK and RANK[dst] > RANK[src] and (src, dst) not in UPWARD_ALLOWED:
+                bad.append(f"{rel(p)} ({src}) imports {m} ({dst})")
+    assert bad == []
+
+
+def test_every_package_is_placed_in_a_layer():
+    packages = {package_of(module_name(p)) for p in modules("wikimem") + modules("webapp")}
+    assert packages - set(RANK) - {"wikimem", "wikimem.__main__"} == set()
+
+
+def project_classes():
+    """Every class defined in the project's modules (imported: the optional layers are installed in tests)."""
+    import importlib
+    import inspect
+
+    for p in modules("wikimem") + modules("webapp"):
+        name = module_name(p)
+        if name in ("wikimem.__main__", "webapp.wsgi"):
+            continue
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name:
+                yield cls
+
+
+def test_no_class_inherits_a_project_class_of_another_module():
+    """Composition instead of mixins: a base from another module must be an ABC, a Protocol or an exception."""
+    import abc
+
+    bad = []
+    for cls in project_classes():
+        for base in cls.__bases__:
+            if not is_under(base.__module__, "wikimem", "webapp") or base.__module__ == cls.__module__:
+                continue
+            if issubclass(base, BaseException) or getattr(base, "_is_protocol", False) or type(base) is abc.ABCMeta:
+                continue
+            bad.append(f"{cls.__module__}.{cls.__qualname__}({base.__module__}.{base.__qualname__})")
+    assert bad == []
+
+
+# The one composition root reads the environment; the Flask config derives Flask's own keys.
+ENVIRONMENT_READERS = {"wikimem/host/config.py", "webapp/config.py"}
+
+
+def environment_reads(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+            out.append(f"{ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            out += [f"from os import {a.name}" for a in node.names if a.name in ("environ", "getenv")]
+    return out
+
+
+def test_only_the_composition_root_reads_the_environment():
+    bad = {rel(p): uses for p in modules("wikimem") + modules("webapp")
+           if rel(p) not in ENVIRONMENT_READERS and (uses := environment_reads(p))}
+    assert bad == {}
+
+
+def test_no_module_is_named_like_a_function_it_exports():
+    """``wikimem.memorize`` was both a module and a function: one name, one meaning."""
+    bad = []
+    for p in modules("wikimem"):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if p.stem in functions:
+            bad.append(rel(p))
+    assert bad == []

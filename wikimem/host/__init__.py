@@ -8,10 +8,10 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 
 from __future__ import annotations
 
-from .access.quotas import OwnerQuota
+from .access import OwnerQuota
 from .demo import bad_run_hint, seed_demo
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
-from .fleet.runindex import RunQuery
+from .fleet import RunQuery
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
