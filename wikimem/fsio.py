@@ -1,8 +1,10 @@
-"""Durable file primitives: atomic replace, delete, tolerant read.
+"""Durable file primitives: atomic replace, delete, tolerant read, stat stamps.
 
 Every write goes to a temp file in the same folder, is flushed and fsynced,
 then moved over the target with ``os.replace`` and the folder is fsynced, so
 a crash at any point leaves either the old file or the new one, never a mix.
+:func:`stat_stamp` / :func:`folder_signature`: what every cache of a file's
+content keys on.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files", "TEMP_SUFFIX"]
+__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files",
+           "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature"]
 
 TEMP_SUFFIX = ".wikimem-tmp"
+
+Stamp = tuple[int, int, int]  # (st_ino, st_mtime_ns, st_size)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -120,3 +125,34 @@ def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".
                     except FileNotFoundError:
                         pass
     return removed
+
+
+def stat_stamp(path: str | os.PathLike[str]) -> Stamp | None:
+    """``(st_ino, st_mtime_ns, st_size)`` of a file (a path or a directory entry); None when it is missing.
+
+    An atomic replace gives a new inode, an edit in place a new mtime or size:
+    a cache of the file's content stays valid while the stamp is the same.
+    """
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def folder_signature(folder: Path, key: Callable[[str], str | None]) -> dict[str, Stamp]:
+    """``{key(name): stat_stamp}`` of the files in ``folder`` whose ``key`` is not None; {} without the folder.
+
+    A file replaced between listing and stat is left out (the next look sees it).
+    """
+    out: dict[str, Stamp] = {}
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    with entries:
+        for entry in entries:
+            name = key(entry.name)
+            if name is not None and (stamp := stat_stamp(entry)) is not None:
+                out[name] = stamp
+    return out

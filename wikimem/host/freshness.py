@@ -21,25 +21,23 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from wikimem.format import WIKI_DIR, memory_entries, memory_path
+from wikimem.format import WIKI_DIR, is_memory_name, memory_path
+from wikimem.fsio import Stamp, folder_signature
 
 __all__ = ["IndexSlot", "wiki_signature"]
 
 log = logging.getLogger(__name__)
 
-Signature = dict[str, tuple[int, int, int]]
+Signature = dict[str, Stamp]
+
+
+def _wiki_file(name: str) -> str | None:
+    return name[:-3] if is_memory_name(name) else None
 
 
 def wiki_signature(root: Path) -> Signature:
     """``{RecallFile: (inode, mtime_ns, size)}`` of the memory folder's wiki files."""
-    out: Signature = {}
-    for entry in memory_entries(root, WIKI_DIR):
-        try:
-            st = entry.stat()
-        except FileNotFoundError:  # replaced between listing and stat
-            continue
-        out[entry.name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
-    return out
+    return folder_signature(Path(root) / WIKI_DIR, _wiki_file)
 
 
 def _changed(old: Signature, new: Signature) -> set[str]:

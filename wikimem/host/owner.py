@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from wikimem.context import WriteContext
 from wikimem.errors import NotFound, RemoteMoved
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
-from wikimem.fsio import read_bytes
+from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 
@@ -210,11 +210,7 @@ class Owner(Review):
     def settings(self) -> OwnerSettings:
         """The owner's settings (``settings.json`` in its repository; re-read only when the file changed)."""
         path = self.root / SETTINGS_PATH
-        try:
-            st = path.stat()
-            key = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            key = None
+        key = stat_stamp(path)
         cached_key, cached = self._settings
         if key is not None and key == cached_key:
             return cached

@@ -19,11 +19,11 @@ is updated incrementally, one day file at a time:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from wikimem.fsio import Stamp, folder_signature
 from wikimem.models import RecallItem, as_recall_item
 from wikimem.naming import DATE_RE
 from wikimem.vectors import content_hash, embed_text
@@ -35,7 +35,7 @@ __all__ = ["DiaryIndex"]
 
 Key = tuple[str, str, int]
 
-Signature = dict[str, tuple[int, int, int]]
+Signature = dict[str, Stamp]
 
 
 def _text(item: RecallItem) -> str:
@@ -99,7 +99,7 @@ class DiaryIndex:
                 return False
             self._static_read = True
             return self._apply_days({d: None for d in self.diary.dates()})
-        signature = _signature(folder)
+        signature = folder_signature(folder, _day)
         if signature == self._signature:
             return False
         old = self._signature or {}
@@ -153,7 +153,6 @@ class DiaryIndex:
             self._days.pop(date, None)
         return changed
 
-
     def _unhash(self, key: Key, item: RecallItem) -> None:
         digest = content_hash(embed_text(item.name, item.content))
         keys = self._by_hash.get(digest)
@@ -163,21 +162,6 @@ class DiaryIndex:
                 del self._by_hash[digest]
 
 
-def _signature(folder: Path) -> Signature:
-    """``{date: (inode, mtime_ns, size)}`` of the folder's day files."""
-    out: Signature = {}
-    try:
-        entries = os.scandir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return out
-    with entries:
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or not DATE_RE.fullmatch(name[:-3]):
-                continue
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # replaced between listing and stat
-                continue
-            out[name[:-3]] = (st.st_ino, st.st_mtime_ns, st.st_size)
-    return out
+def _day(name: str) -> str | None:
+    """The date a day file's name stands for, else None."""
+    return name[:-3] if name.endswith(".md") and DATE_RE.fullmatch(name[:-3]) else None

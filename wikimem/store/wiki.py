@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from wikimem.format import (
     render_wiki,
     wiki_path,
 )
-from wikimem.fsio import read_bytes
+from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
@@ -104,11 +103,9 @@ class MemoryStore:
             staged = self.writer.read(rel)
             return parse_wiki(staged, file)
         path = self.root / rel
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
+        key = stat_stamp(path)
+        if key is None:
             return []
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
         cached = self._cache.get(file)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -188,12 +185,11 @@ class MemoryStore:
         # enclosing unit the file is not written yet: nothing to remember.
         if self.writer.active or not items:
             return
-        try:
-            st = os.stat(self._path(file))
-        except FileNotFoundError:
+        key = stat_stamp(self._path(file))
+        if key is None:
             return
         with self._cache_lock:
-            self._cache[file] = ((st.st_ino, st.st_mtime_ns, st.st_size), list(items))
+            self._cache[file] = (key, list(items))
 
     def _on_change(self, paths: tuple[str, ...]) -> None:
         for rel in paths:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from wikimem.fsio import atomic_replace, atomic_write
+from wikimem.fsio import Stamp, atomic_replace, atomic_write, stat_stamp
 from wikimem.locking import FileLock
 from wikimem.models import RecallItem
 
@@ -126,7 +126,7 @@ class VectorCache:
         self._lock = FileLock(self.root / _LOCK_FILE, timeout=60.0)
         # The last load, reused while the keys file is the same file (parsing
         # a big keys file on every sync would dominate the cost of a write).
-        self._memo: tuple[tuple, CachedVectors] | None = None
+        self._memo: tuple[Stamp | None, CachedVectors] | None = None
 
     # -- reading -----------------------------------------------------------
 
@@ -148,10 +148,11 @@ class VectorCache:
 
     def _load(self) -> CachedVectors | None:
         try:
-            st = self.keys_path.stat()
+            stamp = stat_stamp(self.keys_path)
         except OSError:
             return None
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if stamp is None:
+            return None
         if self._memo is not None and self._memo[0] == stamp:
             name = self._memo[1].vectors_file
             if name and (self.root / name).exists():
@@ -282,8 +283,7 @@ class VectorCache:
         atomic_write(self.keys_path, ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass"))
         self._sweep(keep=name)
         written = CachedVectors(list(keys), _open_matrix(self.root / name), model, dim, name)
-        st = self.keys_path.stat()
-        self._memo = ((st.st_ino, st.st_size, st.st_mtime_ns), written)
+        self._memo = (stat_stamp(self.keys_path), written)
         return written
 
     def _versions(self) -> dict[int, str]:

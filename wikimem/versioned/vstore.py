@@ -31,7 +31,7 @@ from dulwich.objects import Blob
 from wikimem.context import WriteContext, digest
 from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
 from wikimem.format import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
-from wikimem.fsio import atomic_write, read_bytes, remove_file, sweep_temp_files
+from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stamp, sweep_temp_files
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
@@ -99,7 +99,7 @@ class VersionedStore(Undo):
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
-        self._stat_cache: dict[str, tuple[tuple, bytes]] = {}
+        self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
         # Called with each new commit id of a unit, still inside the owner lock, once the history
         # index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
@@ -348,12 +348,11 @@ class VersionedStore(Undo):
         if sha is None:
             self._stat_cache.pop(path, None)
             return
-        try:
-            st = os.stat(self.root / path)
-        except FileNotFoundError:
+        stamp = stat_stamp(self.root / path)
+        if stamp is None:
             self._stat_cache.pop(path, None)
             return
-        self._stat_cache[path] = ((st.st_ino, st.st_mtime_ns, st.st_size), sha)
+        self._stat_cache[path] = (stamp, sha)
 
     def _disk_files(self) -> dict[str, bytes]:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
@@ -361,11 +360,9 @@ class VersionedStore(Undo):
         for folder in MEMORY_DIRS:
             for entry in memory_entries(self.root, folder):
                 path = f"{folder}/{entry.name}"
-                try:
-                    st = entry.stat()
-                except FileNotFoundError:
+                key = stat_stamp(entry)
+                if key is None:
                     continue
-                key = (st.st_ino, st.st_mtime_ns, st.st_size)
                 cached = self._stat_cache.get(path)
                 if cached is not None and cached[0] == key:
                     out[path] = cached[1]

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from wikimem.fsio import atomic_write
+from wikimem.fsio import atomic_write, stat_stamp
 from wikimem.locking import FileLock
 
 __all__ = ["WatchedFile", "edit_lines", "RACY_SECONDS"]
@@ -73,19 +72,17 @@ class WatchedFile(Generic[T]):
         """The current entries (the same list object until the file changes)."""
         if self.path is None:
             return []
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
+        stamp = stat_stamp(self.path)
+        if stamp is None:
             with self._lock:
                 self._entries, self._stamp = [], None
             return []
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._lock:
             if stamp != self._stamp or time.time_ns() < self._trusted_after:
                 self._entries = self._read()
                 self._stamp = stamp
                 # A change this recent may hide a second one behind the same stamp: look again next time.
-                self._trusted_after = st.st_mtime_ns + int(RACY_SECONDS * 1e9)
+                self._trusted_after = stamp[1] + int(RACY_SECONDS * 1e9)  # its mtime_ns
             return self._entries
 
     def _read(self) -> list[T]:
