@@ -256,7 +256,7 @@ def bench_wikimem(root: Path, corpus: Corpus, args) -> tuple[list[dict], list[li
     for q in queries[:50]:  # warm up caches as a running host would be
         index.retrieve(q)
     p50, p99 = percentiles(lambda q: index.retrieve(q), queries)
-    core = index._bm25
+    core = index.wiki.bm25
     c50, c99 = percentiles(lambda q: core.top_k(tok(q), 10), queries)
     tops = [[row_of(key) for key, _ in core.top_k(tok(q), 10)] for q in queries[: args.agree]]
     py50, py99 = pure_python_percentiles(index, queries)
@@ -302,7 +302,7 @@ def write_then_read(store, index, corpus: Corpus, writes: int) -> tuple[float, f
         wr_idx.append(t_read - t_written)
         written[(file, new_name)] = new_content
     for (file, name), content in written.items():
-        if set(index._bm25.doc_terms((file, name))) != set(tok(name + "\n" + content)):
+        if set(index.wiki.bm25.doc_terms((file, name))) != set(tok(name + "\n" + content)):
             raise AssertionError(f"index is stale for {file}/{name} after a write")
     return statistics.median(wr), statistics.median(wr_idx)
 
@@ -521,7 +521,7 @@ def bench_fusion(args) -> int:
                     print(f"| {lang} | {n:,} | {name} | {p50:.2f} | {p99:.2f} | {p50 - base:+.2f} |")
                     if name == "fusion":
                         assert index.retrieve(corpus.queries[1]).embedding_used
-                        state = index._embedding_search()._state
+                        state = index.vectors.search()._state
                         vectors = [np.asarray(emb.embed([q])[0]) for q in corpus.queries[:200]]
                         mv50, mv99 = (x * 1e3 for x in percentiles(state.index.all_scores, vectors))
                         matvec = (f"| {lang} | {n:,} | (one {n:,} × {emb.dim} cosine pass alone) "

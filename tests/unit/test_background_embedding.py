@@ -109,7 +109,7 @@ def test_a_failing_model_is_retried_later_not_on_every_query(mem, worker, monkey
         worker.wait_idle(10)
     assert Down.calls == 1  # one failed step; the next waits EMBED_RETRY_SECONDS
     monkeypatch.setattr(retrieval_vectors, "EMBED_RETRY_SECONDS", 0.0)
-    index._retry_at = 0.0
+    index.vectors.retry_at = 0.0
     index.retrieve("海边")
     worker.wait_idle(10)
     assert Down.calls == 2
@@ -191,7 +191,7 @@ def test_one_process_at_a_time_embeds_a_folder_in_the_background(mem, tmp_path):
         a.vector_counts()  # a's step starts and blocks inside the model, holding the claim
         deadline = threading.Event()
         while not first_worker.idle() and not emb_a.passages and not deadline.wait(0.05):
-            if a._search is not None and a._search._claim.path.exists():
+            if (search := a.vectors.search()) is not None and search._claim.path.exists():
                 break
         b.vector_counts()
         assert second_worker.wait_idle(10)
@@ -199,7 +199,7 @@ def test_one_process_at_a_time_embeds_a_folder_in_the_background(mem, tmp_path):
         emb_a.gate.set()
         assert first_worker.wait_idle(10)
         assert sorted(emb_a.passages) == sorted(f"{i.name}\n{i.content}" for i in mem.items())
-        b._retry_at = 0.0
+        b.vectors.retry_at = 0.0
         assert b.wait_for_vectors(10)  # b picks up a's vectors from the folder, embedding nothing
         assert emb_b.passages == []
     finally:

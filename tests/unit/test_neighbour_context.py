@@ -96,7 +96,7 @@ def test_reordering_a_file_changes_contexts(tmp_path):
     index.retrieve("turn")
     items = s.items("s1")
     reordered = [items[2], items[0], items[1]]
-    index._apply_file("s1", reordered)  # what a hand edit reordering the file does
+    index.wiki.apply_file("s1", reordered)  # what a hand edit reordering the file does
     emb.texts.clear()
     index.retrieve("turn")
     item_texts = {embed_text(i.name, i.content) for i in items}

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wikimem.recall.index as retrieval_module
+import wikimem.recall.wiki_index as wiki_index_module
 from wikimem import MemoryIndex, MemoryStore
 
 
@@ -87,7 +88,8 @@ def test_an_update_retokenises_only_the_changed_item(store, monkeypatch):
     index.retrieve("sea")
     calls = []
     real = retrieval_module.tokenize
-    monkeypatch.setattr(retrieval_module, "tokenize", lambda text, **kw: (calls.append(text), real(text, **kw))[1])
+    for module in (retrieval_module, wiki_index_module):  # the query's terms, the items' terms
+        monkeypatch.setattr(module, "tokenize", lambda text, **kw: (calls.append(text), real(text, **kw))[1])
     store.add("notes", "note-07", "rewritten note about whales")
     result = index.retrieve("whales")
     assert [e.item.name for e in result.items] == ["note-07"]

@@ -6,7 +6,8 @@ import pytest
 from fakes import FakeOpenAI
 
 from wikimem import MemoryIndex, MemoryStore, RecallItem
-from wikimem.recall.index import _Candidate, _fuse
+from wikimem.recall.fusion import Candidate as _Candidate
+from wikimem.recall.fusion import fuse as _fuse
 
 
 def cand(name: str, bm25: float, cos: float) -> _Candidate:

@@ -67,6 +67,6 @@ def test_function_words_no_longer_decide_the_ranking(chatter):
 def test_the_index_keeps_every_term(chatter):
     index = MemoryIndex(chatter, use_jieba=False, query_stopwords=True)
     index.retrieve("shelter")
-    assert "the" in index._bm25.doc_terms(("s1", "t3"))  # only queries are filtered
+    assert "the" in index.wiki.bm25.doc_terms(("s1", "t3"))  # only queries are filtered
     result = index.retrieve("what did you do")  # function words only: searched as they are
     assert result.query_terms == ["what", "did", "you", "do"] and result.items

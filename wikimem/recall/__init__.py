@@ -1,20 +1,24 @@
 """Retrieval: :class:`MemoryIndex` and what it holds — BM25 (and its numpy half), the tokenizer, query
-stopwords, the diary index, fusion, the embedding side, the result types."""
+stopwords, the wiki and diary indexes, the vectors and their fusion with BM25, result assembly, the result types."""
 
 from __future__ import annotations
 
 from .bm25 import K1, B, BM25Index, idf
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency, fuse, normalise, recency_factor
+from .hybrid import HybridRanker
 from .index import DIARY_MODES, MemoryIndex
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
-from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, RetrievalVectors
+from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, Contents, IndexVectors
 from .stopwords import CHINESE_CHARS, CHINESE_WORDS, ENGLISH, content_terms, is_function_term
-from .tokenizer import JIEBA_MAX_RUN, est_tokens, jieba_available, tokenize
+from .tokenizer import JIEBA_MAX_RUN, cached_terms, est_tokens, item_text, jieba_available, tokenize
+from .wiki_index import WikiIndex
 
 __all__ = [
     "tokenize",
+    "cached_terms",
     "est_tokens",
+    "item_text",
     "jieba_available",
     "JIEBA_MAX_RUN",
     "ENGLISH",
@@ -35,8 +39,11 @@ __all__ = [
     "RetrievalResult",
     "RecallOptions",
     "Query",
+    "WikiIndex",
     "DiaryIndex",
-    "RetrievalVectors",
+    "IndexVectors",
+    "Contents",
+    "HybridRanker",
     "EMBED_SLICE",
     "EMBED_RETRY_SECONDS",
     "EMBED_BUSY_SECONDS",

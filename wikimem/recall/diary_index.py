@@ -29,17 +29,13 @@ from wikimem.naming import DATE_RE
 from wikimem.vectors import content_hash, embed_text
 
 from .bm25 import BM25Index
-from .tokenizer import tokenize
+from .tokenizer import item_text, tokenize
 
 __all__ = ["DiaryIndex"]
 
 Key = tuple[str, str, int]
 
 Signature = dict[str, Stamp]
-
-
-def _text(item: RecallItem) -> str:
-    return item.name + "\n" + item.content
 
 
 def _keyed(date: str, entries: Iterable[Any]) -> list[tuple[Key, RecallItem]]:
@@ -141,7 +137,7 @@ class DiaryIndex:
             if before is None or before.content != item.content:
                 if before is not None:
                     self._unhash(key, before)
-                self.bm25.add(key, tokenize(_text(item), use_jieba=self.use_jieba))
+                self.bm25.add(key, tokenize(item_text(item), use_jieba=self.use_jieba))
                 self._by_hash.setdefault(content_hash(embed_text(item.name, item.content)), set()).add(key)
                 changed = True
             elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):

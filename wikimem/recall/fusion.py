@@ -22,6 +22,12 @@ class Candidate:
     score: float | None = None
 
 
+def _by_score(c: Candidate) -> tuple[float, tuple]:
+    """Best score first, ties by key (called once every candidate has its score)."""
+    assert c.score is not None
+    return -c.score, c.key
+
+
 def normalise(values: list[float]) -> list[float]:
     """Min-max to [0, 1]; a set without spread maps to 1.0 where positive, else 0.0."""
     if not values:
@@ -46,7 +52,7 @@ def fuse(cands: list[Candidate], weight: float) -> list[Candidate]:
     for c, b in zip(cands, bm):
         v = next(cs) if c.cos is not None else b
         c.score = weight * b + (1 - weight) * v
-    return sorted(cands, key=lambda c: (-c.score, c.key))
+    return sorted(cands, key=_by_score)
 
 
 def recency_factor(entry_date: str, today: date, half_life: float) -> float:
@@ -68,4 +74,4 @@ def apply_recency(cands: list[Candidate], today: date, half_life: float | None) 
             c.score = base * recency_factor(c.item.file, today, half_life)
         elif c.score is None:
             c.score = c.bm25
-    return sorted(cands, key=lambda c: (-c.score, c.key))
+    return sorted(cands, key=_by_score)

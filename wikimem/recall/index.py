@@ -1,100 +1,44 @@
-"""MemoryIndex: retrieval over a store — BM25 (+ optional embedding fusion),
-one-hop wiki-link expansion, a token budget and time gating.
+"""MemoryIndex: retrieval over a store — BM25 (+ optional embedding fusion), one-hop wiki-link
+expansion, a token budget and time gating (the pipeline: :meth:`MemoryIndex.retrieve`).
 
-The pipeline of :meth:`MemoryIndex.retrieve`, in order:
-
-1. time gate — ``time_range`` if given ("explicit"), else the query's own
-   time expressions (:func:`~wikimem.timeparse.scan_time`, "parsed"; they
-   are then taken out of the text that is searched). An empty window is
-   widened by one day on each side, once. The wiki is never filtered by time.
-2. query terms — the tokens of the text; with ``query_stopwords`` the
-   function words are dropped (:func:`~wikimem.recall.stopwords.content_terms`,
-   all kept when nothing else is left). The index is never filtered.
-3. rank — BM25 over the wiki plus the diary entries in play, or, with an
-   embedder, the fusion of BM25 and cosine scores. Which diary entries:
-   ``diary="window"`` (the seed's behaviour, the default) — the window's
-   entries only, scored with the statistics of the wiki plus the window;
-   ``diary="all"`` — every entry, indexed incrementally, ranked with the
-   wiki (statistics over both; a window then filters the diary's
-   candidates), optionally with a recency prior (``recency_half_life``).
-   A query without terms returns the window's entries newest first, or
-   what the embedding path ranks, or nothing.
-4. the top ``limit`` hits; then each hit's link targets right after it
-   (``source="link"``, no recursion). The first entry in injection order
-   survives: a target linked from an earlier hit stays ``"link"`` even when
-   it is also a later hit (that later hit is not repeated). Missing targets
-   are reported in ``unresolved_links``.
-5. budget — a prefix cut in that order with :func:`~wikimem.recall.tokenizer.est_tokens`;
-   the first entry always survives (the seed's rule: a prompt gets at least
-   the best memory), unless ``budget_strict=True`` — then nothing over the
-   budget is returned, possibly nothing at all.
-
-Freshness: the index follows ``store.revision``; on a change it asks the
-store which RecallFiles changed and re-reads only those, re-indexing only
-the items whose text differs. ``refresh(files)`` does the same for changes
-learnt elsewhere (another process), ``rebuild()`` rescans everything. The
-diary index (``diary="all"``) follows the diary folder day by day.
-
-Embeddings (optional, :mod:`wikimem.vectors`): with ``embed_in_background``
-a retrieve never embeds memory — a background worker does, and retrieval
-scores with the vectors that exist (items not embedded yet are ranked by
-BM25 alone; ``RetrievalResult.vectors`` says how far embedding is).
-``neighbour_context`` scores each item with its neighbours in the same file
-too. Only the query is embedded on the request path.
-
-Modules: the result types are in :mod:`wikimem.recall.results` (imported
-from here as before), the embedding side of the index
-(:class:`~wikimem.recall.semantic.RetrievalVectors`, mixed into
-:class:`MemoryIndex`) in :mod:`wikimem.recall.semantic`.
+What it holds: the wiki (:mod:`~wikimem.recall.wiki_index`), the diary (:mod:`~wikimem.recall.diary_index`,
+``diary="all"``), the vectors (:mod:`~wikimem.recall.semantic`) and their fusion with BM25
+(:mod:`~wikimem.recall.hybrid`); results are assembled in :mod:`~wikimem.recall.assembly`. The
+result types (:mod:`~wikimem.recall.results`) are imported from here as before.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Iterable
+import time
+import weakref
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from wikimem.models import RecallItem, as_recall_item
+from wikimem.models import as_recall_item
 from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
-from .bm25 import BM25Index
+from .assembly import cut, entries, expand
 from .diary_index import DiaryIndex
-from .fusion import Candidate as _Candidate
-from .fusion import apply_recency
-from .fusion import fuse as _fuse
+from .fusion import Candidate, apply_recency
+from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
-from .semantic import RetrievalVectors
+from .semantic import Contents, IndexVectors
 from .stopwords import content_terms
-from .tokenizer import est_tokens, jieba_available, tokenize
+from .tokenizer import cached_terms, item_text, jieba_available, tokenize
+from .wiki_index import WikiIndex
 
 __all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES"]
-
-log = logging.getLogger(__name__)
 
 # How many BM25 candidates (and vector neighbours) fusion looks at, per hit asked for.
 _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN = 3, 30
 DIARY_MODES = ("window", "all")
 
 
-@lru_cache(maxsize=8192)
-def _cached_terms(text: str, use_jieba: bool) -> tuple[str, ...]:
-    # Window entries are tokenised per query (the seed's mode does not index
-    # them); most windows repeat, so remember recent ones.
-    return tuple(tokenize(text, use_jieba=use_jieba))
-
-
-def _text(item: RecallItem) -> str:
-    return item.name + "\n" + item.content
-
-
-def _check_int(value: Any, what: str, *, allow_none: bool) -> int | None:
-    if value is None and allow_none:
-        return None
+def _check_count(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
     return value
@@ -129,8 +73,19 @@ def _widen(window: tuple[str, str]) -> tuple[str, str]:
     return start.isoformat(), end.isoformat()
 
 
-class MemoryIndex(RetrievalVectors):
-    """BM25 (+ optional embedding fusion) over a store; see the module docstring.
+def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
+    """``method()`` while its object lives, else False: a queued background job keeps no index alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> bool:
+        bound = ref()
+        return bound() if bound is not None else False
+
+    return call
+
+
+class MemoryIndex:
+    """BM25 (+ optional embedding fusion) over a store; see :meth:`retrieve`.
 
     ``store`` needs only: ``root``, ``files()``, ``items(file=None)``,
     ``get(file, name)``, ``revision``, ``changed_files_since(revision)`` and
@@ -138,14 +93,22 @@ class MemoryIndex(RetrievalVectors):
     ``diary="all"``) — a read-only snapshot store works the same. Safe to
     share between threads.
 
+    Freshness: the index follows ``store.revision``; on a change it asks the
+    store which RecallFiles changed and re-reads only those, re-indexing only
+    the items whose text differs. ``refresh(files)`` does the same for changes
+    learnt elsewhere (another process), ``rebuild()`` rescans everything. The
+    diary index (``diary="all"``) follows the diary folder day by day.
+
     Options beyond the seed (all off by default, the seed's behaviour):
     ``query_stopwords`` drops function words from query terms;
     ``neighbour_context`` (True or a :class:`~wikimem.vectors.NeighbourContext`)
     scores items with their neighbours too; ``embed_in_background`` moves
     every embedding of memory off the request path (``worker``: the
     :class:`~wikimem.vectors.worker.EmbeddingWorker` to use, the
-    process-wide one by default); ``diary`` is the default diary mode of
-    :meth:`retrieve`.
+    process-wide one by default) — retrieval then scores with the vectors
+    that exist (items not embedded yet are ranked by BM25 alone;
+    ``RetrievalResult.vectors`` says how far embedding is); ``diary`` is the
+    default diary mode of :meth:`retrieve`.
     """
 
     def __init__(self, store: Any, *, use_jieba: bool | None = None, embedder: Any = None,
@@ -168,43 +131,27 @@ class MemoryIndex(RetrievalVectors):
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
-        self._worker = worker
         self._lock = threading.RLock()
-        self._bm25 = BM25Index()
-        self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
-        # (file, name) -> (item, tokens_est, links), valid while the index holds that item
-        self._facts_cache: dict[tuple[str, str], tuple] = {}
-        self._revision: Any = None
-        self._built = False
-        self._diary_index: DiaryIndex | None = None
-        self._embed_lock = threading.Lock()
-        self._search: Any = None
-        self._search_broken = False  # the vector layer cannot load (no numpy): stop trying
-        self._generation = 0  # bumped by every change of the indexed wiki
-        self._synced: Any = None  # (wiki generation, diary generation) the vectors were last synced with
-        self._embed_ok = True
-        self._retry_at = 0.0  # background: no new step before this (monotonic) time
-        self._counts: tuple[Any, tuple[int, int]] | None = None
-        self._diary_wanted: dict[tuple[str, str, str], RecallItem] = {}  # background: window entries to embed
+        self.wiki = WikiIndex(store, use_jieba=self.use_jieba)
+        self._diary_index: DiaryIndex | None = None  # built by the first use of diary="all"
+        self.vectors: IndexVectors | None = None
+        self._hybrid: HybridRanker | None = None
+        if embedder is not None:
+            self.vectors = IndexVectors(embedder, self.vectors_dir, binary_threshold=binary_threshold,
+                                        neighbour_context=neighbour_context, background=self.embed_in_background,
+                                        worker=worker, step=_weak(self.embed_step))
+            self._hybrid = HybridRanker(self.vectors, self.wiki, self._lock, self.fusion_weight)
 
     # -- keeping the index fresh -------------------------------------------
 
     def __len__(self) -> int:
         """Number of wiki items indexed."""
-        return len(self._bm25)
+        return len(self.wiki)
 
     def rebuild(self) -> None:
         """Rescan the whole store now (after edits made outside this process)."""
         with self._lock:
-            revision = self.store.revision
-            bm25, files, use_jieba = BM25Index(), {}, self.use_jieba
-            items = self.store.items()
-            for item in items:
-                files.setdefault(item.file, {})[item.name] = item
-            bm25.extend(((i.file, i.name), tokenize(_text(i), use_jieba=use_jieba)) for i in items)
-            self._bm25, self._files, self._facts_cache = bm25, files, {}
-            self._revision, self._built = revision, True
-            self._generation += 1
+            self.wiki.rebuild()
             if self._diary_index is not None:
                 self._diary_index.rebuild()
 
@@ -217,52 +164,17 @@ class MemoryIndex(RetrievalVectors):
         if isinstance(files, str):
             files = [files]
         with self._lock:
-            if not self._built:
+            if not self.wiki.built:
                 self.rebuild()
                 return
-            fresh = [(f, self.store.items(f)) for f in sorted(set(files))]  # read all before changing any
-            for file, items in fresh:
-                self._apply_file(file, items)
-
-    def _apply_file(self, file: str, items: list[RecallItem]) -> None:
-        """Diff one file's items against the index; re-index only what changed."""
-        new = {i.name: i for i in items}
-        old = self._files.get(file, {})
-        changed = list(new) != list(old)  # the order of items decides neighbours
-        for name in old.keys() - new.keys():
-            self._bm25.remove((file, name))
-            self._facts_cache.pop((file, name), None)
-            changed = True
-        for name, item in new.items():
-            before = old.get(name)
-            if before is None or before.content != item.content:
-                self._bm25.add((file, name), tokenize(_text(item), use_jieba=self.use_jieba))
-                changed = True
-            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
-                changed = True  # provenance only: same terms, new item object
-        if new:
-            self._files[file] = new
-        else:
-            self._files.pop(file, None)
-        if changed:
-            self._generation += 1
+            self.wiki.refresh(files)
 
     def _ensure_fresh(self, mode: str = "window") -> None:
         """Bring the index up to ``store.revision`` (called under the lock)."""
         if mode == "all":
             self._diary_fresh()
-        revision = self.store.revision
-        if not self._built:
+        if not self.wiki.catch_up():
             self.rebuild()
-            return
-        if revision == self._revision:
-            return
-        changed = self.store.changed_files_since(self._revision)
-        if changed is None:
-            self.rebuild()
-            return
-        self.refresh(changed)
-        self._revision = revision
 
     def _diary_fresh(self) -> DiaryIndex:
         if self._diary_index is None:
@@ -285,11 +197,40 @@ class MemoryIndex(RetrievalVectors):
         is multiplied by ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
         the first entry does not survive a budget it alone exceeds. Invalid
         arguments raise ``ValueError``.
+
+        The pipeline, in order:
+
+        1. time gate — ``time_range`` if given ("explicit"), else the query's own
+           time expressions (:func:`~wikimem.timeparse.scan_time`, "parsed"; they
+           are then taken out of the text that is searched). An empty window is
+           widened by one day on each side, once. The wiki is never filtered by time.
+        2. query terms — the tokens of the text; with ``query_stopwords`` the
+           function words are dropped (:func:`~wikimem.recall.stopwords.content_terms`,
+           all kept when nothing else is left). The index is never filtered.
+        3. rank — BM25 over the wiki plus the diary entries in play, or, with an
+           embedder, the fusion of BM25 and cosine scores. Which diary entries:
+           ``diary="window"`` (the seed's behaviour, the default) — the window's
+           entries only, scored with the statistics of the wiki plus the window;
+           ``diary="all"`` — every entry, indexed incrementally, ranked with the
+           wiki (statistics over both; a window then filters the diary's
+           candidates), optionally with a recency prior (``recency_half_life``).
+           A query without terms returns the window's entries newest first, or
+           what the embedding path ranks, or nothing. Only the query is embedded
+           on the request path when ``embed_in_background``.
+        4. the top ``limit`` hits; then each hit's link targets right after it
+           (``source="link"``, no recursion). The first entry in injection order
+           survives: a target linked from an earlier hit stays ``"link"`` even when
+           it is also a later hit (that later hit is not repeated). Missing targets
+           are reported in ``unresolved_links``.
+        5. budget — a prefix cut in that order with :func:`~wikimem.recall.tokenizer.est_tokens`;
+           the first entry always survives (the seed's rule: a prompt gets at least
+           the best memory), unless ``budget_strict=True`` — then nothing over the
+           budget is returned, possibly nothing at all.
         """
         if not isinstance(query, str):
             raise ValueError(f"query must be a string, got {type(query).__name__}")
-        limit = _check_int(limit, "limit", allow_none=False)
-        budget_tokens = _check_int(budget_tokens, "budget_tokens", allow_none=True)
+        limit = _check_count(limit, "limit")
+        budget_tokens = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
         mode = self.diary if diary is None else _check_diary(diary)
         half_life = _check_half_life(recency_half_life)
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
@@ -300,11 +241,11 @@ class MemoryIndex(RetrievalVectors):
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
         if result.time_range:
-            self._open_window(q, result)
-        embed = self.embedder is not None and bool(text.strip())
+            self._open_window(q, result, result.time_range)
+        embed = self.vectors is not None and bool(text.strip())
         if not terms and not q.window and not embed:
             return result
-        if self.embedder is None:
+        if self.vectors is None:
             with self._lock:  # one consistent view of the index, from ranking to links
                 hits = self._hits(q, limit, result)
                 self._assemble(hits, q, expand_links, result)
@@ -314,36 +255,12 @@ class MemoryIndex(RetrievalVectors):
                 self._assemble(hits, q, expand_links, result)
             if explain:
                 result.vectors = self._vector_counts_dict()
-        self._cut(result.items, budget_tokens, explain, result, strict=bool(budget_strict))
+        keep = cut(result.items, budget_tokens, strict=bool(budget_strict))
+        result.items, dropped = result.items[:keep], result.items[keep:]
+        result.budget_used = sum(e.tokens_est for e in result.items)
+        if explain:
+            result.dropped = dropped
         return result
-
-    def _open_window(self, q: Query, result: RetrievalResult) -> None:
-        """The window's diary entries (widened once when empty)."""
-        if q.mode == "window":
-            q.window = self._window(result)
-            return
-        with self._lock:
-            index = self._diary_fresh()
-            entries = index.keyed(*result.time_range)
-            if not entries:
-                result.time_range, result.time_range_widened = _widen(result.time_range), True
-                entries = index.keyed(*result.time_range)
-        q.dates = result.time_range
-        q.window = [item for _, item in entries]
-
-    def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
-        if q.terms:
-            return self._rank(q, limit, result)
-        if q.window:  # a window and nothing to search for: the window, newest first
-            return [_Candidate((i.file, i.name, n), i, "diary") for n, i in enumerate(q.window)][::-1][:limit]
-        return self._rank(q, limit, result)  # the embedding path alone
-
-    def _assemble(self, hits: list[_Candidate], q: Query, expand_links: bool, result: RetrievalResult) -> None:
-        """Result entries for the hits, with their link targets (called under the lock)."""
-        self._ensure_fresh()  # link targets come from the index
-        wanted = set(q.terms)
-        entries = self._entries(hits, wanted)
-        result.items = self._expand(entries, wanted, result) if expand_links else entries
 
     def _gate(self, query: str, time_range: Any, tz: Any, result: RetrievalResult) -> str:
         """Set the result's time window; return the text left to search."""
@@ -356,163 +273,157 @@ class MemoryIndex(RetrievalVectors):
         result.time_range, result.time_range_source = found.range, "parsed"
         return found.strip(query)
 
-    def _window(self, result: RetrievalResult) -> list[RecallItem]:
-        entries = self.store.diary.window(*result.time_range)
-        if not entries:
-            result.time_range, result.time_range_widened = _widen(result.time_range), True
-            entries = self.store.diary.window(*result.time_range)
-        return [as_recall_item(e) for e in entries]
+    def _open_window(self, q: Query, result: RetrievalResult, window: tuple[str, str]) -> None:
+        """The window's diary entries (widened once when empty)."""
+        if q.mode == "window":
+            entries = self.store.diary.window(*window)
+            if not entries:
+                result.time_range, result.time_range_widened = _widen(window), True
+                entries = self.store.diary.window(*result.time_range)
+            q.window = [as_recall_item(e) for e in entries]
+            return
+        with self._lock:
+            index = self._diary_fresh()
+            keyed = index.keyed(*window)
+            if not keyed:
+                window = _widen(window)
+                result.time_range, result.time_range_widened = window, True
+                keyed = index.keyed(*window)
+        q.dates = window
+        q.window = [item for _, item in keyed]
 
-    def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[_Candidate]:
+    def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
+        if q.terms:
+            return self._rank(q, limit, result)
+        if q.window:  # a window and nothing to search for: the window, newest first
+            return [Candidate((i.file, i.name, n), i, "diary") for n, i in enumerate(q.window)][::-1][:limit]
+        return self._rank(q, limit, result)  # the embedding path alone
+
+    def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
         """The top ``limit`` candidates: BM25, or fused with cosine when an embedder works."""
-        wide = self.embedder is not None or q.half_life is not None
+        wide = self.vectors is not None or q.half_life is not None
         pool = max(limit * _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN) if wide else limit
         if q.mode == "window":
-            q.extra.extend(((i.file, i.name, n), _cached_terms(_text(i), self.use_jieba))
+            q.extra.extend(((i.file, i.name, n), cached_terms(item_text(i), self.use_jieba))
                            for n, i in enumerate(q.window))
         with self._lock:
             self._ensure_fresh(q.mode)
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
-            snapshot = self._snapshot_for_vectors(q.mode)
-        if self.embedder is None or not limit:
+            lagging = self._lagging(q.mode)
+        if self._hybrid is None or not limit:
             return self._prior(cands, q)[:limit]
-        fused = self._fusion(q, cands, pool, snapshot)
+        fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
         if fused is None:
             return self._prior(cands, q)[:limit]
         result.embedding_used = True
         return self._prior(fused, q)[:limit]
 
-    def _prior(self, cands: list[_Candidate], q: Query) -> list[_Candidate]:
+    def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_candidates(self, q: Query, pool: int) -> list[_Candidate]:
+    def _bm25_candidates(self, q: Query, pool: int) -> list[Candidate]:
         """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock)."""
+        bm25 = self.wiki.bm25
         if q.mode == "window":
-            ranked = self._bm25.top_k(q.terms, pool, extra=q.extra)
+            ranked = bm25.top_k(q.terms, pool, extra=q.extra)
             return [self._candidate(key, score, q) for key, score in ranked]
-        diary = self._diary_index
-        wiki = [(k, s) for k, s in self._bm25.top_k(q.terms, pool, peers=[diary.bm25])]
+        diary = self._diary_made()
+        wiki = bm25.top_k(q.terms, pool, peers=[diary.bm25])
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, pool, peers=[self._bm25])
+            days = diary.bm25.top_k(q.terms, pool, peers=[bm25])
         else:
             start, end = q.dates
-            days = [(k, s) for k, s in diary.bm25.top_k(q.terms, None, peers=[self._bm25]) if start <= k[0] <= end]
+            every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
+            days = [(k, s) for k, s in every if start <= k[0] <= end]
         ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:pool]
         return [self._candidate(key, score, q) for key, score in ranked]
 
-    def _candidate(self, key: tuple, score: float, q: Query) -> _Candidate:
+    def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:
-            item = q.window[key[2]] if q.mode == "window" else self._diary_index.item(key)
-            return _Candidate(key, item, "diary", score)
-        return _Candidate(key, self._files[key[0]][key[1]], "wiki", score)
+            item = q.window[key[2]] if q.mode == "window" else self._diary_made().item(key)
+            return Candidate(key, item, "diary", score)
+        return Candidate(key, self.wiki.item(key), "wiki", score)
 
-    # -- fusion (the vector side: retrieval_vectors.RetrievalVectors) --------
+    def _diary_made(self) -> DiaryIndex:
+        """The diary index, once ``_ensure_fresh("all")`` made it (called under the lock)."""
+        assert self._diary_index is not None
+        return self._diary_index
 
-    def _fusion(self, q: Query, cands: list[_Candidate], pool: int, snapshot: tuple | None) -> list[_Candidate] | None:
-        """BM25 fused with cosine scores; None when the embedding path fails (BM25 only)."""
-        try:
-            search = self._embedding_search()
-            if search is None:
-                return None
-            if self.embed_in_background:
-                if snapshot is not None:
-                    self._schedule()
-                if not search.ready():  # nothing embedded yet: BM25 until the worker has run
-                    return None
-            else:
-                self._sync_vectors(search, snapshot)
-            fused = self._scored(q, cands, pool, search)
-        except Exception as exc:  # down, timeout, bad answer, mismatch: degrade, never raise
-            if self._embed_ok:
-                log.warning("embedding path failed, retrieval is BM25 only: %s", exc)
-            self._embed_ok = False
+    def _assemble(self, hits: list[Candidate], q: Query, expand_links: bool, result: RetrievalResult) -> None:
+        """Result entries for the hits, with their link targets (called under the lock)."""
+        self._ensure_fresh()  # link targets come from the index
+        wanted = set(q.terms)
+        found = entries(hits, wanted, self.wiki)
+        if expand_links:
+            found, result.unresolved_links = expand(found, wanted, self.wiki)
+        result.items = found
+
+    # -- the vectors -----------------------------------------------------------
+
+    def _state_key(self, mode: str) -> tuple:
+        diary = self._diary_index.generation if (mode == "all" and self._diary_index is not None) else None
+        return self.wiki.generation, diary
+
+    def _contents(self, mode: str) -> Contents:
+        """What the index holds, for its vectors (called under the lock, after ``_ensure_fresh(mode)``)."""
+        diary = self._diary_index.items() if mode == "all" and self._diary_index is not None else None
+        return Contents(mode, self._state_key(mode), self.wiki.items(), diary)
+
+    def _lagging(self, mode: str) -> Contents | None:
+        """The contents when the vectors may not cover them, else None (called under the lock)."""
+        if self.vectors is None or not self.vectors.lags(self._state_key(mode), mode):
             return None
-        self._embed_ok = True
-        return _fuse(fused, self.fusion_weight) if fused else []
+        return self._contents(mode)
 
-    # -- result assembly -----------------------------------------------------
+    def _vector_mode(self) -> str:
+        return self.diary if self._diary_index is None else "all"
 
-    def _facts(self, item: RecallItem, kind: str) -> tuple[int, list]:
-        """An item's token estimate and links, remembered for indexed wiki items."""
-        if kind != "wiki":
-            return est_tokens(_text(item)), item.links
-        key = (item.file, item.name)
-        cached = self._facts_cache.get(key)
-        if cached is not None and cached[0] is item:
-            return cached[1], cached[2]
-        facts = (est_tokens(_text(item)), item.links)
-        if self._files.get(item.file, {}).get(item.name) is item:
-            self._facts_cache[key] = (item, *facts)
-        return facts
+    def embed_step(self) -> bool:
+        """One background step: embed a slice of what is missing; True while more is left."""
+        if self.vectors is None or self.vectors.search() is None:
+            return False
+        with self._lock:
+            mode = self._vector_mode()
+            self._ensure_fresh(mode)
+            contents = self._contents(mode)
+        more = self.vectors.embed(contents)
+        with self._lock:
+            return more or self._state_key(mode) != contents.key
 
-    def _matched(self, item: RecallItem, kind: str, terms: set[str]) -> list[str]:
-        if not terms:
-            return []
-        if kind == "wiki" and self._files.get(item.file, {}).get(item.name) is item:
-            have = self._bm25.doc_terms((item.file, item.name))  # indexed: the terms are at hand
-        else:  # a diary entry, or an item replaced since it was ranked
-            have = _cached_terms(_text(item), self.use_jieba)
-        return sorted(terms.intersection(have))
+    def vector_counts(self) -> tuple[int, int]:
+        """``(embedded, total)``: items (and, with ``diary="all"``, diary entries) with their vectors.
 
-    def _entries(self, hits: list[_Candidate], terms: set[str]) -> list[RetrievedItem]:
-        return [RetrievedItem(
-            item=c.item, source="hit",
-            score=c.score if c.score is not None else (c.bm25 if terms else None),
-            bm25_score=c.bm25 if terms or c.cos is not None else None,
-            cos_score=c.cos,
-            matched_terms=self._matched(c.item, c.kind, terms),
-            tokens_est=self._facts(c.item, c.kind)[0],
-            kind=c.kind,
-        ) for c in hits]
-
-    def _expand(self, hits: list[RetrievedItem], terms: set[str], result: RetrievalResult) -> list[RetrievedItem]:
-        """Each hit followed by its link targets: one hop, each item once, dangling ones reported.
-
-        The first entry in injection order survives: a later hit that an
-        earlier hit already brought in as a link is not repeated (its own
-        links are still followed, from where it would have been).
+        Without an embedder ``embedded`` is 0. With background embedding,
+        asking also schedules what is missing, so a client can poll this
+        until both numbers agree.
         """
-        seen: set[int] = set()
-        unresolved: dict[str, None] = {}
-        out = []
-        for hit in hits:
-            if id(hit.item) not in seen:
-                seen.add(id(hit.item))
-                out.append(hit)
-            for link in self._facts(hit.item, hit.kind)[1]:
-                target = self._files.get(link.file, {}).get(" ".join(link.name.split()))
-                if target is None:
-                    unresolved.setdefault(link.render(), None)
-                    continue
-                if id(target) in seen:
-                    continue
-                seen.add(id(target))
-                out.append(RetrievedItem(
-                    item=target, source="link", via=hit.item.name, via_file=hit.item.file,
-                    matched_terms=self._matched(target, "wiki", terms),
-                    tokens_est=self._facts(target, "wiki")[0],
-                ))
-        result.unresolved_links = list(unresolved)
-        return out
+        with self._lock:
+            mode = self._vector_mode()
+            self._ensure_fresh(mode)
+            contents = self._contents(mode)
+        if self.vectors is None:
+            return 0, contents.total
+        return self.vectors.counts(contents)
 
-    @staticmethod
-    def _cut(entries: list[RetrievedItem], budget: int | None, explain: bool, result: RetrievalResult, *,
-             strict: bool = False) -> None:
-        """Prefix cut in injection order; the first entry always survives unless ``strict``."""
-        keep = len(entries)
-        if budget is not None:
-            used = 0
-            for n, e in enumerate(entries):
-                if (n or strict) and used + e.tokens_est > budget:
-                    keep = n
-                    break
-                used += e.tokens_est
-        result.items = entries[:keep]
-        result.budget_used = sum(e.tokens_est for e in result.items)
-        if explain:
-            result.dropped = entries[keep:]
+    def _vector_counts_dict(self) -> dict[str, int] | None:
+        try:
+            embedded, total = self.vector_counts()
+        except Exception:  # explain must never fail because of the vector layer
+            return None
+        return {"embedded": embedded, "total": total}
+
+    def wait_for_vectors(self, timeout: float = 60.0) -> bool:
+        """Block until every item has its vectors (background embedding); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            embedded, total = self.vector_counts()
+            if embedded >= total:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 def _tzinfo(tz: Any):

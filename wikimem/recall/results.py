@@ -85,7 +85,7 @@ class RetrievalResult:
 
         ``diary`` appears when it is ``"all"``, ``vectors`` when it was measured.
         """
-        out = {
+        out: dict[str, Any] = {
             "items": [e.to_dict() for e in self.items],
             "budget_tokens": self.budget_tokens,
             "budget_used": self.budget_used,

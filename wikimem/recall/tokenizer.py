@@ -1,4 +1,6 @@
-"""Tokenisation for retrieval, and the token estimate used by the budget.
+"""Tokenisation for retrieval, and the token estimate used by the budget:
+:func:`tokenize` (:func:`cached_terms` remembers recent texts), :func:`est_tokens`,
+:func:`item_text` (what of an item is searched), :func:`jieba_available`.
 
 Latin text becomes lowercased ``[a-z0-9]+`` words. CJK text (Han, kana,
 Hangul) becomes character bigrams — a lone CJK character is its own token,
@@ -17,8 +19,10 @@ import importlib.util
 import logging
 import re
 import threading
+from functools import lru_cache
+from typing import Any
 
-__all__ = ["tokenize", "est_tokens", "jieba_available", "JIEBA_MAX_RUN"]
+__all__ = ["tokenize", "cached_terms", "est_tokens", "item_text", "jieba_available", "JIEBA_MAX_RUN"]
 
 # Longest CJK run handed to jieba. Real sentences between punctuation are far
 # shorter; beyond it jieba's cost per character grows (DAG + HMM over one
@@ -97,6 +101,21 @@ def tokenize(text: str, *, use_jieba: bool | None = None) -> list[str]:
         else:
             _bigrams(token, out)
     return out
+
+
+@lru_cache(maxsize=8192)
+def cached_terms(text: str, use_jieba: bool) -> tuple[str, ...]:
+    """:func:`tokenize`, remembered for recent texts.
+
+    Diary window entries are tokenised per query (the seed's mode does not
+    index them); most windows repeat.
+    """
+    return tuple(tokenize(text, use_jieba=use_jieba))
+
+
+def item_text(item: Any) -> str:
+    """What retrieval searches and estimates of an item or diary entry: its name, a newline, its content."""
+    return item.name + "\n" + item.content
 
 
 def est_tokens(text: str) -> int:

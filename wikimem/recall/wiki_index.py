@@ -1,0 +1,136 @@
+"""BM25 over a store's wiki items, kept in step with the store file by file (:class:`WikiIndex`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from wikimem.models import RecallItem
+
+from .bm25 import BM25Index
+from .tokenizer import cached_terms, est_tokens, item_text, tokenize
+
+__all__ = ["WikiIndex"]
+
+Key = tuple[str, str]  # (file, name)
+
+
+class WikiIndex:
+    """Every wiki item of a store in a :class:`~wikimem.recall.bm25.BM25Index`, keyed ``(file, name)``.
+
+    Follows ``store.revision``: on a change it asks the store which files
+    changed and re-reads only those, re-indexing only the items whose text
+    differs. ``generation`` is bumped by every change of what is indexed.
+    Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
+    """
+
+    def __init__(self, store: Any, *, use_jieba: bool):
+        self.store = store
+        self.use_jieba = use_jieba
+        self.bm25 = BM25Index()
+        self.built = False
+        self.generation = 0
+        self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
+        # (file, name) -> (item, tokens_est, links), valid while the index holds that item
+        self._facts: dict[Key, tuple[RecallItem, int, list]] = {}
+        self._revision: Any = None
+
+    def __len__(self) -> int:
+        return len(self.bm25)
+
+    # -- what is indexed -----------------------------------------------------
+
+    def get(self, file: str, name: str) -> RecallItem | None:
+        """The indexed item, or None."""
+        return self._files.get(file, {}).get(name)
+
+    def item(self, key: Key) -> RecallItem:
+        """The indexed item of a key the index holds (a BM25 or vector hit)."""
+        return self._files[key[0]][key[1]]
+
+    def items(self) -> list[RecallItem]:
+        """Every indexed item, file by file in file order."""
+        return [item for items in self._files.values() for item in items.values()]
+
+    def holds(self, item: RecallItem) -> bool:
+        """True when this very item object is what the index holds (not one replaced since)."""
+        return self.get(item.file, item.name) is item
+
+    def terms(self, item: RecallItem) -> tuple[str, ...]:
+        """The item's distinct terms when indexed, else its terms (tokenised, remembered)."""
+        if self.holds(item):
+            return self.bm25.doc_terms((item.file, item.name))
+        return cached_terms(item_text(item), self.use_jieba)
+
+    def facts(self, item: RecallItem) -> tuple[int, list]:
+        """The item's token estimate and links, remembered while the index holds it."""
+        key = (item.file, item.name)
+        cached = self._facts.get(key)
+        if cached is not None and cached[0] is item:
+            return cached[1], cached[2]
+        tokens, links = est_tokens(item_text(item)), item.links
+        if self.holds(item):
+            self._facts[key] = (item, tokens, links)
+        return tokens, links
+
+    # -- keeping it fresh ------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Read the whole store again."""
+        revision = self.store.revision
+        bm25 = BM25Index()
+        files: dict[str, dict[str, RecallItem]] = {}
+        items = self.store.items()
+        for item in items:
+            files.setdefault(item.file, {})[item.name] = item
+        bm25.extend(((i.file, i.name), tokenize(item_text(i), use_jieba=self.use_jieba)) for i in items)
+        self.bm25, self._files, self._facts = bm25, files, {}
+        self._revision, self.built = revision, True
+        self.generation += 1
+
+    def catch_up(self) -> bool:
+        """Re-read the files changed since ``store.revision`` was last seen.
+
+        False when only a rebuild can tell: never built, or the store no
+        longer knows what changed.
+        """
+        revision = self.store.revision
+        if not self.built:
+            return False
+        if revision == self._revision:
+            return True
+        changed = self.store.changed_files_since(self._revision)
+        if changed is None:
+            return False
+        self.refresh(changed)
+        self._revision = revision
+        return True
+
+    def refresh(self, files: Iterable[str]) -> None:
+        """Re-read these files (every one before changing any: an invalid name changes nothing)."""
+        fresh = [(f, self.store.items(f)) for f in sorted(set(files))]
+        for file, items in fresh:
+            self.apply_file(file, items)
+
+    def apply_file(self, file: str, items: list[RecallItem]) -> None:
+        """Diff one file's items against the index; re-index only what changed."""
+        new = {i.name: i for i in items}
+        old = self._files.get(file, {})
+        changed = list(new) != list(old)  # the order of items decides neighbours
+        for name in old.keys() - new.keys():
+            self.bm25.remove((file, name))
+            self._facts.pop((file, name), None)
+            changed = True
+        for name, item in new.items():
+            before = old.get(name)
+            if before is None or before.content != item.content:
+                self.bm25.add((file, name), tokenize(item_text(item), use_jieba=self.use_jieba))
+                changed = True
+            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
+                changed = True  # provenance only: same terms, new item object
+        if new:
+            self._files[file] = new
+        else:
+            self._files.pop(file, None)
+        if changed:
+            self.generation += 1
