@@ -52,6 +52,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from sys import intern
+from typing import Any
 
 __all__ = ["BM25Index", "K1", "B", "idf"]
 
@@ -119,7 +120,7 @@ class _Stats:
 
     n: int
     avgdl: float
-    version: int | None  # None: statistics that include extra documents, not cacheable
+    version: Hashable | None  # None: statistics that include extra documents, not cacheable
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ class BM25Index:
             except (ImportError, ValueError):
                 use_numpy = False
         self.use_numpy = bool(use_numpy)
-        self._np = None
+        self._np: Any = None  # the bm25_numpy module, imported on first use
         self._slot_of: dict[Hashable, int] = {}
         self._keys: list = []  # slot -> key, None when removed
         self._terms: list = []  # slot -> tuple of distinct terms, None when removed
@@ -295,7 +296,9 @@ class BM25Index:
     def _renumber(self) -> None:
         """Compact the slot space after many removals (order of slots is kept)."""
         remap = {}
-        keys, terms, dl = [], [], array("i")
+        keys: list = []
+        terms: list = []
+        dl = array("i")
         for slot, key in enumerate(self._keys):
             if key is not None:
                 remap[slot] = len(keys)
@@ -380,7 +383,8 @@ class BM25Index:
         return len(self._slot_of), self._total, self._version
 
     def _stats(self, extra_docs: list[tuple[Hashable, Counter]], peers: Sequence[BM25Index] = ()) -> _Stats:
-        n, total, version = self.counts()
+        n, total, own = self.counts()
+        version: Hashable = own
         if peers:
             counted = [p.counts() for p in peers]
             n += sum(c[0] for c in counted)
