@@ -13,7 +13,7 @@ from .semantic import Contents, IndexVectors
 from .wiki_index import WikiIndex
 
 if TYPE_CHECKING:
-    from wikimem.vectors.search import EmbeddingSearch
+    from wikimem.vectors import EmbeddingSearch
 
 __all__ = ["HybridRanker"]
 

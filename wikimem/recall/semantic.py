@@ -16,7 +16,7 @@ from wikimem.errors import StoreBusy
 from wikimem.models import RecallItem
 
 if TYPE_CHECKING:
-    from wikimem.vectors.search import EmbeddingSearch
+    from wikimem.vectors import EmbeddingSearch
 
 __all__ = ["IndexVectors", "Contents", "EMBED_SLICE", "EMBED_RETRY_SECONDS", "EMBED_BUSY_SECONDS",
            "DIARY_WANTED_MAX"]
