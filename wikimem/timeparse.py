@@ -512,15 +512,19 @@ def event_day(text: str, *, today: date | datetime | str, tz: tzinfo | str | Non
     """The day a text dates an event to: ``YYYY-MM-DD``, ``""`` or None.
 
     ``YYYY-MM-DD`` when the text's time expressions name one day that is
-    not after ``today`` (上周三, yesterday, 7月21号); ``""`` when the text
-    speaks of time but not of one past day (上周 is a week, 明天 the future:
-    a plan is not an event that happened tomorrow); None when it has no
-    time expression at all.
+    not after ``today`` (上周三, yesterday, last Wednesday, 7月21号); ``""``
+    when the text speaks of time but not of one past day (上周 is a week,
+    明天 the future: a plan is not an event that happened tomorrow; "see you
+    Saturday", "last Wednesday" asked on a Friday, which may be either of
+    two); None when it has no time expression at all.
     """
-    found = scan_time(text, tz=tz, today=today)
-    if found is None:
-        return None
-    start, end = found.range
-    if start != end or start > _today(tz, today).isoformat():
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    now = _today(tz, today)
+    ranges, spans = _scan(text, now)
+    if not ranges:
+        return "" if spans else None
+    start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    if start != end or start > now:
         return ""
-    return start
+    return start.isoformat()

@@ -10,7 +10,7 @@ import pytest
 
 from wikimem import parse_time_range
 from wikimem.llm import event_date
-from wikimem.timeparse import scan_time
+from wikimem.timeparse import event_day, scan_time
 
 MON, WED, FRI, SUN = "2026-07-20", "2026-07-22", "2026-07-24", "2026-07-26"
 NEW_YEAR = "2027-01-01"  # a Friday
@@ -225,6 +225,17 @@ SATURDAY = "2026-07-25T10:00:00+08:00"
 ])
 def test_event_date_reads_english(content, ts, expected):
     assert event_date(content, ts=ts, tz="Asia/Shanghai") == expected
+
+
+def test_a_plan_in_the_entry_is_not_redated_by_the_turn():
+    # the entry speaks of time ("on Saturday", the future): the turn's "yesterday" is not used instead
+    assert event_day("She'll go to the beach on Saturday.", today=WED) == ""
+    assert event_date("She'll go to the beach on Saturday.", ts=THURSDAY, tz="Asia/Shanghai",
+                      turn="user: yesterday I decided I'll go to the beach Saturday") is None
+    # words that name no day are no time expression: the turn decides
+    assert event_day("She wore her Sunday best.", today=WED) is None
+    assert event_date("She wore her Sunday best.", ts=THURSDAY, tz="Asia/Shanghai",
+                      turn="user: I wore my Sunday best last night") == "2026-07-22"
 
 
 def test_today_and_tz_pin_the_calendar():
