@@ -97,7 +97,7 @@ def test_marks_follow_the_rollback_and_the_search_leaves_rolled_back_runs_out(ho
     assert host.bulk_parts(BAD) == []  # nothing left to roll back
     assert host.preview_bulk_rollback(BAD).total["owners"] == 0
     owner = host.owner(deploy.owners[0])
-    assert owner.run_rolled_back_by("run_bad_0") == [owner.head()]
+    assert owner.review.run_rolled_back_by("run_bad_0") == [owner.head()]
 
 
 def test_the_bulk_action_is_undone_as_a_whole(host):
@@ -110,7 +110,7 @@ def test_the_bulk_action_is_undone_as_a_whole(host):
     for owner_id in deploy.owners:
         owner = host.owner(owner_id)
         assert owner.item("preferences", "tea").content == "Hates tea."  # the bad run stands again
-        assert owner.run_rolled_back_by(f"run_bad_{int(owner_id[-4:])}") == []
+        assert owner.review.run_rolled_back_by(f"run_bad_{int(owner_id[-4:])}") == []
     rows = {r.run: r for r in host.find_runs(RunQuery.parse(owner_prefix=deploy.owners[0])).runs}
     assert rows["run_bad_0"].rolled_back_by is None
     assert rows["job_u1"].rolled_back_by == rows["job_u2"].commit

@@ -114,14 +114,16 @@ def _last_change(vstore) -> str | None:
     return None
 
 
-class Owner(Review):
+class Owner:
     """One owner's memory, as the web layer and the CLI use it: the one service API of an owner.
 
     Reads come from the working tree (wiki, diary) and the history index;
     every write is one commit under the owner's inter-process lock, carrying
     a :class:`~wikimem.context.WriteContext`. Safe to share between the
-    threads of a process. ``vstore`` is the versioned store underneath, for
-    the library's own tools and tests — the web layer never reaches it.
+    threads of a process. ``review`` holds what operators do beyond reading
+    and writing (:class:`~wikimem.host.review.Review`: history filters, undo
+    marks, blame, text search). ``vstore`` is the versioned store underneath,
+    for the library's own tools and tests — the web layer never reaches it.
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
@@ -131,6 +133,7 @@ class Owner(Review):
         self.id = owner_id
         self.root = Path(root)
         self.vstore = VersionedStore(self.root)
+        self.review = Review(self.vstore, owner_id)
         self.embedder = embedder
         self.llm = llm
         self._cache_dir = cache_dir

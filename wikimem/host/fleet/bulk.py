@@ -114,7 +114,7 @@ def preview(host, query: RunQuery, *, within: str = "") -> BulkPreview:
     plans = []
     for part in select(host.run_index, query, within=within):
         try:
-            plan = host.owner(part.owner).preview_selection(part.runs, part.commits)
+            plan = host.owner(part.owner).review.preview_selection(part.runs, part.commits)
         except NotFound as exc:
             plans.append(OwnerPlan(part, error=str(exc)))
             continue
@@ -132,7 +132,7 @@ def rollback_part(host, part: Part, *, job: str, force: bool = False, actor: str
     out = {"owner": part.owner, "runs": part.runs, "commits": part.commits}
     try:
         owner = host.owner(part.owner)
-        done = owner.rollback_selection(part.runs, part.commits, force=force, message=f"bulk rollback {job}",
+        done = owner.review.rollback_selection(part.runs, part.commits, force=force, message=f"bulk rollback {job}",
                                         ctx=WriteContext(run=job, actor=actor, idempotency_key=f"bulk:{job}"))
     except Conflict as exc:
         return {**out, "status": "conflict", "commit": None, "conflict_count": len(exc.conflicts),
