@@ -62,6 +62,12 @@ class OwnerStats:
             del out["vectors"]
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OwnerStats:
+        """Stats as :meth:`to_dict` gave them (e.g. a peer's listing); a field left out is None."""
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
+
 
 @dataclass
 class BatchResult:
@@ -418,7 +424,8 @@ class Owner:
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
         character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        run = ctx.run or new_run_id()
+        ctx = WriteContext.of(ctx, run=run, actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
             replay = self.vstore.replay(ctx.idempotency_key, "memorize",
                                         self.vstore.request_of(ctx, "memorize"))
@@ -434,8 +441,8 @@ class Owner:
                 if b.replay is not None:
                     return _memorize_replay(b.replay)
                 entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-                b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
-            return MemorizeResult(entries, ctx.run, b.commit)
+                b.result = {"entries": [asdict(e) for e in entries], "run": run}
+            return MemorizeResult(entries, run, b.commit)
 
         return self._write(write)
 
@@ -480,7 +487,7 @@ class Owner:
         return self._write(write)
 
     def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
-        args = dict(op.args)
+        args: dict[str, Any] = dict(op.args)
         if op.kind == "add":
             args.setdefault("source_conv", source_conv)
             item: RecallItem = self.store.add(args.pop("file"), args.pop("name"), args.pop("content"),
