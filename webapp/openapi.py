@@ -537,8 +537,8 @@ _EX_PATCH = ("--- /dev/null\n+++ b/wiki/preferences.md\n@@ -0,0 +1,7 @@\n+# pref
              f"ts={_TS} -->\n")
 _EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91, "cos_score": None, "via": None,
            "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
-_EX_LINK = {"item": _EX_MIA, "source": "link", "score": None, "bm25_score": None, "cos_score": None,
-            "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5, "kind": "wiki"}
+_EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
+                            "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
 _EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
                  "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
                  "time_range_widened": False, "query_terms": ["sea"]}
@@ -547,12 +547,12 @@ _EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done"
                     "results": [{"step": 0, "state": "pending"}],
                     "params": {"owner": "user:ann", "run": "run_20260721T063000Z_5f0c"},
                     "created": _EX_WHEN["created"], "updated": _EX_WHEN["created"], "finished": None}
+_EX_BULK_PARAMS = {"actor": "admin", "force": False, "selection": {"run": "run_1"}, "within": ""}
 _EX_BULK_JOB = {"id": _JOB_ID, "kind": "bulk-rollback", "state": "done", "done": 1, "failed": 0, "total": 1,
                 "results": [{"step": 0, "state": "done", "result": {
                     "owner": "user:ann", "status": "done", "runs": ["run_1"], "commits": [], "changes": 2,
                     "commit": _C3, "replayed": False}}],
-                "params": {"actor": "admin", "force": False, "selection": {"run": "run_1"}, "within": ""},
-                **_EX_WHEN, "finished": _EX_WHEN["updated"]}
+                "params": _EX_BULK_PARAMS, **_EX_WHEN, "finished": _EX_WHEN["updated"]}
 _EX_RUN = {"owner": "user:ann", "run": "run_1", "commit": _C2, "actor": "Elaina", "source_conv": "conv_101",
            "first": "2026-07-21T06:29:58Z", "last": "2026-07-21T06:30:00Z", "commits": 2, "changes": 2,
            "actions": ["add", "diary"], "seq": 3, "rolled_back_by": None}
@@ -670,7 +670,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                               "next": None},
                       "202": {**_EX_BULK_JOB, "state": "queued", "done": 0,
                               "results": [{"step": 0, "state": "pending"}],
-                              "params": {**_EX_BULK_JOB["params"], "selection": {
+                              "params": {**_EX_BULK_PARAMS, "selection": {
                                   "actor": "bad-bot", "since": "2026-07-21", "owner_prefix": "user:"}},
                               "updated": _EX_WHEN["created"], "finished": None}},
 }
@@ -700,9 +700,9 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
                     media["examples"] = {name: deepcopy(dict(case)) for name, case in value.items()}
                 else:
                     media["example"] = deepcopy(value)
-            default = op["responses"].get("default")
-            if default is not None and _media(default) is not None:
-                _media(default)["example"] = deepcopy(_EX_ERROR)
+            error = _media(op["responses"].get("default") or {})
+            if error is not None:
+                error["example"] = deepcopy(_EX_ERROR)
     return paths
 
 
