@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -43,7 +43,7 @@ from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
-from .objects import GitRepo
+from .objects import GitRepo, oid
 from .outcomes import CommitDiff, Committed, Outcome
 from .remote import RemoteMoved
 from .replica import Replica, tracking
@@ -147,9 +147,9 @@ class VersionedStore(Undo):
         self.recover()
         sweep_temp_files(self.root)
         if self.replica is not None:
-            self._reconcile()
+            self._reconcile(self.replica)
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, replica: Replica) -> None:
         """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
 
         Behind it: fast-forward (also after a sync push whose branch move a
@@ -159,7 +159,7 @@ class VersionedStore(Undo):
         that result is pushed before the branch moves to it.
         """
         head, known = self.git.head(), tracking(self.git.repo)
-        if known is None or head == known or known not in self.git.store:
+        if known is None or head == known or oid(known) not in self.git.store:
             return
         if head is None or is_ancestor(self.git, head, known):
             fast_forward(self.git, self.root, known)
@@ -169,8 +169,8 @@ class VersionedStore(Undo):
             base = merge_base(self.git, head, known)
             mine = local_only(self.git, head, base)
             tip = replay(self.git, mine, known)
-            if self.replica.mode == "sync" and tip != known:
-                self.replica.push(self.git, tip)
+            if replica.mode == "sync" and tip != known:
+                replica.push(self.git, tip)
             switch_to(self.git, self.root, tip)
             self.db.forget([c.decode() for c in mine])  # (syncs the index first)
         self.store.invalidate()
@@ -283,7 +283,7 @@ class VersionedStore(Undo):
             return cid, False
         return cid, True
 
-    def _after_move(self, cid: str, shas: dict[str, bytes | None], touches: list[tuple] | None,
+    def _after_move(self, cid: str, shas: Mapping[str, bytes | None], touches: list[tuple] | None,
                     result: dict | None) -> None:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable result."""
         self.git.update_index(shas)
@@ -390,8 +390,9 @@ class VersionedStore(Undo):
         contents = {p: read_bytes(self.root / p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
         lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
-        if len(paths) == 1:
-            folder, name = memory_path(paths[0])
+        where = memory_path(paths[0]) if len(paths) == 1 else None
+        if where is not None:
+            folder, name = where
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
@@ -555,6 +556,8 @@ class VersionedStore(Undo):
         back = re.fullmatch(r"HEAD~(\d*)", text, re.IGNORECASE)
         if back:
             cid = self.git.head()
+            if cid is None:
+                raise NotFound(f"{text}: the memory folder has no commits")
             for _ in range(int(back.group(1) or 1)):
                 parents = self.git.commit(cid).parents
                 if not parents:
@@ -654,7 +657,7 @@ class VersionedStore(Undo):
             return ["no branch main"]
         try:
             tree = self.git.commit_tree(head)
-            for path, sha in self.git.tracked(tree).items():
+            for sha in self.git.tracked(tree).values():
                 self.git.blob(sha)
         except KeyError as exc:
             problems.append(f"missing object {exc}")
