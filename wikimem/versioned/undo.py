@@ -94,7 +94,7 @@ class Undo:
             plan, writes = self._plan_revert(cid, force)
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
-            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
+            b.unit.info = replace(b.unit.info, undo_items=_items(plan))
             self._apply(writes, "revert", f"revert {cid[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
@@ -108,8 +108,8 @@ class Undo:
                 return Committed(None, b.commit, True)
             plan, writes, commits = self._plan_rollback(run, force)
             # Full ids, the run and the items: the commit says exactly what it undid (history links both ways).
-            b.unit.info.update(reverts=list(commits), reverts_runs=[run],
-                               undo_items=[item_line(c) for c in plan.changes])
+            b.unit.info = replace(b.unit.info, reverts_commits=tuple(commits), reverts_runs=(run,),
+                                  undo_items=_items(plan))
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback run {run}")
@@ -125,7 +125,7 @@ class Undo:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
             plan, writes = self._plan_restore(target)
-            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
+            b.unit.info = replace(b.unit.info, undo_items=_items(plan))
             self._apply(writes, "restore", f"restore to {target[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
@@ -169,10 +169,15 @@ class Undo:
                 return Committed(b.replay, b.commit, True)
             ids = self._selected(runs, commits, skip)
             plan, writes = self._plan_set(ids, force, label)
-            b.unit.info.update(reverts=ids, reverts_runs=runs, undo_items=[item_line(c) for c in plan.changes])
+            b.unit.info = replace(b.unit.info, reverts_commits=tuple(ids), reverts_runs=tuple(runs),
+                                  undo_items=_items(plan))
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after the selected runs",
                                conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback {label}"[:200])
             b.result = {"changes": len(plan.changes), "forced": len(plan.conflicts)}
         return Committed(plan, b.commit)
+
+
+def _items(plan: Plan) -> tuple[str, ...]:
+    return tuple(item_line(c) for c in plan.changes)

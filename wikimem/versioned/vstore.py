@@ -35,7 +35,7 @@ from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stam
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, MemoryStore, Unit
+from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
@@ -240,11 +240,11 @@ class VersionedStore(Undo):
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
         contents = {p: read_bytes(self.root / p) for p in paths}
-        message = build_message(records, unit.info, action=unit.info.get("action"))
-        key = unit.info.get("idempotency_key")
-        result = {"key": key, "payload": unit.payload, "request": unit.info.get("request")} if key else None
-        cid, finished = self._commit_files(contents, message, unit.info.get("actor"), touches=_touches(records),
-                                           result=result)
+        info = unit.info
+        key = info.idempotency_key
+        result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
+        cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
+                                           touches=_touches(records), result=result)
         if finished:
             self.intent.clear()
         for listener in self.on_commit:
@@ -456,14 +456,12 @@ class VersionedStore(Undo):
         the commit made once the block is over.
         """
         ctx = WriteContext.of(ctx, **fields)
-        message = validate_provenance(message, "message")
         request = self.request_of(ctx, kind)
-        info = dict(ctx.commit_info())
-        info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts),
-                                        ("request", request)) if v)
-        outcome = Outcome()
-        with self.writer.unit(**info) as unit:
-            outcome.unit = unit
+        info = UnitInfo(run=ctx.run, actor=ctx.actor, source_conv=ctx.source_conv,
+                        idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
+                        action=action or None, request=request or None, reverts=reverts or None)
+        with self.writer.unit(info) as unit:
+            outcome = Outcome(unit)
             if ctx.idempotency_key is not None:
                 outcome.replay = self.replay(ctx.idempotency_key, kind, request)
                 if outcome.replay is not None:
@@ -505,10 +503,9 @@ class VersionedStore(Undo):
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
             self._check_item(file, name, ctx.if_match)
-            item = self.store.add(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
-            created = b.unit.mutations[-1].record.get("action") == "add"  # the store decided, under the lock
-            b.result = {"value": asdict(item), "created": created}
-        return Committed(item, b.commit, created=created)
+            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
+            b.result = {"value": asdict(saved.item), "created": saved.created}
+        return Committed(saved.item, b.commit, created=saved.created)
 
     def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
                **fields) -> Committed:
