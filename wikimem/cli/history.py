@@ -88,6 +88,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_undo(args) -> int:
+    from wikimem.context import WriteContext
     from wikimem.errors import Conflict
 
     vs = open_versioned(args)
@@ -102,7 +103,7 @@ def cmd_undo(args) -> int:
         for c in plan.conflicts:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
         return EXIT_OK
-    kwargs = {"actor": args.actor}
+    kwargs = {"ctx": WriteContext(actor=args.actor)}
     if args.op != "restore":
         kwargs["force"] = args.force
     try:

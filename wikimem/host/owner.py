@@ -154,7 +154,7 @@ class Owner:
 
     def delete_everywhere(self) -> None:
         """Record the owner's deletion on its remote: a commit removing every memory file, pushed now."""
-        self._write(lambda: self.vstore.clear(actor="operator"))
+        self._write(lambda: self.vstore.clear(WriteContext(actor="operator")))
         self.vstore.push_pending()  # async mode too: the deletion must be on the remote before the copy goes
 
     def _write(self, write):

@@ -77,16 +77,16 @@ class Undo:
             self.writer.apply({path: (old, new)}, record)
 
     @staticmethod
-    def _operator(ctx: WriteContext | None, fields: dict) -> WriteContext:
-        ctx = WriteContext.of(ctx, **fields)
+    def _operator(ctx: WriteContext | None) -> WriteContext:
+        ctx = ctx if ctx is not None else WriteContext()
         return ctx if ctx.actor else replace(ctx, actor="operator")
 
-    def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+    def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
         """Undo one commit, item by item, as a new commit; conflicts raise unless ``force``."""
         cid = self._revertible(point)
         entry = self.db.entry(cid)
         summary = entry.summary if entry else cid[:12]
-        ctx = self._operator(ctx, fields).bound("revert", cid, force)
+        ctx = self._operator(ctx).bound("revert", cid, force)
         with self.batch(ctx, action="revert", message=f"revert {cid[:12]}: {summary}",
                         kind=f"revert {cid}", reverts=cid) as b:
             if b.replay is not None:
@@ -99,9 +99,9 @@ class Undo:
             b.result = {}
         return Committed(plan, b.commit)
 
-    def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+    def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
         """Undo every commit of a run (newest first) as one new commit."""
-        ctx = self._operator(ctx, fields).bound("rollback", run, force)
+        ctx = self._operator(ctx).bound("rollback", run, force)
         with self.batch(ctx, action="rollback", message=f"roll back run {run}",
                         kind=f"rollback {run}") as b:
             if b.replay is not None:
@@ -116,10 +116,10 @@ class Undo:
             b.result = {}
         return Committed(plan, b.commit)
 
-    def restore(self, point: str, *, ctx: WriteContext | None = None, **fields) -> Committed:
+    def restore(self, point: str, *, ctx: WriteContext | None = None) -> Committed:
         """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
         target = self.resolve(point)
-        ctx = self._operator(ctx, fields).bound("restore", target)
+        ctx = self._operator(ctx).bound("restore", target)
         with self.batch(ctx, action="restore", message=f"restore to {target[:12]}",
                         kind=f"restore {target}", reverts=target) as b:
             if b.replay is not None:
@@ -163,7 +163,7 @@ class Undo:
         """
         runs, commits = list(runs), list(commits)
         label = " ".join([*runs, *(c[:12] for c in commits)])
-        with self.batch(self._operator(ctx, {}), action="rollback", kind=kind,
+        with self.batch(self._operator(ctx), action="rollback", kind=kind,
                         message=message or f"roll back {len(runs) + len(commits)} run(s): {label}"[:200]) as b:
             if b.replay is not None:
                 return Committed(b.replay, b.commit, True)

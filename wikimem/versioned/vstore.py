@@ -12,6 +12,9 @@ keeps on the unit.
 On entering the lock the hook first commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
+
+Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
+under which preconditions).
 """
 
 from __future__ import annotations
@@ -207,12 +210,11 @@ class VersionedStore(Undo):
                 self._settle()
             return self.replica.push_pending(self.git)
 
-    def clear(self, ctx: WriteContext | None = None, **fields) -> Committed:
+    def clear(self, ctx: WriteContext | None = None) -> Committed:
         """Remove every memory file as one ``delete-owner`` commit (what a replicated owner's deletion leaves
         on its remote, so that no host brings the owner back from there)."""
         from wikimem.format import utc_now
 
-        ctx = WriteContext.of(ctx, **fields)
         with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
             for folder in MEMORY_DIRS:
                 for entry in list(memory_entries(self.root, folder)):
@@ -441,12 +443,12 @@ class VersionedStore(Undo):
 
     @contextmanager
     def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
-              kind: str | None = None, reverts: str | None = None, **fields) -> Iterator[Outcome]:
+              kind: str | None = None, reverts: str | None = None) -> Iterator[Outcome]:
         """Everything written inside is one commit (or none, if nothing was written).
 
-        ``ctx`` (or the keywords ``run``, ``actor``, ``source_conv``,
-        ``idempotency_key``, ``if_match``) says who writes and under which
-        preconditions. With an idempotency key already applied,
+        ``ctx`` says who writes and under which preconditions; ``message``,
+        ``action`` and ``reverts`` (the one commit a revert or restore undoes)
+        go into the commit. With an idempotency key already applied,
         ``outcome.replay`` holds the stored result and nothing should be
         written; ``kind`` names the request (``add f/n``, ``diary``, …) and
         ``ctx.fingerprint`` its body, so that a key reused for another
@@ -455,7 +457,7 @@ class VersionedStore(Undo):
         sets ``outcome.result`` (what a retry replays); ``outcome.commit`` is
         the commit made once the block is over.
         """
-        ctx = WriteContext.of(ctx, **fields)
+        ctx = ctx if ctx is not None else WriteContext()
         request = self.request_of(ctx, kind)
         info = UnitInfo(run=ctx.run, actor=ctx.actor, source_conv=ctx.source_conv,
                         idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
@@ -493,9 +495,9 @@ class VersionedStore(Undo):
             raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None, **fields) -> Committed:
+            ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
-        ctx = WriteContext.of(ctx, **fields).bound("add", file, name, content, owner, ts)
+        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
         # The item's etag precondition is checked by _check_item, not as a head commit by batch().
         with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
@@ -507,10 +509,10 @@ class VersionedStore(Undo):
             b.result = {"value": asdict(saved.item), "created": saved.created}
         return Committed(saved.item, b.commit, created=saved.created)
 
-    def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
-               **fields) -> Committed:
+    def remove(self, file: str, name: str, *, owner: str | None = None,
+               ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx, **fields).bound("remove", file, name, owner)
+        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
         with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
@@ -521,9 +523,9 @@ class VersionedStore(Undo):
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
                      time: str | None = None, tz=None, owner: str | None = None,
-                     ctx: WriteContext | None = None, **fields) -> Committed:
+                     ctx: WriteContext | None = None) -> Committed:
         """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx, **fields).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
+        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
         with self.batch(ctx, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
