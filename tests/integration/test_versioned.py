@@ -257,13 +257,13 @@ def test_revert_puts_items_back_and_detects_conflicts_item_by_item(vs):
         vs.store.add("prefs", "tea", "hates tea")
     vs.add("prefs", "tea", "fixed by hand later")
     head = vs.head()
-    plan = vs.preview_revert(b.commit)
+    plan = vs.undo.preview_revert(b.commit)
     assert [(c["name"], c["reason"]) for c in plan.conflicts] == [("tea", "changed again later")]
     with pytest.raises(Conflict) as exc:
-        vs.revert(b.commit)
+        vs.undo.revert(b.commit)
     assert exc.value.conflicts[0]["name"] == "tea"
     assert vs.head() == head and vs.store.get("prefs", "sea").content == "hates the sea"
-    done = vs.revert(b.commit, force=True, ctx=WriteContext(actor="op"))
+    done = vs.undo.revert(b.commit, force=True, ctx=WriteContext(actor="op"))
     assert vs.store.get("prefs", "sea").content == "likes the sea"
     assert vs.store.get("prefs", "tea").content == "likes tea"
     top = vs.history().entries[0]
@@ -274,12 +274,12 @@ def test_revert_of_a_diary_append_removes_exactly_that_entry(vs):
     vs.diary_append("same words", ts="2026-07-21T09:00:00Z")
     bad = vs.diary_append("same words", ts="2026-07-21T09:00:30Z").commit
     vs.diary_append("later", ts="2026-07-21T10:00:00Z")
-    vs.revert(bad)
+    vs.undo.revert(bad)
     day = vs.diary.day("2026-07-21")
     assert [(e.time, e.content, e.ts) for e in day] == [("09:00", "same words", "2026-07-21T09:00:00+00:00"),
                                                         ("10:00", "later", "2026-07-21T10:00:00+00:00")]
     # reverting the revert brings it back
-    vs.revert("HEAD")
+    vs.undo.revert("HEAD")
     assert len(vs.diary.day("2026-07-21")) == 3
 
 
@@ -290,9 +290,9 @@ def test_rollback_of_a_run_is_one_commit_and_keeps_everything_else(vs):
         vs.diary_append(f"bad entry {i}", ts=f"2026-07-21T0{i}:00:00Z", ctx=WriteContext(run="bad", actor="Bot"))
     vs.add("people", "mom", "teacher", ctx=WriteContext(run="other"))
     n = count_commits(vs.root) if GIT else None
-    plan = vs.preview_rollback("bad")
+    plan = vs.undo.preview_rollback("bad")
     assert plan.conflicts == [] and {c.kind for c in plan.changes} == {"wiki", "diary"}
-    done = vs.rollback("bad", ctx=WriteContext(actor="operator"))
+    done = vs.undo.rollback("bad", ctx=WriteContext(actor="operator"))
     assert vs.store.get("prefs", "sea").content == "likes the sea"
     assert vs.diary.day("2026-07-21") == []
     assert vs.store.get("people", "mom").content == "teacher"
@@ -300,7 +300,7 @@ def test_rollback_of_a_run_is_one_commit_and_keeps_everything_else(vs):
         assert count_commits(vs.root) == n + 1
     assert vs.history().entries[0].id == done.commit and "roll back run bad" in vs.history().entries[0].summary
     with pytest.raises(NotFound):
-        vs.rollback("no-such-run")
+        vs.undo.rollback("no-such-run")
 
 
 def test_rollback_conflicts_with_later_changes_from_other_runs(vs):
@@ -308,8 +308,23 @@ def test_rollback_conflicts_with_later_changes_from_other_runs(vs):
     vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad"))
     vs.add("prefs", "sea", "operator fixed it", ctx=WriteContext(run="fix"))
     with pytest.raises(Conflict):
-        vs.rollback("bad")
+        vs.undo.rollback("bad")
     assert vs.store.get("prefs", "sea").content == "operator fixed it"
+
+
+def test_undo_by_kind_goes_through_the_one_table(vs):
+    from wikimem.host import UNDO_TARGETS
+    from wikimem.versioned import UNDO_KINDS
+
+    assert UNDO_TARGETS == {kind: entry.target for kind, entry in UNDO_KINDS.items()}
+    vs.add("prefs", "sea", "likes the sea")
+    bad = vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad")).commit
+    assert [c.after for c in vs.undo.preview("revert", bad).changes] == ["likes the sea"]
+    assert vs.undo.preview("rollback", "bad") == vs.undo.preview_rollback("bad")
+    done = vs.undo.apply("restore", "HEAD~1", force=True, ctx=WriteContext(actor="op"))
+    assert vs.store.get("prefs", "sea").content == "likes the sea" and vs.history().entries[0].id == done.commit
+    with pytest.raises(ValueError, match="unknown undo operation 'squash'"):
+        vs.undo.preview("squash", "HEAD")
 
 
 def test_restore_to_a_commit_and_to_a_time(vs):
@@ -318,7 +333,7 @@ def test_restore_to_a_commit_and_to_a_time(vs):
     vs.add("prefs", "sea", "hates the sea")
     vs.add("people", "mom", "teacher")
     n_before = len(vs.history(limit=100).entries)
-    done = vs.restore(c1)
+    done = vs.undo.restore(c1)
     assert vs.store.items() == vs.snapshot(c1).items()
     assert vs.diary.dates() == [] and vs.store.files() == ["prefs"]
     assert len(vs.history(limit=100).entries) == n_before + 1  # history is never rewritten

@@ -43,7 +43,7 @@ def register(sub) -> None:
         if name != "restore":
             p.add_argument("--force", action="store_true", help="apply even over conflicts")
         p.add_argument("--actor", default="cli")
-        p.set_defaults(handler=cmd_undo, op=name, target=what)
+        p.set_defaults(handler=cmd_undo, op=name, target=what, force=False)
 
 
 def _change_line(ch) -> str:
@@ -91,11 +91,10 @@ def cmd_undo(args) -> int:
     from wikimem.context import WriteContext
     from wikimem.errors import Conflict
 
-    vs = open_versioned(args)
+    undo = open_versioned(args).undo
     target = getattr(args, args.target)
-    preview = getattr(vs, f"preview_{args.op}")
     if args.dry_run:
-        plan = preview(target)
+        plan = undo.preview(args.op, target)
         if not plan.changes and not plan.conflicts:
             print(f"nothing to change: {args.op} {target} would write nothing")
             return EXIT_OK
@@ -103,11 +102,8 @@ def cmd_undo(args) -> int:
         for c in plan.conflicts:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
         return EXIT_OK
-    kwargs = {"ctx": WriteContext(actor=args.actor)}
-    if args.op != "restore":
-        kwargs["force"] = args.force
     try:
-        done = getattr(vs, args.op)(target, **kwargs)
+        done = undo.apply(args.op, target, force=args.force, ctx=WriteContext(actor=args.actor))
     except Conflict as exc:
         print(f"wikimem: {exc} (nothing written; --force to apply anyway)", file=sys.stderr)
         for c in exc.conflicts:

@@ -14,7 +14,8 @@ from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
 
 Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
-under which preconditions).
+under which preconditions); undo (revert, roll back, restore) is the object
+the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
 """
 
 from __future__ import annotations
@@ -82,8 +83,11 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     return out
 
 
-class VersionedStore(Undo):
-    """One memory folder, versioned: ``store`` and ``diary`` as in the library, every write a commit."""
+class VersionedStore:
+    """One memory folder, versioned: ``store`` and ``diary`` as in the library, every write a commit.
+
+    ``undo`` holds revert, rollback and restore (and their previews).
+    """
 
     def __init__(self, root: Path | str, *, auto_pack: bool = True, pack_every: int = PACK_EVERY):
         self.root = Path(root)
@@ -108,6 +112,7 @@ class VersionedStore(Undo):
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
+        self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
