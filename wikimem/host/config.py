@@ -371,10 +371,10 @@ def setting(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
     if key not in KEYS:
         raise KeyError(key)
     var = next((v for v, k in ENV_VARS.items() if k == key), None)
-    raw = _environ(environ).get(var) if var else None
-    if raw is None or raw == "":
+    raw = _environ(environ).get(var) if var is not None else None
+    if var is None or raw is None or raw == "":
         return _DEFAULTS[key]
-    return _parse(var, key, raw)  # type: ignore[arg-type]  # (var is set when raw is)
+    return _parse(var, key, raw)
 
 
 # -- building ---------------------------------------------------------------------------
