@@ -2,7 +2,7 @@
 
 ``create_app(test_config=None)`` is the only way to get an app (``wsgi.py``
 calls it once for gunicorn). Configuration: :mod:`webapp.config` (Flask's
-keys) over :mod:`wikimem.host.config` (everything else, and the host). Views
+keys) over ``wikimem/host/config.py`` (everything else, and the host). Views
 get the process's :class:`wikimem.host.Host` from :func:`get_host`.
 """
 
@@ -49,7 +49,7 @@ def get_host():
             host = app.extensions.get(_HOST)
             if host is None:
                 from webapp.config import host_config
-                from wikimem.host.config import build_host
+                from wikimem.host import build_host
 
                 host = app.extensions[_HOST] = build_host(host_config(app.config))
     return host
@@ -66,11 +66,11 @@ def _register_ui(app: Flask, api_bp) -> None:
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
     from webapp import api, auth, errors
-    from webapp.config import host_config, load_config
+    from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
-    from wikimem.host.config import build_host
+    from wikimem.host import build_host
 
-    config = load_config(test_config)
+    config = flask_config(test_config)
     settings = host_config(config)
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
     app.config.update(config)

@@ -1,13 +1,13 @@
 """Flask's own configuration, derived from the host's (:mod:`wikimem.host.config`).
 
-:func:`load_config` reads the host's :class:`~wikimem.host.config.Config`
+:func:`flask_config` reads the host's :class:`~wikimem.host.Config`
 (defaults → ``WIKIMEM_*`` → the test config's keys of that table) and gives
 the app's ``config`` mapping: the :class:`Config` itself under
 :data:`HOST_CONFIG`, the keys the web layer reads (:data:`FLASK_KEYS`: the
 signing key, the body limit, proxies, credentials files, sign-in limits, the
 data root of the shared sign-in state, the peer set), and whatever else the
 test config holds (``TESTING``, ``HOST`` — a ready host —, Flask's own).
-Every variable is documented in :mod:`wikimem.host.config`.
+Every variable is documented in ``wikimem/host/config.py``.
 
 In production (the default, e.g. under gunicorn) the app refuses to start
 without a real ``SECRET_KEY``; in development and tests a random one is
@@ -20,9 +20,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from wikimem.host.config import KEYS, Config, ConfigError, load
+from wikimem.host import Config, ConfigError, load_config
 
-__all__ = ["load_config", "host_config", "ConfigError", "check_secret", "HOST_CONFIG", "FLASK_KEYS"]
+__all__ = ["flask_config", "host_config", "ConfigError", "check_secret", "HOST_CONFIG", "FLASK_KEYS"]
 
 HOST_CONFIG = "HOST_CONFIG"  # app.config key of the host's Config
 # What the web layer reads from app.config, copied from the host's Config.
@@ -48,11 +48,11 @@ def check_secret(config: dict[str, Any]) -> None:
     )
 
 
-def load_config(test_config: Mapping[str, Any] | None = None,
-                environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def flask_config(test_config: Mapping[str, Any] | None = None,
+                 environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The app's configuration; raises :class:`ConfigError` when it cannot run."""
     given = dict(test_config or {})
-    host = load({k: given.pop(k) for k in list(given) if k in KEYS}, environ=environ)
+    host = load_config({k: given.pop(k) for k in list(given) if k in Config.KEYS}, environ=environ)
     config: dict[str, Any] = {key: host.value(key) for key in FLASK_KEYS}
     config["PEER_SET"] = host.peer_set
     config.update(given)

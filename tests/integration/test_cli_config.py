@@ -50,10 +50,10 @@ def test_credentials_files_come_from_their_variables(tmp_path, monkeypatch, caps
 
 
 def test_explain_of_a_host_owner_uses_the_hosts_recall_settings(tmp_path, monkeypatch, capsys):
-    from wikimem.host.config import build_host, load
+    from wikimem.host import build_host, load_config
 
     data = tmp_path / "data"
-    owner = build_host(load({"DATA_ROOT": str(data)}, environ={})).create_owner("user:ann")
+    owner = build_host(load_config({"DATA_ROOT": str(data)}, environ={})).create_owner("user:ann")
     owner.diary_append("今天去了海边，很开心。", date="2026-07-21", time="14:30")
     monkeypatch.setenv("WIKIMEM_DATA", str(data))
     assert main(["--owner", "user:ann", "explain", "开心", "--no-jieba"]) == 1  # the seed's window: no diary

@@ -7,13 +7,13 @@ import pytest
 pytest.importorskip("flask")
 
 from webapp import create_app, get_host  # noqa: E402
-from wikimem.host.config import ConfigError, load  # noqa: E402
+from wikimem.host import ConfigError, load_config  # noqa: E402
 
 BASE = {"WIKIMEM_ENV": "development", "WIKIMEM_LLM_URL": "http://127.0.0.1:9/v1", "WIKIMEM_LLM_MODEL": "m"}
 
 
 def test_the_default_is_below_the_worker_timeout():
-    assert load(environ={"WIKIMEM_ENV": "development"}).llm_timeout < 60
+    assert load_config(environ={"WIKIMEM_ENV": "development"}).llm_timeout < 60
 
 
 def test_the_environment_sets_the_chat_clients_timeout(tmp_path, monkeypatch):
@@ -27,5 +27,5 @@ def test_the_environment_sets_the_chat_clients_timeout(tmp_path, monkeypatch):
 @pytest.mark.parametrize("value", ["soon", "0", "-3", "nan", "inf"])
 def test_a_bad_value_is_refused(value):
     with pytest.raises(ConfigError) as info:
-        load(environ=dict(BASE, WIKIMEM_LLM_TIMEOUT=value))
+        load_config(environ=dict(BASE, WIKIMEM_LLM_TIMEOUT=value))
     assert "WIKIMEM_LLM_TIMEOUT" in str(info.value)

@@ -8,23 +8,23 @@ import re
 import pytest
 
 import wikimem.host.config as config_module
-from wikimem.host.config import ENV_VARS, KEYS, Config, ConfigError, build_host, load, setting
+from wikimem.host.config import ENV_VARS, KEYS, Config, ConfigError, build_host, load_config, read_setting
 
 
 def test_defaults_then_the_environment_then_overrides():
     env = {"WIKIMEM_INDEX_CACHE": "8", "WIKIMEM_TOKENIZER": "jieba", "WIKIMEM_DATA": "/srv/env"}
-    assert load(environ={}).index_cache == 64
-    assert load(environ=env).index_cache == 8
-    config = load({"INDEX_CACHE": 3, "DATA_ROOT": "/srv/given"}, environ=env)
+    assert load_config(environ={}).index_cache == 64
+    assert load_config(environ=env).index_cache == 8
+    config = load_config({"INDEX_CACHE": 3, "DATA_ROOT": "/srv/given"}, environ=env)
     assert (config.index_cache, config.tokenizer, config.data_root) == (3, "jieba", "/srv/given")
 
 
 def test_an_empty_variable_is_unset():
-    assert load(environ={"WIKIMEM_INDEX_CACHE": "", "WIKIMEM_BIND": ""}) == load(environ={})
+    assert load_config(environ={"WIKIMEM_INDEX_CACHE": "", "WIKIMEM_BIND": ""}) == load_config(environ={})
 
 
 def test_the_configuration_is_frozen_and_a_variant_is_checked_again():
-    config = load(environ={})
+    config = load_config(environ={})
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.index_cache = 2  # type: ignore[misc]
     assert dataclasses.replace(config, index_cache=2).index_cache == 2
@@ -33,7 +33,7 @@ def test_the_configuration_is_frozen_and_a_variant_is_checked_again():
 
 
 def test_secrets_stay_out_of_its_repr():
-    config = load({"SECRET_KEY": "s3cret-s3cret-s3cret", "ADMIN_TOKEN": "tok-tok-tok",
+    config = load_config({"SECRET_KEY": "s3cret-s3cret-s3cret", "ADMIN_TOKEN": "tok-tok-tok",
                    "LLM_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": "sk-live-key"}, environ={})
     shown = repr(config)
     assert "s3cret" not in shown and "tok-tok" not in shown and "sk-live" not in shown
@@ -52,7 +52,7 @@ def test_secrets_stay_out_of_its_repr():
 ])
 def test_bad_values_are_refused_with_the_variable_named(overrides, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        load(overrides, environ={})
+        load_config(overrides, environ={})
 
 
 def test_a_config_error_is_a_value_error_for_the_cli():
@@ -67,17 +67,17 @@ def test_every_variable_is_in_the_documented_table():
 
 
 def test_one_setting_alone_is_typed_and_defaulted():
-    assert setting("DATA_ROOT", environ={}) == "data"
-    assert setting("STORE", environ={"WIKIMEM_STORE": "/mem"}) == "/mem"
-    assert setting("INDEX_CACHE", environ={"WIKIMEM_INDEX_CACHE": "9"}) == 9
+    assert read_setting("DATA_ROOT", environ={}) == "data"
+    assert read_setting("STORE", environ={"WIKIMEM_STORE": "/mem"}) == "/mem"
+    assert read_setting("INDEX_CACHE", environ={"WIKIMEM_INDEX_CACHE": "9"}) == 9
     with pytest.raises(ConfigError, match="WIKIMEM_INDEX_CACHE must be an integer"):
-        setting("INDEX_CACHE", environ={"WIKIMEM_INDEX_CACHE": "many"})
-    assert setting("TOKENS_FILE", environ={"WIKIMEM_TOKENIZER": "nonsense"}) is None  # the others are not read
+        read_setting("INDEX_CACHE", environ={"WIKIMEM_INDEX_CACHE": "many"})
+    assert read_setting("TOKENS_FILE", environ={"WIKIMEM_TOKENIZER": "nonsense"}) is None  # the others are not read
 
 
 def test_the_host_gets_every_part_of_its_configuration(tmp_path):
     remote = f"file://{tmp_path}/remotes/{{owner}}.git"
-    config = load({"DATA_ROOT": str(tmp_path / "data"), "INDEX_CACHE": 5, "TOKENIZER": "jieba",
+    config = load_config({"DATA_ROOT": str(tmp_path / "data"), "INDEX_CACHE": 5, "TOKENIZER": "jieba",
                    "QUOTA_OWNERS": 7, "QUOTA_OWNERS_PER_MINUTE": 0, "LLM_URL": "http://127.0.0.1:9/v1",
                    "LLM_MODEL": "chat", "LLM_TIMEOUT": 12.5, "EMBED_URL": "http://127.0.0.1:9/v1",
                    "EMBED_MODEL": "e5", "REMOTE": remote, "REMOTE_TIMEOUT": 3.0,
@@ -94,15 +94,15 @@ def test_the_host_gets_every_part_of_its_configuration(tmp_path):
 
 
 def test_a_plain_host_has_no_remote_no_model_no_peers(tmp_path):
-    host = build_host(load({"DATA_ROOT": str(tmp_path)}, environ={}))
+    host = build_host(load_config({"DATA_ROOT": str(tmp_path)}, environ={}))
     assert (host.replication, host.llm, host.embedder, host.peers) == (None, None, None, None)
 
 
 def test_the_flask_config_is_derived_from_the_same_object(tmp_path):
     pytest.importorskip("flask")
-    from webapp.config import FLASK_KEYS, host_config, load_config
+    from webapp.config import FLASK_KEYS, flask_config, host_config
 
-    flask = load_config({"TESTING": True, "DATA_ROOT": str(tmp_path), "TOKENIZER": "jieba", "PROXIES": 2},
+    flask = flask_config({"TESTING": True, "DATA_ROOT": str(tmp_path), "TOKENIZER": "jieba", "PROXIES": 2},
                         environ={"WIKIMEM_MAX_BODY": "2048"})
     host = host_config(flask)
     assert host.tokenizer == "jieba" and "TOKENIZER" not in flask  # a host setting stays with the host

@@ -11,13 +11,13 @@ from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
 
 from webapp import create_app, get_host
-from wikimem.host.config import Config, ConfigError, load
+from wikimem.host import Config, ConfigError, load_config
 
 O = f"/api/v1/owners/{OWNER}"  # noqa: E741  (the owner's URL, as in every API test)
 
 
 def config(**env) -> Config:
-    return load(environ={k: str(v) for k, v in env.items()})
+    return load_config(environ={k: str(v) for k, v in env.items()})
 
 
 def test_the_defaults_are_the_measured_ones():

@@ -10,7 +10,7 @@ folder), or a host owner's folder: ``--owner ID`` under ``--data ROOT`` (or
 ``$WIKIMEM_DATA``, or ``./data``), i.e. ``ROOT/owners/<encoded id>``.
 
 Settings come from :mod:`wikimem.host.config` (the environment, then the
-command's flags): :func:`setting` for one of them, :func:`open_host` (and
+command's flags): :func:`read_setting` for one of them, :func:`open_host` (and
 :func:`open_owner`) for a command that needs the host — the same host the web app builds, with its
 replication, peers, embedder and recall options.
 """
@@ -26,7 +26,7 @@ from typing import Any
 from wikimem import __version__
 from wikimem.errors import WikimemError
 
-__all__ = ["main", "store_root", "setting", "host_config", "open_host", "open_owner", "Parser",
+__all__ = ["main", "store_root", "read_setting", "host_config", "open_host", "open_owner", "Parser",
            "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -67,20 +67,20 @@ def store_root(args: argparse.Namespace) -> Path:
     if getattr(args, "owner", None):
         if args.store:
             raise ValueError("give either --store or --owner, not both")
-        from ..host.owner_ids import encode_owner_id  # stdlib only, validates the id
+        from wikimem.host import encode_owner_id  # stdlib only, validates the id
 
-        data = Path(args.data_root or setting("DATA_ROOT"))
+        data = Path(args.data_root or read_setting("DATA_ROOT"))
         root = data / "owners" / encode_owner_id(args.owner)
         if not (root / ".git").is_dir():
             raise ValueError(f"no owner {args.owner!r} under the data root {data} (looked for {root}); "
                              f"create it with PUT /api/v1/owners/<id>, or give --data ROOT")
         return root
-    return Path(args.store or setting("STORE"))
+    return Path(args.store or read_setting("STORE"))
 
 
-def setting(key: str) -> Any:
-    """One setting from the environment (:func:`wikimem.host.config.setting`), for a command without a host."""
-    from wikimem.host.config import setting as one
+def read_setting(key: str) -> Any:
+    """One setting from the environment (:func:`wikimem.host.read_setting`), for a command without a host."""
+    from wikimem.host import read_setting as one
 
     return one(key)
 
@@ -88,20 +88,20 @@ def setting(key: str) -> Any:
 def host_config(args: argparse.Namespace, **flags: Any):
     """The host's :class:`~wikimem.host.config.Config`: ``WIKIMEM_*``, then the command's ``--data`` and ``flags``
     (by key, e.g. ``REMOTE=args.remote``; None = not given)."""
-    from wikimem.host.config import load
+    from wikimem.host import load_config
 
     given = {"DATA_ROOT": getattr(args, "data", None) or getattr(args, "data_root", None), **flags}
-    return load({key: value for key, value in given.items() if value is not None})
+    return load_config({key: value for key, value in given.items() if value is not None})
 
 
 def open_host(args: argparse.Namespace, **flags: Any):
-    """The :class:`~wikimem.host.Host` of the command, built by :func:`wikimem.host.config.build_host`.
+    """The :class:`~wikimem.host.Host` of the command, built by :func:`wikimem.host.build_host`.
 
     Its writes replicate as the web app's do: ``sync``, on the remote before
     they return; ``async``, pushed in the background, and waited for by
     :func:`main` when the command ends (a process that exits drops its queue).
     """
-    from wikimem.host.config import build_host
+    from wikimem.host import build_host
 
     host = build_host(host_config(args, **flags))
     _OPENED.append(host)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from . import EXIT_NOT_FOUND, EXIT_OK, Parser, open_host, setting
+from . import EXIT_NOT_FOUND, EXIT_OK, Parser, open_host, read_setting
 
 
 def register(sub) -> None:
@@ -103,7 +103,7 @@ def cmd_push(args) -> int:
 def _servers(value: str | None) -> list[str]:
     from urllib.parse import urlsplit
 
-    text = value or setting("PEERS") or ""
+    text = value or read_setting("PEERS") or ""
     out = []
     for item in text.replace(",", " ").split():
         out.append(urlsplit(item).netloc if "://" in item else item)
@@ -128,7 +128,7 @@ def cmd_rebalance(args) -> int:
 
     servers = _servers(args.servers)
     host = _host(args)
-    me = args.me or setting("SELF") or setting("BIND") or ""
+    me = args.me or read_setting("SELF") or read_setting("BIND") or ""
     me = urlsplit(me).netloc if "://" in me else me
     done = rebalance(host, servers, me, dry_run=args.dry_run)
     _print(args, done, [f"{owner_id}: {what}" for owner_id, what in done.items()] or ["every local owner belongs here"])

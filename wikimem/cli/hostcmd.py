@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, setting
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, read_setting
 
 ADMIN_TOKEN_FILE = "admin-token"
 SECRET_KEY_FILE = "secret-key"
@@ -178,7 +178,7 @@ def cmd_serve(args) -> int:
 
 def _need_file(args, var: str) -> bool:
     """Whether the command has its credentials file: ``--file``, else the setting ``var`` names."""
-    args.file = args.file or setting(_FILE_KEYS[var])
+    args.file = args.file or read_setting(_FILE_KEYS[var])
     if args.file:
         return True
     print(f"wikimem: give --file or set {var}", file=sys.stderr)

@@ -1,11 +1,11 @@
 """The one composition root: every ``WIKIMEM_*`` variable, read once, and the host built from it.
 
-- :func:`load` → :class:`Config`, frozen and validated: the defaults, then the
+- :func:`load_config` → :class:`Config`, frozen and validated: the defaults, then the
   environment, then overrides (a test's config, a command's flags) by key;
 - :func:`build_host` → the :class:`~wikimem.host.Host` of a configuration, with
   its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
   recall options, quotas, replication, peers and index cache;
-- :func:`setting` → one variable alone, for what needs no host (``wikimem ls``,
+- :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
   a tokens file, gunicorn's bind).
 
 The Flask app (``webapp``), gunicorn's master check and every CLI command get
@@ -60,7 +60,7 @@ environment                         meaning (default)
 ``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
 =================================== ==================================================================
 
-A variable's key (in :func:`load`'s overrides and a test config) is its name
+A variable's key (in :func:`load_config`'s overrides and a test config) is its name
 without ``WIKIMEM_``, except ``WIKIMEM_DATA`` → ``DATA_ROOT``,
 ``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``; the :class:`Config` field is the
 key in lower case (``SELF``: ``self_url``).
@@ -77,7 +77,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from wikimem.host.host import Host
     from wikimem.recall import RecallOptions
 
-__all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load", "setting", "build_host", "build_embedder",
+__all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
            "build_llm", "TOKENIZERS", "EMBEDDERS"]
 
 
@@ -150,6 +150,8 @@ _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
+# Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
+KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 
 
 def _field_of(key: str) -> str:
@@ -160,9 +162,11 @@ def _field_of(key: str) -> str:
 class Config:
     """A host's whole configuration, validated when made (see the table of this module).
 
-    Build it with :func:`load`; ``dataclasses.replace`` gives a validated
+    Build it with :func:`load_config`; ``dataclasses.replace`` gives a validated
     variant. Secrets are left out of ``repr``.
     """
+
+    KEYS: ClassVar[frozenset[str]] = KEYS  # the keys of the table (what overrides may name)
 
     data_root: str = "data"
     bind: str = "127.0.0.1:8000"
@@ -315,8 +319,6 @@ class Config:
         return getattr(self, _field_of(key))
 
 
-# Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
-KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 _DEFAULTS = {key: next(f.default for f in dataclasses.fields(Config) if f.name == _field_of(key)) for key in KEYS}
 
 
@@ -344,7 +346,7 @@ def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if environ is None else environ
 
 
-def load(overrides: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(overrides: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Config:
     """The configuration: defaults → ``WIKIMEM_*`` of ``environ`` (the process's) → ``overrides`` (by key).
 
     Raises :class:`ConfigError` when it cannot run, or for a key not in the table.
@@ -362,11 +364,11 @@ def load(overrides: Mapping[str, Any] | None = None, *, environ: Mapping[str, st
     return Config(**{_field_of(k): v for k, v in values.items()})
 
 
-def setting(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
+def read_setting(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
     """One key alone, typed but not checked against the others (its default when unset).
 
     For what needs no host: the CLI's memory folder, a credentials file,
-    gunicorn's bind. Anything that builds a host uses :func:`load`.
+    gunicorn's bind. Anything that builds a host uses :func:`load_config`.
     """
     if key not in KEYS:
         raise KeyError(key)
