@@ -386,11 +386,14 @@ def build_embedder(config: Config):
     """The bundled local model (``EMBEDDER=local``), an endpoint (``EMBED_URL``) or None.
 
     Both are stdlib until used: numpy and the model load on the first retrieve.
+    ``EMBED_THREADS`` gives way to an ``OMP_NUM_THREADS`` already in the
+    environment (``deploy/gunicorn.conf.py`` pins it to 1 per worker).
     """
     if config.embedder == "local":
         from wikimem.vectors import LocalEmbedder
 
-        return LocalEmbedder(threads=config.embed_threads)
+        pinned = "OMP_NUM_THREADS" in os.environ
+        return LocalEmbedder(threads=None if pinned else config.embed_threads)
     if config.embed_url and config.embedder != "none":
         from wikimem.vectors import HttpEmbedder
 
