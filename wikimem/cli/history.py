@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, store_root
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, open_owner, store_root
 
 
 def open_versioned(args):
+    """The versioned store of ``--store DIR``, or of ``--owner ID`` as the configured host holds it.
+
+    A host owner is opened through the host (:func:`~wikimem.cli.open_owner`): caught
+    up with (or cloned from) its remote first; what the command commits replicates
+    and reaches the run index, as a write through the web app does.
+    """
+    if getattr(args, "owner", None):
+        return open_owner(args).vstore
     root = store_root(args)
     if not (root / ".git").is_dir():
         raise ValueError(f"{root} is not a versioned memory folder (no .git)")

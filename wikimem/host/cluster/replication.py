@@ -47,7 +47,7 @@ PROBE_FOLDER = "_wikimem-probe"
 
 @dataclass(frozen=True)
 class Settings:
-    """Replication settings of a host (see ``webapp/config.py`` for the environment variables)."""
+    """Replication settings of a host (made by :mod:`wikimem.host.config` from the environment variables)."""
 
     remote: str  # the URL template, with {owner}
     mode: str = "sync"  # or "async"
