@@ -51,6 +51,7 @@ environment                         meaning (default)
 ``WIKIMEM_REPLICATION_MAX_LAG``     async: unpushed commits per owner before writes wait (1000)
 ``WIKIMEM_REMOTE_FRESHNESS``        staleness bound of reads, seconds (2)
 ``WIKIMEM_REMOTE_TIMEOUT``          seconds per remote operation (10)
+``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
 ``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
 ``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
@@ -132,6 +133,7 @@ ENV_VARS = {
     "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
     "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
     "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
+    "GIT_SSH_COMMAND": "SSH_COMMAND",
     "WIKIMEM_PEERS": "PEERS",
     "WIKIMEM_SELF": "SELF",
     "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
@@ -204,6 +206,7 @@ class Config:
     replication_max_lag: int = 1000
     remote_freshness: float = 2.0
     remote_timeout: float = 10.0
+    ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
     peers: str | None = None
     self_url: str | None = None
     login_limit_address: str = "10/minute;50/hour"
@@ -270,7 +273,7 @@ class Config:
             try:
                 settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
-                                    timeout=float(self.remote_timeout))
+                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command)
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)

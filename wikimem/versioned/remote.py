@@ -32,7 +32,6 @@ message.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -145,7 +144,7 @@ class Remote:
             raise TemplateError(f"unsupported remote scheme {self.scheme!r}")
         self.timeout = float(timeout)
         self._parts = parts
-        self._ssh_command = ssh_command or os.environ.get("GIT_SSH_COMMAND") or (
+        self._ssh_command = ssh_command or (
             f"ssh -o BatchMode=yes -o ConnectTimeout={max(1, int(self.timeout))}")
         self._client: GitClient | None = None
 

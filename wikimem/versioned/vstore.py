@@ -21,7 +21,6 @@ the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -643,9 +642,10 @@ class VersionedStore:
     def _pack_locked(self) -> None:
         git = shutil.which("git")
         if git:
-            env = dict(os.environ, GIT_DIR=str(self.root / ".git"))
-            run = lambda *args: subprocess.run([git, "-c", "gc.auto=0", *args], cwd=self.root, env=env,  # noqa: E731
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+            def run(*args: str) -> None:
+                subprocess.run([git, "--git-dir", str(self.root / ".git"), "-c", "gc.auto=0", *args], cwd=self.root,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+
             packs = list((self.root / ".git" / "objects" / "pack").glob("*.pack"))
             run("repack", "-d", "-q", *(["-a"] if len(packs) >= 8 else []))
             run("prune-packed", "-q")
