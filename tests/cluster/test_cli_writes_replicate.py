@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from wikimem.context import WriteContext
 from wikimem.host import Host
 from wikimem.host.cluster import Settings
 
@@ -45,9 +46,9 @@ def world(tmp_path):
     host = Host(tmp_path / "data", replication=Settings(template))
     for owner_id in OWNERS:
         owner = host.create_owner(owner_id)
-        owner.vstore.add("prefs", "sea", "likes the sea", run="good", actor="Elaina")
-        owner.vstore.add("prefs", "sea", "hates the sea", run="bad", actor="Elaina")
-        owner.vstore.add("prefs", "tea", "drinks tea", run="bad", actor="Elaina")
+        owner.vstore.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="good", actor="Elaina"))
+        owner.vstore.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad", actor="Elaina"))
+        owner.vstore.add("prefs", "tea", "drinks tea", ctx=WriteContext(run="bad", actor="Elaina"))
         assert remote_main(remotes, host, owner_id) == owner.head()  # the starting point is replicated
     return host, remotes, {"WIKIMEM_DATA": str(host.root), "WIKIMEM_REMOTE": template}
 

@@ -95,14 +95,24 @@ def cmd_diff(args) -> int:
     return EXIT_OK
 
 
+def _undo_calls(args):
+    """``(preview, apply)`` of the one undo table: through the host's Owner for ``--owner`` (its retry when the
+    remote moved), else the folder's own versioned store."""
+    if getattr(args, "owner", None):
+        owner = open_owner(args)
+        return owner.preview_undo, owner.undo
+    undo = open_versioned(args).undo
+    return undo.preview, undo.apply
+
+
 def cmd_undo(args) -> int:
     from wikimem.context import WriteContext
     from wikimem.errors import Conflict
 
-    undo = open_versioned(args).undo
+    preview, apply = _undo_calls(args)
     target = getattr(args, args.target)
     if args.dry_run:
-        plan = undo.preview(args.op, target)
+        plan = preview(args.op, target)
         if not plan.changes and not plan.conflicts:
             print(f"nothing to change: {args.op} {target} would write nothing")
             return EXIT_OK
@@ -111,7 +121,7 @@ def cmd_undo(args) -> int:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
         return EXIT_OK
     try:
-        done = undo.apply(args.op, target, force=args.force, ctx=WriteContext(actor=args.actor))
+        done = apply(args.op, target, force=args.force, ctx=WriteContext(actor=args.actor))
     except Conflict as exc:
         print(f"wikimem: {exc} (nothing written; --force to apply anyway)", file=sys.stderr)
         for c in exc.conflicts:
