@@ -1,8 +1,9 @@
 """A writer killed at each step of the write path: its keyed retry lands exactly once, the repository stays clean.
 
 A child process makes one keyed write and dies (``os._exit``, no cleanup)
-right after one step: the intent, the files, the git objects, the intent's
-commit record, the branch move, ``.git/index``, the history index. The
+right after one step: the git objects, the round's record in the intent
+log, the files, the branch move, ``.git/index``, the history index, the
+record marked applied. The
 parent then retries the same request with the same Idempotency-Key, as a
 client whose request timed out would. Whatever the step, the write is in
 the history exactly once, is never an ``external-edit``, the journal has
@@ -28,16 +29,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (module, attribute path, label): the child dies right after this function returns.
 STEPS = [
-    ("wikimem.versioned.intent", "Intent.begin", "intent recorded"),
-    ("wikimem.store.writer", "Writer.apply", "files written"),
     ("wikimem.versioned.objects", "GitRepo.make_commit", "objects written"),
-    ("wikimem.versioned.intent", "Intent.committing", "commit recorded in the intent"),
+    ("wikimem.versioned.intent", "IntentLog.append", "round recorded in the intent log"),
+    ("wikimem.store.writer", "Landing.write", "files written"),
     ("wikimem.versioned.objects", "GitRepo.move_ref", "branch moved"),
     ("wikimem.versioned.objects", "GitRepo.update_index", "index updated"),
     ("wikimem.versioned.historydb", "HistoryDB.sync", "history index fed"),
+    ("wikimem.versioned.intent", "IntentLog.mark", "round marked applied"),
 ]
 # Steps after which the commit is on the branch: the retry replays instead of writing.
-COMMITTED = {"branch moved", "index updated", "history index fed"}
+COMMITTED = {"branch moved", "index updated", "history index fed", "round marked applied"}
 
 WRITES = {
     "add": "vs.add('preferences', 'tea', '喝乌龙茶。', ctx=WriteContext(actor='bot', idempotency_key=KEY))",
@@ -99,7 +100,7 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
         assert vs.store.get("preferences", "tea").content == "喝乌龙茶。"
     else:
         assert [e.content for e in vs.diary.day("2026-07-21")] == ["下午去了海边。"]
-    assert not vs.intent.path.exists()
+    assert vs.intent.in_flight() is None
     assert vs.history(limit=10).entries[0].id == vs.head() == done.commit
     if GIT:
         fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict"], capture_output=True, text=True)

@@ -167,7 +167,7 @@ def test_a_new_owner_keeps_its_history_index_small(world):
 def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypatch):
     import wikimem.store.writer as mutation
 
-    def full(path, data):
+    def full(path, data, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     head = _commits(world)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .diary import Diary, DiaryReader, resolve_tz
 from .journal import Journal, diary_record, wiki_record
 from .wiki import MemoryStore, Saved, normalize_ts
-from .writer import LOCK_NAME, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
+from .writer import LOCK_NAME, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
 __all__ = [
     "Journal",
@@ -18,6 +18,7 @@ __all__ = [
     "Writer",
     "Unit",
     "UnitInfo",
+    "Landing",
     "LOCK_NAME",
     "MemoryStore",
     "Saved",

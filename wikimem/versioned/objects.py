@@ -4,15 +4,23 @@ Nothing here stages through the git index or calls porcelain: a commit
 rebuilds only the trees on the changed paths and writes loose objects, so
 its cost does not grow with history. dulwich is imported here and in the
 rest of :mod:`wikimem.versioned` only.
+
+Loose objects are written without syncs; the branch and ``.git/index`` may be
+too (``durable=False``): the versioned store's intent log holds what rebuilds
+them, and :meth:`GitRepo.repairing` rewrites objects a power loss left torn.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import threading
 import time
+import zlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -70,6 +78,7 @@ class GitRepo:
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._lock = threading.Lock()
+        self._repair = False  # rewrite loose objects found unsound (see repairing())
 
     @classmethod
     def init(cls, root: Path) -> GitRepo:
@@ -90,6 +99,9 @@ class GitRepo:
         data = ignore.read_bytes()
         tree = self.write_tree(None, {".gitignore": data})
         commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
+        from wikimem.fsio import sync_filesystem
+
+        sync_filesystem(root)  # the first objects are on disk before a branch names them
         self.move_ref(None, commit)
         self.update_index({".gitignore": Blob.from_string(data).id})
         return self
@@ -249,16 +261,63 @@ class GitRepo:
         """Write a loose object; a ``.lock`` a killed writer left on it is removed (we hold the owner lock)."""
         from dulwich.file import FileLocked
 
+        if self._repair:
+            self._drop_unsound(obj.id)
         try:
             self.store.add_object(obj)
         except FileLocked as exc:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
 
-    def move_ref(self, old: bytes | None, new: bytes) -> bool:
-        """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock)."""
+    @contextmanager
+    def repairing(self) -> Iterator[None]:
+        """Objects written inside replace a loose copy that is torn or empty (after a power loss)."""
+        self._repair = True
+        try:
+            yield
+        finally:
+            self._repair = False
+
+    def _drop_unsound(self, sha: bytes) -> None:
+        path = self.root / ".git" / "objects" / sha[:2].decode() / sha[2:].decode()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            sound = hashlib.sha1(zlib.decompress(data)).hexdigest().encode() == sha
+        except zlib.error:
+            sound = False
+        if not sound:
+            os.unlink(path)
+
+    def move_ref(self, old: bytes | None, new: bytes, *, durable: bool = True) -> bool:
+        """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock).
+
+        ``durable=False``: the new value is not synced (the caller's log can set it again).
+        """
         self.clear_stale_locks()
-        return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
+        if durable:
+            return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
+        path = self.root / ".git" / "refs" / "heads" / "main"
+        lock = path.with_name("main.lock")
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            if self.head() != old:  # read under main.lock, as git does
+                os.close(fd)
+                os.unlink(lock)
+                return False
+            os.write(fd, new + b"\n")
+            os.close(fd)
+        except BaseException:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            os.unlink(lock)
+            raise
+        os.replace(lock, path)
+        return True
 
     def clear_stale_locks(self) -> None:
         """Remove git lock files left by a killed writer. Call only under the owner lock."""
@@ -269,8 +328,9 @@ class GitRepo:
             except FileNotFoundError:
                 pass
 
-    def update_index(self, written: Mapping[str, bytes | None]) -> None:
-        """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean."""
+    def update_index(self, written: Mapping[str, bytes | None], *, durable: bool = True) -> None:
+        """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean (``durable=False``:
+        not synced — it is derived, and rebuilt for the paths a recovery names)."""
         from dulwich.index import Index, index_entry_from_stat
 
         index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
@@ -287,7 +347,28 @@ class GitRepo:
                     del index[key]
                 continue
             index[key] = index_entry_from_stat(st, sha)
-        index.write()
+        if durable:
+            index.write()
+        else:
+            self._write_index(index)
+
+    def _write_index(self, index) -> None:
+        from dulwich.index import IndexChecksumWriter, write_index_dict
+
+        buf = io.BytesIO()
+        writer = IndexChecksumWriter(buf)
+        write_index_dict(writer, dict(index.items()))
+        writer.write_checksum()
+        path = self.root / ".git" / "index"
+        lock = path.with_name("index.lock")
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(buf.getvalue())
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
 
     def close(self) -> None:
         self.repo.close()

@@ -13,6 +13,13 @@ On entering the lock the hook first commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
 
+Durability: a round of units (one or more commits, group commit in
+:mod:`wikimem.store.writer`) is recorded in the intent log
+(:mod:`wikimem.versioned.intent`) with one ``fdatasync`` before anything of
+it lands; objects, files, journal, branch and the derived indexes are then
+written without syncs of their own, and the log rebuilds them after a crash
+or a power loss (see ARCHITECTURE.md, "Durability").
+
 Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
 under which preconditions); undo (revert, roll back, restore) is the object
 the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
@@ -24,7 +31,8 @@ import logging
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -33,17 +41,25 @@ from dulwich.objects import Blob
 
 from wikimem.context import WriteContext, digest
 from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from wikimem.format import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
-from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stamp, sweep_temp_files
+from wikimem.format import (
+    MEMORY_DIRS,
+    SETTINGS_PATH,
+    OutsideCalendar,
+    item_etag,
+    memory_entries,
+    memory_path,
+    utc_instant,
+)
+from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
+from wikimem.store import LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
-from .intent import Intent
+from .intent import ABORTED, APPLIED, PENDING, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
 from .objects import GitRepo, oid
@@ -60,6 +76,19 @@ log = logging.getLogger(__name__)
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
 _HEX_RE = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+def _writable(path: str) -> bool:
+    """A path a logged round may write in the work tree (a memory file or the settings)."""
+    return memory_path(path) is not None or path == SETTINGS_PATH
+
+
+def _reaches(git: GitRepo, head: bytes, commit: bytes) -> bool:
+    """Whether ``commit`` is ``head`` or one of its ancestors (False when history is unreadable)."""
+    try:
+        return is_ancestor(git, commit, head)
+    except KeyError:
+        return False
 
 
 def _touches(records: list[dict]) -> list[tuple] | None:
@@ -101,7 +130,11 @@ class VersionedStore:
                     GitRepo.init(self.root)
         self.git = GitRepo(self.root)
         self.db = HistoryDB(self.git)
-        self.intent = Intent(self.root / ".git")
+        self.intent = IntentLog(self.root / ".git")
+        # The round in progress (under the owner lock): the commits built and not landed yet, and the tip
+        # the next one builds on.
+        self._steps: list[Step] = []
+        self._tip: bytes | None = None
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
@@ -118,6 +151,7 @@ class VersionedStore:
 
     def close(self) -> None:
         self.db.close()
+        self.intent.close()
         self.git.close()
 
     # -- the seam (MutationHook) ------------------------------------------------
@@ -128,8 +162,7 @@ class VersionedStore:
 
         On entry: a deleted owner is refused (:class:`NotFound`), what a killed
         writer left is reconciled (git lock files, its write in flight, its
-        temp files) and hand edits are committed. On exit, a unit that failed
-        leaves no intent behind.
+        temp files) and hand edits are committed.
         """
         try:
             with self._lock.hold():
@@ -137,11 +170,7 @@ class VersionedStore:
                     raise NotFound(f"{self.root.name}: the memory folder was deleted")
                 self._settle()
                 self._commit_external(actor=None)
-                try:
-                    yield
-                finally:
-                    if self.intent.current is not None:
-                        self._recover_quietly()
+                yield
         except FileNotFoundError:
             if (self.root / ".git").is_dir():
                 raise
@@ -238,103 +267,224 @@ class VersionedStore:
         return parse_trailers(self.git.commit(head).message.decode("utf-8", "replace"))[1].get("Action")
 
     def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
-        """Before the unit touches ``paths``: record them, and the commit it starts from (the intent)."""
-        self.intent.begin(self.head() if self.intent.current is None else None, unit.journal_size, paths)
+        """Nothing to record yet: a unit's files stay staged until its round lands (see :meth:`land`)."""
+        return None
 
     def committed(self, unit: Unit) -> str:
-        """Turn a finished unit into one commit (inside the lock); its id."""
+        """Build the unit's commit on the round's tip (objects written, nothing synced, the branch unmoved)."""
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
-        contents = {p: read_bytes(self.root / p) for p in paths}
         info = unit.info
         key = info.idempotency_key
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
-        cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
-                                           touches=_touches(records), result=result)
-        if finished:
-            self.intent.clear()
-        for listener in self.on_commit:
-            try:
-                listener(cid)
-            except Exception:  # the commit stands; what listens is derived and catches up later
-                log.exception("commit listener failed for %s at %s", self.root, cid)
+        if not self._steps:
+            self._tip = self.git.head()
+        step = self._step(self._tip, {p: unit.staged[p] for p in paths}, build_message(records, info), info.actor,
+                          touches=_touches(records), result=result)
+        self._steps.append(step)
+        self._tip = step.commit.encode()
+        return step.commit
+
+    def land(self, landing: Landing) -> None:
+        """Land a round: its record in the intent log (the one sync), then files, journal, branch, indexes."""
+        steps, self._steps, self._tip = self._steps, [], None
+        self._land(steps, landing)
+
+    def _step(self, base: bytes | None, contents: dict[str, bytes | None], message: str, actor: str | None,
+              touches: list[tuple] | None = None, result: dict | None = None, external: bool = False) -> Step:
+        """One commit built on ``base`` (its objects written, not synced)."""
+        tree = self.git.write_tree(self.git.commit_tree(base), contents)
+        when = int(time.time())
+        cid = self.git.make_commit(tree, [base] if base else [], message, actor, when=when).decode()
+        return Step(cid, base.decode() if base else None, when, actor, message, contents, result,
+                    [list(t) for t in touches] if touches is not None else None, external)
+
+    def _land(self, steps: list[Step], landing: Landing | None) -> bool:
+        """Make ``steps`` the branch: ``True`` when the steps after the branch move completed too.
+
+        The order is what recovery relies on: the remote (sync replication),
+        then the intent record (durable: from here on the round can be
+        redone), then the files and the journal (``landing``; None for a hand
+        edit, whose files are on disk already), then the branch (CAS). A
+        failure up to the branch move aborts the record (synced) and puts the
+        files back: nothing was committed. After it the commit stands: a
+        failure of the derived steps is logged and left to the next writer.
+        """
+        base = steps[0].parent.encode() if steps[0].parent else None
+        tip = steps[-1].commit.encode()
+        if self.replica is not None:  # sync: on the remote before anything lands (or raise: nothing moves)
+            self.replica.before_move(self.git, base, tip)
+        journal = (landing.journal_size, landing.records) if landing is not None else (None, [])
+        record = self.intent.append(steps, *journal)
+        try:
+            if landing is not None:
+                landing.write(durable=False)
+            if not self.git.move_ref(base, tip, durable=False):
+                raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+        except BaseException:
+            self._abort(record, landing)
+            raise
+        try:
+            self._after_move(steps)
+            self.intent.mark(record, APPLIED)
+            done = True
+        except Exception:
+            log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, steps[-1].commit)
+            done = False
+        for step in steps:
+            for listener in self.on_commit:
+                try:
+                    listener(step.commit)
+                except Exception:  # the commit stands; what listens is derived and catches up later
+                    log.exception("commit listener failed for %s at %s", self.root, step.commit)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             try:
                 self._pack_locked()
             except Exception:  # packing is housekeeping: the write is done
                 log.exception("packing %s failed", self.root)
-        return cid
+        return done
+
+    def _abort(self, record: Record, landing: Landing | None) -> None:
+        """A round failed before its branch move: the record says so (synced), then its files go back."""
+        try:
+            self.intent.mark(record, ABORTED, durable=True)
+            if landing is not None:
+                landing.restore(durable=False)
+            self.intent.mark(record, UNDONE)
+        except Exception:  # the next writer reconciles the record (it is aborted or pending)
+            log.exception("%s: putting back a failed write is left to the next writer", self.root)
+        self.store.invalidate()
 
     def _commit_files(self, contents: dict[str, bytes | None], message: str, actor: str | None,
                       touches: list[tuple] | None = None, result: dict | None = None) -> tuple[str, bool]:
-        """Commit ``contents`` on the branch: ``(commit id, whether the steps after the branch move completed)``.
+        """Commit files already on disk (hand edits): ``(commit id, whether the steps after the branch move
+        completed)``."""
+        step = self._step(self.git.head(), contents, message, actor, touches, result, external=True)
+        return step.commit, self._land([step], None)
 
-        Up to the branch move any error fails the write (nothing was
-        committed). After it the commit stands: a failure of the later steps
-        is logged and left to :meth:`recover` (the intent says what is left).
-        """
-        head = self.git.head()
-        tree = self.git.write_tree(self.git.commit_tree(head), contents)
-        cid = self.git.make_commit(tree, [head] if head else [], message, actor).decode()
-        self.intent.committing(cid, result)
-        if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
-            self.replica.before_move(self.git, head, cid.encode())
-        if not self.git.move_ref(head, cid.encode()):
-            raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
-        shas = {p: (None if data is None else Blob.from_string(data).id) for p, data in contents.items()}
-        try:
-            self._after_move(cid, shas, touches, result)
-        except Exception:
-            log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, cid)
-            return cid, False
-        return cid, True
-
-    def _after_move(self, cid: str, shas: Mapping[str, bytes | None], touches: list[tuple] | None,
-                    result: dict | None) -> None:
-        """The steps after the branch moved: ``.git/index``, the history index and the replayable result."""
-        self.git.update_index(shas)
+    def _after_move(self, steps: list[Step]) -> None:
+        """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
+        shas: dict[str, bytes | None] = {}
+        for step in steps:
+            for p, data in step.contents.items():
+                shas[p] = None if data is None else Blob.from_string(data).id
+        self.git.update_index(shas, durable=False)
         for p, sha in shas.items():
             self._remember(p, sha)
-        results = {cid: (result["key"], result.get("payload"), result.get("request"))} if result else None
-        self.db.sync({cid.encode(): touches} if touches is not None else None, results=results)
+        hints = {s.commit.encode(): [tuple(t) for t in s.touches] for s in steps if s.touches is not None}
+        results = {s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
+                   for s in steps if s.result}
+        self.db.sync(hints or None, results=results or None)
 
     # -- recovery ----------------------------------------------------------------
 
     def recover(self) -> str | None:
-        """Reconcile the write a killed writer left in flight (call under the owner lock).
+        """Reconcile what the intent log holds after a killed writer or a power loss (call under the owner lock).
 
-        ``"finished"`` when its commit had landed (the steps after it are
-        completed), ``"undone"`` when it had not (its files are put back as the
-        branch has them, the journal cut back), None when there was none.
+        ``"finished"``: the last round's branch had moved (the steps after it
+        are completed); ``"undone"``: it had not (its files are put back as the
+        branch has them, the journal cut back); ``"redone"``: the machine
+        restarted, and every round since the last checkpoint was redone from
+        the log (objects, branch, files, journal); None: nothing to do.
         """
-        found = self.intent.read()
+        found = self.intent.pending()
         if found is None:
-            self.intent.current = None
             return None
-        head = self.head()
-        paths = [p for p in found["paths"] if isinstance(p, str) and memory_path(p) is not None]
-        if found.get("state") == "committing" and found.get("commit") == head:
-            tree = self.git.commit_tree(head.encode())
-            shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
-            self._after_move(head, shas, None, found.get("result") if isinstance(found.get("result"), dict) else None)
-            outcome = "finished"
-        else:
-            if head != found.get("head"):
-                log.warning("%s: an intent from %s met the branch at %s; its files follow the branch",
-                            self.root, found.get("head"), head)
-            self._put_back(paths, head)
-            if isinstance(found.get("journal_size"), int):
-                self.store.journal.truncate(found["journal_size"])
-            outcome = "undone"
+        outcome = self._redo(found.records) if found.restart else self._reconcile_round(found.records[-1])
         self.store.invalidate()
-        self.intent.clear()
+        self._stat_cache.clear()
         return outcome
 
-    def _recover_quietly(self) -> None:
+    def _reconcile_round(self, record: Record) -> str:
+        """The last round, left pending or aborted by a writer that died (the machine stayed up)."""
+        head = self.git.head()
+        if record.state == PENDING and head == record.tip.encode():
+            self._after_move(record.steps)
+            self.intent.mark(record, APPLIED)
+            return "finished"
+        if head != (record.base.encode() if record.base else None):
+            log.warning("%s: a round from %s met the branch at %s; its files follow the branch",
+                        self.root, record.base, head)
+        if not record.steps[0].external:  # a hand edit's files are the editor's: never put back
+            self._put_back([p for p in record.paths() if _writable(p)], head.decode() if head else "")
+        if record.journal_size is not None:
+            self.store.journal.truncate(record.journal_size, durable=False)
+        self.intent.mark(record, UNDONE, durable=True)
+        return "undone"
+
+    def _redo(self, records: list[Record]) -> str:
+        """After a restart: objects, branch, files and journal made what the log says; then a checkpoint."""
+        live = [r for r in records if r.state not in (ABORTED, UNDONE)]
+        built = set()
+        with self.git.repairing():
+            for record in live:
+                try:
+                    self._rebuild(record)
+                    built.add(record.offset)
+                except Exception:
+                    log.exception("%s: a logged round (%s) could not be rebuilt; skipped", self.root, record.tip)
+        head = self._sound_head(live[0].base if live else None)
+        journal = self.store.journal
+        results: dict[str, tuple] = {}
+        for record in records:
+            if record.offset not in built:
+                if record.journal_size is not None and record.state in (ABORTED, UNDONE):
+                    journal.truncate(record.journal_size, durable=False)
+                continue
+            base, tip = (record.base.encode() if record.base else None), record.tip.encode()
+            if head == base:
+                if not self.git.move_ref(base, tip, durable=False):
+                    raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+                head = tip
+            elif head is None or not _reaches(self.git, head, tip):
+                log.warning("%s: a logged round (%s) is not on the branch (%s); skipped", self.root, tip, head)
+                continue
+            if record.journal_size is not None:
+                journal.truncate(record.journal_size, durable=False)
+                journal.write_many(record.journal, durable=False)
+            results.update({s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
+                            for s in record.steps if s.result})
+        paths = list(dict.fromkeys(p for r in records for p in r.paths() if _writable(p)))
+        tree = self.git.commit_tree(head) if head else None
+        shas: dict[str, bytes | None] = {}
+        for path in paths:  # the work tree as the branch has it
+            found = self.git.entry(tree, path)
+            want = None if found is None else self.git.blob(found[1])
+            shas[path] = None if found is None else found[1]
+            if read_bytes(self.root / path) != want:
+                if want is None:
+                    remove_file(self.root / path, durable=False)
+                else:
+                    atomic_write(self.root / path, want, durable=False)
+        self.git.update_index(shas, durable=False)
+        self.db.sync(results=results or None)
+        self.intent.checkpoint()
+        return "redone"
+
+    def _rebuild(self, record: Record) -> None:
+        """Write a logged round's objects again (a torn loose object is replaced); each commit id must match."""
+        for step in record.steps:
+            parent = step.parent.encode() if step.parent else None
+            tree = self.git.write_tree(self.git.commit_tree(parent), step.contents)
+            cid = self.git.make_commit(tree, [parent] if parent else [], step.message, step.actor, when=step.time)
+            if cid.decode() != step.commit:
+                raise ValueError(f"the log rebuilds {cid.decode()}, not {step.commit}")
+
+    def _sound_head(self, fallback: str | None) -> bytes | None:
+        """The branch, if it names a readable commit; else ``fallback`` (the log's oldest base), written back."""
         try:
-            self.recover()
-        except Exception:  # the next writer reconciles it; the unit's own error is the one to report
-            log.exception("%s: reconciling a failed write is left to the next writer", self.root)
+            head = self.git.head()
+            if head is not None:
+                self.git.commit(head)
+            return head
+        except Exception:
+            log.warning("%s: the branch was lost or torn; it goes back to %s", self.root, fallback)
+        if fallback is None:
+            return None
+        self.git.clear_stale_locks()
+        path = self.root / ".git" / "refs" / "heads" / "main"
+        atomic_write(path, fallback.encode() + b"\n", durable=False)
+        return fallback.encode()
 
     def _put_back(self, paths: list[str], head: str) -> None:
         """Make ``paths`` on disk what the commit ``head`` has (absent there → removed)."""
@@ -415,17 +565,27 @@ class VersionedStore:
         head = self.git.head()
         return head.decode() if head else ""
 
-    def replay(self, key: str, kind: str | None = None, request: str | None = None) -> dict | None:
+    def _round_head(self) -> str:
+        """Inside a unit: the commit it builds on (the last one of its round not landed yet, else the head)."""
+        if self._steps and self._tip is not None:
+            return self._tip.decode()
+        return self.head()
+
+    def replay(self, key: str, kind: str | None = None, request: str | None = None, *,
+               pending: bool = False) -> dict | None:
         """The stored result of an already-applied request with this idempotency key, or None.
 
-        Reads the history index only (no lock, no commit of hand edits).
+        Reads the history index only (no lock, no commit of hand edits);
+        ``pending`` (inside a unit) also the units of its round that have not
+        landed yet (the same key twice in one round replays the first).
         ``request`` is the hash of the request's kind and fingerprint: a key
         used for another kind, target or body raises
         :class:`IdempotencyKeyReused`. A result the index lost (it is
         derived, and may be rebuilt from git) is derived again from the
         commit, so a replay always answers.
         """
-        found = self.db.idem(key)
+        found = self._pending_result(key) if pending else None
+        found = found or self.db.idem(key)
         if found is None:
             return None
         commit, stored, stored_request = found
@@ -439,6 +599,12 @@ class VersionedStore:
         stored = dict(stored)
         stored.setdefault("commit", commit)
         return stored
+
+    def _pending_result(self, key: str) -> tuple[str, object, str | None] | None:
+        for step in reversed(self._steps):
+            if step.result and step.result.get("key") == key:
+                return step.commit, step.result.get("payload"), step.result.get("request")
+        return None
 
     @staticmethod
     def request_of(ctx: WriteContext, kind: str | None) -> str | None:
@@ -469,11 +635,11 @@ class VersionedStore:
         with self.writer.unit(info) as unit:
             outcome = Outcome(unit)
             if ctx.idempotency_key is not None:
-                outcome.replay = self.replay(ctx.idempotency_key, kind, request)
+                outcome.replay = self.replay(ctx.idempotency_key, kind, request, pending=True)
                 if outcome.replay is not None:
                     outcome.commit = outcome.replay.get("commit")
             if ctx.if_match is not None and outcome.replay is None:
-                head = self.head()
+                head = self._round_head()
                 if not head.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
                     raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {ctx.if_match}",
                                              current=head)
@@ -488,7 +654,7 @@ class VersionedStore:
         if if_match is None:
             return
         if len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
-            head = self.head()
+            head = self._round_head()
             if head != if_match.lower():
                 raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
                                          current=head)
@@ -648,9 +814,12 @@ class VersionedStore:
 
             packs = list((self.root / ".git" / "objects" / "pack").glob("*.pack"))
             run("repack", "-d", "-q", *(["-a"] if len(packs) >= 8 else []))
+            self.intent.checkpoint()  # the new pack (and all else) on disk before the loose copies go
             run("prune-packed", "-q")
         else:
+            self.intent.checkpoint()
             self.git.store.pack_loose_objects()
+            sync_filesystem(self.root)
         self.db.reset_since_pack()
 
     def verify(self) -> list[str]:
