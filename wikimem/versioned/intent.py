@@ -41,6 +41,7 @@ import logging
 import os
 import secrets
 import struct
+import weakref
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,43 +167,58 @@ class IntentLog:
         self.path = Path(git_dir) / LOG_NAME
         self.limit = limit
         self._fd: int | None = None
+        self._closer: weakref.finalize | None = None
         self._salt: bytes | None = None  # the epoch this process last read
         self._end = _HEADER_SIZE  # where the next record goes
         self._last: Record | None = None  # the newest record of the epoch (None: none yet)
+        self._head: str | None = None  # the branch at the epoch's checkpoint
         self._boot = boot_id()
         self._verified = False  # without a boot id: this process redid the log once already
 
     # -- the file ------------------------------------------------------------
 
-    def _open(self) -> int:
+    def _open(self, check: bool = False) -> int:
+        """The log's descriptor (``check``: still the file at :attr:`path`, else opened again)."""
+        if self._fd is not None and check:
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # the folder was deleted (and maybe made again): never write to a dead file
+                self.close()
+                self._salt, self._end, self._last = None, _HEADER_SIZE, None
         if self._fd is None:
             if not self.path.exists():
-                self._create()
+                atomic_write(self.path, self._header(secrets.token_bytes(8), None))
             self._fd = os.open(self.path, os.O_RDWR)
+            self._closer = weakref.finalize(self, os.close, self._fd)
         return self._fd
 
-    def _create(self) -> None:
-        atomic_write(self.path, self._header(secrets.token_bytes(8)))  # fsync + folder fsync, once
+    def _header(self, salt: bytes, head: str | None) -> bytes:
+        body = json.dumps({"boot": self._boot, "head": head}).encode("ascii")[:_HEADER_SIZE - 64]
+        data = _HEADER.pack(_HEADER_MAGIC, salt, zlib.crc32(salt + body)) + struct.pack("<H", len(body)) + body
+        return data.ljust(_HEADER_SIZE, b"\0")
 
-    def _header(self, salt: bytes) -> bytes:
-        boot = (self._boot or "").encode("ascii", "replace")[:128]
-        body = _HEADER.pack(_HEADER_MAGIC, salt, zlib.crc32(salt + boot)) + struct.pack("<H", len(boot)) + boot
-        return body.ljust(_HEADER_SIZE, b"\0")
-
-    def _read_header(self, fd: int) -> tuple[bytes, str | None] | None:
+    def _read_header(self, fd: int) -> tuple[bytes, str | None, str | None] | None:
+        """``(salt, boot id, head at the checkpoint)``, or None for a torn or foreign header."""
         data = os.pread(fd, _HEADER_SIZE, 0)
         if len(data) < _HEADER.size + 2:
             return None
         magic, salt, crc = _HEADER.unpack_from(data)
         (size,) = struct.unpack_from("<H", data, _HEADER.size)
-        boot = data[_HEADER.size + 2:_HEADER.size + 2 + size]
-        if magic != _HEADER_MAGIC or zlib.crc32(salt + boot) != crc:
+        body = data[_HEADER.size + 2:_HEADER.size + 2 + size]
+        if magic != _HEADER_MAGIC or zlib.crc32(salt + body) != crc:
             return None
-        return salt, boot.decode("ascii", "replace") or None
+        try:
+            meta = json.loads(body)
+        except ValueError:
+            return None
+        return salt, meta.get("boot"), meta.get("head")
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
+            if self._closer is not None:
+                self._closer()  # closes the descriptor, once
             self._fd = None
 
     # -- reading ---------------------------------------------------------------
@@ -231,12 +247,12 @@ class IntentLog:
 
     def _refresh(self) -> tuple[bytes | None, str | None, list[Record]]:
         """Catch up with what other processes wrote: ``(salt, boot id, records read now)``."""
-        fd = self._open()
+        fd = self._open(check=True)
         header = self._read_header(fd)
         if header is None:  # a torn header is only ever rewritten after a file-system sync: nothing to redo
             self._salt, self._end, self._last = None, _HEADER_SIZE, None
             return None, None, []
-        salt, boot = header
+        salt, boot, self._head = header
         if salt != self._salt:
             self._salt, self._end, self._last = salt, _HEADER_SIZE, None
         records = self._scan(fd, salt, self._end)
@@ -246,11 +262,16 @@ class IntentLog:
             self._last.state = os.pread(fd, 1, self._last.offset + _STATE_AT)
         return salt, boot, records
 
-    def pending(self) -> Pending | None:
-        """What needs reconciling before the next round, or None (the usual case: two small reads)."""
+    def pending(self, head: str | None) -> Pending | None:
+        """What needs reconciling before the next round, or None (the usual case: two small reads).
+
+        ``head``: the branch as it is now (a checkpoint made here records it).
+        """
+        if not self.path.exists():
+            atomic_write(self.path, self._header(secrets.token_bytes(8), head))  # fsync + folder fsync, once
         salt, boot, _ = self._refresh()
         if salt is None:
-            self.checkpoint()
+            self.checkpoint(head)
             return None
         restart = boot != self._boot if self._boot is not None else not self._verified
         if restart:
@@ -258,7 +279,7 @@ class IntentLog:
             records = self._scan(self._open(), salt, _HEADER_SIZE)
             self._last = records[-1] if records else None
             if not records:
-                self.checkpoint()  # this boot's id in the header, so later looks are cheap
+                self.checkpoint(head)  # this boot's id in the header, so later looks are cheap
                 return None
             return Pending(True, records)
         if self._last is not None and self._last.state in (PENDING, ABORTED):
@@ -275,15 +296,21 @@ class IntentLog:
 
     def append(self, steps: list[Step], journal_size: int | None = None,
                journal: list[dict] | None = None) -> Record:
-        """Record a round, durably (one ``fdatasync``): from here on it can be redone."""
+        """Record a round, durably (one ``fdatasync``): from here on it can be redone.
+
+        Checkpoints first when the log is full, or when the round does not
+        start where the log left the branch (something moved it without a
+        record — a fetch, a ``git`` command —: its objects are synced before a
+        record builds on them).
+        """
         payload = _encode(steps, journal_size, journal or [])
         fd = self._open()
-        if self._salt is None:
-            self._refresh()
-            if self._salt is None:
-                self.checkpoint()
-        if self._end > _HEADER_SIZE and self._end + _RECORD.size + len(payload) > self.limit:
-            self.checkpoint()
+        self._refresh()
+        last = self._last
+        known = self._head if last is None else last.tip if last.state in (PENDING, APPLIED) else last.base
+        if self._salt is None or known != steps[0].parent or (
+                self._end > _HEADER_SIZE and self._end + _RECORD.size + len(payload) > self.limit):
+            self.checkpoint(steps[0].parent)
         assert self._salt is not None
         offset = self._end
         head = _RECORD.pack(_RECORD_MAGIC, PENDING, self._salt, len(payload), zlib.crc32(self._salt + payload))
@@ -306,10 +333,11 @@ class IntentLog:
             os.fdatasync(fd)
         record.state = state
 
-    def checkpoint(self, *, wipe: bool = False) -> None:
+    def checkpoint(self, head: str | None = None, *, wipe: bool = False) -> None:
         """Sync the file system once (every round so far is then on disk), then start a new, empty epoch.
 
-        ``wipe`` also overwrites the old records with zeros (after history was
+        ``head``: the branch now (the next record should start there); ``wipe``
+        also overwrites the old records with zeros (after history was
         rewritten to forget something, no copy of it may stay here).
         """
         fd = self._open()
@@ -321,7 +349,7 @@ class IntentLog:
                 os.pwrite(fd, b"\0" * (size - _HEADER_SIZE), _HEADER_SIZE)
         elif os.fstat(fd).st_size > 2 * self.limit:
             os.ftruncate(fd, self.limit)  # one huge round grew the file: give the space back
-        os.pwrite(fd, self._header(salt), 0)
+        os.pwrite(fd, self._header(salt, head), 0)
         os.fdatasync(fd)
-        self._salt, self._end, self._last = salt, _HEADER_SIZE, None
+        self._salt, self._end, self._last, self._head = salt, _HEADER_SIZE, None, head
         self._verified = True

@@ -8,6 +8,10 @@ rest of :mod:`wikimem.versioned` only.
 Loose objects are written without syncs; the branch and ``.git/index`` may be
 too (``durable=False``): the versioned store's intent log holds what rebuilds
 them, and :meth:`GitRepo.repairing` rewrites objects a power loss left torn.
+A commit can be built in memory first (``out=``: its objects kept in
+:attr:`GitRepo.pending`, readable, not written) and written once its round
+is recorded (:meth:`GitRepo.write_objects`), so that no object file ever
+reaches the disk before the record that can rebuild it.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ class GitRepo:
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._lock = threading.Lock()
         self._repair = False  # rewrite loose objects found unsound (see repairing())
+        # Objects built for a round in progress and not written yet, readable here (see write_objects()).
+        self.pending: dict[bytes, object] = {}
 
     @classmethod
     def init(cls, root: Path) -> GitRepo:
@@ -115,8 +121,12 @@ class GitRepo:
         except KeyError:
             return None
 
+    def _get(self, sha: bytes):
+        found = self.pending.get(sha)
+        return found if found is not None else self.store[oid(sha)]
+
     def commit(self, commit_id: bytes) -> Commit:
-        obj = self.store[oid(commit_id)]
+        obj = self._get(commit_id)
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
         return obj
@@ -127,7 +137,7 @@ class GitRepo:
             if cached is not None:
                 self._trees.move_to_end(tree_id)
                 return cached
-        obj = self.store[oid(tree_id)]
+        obj = self._get(tree_id)
         if not isinstance(obj, Tree):
             raise KeyError(tree_id)
         with self._lock:
@@ -162,10 +172,10 @@ class GitRepo:
         found = self.entry(tree_id, path)
         if found is None or found[0] == _DIR_MODE:
             return None
-        return self.store[oid(found[1])].as_raw_string()
+        return self._get(found[1]).as_raw_string()
 
     def blob(self, sha: bytes) -> bytes:
-        return self.store[oid(sha)].as_raw_string()
+        return self._get(sha).as_raw_string()
 
     def files_under(self, tree_id: bytes | None, folder: str) -> dict[str, bytes]:
         """``{relpath: blob sha}`` of the regular files directly in ``folder``."""
@@ -199,10 +209,11 @@ class GitRepo:
 
     # -- writing ------------------------------------------------------------
 
-    def write_tree(self, base_tree: bytes | None, changes: dict[str, bytes | None]) -> bytes:
+    def write_tree(self, base_tree: bytes | None, changes: dict[str, bytes | None], out: list | None = None) -> bytes:
         """A new root tree: ``base_tree`` with ``{path: content or None}`` applied.
 
         Only the trees along the changed paths are rebuilt; empty folders vanish.
+        ``out``: the new objects are appended there and kept pending, not written.
         """
         grouped: dict[str, dict[str, bytes | None]] = {}
         here: dict[str, bytes | None] = {}
@@ -223,7 +234,7 @@ class GitRepo:
                     del tree[key]
             else:
                 blob = Blob.from_string(content)
-                self._add(blob)
+                self._add(blob, out)
                 tree.add(key, _FILE_MODE, blob.id)
         for name, sub in grouped.items():
             key = name.encode("utf-8")
@@ -231,19 +242,19 @@ class GitRepo:
             if key in tree:
                 mode, sha = tree[key]
                 base_sub = sha if mode == _DIR_MODE else None
-            new_sub = self.write_tree(base_sub, sub)
+            new_sub = self.write_tree(base_sub, sub, out)
             if not self.tree(new_sub).items():
                 if key in tree:
                     del tree[key]
             else:
                 tree.add(key, _DIR_MODE, oid(new_sub))
-        self._add(tree)
+        self._add(tree, out)
         with self._lock:
             self._trees[tree.id] = tree
         return tree.id
 
     def make_commit(self, tree_id: bytes, parents: list[bytes], message: str, actor: str | None,
-                    when: int | None = None) -> bytes:
+                    when: int | None = None, out: list | None = None) -> bytes:
         commit = Commit()
         commit.tree = tree_id
         commit.parents = [oid(p) for p in parents]
@@ -254,13 +265,18 @@ class GitRepo:
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = message.encode("utf-8")
-        self._add(commit)
+        self._add(commit, out)
         return commit.id
 
-    def _add(self, obj) -> None:
-        """Write a loose object; a ``.lock`` a killed writer left on it is removed (we hold the owner lock)."""
+    def _add(self, obj, out: list | None = None) -> None:
+        """Write a loose object (``out``: keep it pending instead); a ``.lock`` a killed writer left on it is
+        removed (we hold the owner lock)."""
         from dulwich.file import FileLocked
 
+        if out is not None:
+            out.append(obj)
+            self.pending[obj.id] = obj
+            return
         if self._repair:
             self._drop_unsound(obj.id)
         try:
@@ -268,6 +284,17 @@ class GitRepo:
         except FileLocked as exc:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
+
+    def write_objects(self, objects: list) -> None:
+        """Write objects built with ``out=`` (they stop being pending)."""
+        for obj in objects:
+            self._add(obj)
+            self.pending.pop(obj.id, None)
+
+    def forget(self, objects: list) -> None:
+        """Objects built with ``out=`` that will never be written."""
+        for obj in objects:
+            self.pending.pop(obj.id, None)
 
     @contextmanager
     def repairing(self) -> Iterator[None]:

@@ -134,6 +134,7 @@ class VersionedStore:
         # The round in progress (under the owner lock): the commits built and not landed yet, and the tip
         # the next one builds on.
         self._steps: list[Step] = []
+        self._objects: list = []  # their git objects, built and not written yet
         self._tip: bytes | None = None
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
@@ -279,49 +280,66 @@ class VersionedStore:
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
         if not self._steps:
             self._tip = self.git.head()
-        step = self._step(self._tip, {p: unit.staged[p] for p in paths}, build_message(records, info), info.actor,
-                          touches=_touches(records), result=result)
+        step, objects = self._step(self._tip, {p: unit.staged[p] for p in paths}, build_message(records, info),
+                                   info.actor, touches=_touches(records), result=result)
         self._steps.append(step)
+        self._objects.extend(objects)
         self._tip = step.commit.encode()
         return step.commit
 
     def land(self, landing: Landing) -> None:
-        """Land a round: its record in the intent log (the one sync), then files, journal, branch, indexes."""
-        steps, self._steps, self._tip = self._steps, [], None
-        self._land(steps, landing)
+        """Land a round: its record in the intent log (the one sync), then objects, files, journal, branch."""
+        steps, objects = self._steps, self._objects
+        self._steps, self._objects, self._tip = [], [], None
+        self._land(steps, objects, landing)
 
     def _step(self, base: bytes | None, contents: dict[str, bytes | None], message: str, actor: str | None,
-              touches: list[tuple] | None = None, result: dict | None = None, external: bool = False) -> Step:
-        """One commit built on ``base`` (its objects written, not synced)."""
-        tree = self.git.write_tree(self.git.commit_tree(base), contents)
-        when = int(time.time())
-        cid = self.git.make_commit(tree, [base] if base else [], message, actor, when=when).decode()
-        return Step(cid, base.decode() if base else None, when, actor, message, contents, result,
+              touches: list[tuple] | None = None, result: dict | None = None,
+              external: bool = False) -> tuple[Step, list]:
+        """One commit built on ``base``, in memory: the step, and its objects (pending, not written)."""
+        objects: list = []
+        try:
+            tree = self.git.write_tree(self.git.commit_tree(base), contents, out=objects)
+            when = int(time.time())
+            cid = self.git.make_commit(tree, [base] if base else [], message, actor, when=when, out=objects)
+        except BaseException:
+            self.git.forget(objects)
+            raise
+        step = Step(cid.decode(), base.decode() if base else None, when, actor, message, contents, result,
                     [list(t) for t in touches] if touches is not None else None, external)
+        return step, objects
 
-    def _land(self, steps: list[Step], landing: Landing | None) -> bool:
+    def _land(self, steps: list[Step], objects: list, landing: Landing | None) -> bool:
         """Make ``steps`` the branch: ``True`` when the steps after the branch move completed too.
 
-        The order is what recovery relies on: the remote (sync replication),
-        then the intent record (durable: from here on the round can be
-        redone), then the files and the journal (``landing``; None for a hand
-        edit, whose files are on disk already), then the branch (CAS). A
-        failure up to the branch move aborts the record (synced) and puts the
-        files back: nothing was committed. After it the commit stands: a
-        failure of the derived steps is logged and left to the next writer.
+        The order is what recovery relies on: the intent record first
+        (durable: from here on the round can be redone, and no object, file or
+        ref of it reaches the disk before it), then the git objects, the
+        remote (sync replication: pushed before the branch moves), the files
+        and the journal (``landing``; None for a hand edit, whose files are on
+        disk already), the branch (CAS). A failure up to the branch move
+        aborts the record (synced) and puts the files back: nothing was
+        committed. After it the commit stands: a failure of the derived steps
+        is logged and left to the next writer.
         """
         base = steps[0].parent.encode() if steps[0].parent else None
         tip = steps[-1].commit.encode()
-        if self.replica is not None:  # sync: on the remote before anything lands (or raise: nothing moves)
-            self.replica.before_move(self.git, base, tip)
         journal = (landing.journal_size, landing.records) if landing is not None else (None, [])
-        record = self.intent.append(steps, *journal)
         try:
+            record = self.intent.append(steps, *journal)
+        except BaseException:
+            self.git.forget(objects)
+            raise
+        try:
+            self.git.write_objects(objects)
+            if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
+                self.replica.before_move(self.git, base, tip)
             if landing is not None:
                 landing.write(durable=False)
             if not self.git.move_ref(base, tip, durable=False):
                 raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
         except BaseException:
+            self.git.forget(objects)
             self._abort(record, landing)
             raise
         try:
@@ -359,8 +377,8 @@ class VersionedStore:
                       touches: list[tuple] | None = None, result: dict | None = None) -> tuple[str, bool]:
         """Commit files already on disk (hand edits): ``(commit id, whether the steps after the branch move
         completed)``."""
-        step = self._step(self.git.head(), contents, message, actor, touches, result, external=True)
-        return step.commit, self._land([step], None)
+        step, objects = self._step(self.git.head(), contents, message, actor, touches, result, external=True)
+        return step.commit, self._land([step], objects, None)
 
     def _after_move(self, steps: list[Step]) -> None:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
@@ -387,7 +405,7 @@ class VersionedStore:
         restarted, and every round since the last checkpoint was redone from
         the log (objects, branch, files, journal); None: nothing to do.
         """
-        found = self.intent.pending()
+        found = self.intent.pending(self.head() or None)
         if found is None:
             return None
         outcome = self._redo(found.records) if found.restart else self._reconcile_round(found.records[-1])
@@ -417,18 +435,21 @@ class VersionedStore:
         live = [r for r in records if r.state not in (ABORTED, UNDONE)]
         built = set()
         with self.git.repairing():
-            for record in live:
+            # Every round's objects, aborted ones too: any object file of the log's rounds may be torn.
+            for record in records:
                 try:
                     self._rebuild(record)
                     built.add(record.offset)
                 except Exception:
-                    log.exception("%s: a logged round (%s) could not be rebuilt; skipped", self.root, record.tip)
+                    if record in live:
+                        log.exception("%s: a logged round (%s) could not be rebuilt; skipped", self.root,
+                                      record.tip)
         head = self._sound_head(live[0].base if live else None)
         journal = self.store.journal
         results: dict[str, tuple] = {}
         for record in records:
-            if record.offset not in built:
-                if record.journal_size is not None and record.state in (ABORTED, UNDONE):
+            if record not in live or record.offset not in built:
+                if record.journal_size is not None and record not in live:
                     journal.truncate(record.journal_size, durable=False)
                 continue
             base, tip = (record.base.encode() if record.base else None), record.tip.encode()
@@ -458,7 +479,7 @@ class VersionedStore:
                     atomic_write(self.root / path, want, durable=False)
         self.git.update_index(shas, durable=False)
         self.db.sync(results=results or None)
-        self.intent.checkpoint()
+        self.intent.checkpoint(head.decode() if head else None)
         return "redone"
 
     def _rebuild(self, record: Record) -> None:
@@ -814,10 +835,10 @@ class VersionedStore:
 
             packs = list((self.root / ".git" / "objects" / "pack").glob("*.pack"))
             run("repack", "-d", "-q", *(["-a"] if len(packs) >= 8 else []))
-            self.intent.checkpoint()  # the new pack (and all else) on disk before the loose copies go
+            self.intent.checkpoint(self.head() or None)  # the new pack on disk before the loose copies go
             run("prune-packed", "-q")
         else:
-            self.intent.checkpoint()
+            self.intent.checkpoint(self.head() or None)
             self.git.store.pack_loose_objects()
             sync_filesystem(self.root)
         self.db.reset_since_pack()
