@@ -63,6 +63,9 @@ __all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo"
 
 # Units landed together at most (a bound on how long the first caller of a round waits for the others).
 MAX_ROUND = 64
+# Files whose last landed content and its parse the writer keeps (the next unit's read-modify-write of the
+# same file then skips the parse when the disk still holds those bytes).
+PARSE_MEMO = 32
 
 LOCK_NAME = ".wikimem.lock"
 
@@ -206,6 +209,10 @@ class Landing:
         self.writer.journal.write_many(self.records, durable=durable)
         for unit in self.units:
             unit.final = frozenset(rel for rel, owner in self._owner.items() if owner is unit)
+        for rel, unit in self._owner.items():
+            memo = unit.parsed.get(rel)
+            if memo is not None and memo[0] is self.staged[rel]:
+                self.writer.remember(rel, memo)
         # Listeners (the store's caches and revision) hear of a change once it is on disk, so that
         # another thread that reacts to it reads the new files, never the old ones.
         self.writer.notify(tuple(self.staged))
@@ -292,6 +299,7 @@ class Writer:
         self._cond = threading.Condition(threading.Lock())
         self._queue: deque[_Ticket] = deque()
         self._leading = False  # a ticket leads (or is about to lead) a round of the queue
+        self._memo: dict[str, tuple] = {}  # relpath -> (content landed, what it parsed to), see PARSE_MEMO
         self.listeners: list[Callable[[tuple[str, ...]], None]] = []
 
     @property
@@ -476,6 +484,10 @@ class Writer:
         memo = unit.parsed.get(rel) if unit is not None else None
         if memo is not None and memo[0] is data:
             return data, list(memo[1])
+        landed = self._memo.get(rel) if unit is not None else None
+        if unit is not None and landed is not None and landed[0] == data:  # (a path has one parser)
+            unit.parsed[rel] = (data, list(landed[1]))
+            return data, list(landed[1])
         parsed = parser(data)
         if unit is not None:
             unit.parsed[rel] = (data, list(parsed))
@@ -507,6 +519,13 @@ class Writer:
         mutation = Mutation(record=record or {}, paths=tuple(changes))
         unit.mutations.append(mutation)
         return mutation
+
+    def remember(self, rel: str, memo: tuple) -> None:
+        """Keep what a landed file parsed to (``memo`` = (content, items)), for the next unit that reads it."""
+        self._memo.pop(rel, None)
+        self._memo[rel] = memo
+        while len(self._memo) > PARSE_MEMO:
+            self._memo.pop(next(iter(self._memo)))
 
     def notify(self, paths: tuple[str, ...]) -> None:
         """Tell the listeners (the store's caches) that these files changed on disk, or that what was staged

@@ -26,8 +26,8 @@ from .objects import GitRepo
 __all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "DB_NAME"]
 
 DB_NAME = "wikimem-history.sqlite3"
-# WAL pages between checkpoints (256 KiB, about a dozen writes): each costs two syncs, so most writes have none.
-WAL_PAGES = 64
+# WAL pages between checkpoints (1 MiB, some 30 writes): each costs three syncs, so most writes have none.
+WAL_PAGES = 256
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, parents TEXT NOT NULL, time INTEGER NOT NULL,
@@ -131,7 +131,7 @@ class HistoryDB:
         conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         # Derived state, off the sync path: a commit never syncs (NORMAL in WAL mode syncs only at a
-        # checkpoint), and a checkpoint (two syncs) comes once per WAL_PAGES pages (about a dozen writes), not per
+        # checkpoint), and a checkpoint (three syncs) comes once per WAL_PAGES pages (some 30 writes), not per
         # write. A power loss may cost the last transactions, never consistency: the index catches up from git.
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
+import secrets
 import threading
 import time
 import zlib
@@ -28,10 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from wikimem.format import MEMORY_DIRS
+from wikimem.fsio import stat_stamp
 from wikimem.naming import is_unsafe
 
 if TYPE_CHECKING:
@@ -61,7 +65,9 @@ diary-vectors/
 """
 _FILE_MODE = 0o100644
 _DIR_MODE = 0o040000
+_HEX = re.compile(rb"[0-9a-f]{40}")
 _TREE_CACHE = 512
+_COMMIT_CACHE = 256
 COMMITTER = b"wikimem <wikimem@localhost>"
 
 
@@ -81,8 +87,12 @@ class GitRepo:
         self.repo = Repo(str(self.root))  # NotGitRepository when there is none
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
+        self._commits: OrderedDict[bytes, Commit] = OrderedDict()  # (FIFO: the newest commits are read most)
         self._lock = threading.Lock()
         self._repair = False  # rewrite loose objects found unsound (see repairing())
+        self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
+        self._objects_dir = self.root / ".git" / "objects"
+        self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
         # Objects built for a round in progress and not written yet, readable here (see write_objects()).
         self.pending: dict[bytes, object] = {}
 
@@ -116,7 +126,14 @@ class GitRepo:
 
     def head(self) -> bytes | None:
         """The branch tip, read from disk every time (other processes move it)."""
-        try:
+        try:  # the loose ref, as this layer writes it: one small read
+            with open(self._branch_path, "rb") as fh:
+                data = fh.read(64)
+            if len(data) == 41 and data[40:] == b"\n" and _HEX.fullmatch(data[:40]):
+                return data[:40]
+        except OSError:
+            pass
+        try:  # anything else (packed refs, a symref): dulwich
             return self.repo.refs[BRANCH]
         except KeyError:
             return None
@@ -126,9 +143,22 @@ class GitRepo:
         return found if found is not None else self.store[oid(sha)]
 
     def commit(self, commit_id: bytes) -> Commit:
-        obj = self._get(commit_id)
+        with self._lock:
+            cached = self._commits.get(commit_id)
+        if cached is not None:
+            return cached
+        obj = self.pending.get(commit_id)
+        if obj is not None:  # not written yet (and maybe never): not remembered
+            if not isinstance(obj, Commit):
+                raise KeyError(commit_id)
+            return obj
+        obj = self.store[oid(commit_id)]
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
+        with self._lock:
+            self._commits[commit_id] = obj
+            while len(self._commits) > _COMMIT_CACHE:
+                self._commits.popitem(last=False)
         return obj
 
     def tree(self, tree_id: bytes) -> Tree:
@@ -279,11 +309,47 @@ class GitRepo:
             return
         if self._repair:
             self._drop_unsound(obj.id)
+        if self._write_loose(obj):
+            return
         try:
             self.store.add_object(obj)
         except FileLocked as exc:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
+
+    def _write_loose(self, obj) -> bool:
+        """Write a loose object the way git does (a temp file in its folder, renamed into place), without the
+        lock file and mtime refresh of dulwich's path; False when the object database is not the plain
+        ``.git/objects`` layout (then dulwich writes it)."""
+        if not isinstance(self.store, DiskObjectStore):
+            return False
+        sha = obj.id.decode("ascii")
+        folder = self._objects_dir / sha[:2]
+        path = folder / sha[2:]
+        if os.path.exists(path):
+            return True
+        data = obj.as_legacy_object()
+        tmp = folder / f"tmp_obj_{secrets.token_hex(4)}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        return True
 
     def write_objects(self, objects: list) -> None:
         """Write objects built with ``out=`` (they stop being pending)."""
@@ -323,12 +389,16 @@ class GitRepo:
 
         ``durable=False``: the new value is not synced (the caller's log can set it again).
         """
-        self.clear_stale_locks()
         if durable:
+            self.clear_stale_locks()
             return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
         path = self.root / ".git" / "refs" / "heads" / "main"
         lock = path.with_name("main.lock")
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # left by a killed writer
+            self.clear_stale_locks()
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             if self.head() != old:  # read under main.lock, as git does
                 os.close(fd)
@@ -360,7 +430,13 @@ class GitRepo:
         not synced — it is derived, and rebuilt for the paths a recovery names)."""
         from dulwich.index import Index, index_entry_from_stat
 
-        index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
+        path_ = self.root / ".git" / "index"
+        cached = self._index
+        if cached is not None and cached[0] == stat_stamp(path_):
+            index = cached[1]  # the file is the one we wrote last: no need to parse it again
+        else:
+            index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
+        self._index = None
         for path, sha in written.items():
             key = path.encode("utf-8")
             if sha is None:
@@ -378,6 +454,7 @@ class GitRepo:
             index.write()
         else:
             self._write_index(index)
+        self._index = (stat_stamp(path_), index)
 
     def _write_index(self, index) -> None:
         from dulwich.index import IndexChecksumWriter, write_index_dict
@@ -388,7 +465,11 @@ class GitRepo:
         writer.write_checksum()
         path = self.root / ".git" / "index"
         lock = path.with_name("index.lock")
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # left by a killed writer
+            self.clear_stale_locks()
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(buf.getvalue())
             while view:
