@@ -297,10 +297,11 @@ class Config:
         bigrams for Chinese, function words dropped from queries, neighbour
         context, memory embedded in the background with the local model.
         """
-        from wikimem.recall import RecallOptions
+        from wikimem.recall import DIARY_WAIT, RecallOptions
 
         background = self.embed_background
         return RecallOptions(
+            diary_wait=DIARY_WAIT,  # a request never waits longer for a diary index being built
             use_jieba=self.tokenizer == "jieba",
             diary=self.diary_recall,
             query_stopwords=self.query_stopwords,

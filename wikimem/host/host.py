@@ -18,6 +18,7 @@ Nothing a client sends reaches the file system except through
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
@@ -41,6 +42,8 @@ EXPORT_TYPES = FORMATS  # archive format → media type
 JOB_THREADS = 2  # background job threads per host process
 
 MAX_PAGE = 1000
+
+log = logging.getLogger(__name__)
 
 
 class Host:
@@ -385,6 +388,21 @@ class Host:
                     self._jobs = JobStore.at(self.root)
                 jobs = self._jobs
         return jobs
+
+    def warm_up(self) -> None:
+        """Load now what the first requests of this process would otherwise wait for: numpy's ranking
+        module, jieba when the tokenizer is jieba, the local embedding model. Best effort."""
+        from wikimem.recall import BM25Index, tokenize
+
+        try:
+            BM25Index().warm()
+            if self.recall is not None and self.recall.use_jieba:
+                tokenize("预热", use_jieba=True)
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+        except Exception:  # a request loads it again (and reports what fails)
+            log.exception("warming up the host failed")
 
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""

@@ -64,7 +64,9 @@ class RetrievalResult:
     after a parsed time expression and function words were taken out),
     ``diary`` (the diary mode used) and ``vectors`` (with an embedder and
     ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
-    their vectors when this query ran).
+    their vectors when this query ran), ``diary_index`` (``"building"``
+    when ``diary="all"`` was answered before the diary index's first build
+    was done: the diary then took part through its time window only).
     """
 
     items: list[RetrievedItem] = field(default_factory=list)
@@ -79,6 +81,7 @@ class RetrievalResult:
     query_terms: list[str] = field(default_factory=list)
     diary: str = "window"
     vectors: dict[str, int] | None = None
+    diary_index: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``time_range`` as a two-element list or None).
@@ -101,6 +104,8 @@ class RetrievalResult:
             out["diary"] = self.diary
         if self.vectors is not None:
             out["vectors"] = dict(self.vectors)
+        if self.diary_index is not None:
+            out["diary_index"] = self.diary_index
         return out
 
 
@@ -118,12 +123,13 @@ class RecallOptions:
     embed_in_background: bool = False
     diary: str = "window"
     fusion_weight: float = 0.5
+    diary_wait: float | None = None  # seconds a query waits for the diary index's first build (None: all)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~wikimem.recall.index.MemoryIndex`."""
         return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
                 "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
-                "diary": self.diary, "fusion_weight": self.fusion_weight}
+                "diary": self.diary, "fusion_weight": self.fusion_weight, "diary_wait": self.diary_wait}
 
 
 @dataclass
