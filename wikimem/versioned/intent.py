@@ -1,13 +1,13 @@
 """The intent log of one memory folder: each round of commits, recorded durably before any of it lands.
 
 ``.git/wikimem-intent.log`` is a write-ahead log. A round (one or more
-commits, see :mod:`wikimem.store.writer`) is appended as one *record* — the
-commits' parents, times, authors, messages, the full new content of every
-file they change, the journal lines and the results idempotent retries
-replay — and the record is made durable with **one** ``fdatasync`` before
-anything of the round touches the folder. Then the git objects, the files,
-the journal and the branch are written without syncs of their own: the
-record can rebuild every one of them (commit ids are deterministic).
+commits, see :mod:`wikimem.store.writer`) is appended as one *record* — its
+commits (id, parent, which blob each changed path got), the journal lines,
+the results idempotent retries replay, and the round's new git objects
+themselves, compressed as loose objects are — and the record is made
+durable with **one** ``fdatasync`` before anything of the round touches the
+folder. Then the objects, the files, the journal and the branch are written
+without syncs of their own: the record holds every byte they need.
 
 Every record carries a state byte: ``P`` pending (just written), ``A``
 applied (the branch moved and the derived steps ran), ``X`` aborted (the
@@ -23,8 +23,9 @@ Reconciling, under the owner lock (:meth:`IntentLog.pending`):
   the steps after the branch move;
 - **the machine restarted** (another boot id): anything not synced may be
   lost or torn, so every record since the last checkpoint is *redone*:
-  objects re-created (unsound loose objects rewritten), the branch rolled
-  forward, files and journal made what the log says, then a checkpoint.
+  its objects written again (unsound loose copies replaced), the branch
+  rolled forward, files and journal made what the log says, then a
+  checkpoint.
 
 A **checkpoint** (:meth:`IntentLog.checkpoint`) syncs the whole file system
 once (``syncfs``), then starts a new epoch in the header: a fresh random
@@ -78,14 +79,11 @@ def boot_id() -> str | None:
 
 @dataclass
 class Step:
-    """One commit of a round: everything needed to build it again, byte for byte."""
+    """One commit of a round, as the log records it."""
 
     commit: str
     parent: str | None
-    time: int
-    actor: str | None
-    message: str
-    contents: dict[str, bytes | None]  # path -> the file's whole new content (None: removed)
+    blobs: dict[str, str | None]  # path -> the blob it holds after the commit (None: removed)
     result: dict[str, Any] | None = None  # {"key", "payload", "request"}: what a keyed retry replays
     touches: list | None = None  # the items it touched (a hint for the history index)
     external: bool = False  # a hand edit being committed: its files are the editor's, never put back
@@ -100,6 +98,7 @@ class Record:
     steps: list[Step]
     journal_size: int | None = None  # the journal's size before the round (None: no journal lines)
     journal: list[dict] = field(default_factory=list)  # the round's journal records
+    objects: dict[str, bytes] = field(default_factory=dict)  # sha -> the loose object (zlib), new in the round
 
     @property
     def base(self) -> str | None:
@@ -109,11 +108,11 @@ class Record:
     def tip(self) -> str:
         return self.steps[-1].commit
 
-    def paths(self) -> dict[str, bytes | None]:
-        """Each path the round changed, with the content it ends with."""
-        out: dict[str, bytes | None] = {}
+    def paths(self) -> dict[str, str | None]:
+        """Each path the round changed, with the blob it ends with."""
+        out: dict[str, str | None] = {}
         for step in self.steps:
-            out.update(step.contents)
+            out.update(step.blobs)
         return out
 
 
@@ -125,39 +124,26 @@ class Pending:
     records: list[Record]
 
 
-def _encode(steps: list[Step], journal_size: int | None, journal: list[dict]) -> bytes:
-    blobs: list[bytes] = []
-    meta_steps = []
-    for step in steps:
-        paths = []
-        for path, data in step.contents.items():
-            paths.append([path, -1 if data is None else len(data)])
-            if data is not None:
-                blobs.append(data)
-        meta_steps.append({"commit": step.commit, "parent": step.parent, "time": step.time, "actor": step.actor,
-                           "message": step.message, "paths": paths, "result": step.result,
-                           "touches": step.touches, "external": step.external})
-    meta = {"steps": meta_steps, "journal_size": journal_size, "journal": journal}
+def _encode(steps: list[Step], journal_size: int | None, journal: list[dict], objects: dict[str, bytes]) -> bytes:
+    meta = {"steps": [{"commit": st.commit, "parent": st.parent, "blobs": st.blobs, "result": st.result,
+                       "touches": st.touches, "external": st.external} for st in steps],
+            "journal_size": journal_size, "journal": journal,
+            "objects": [[sha, len(data)] for sha, data in objects.items()]}
     head = json.dumps(meta, ensure_ascii=False, default=str, separators=(",", ":")).encode("utf-8")
-    return b"".join([struct.pack("<I", len(head)), head, *blobs])
+    return b"".join([struct.pack("<I", len(head)), head, *objects.values()])
 
 
 def _decode(offset: int, state: bytes, payload: bytes) -> Record:
     (size,) = struct.unpack_from("<I", payload)
     meta = json.loads(payload[4:4 + size])
     at = 4 + size
-    steps = []
-    for raw in meta["steps"]:
-        contents: dict[str, bytes | None] = {}
-        for path, length in raw["paths"]:
-            if length < 0:
-                contents[path] = None
-            else:
-                contents[path] = payload[at:at + length]
-                at += length
-        steps.append(Step(raw["commit"], raw["parent"], raw["time"], raw["actor"], raw["message"], contents,
-                          raw.get("result"), raw.get("touches"), bool(raw.get("external"))))
-    return Record(offset, state, steps, meta.get("journal_size"), meta.get("journal") or [])
+    objects: dict[str, bytes] = {}
+    for sha, length in meta["objects"]:
+        objects[sha] = payload[at:at + length]
+        at += length
+    steps = [Step(raw["commit"], raw["parent"], dict(raw["blobs"]), raw.get("result"), raw.get("touches"),
+                  bool(raw.get("external"))) for raw in meta["steps"]]
+    return Record(offset, state, steps, meta.get("journal_size"), meta.get("journal") or [], objects)
 
 
 class IntentLog:
@@ -294,7 +280,7 @@ class IntentLog:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, steps: list[Step], journal_size: int | None = None,
+    def append(self, steps: list[Step], objects: dict[str, bytes], journal_size: int | None = None,
                journal: list[dict] | None = None) -> Record:
         """Record a round, durably (one ``fdatasync``): from here on it can be redone.
 
@@ -303,7 +289,7 @@ class IntentLog:
         record — a fetch, a ``git`` command —: its objects are synced before a
         record builds on them).
         """
-        payload = _encode(steps, journal_size, journal or [])
+        payload = _encode(steps, journal_size, journal or [], objects)
         fd = self._open()
         self._refresh()
         last = self._last
@@ -322,7 +308,7 @@ class IntentLog:
             view, at = view[done:], at + done
         os.fdatasync(fd)
         self._end = offset + len(data)
-        self._last = Record(offset, PENDING, steps, journal_size, list(journal or []))
+        self._last = Record(offset, PENDING, steps, journal_size, list(journal or []), objects)
         return self._last
 
     def mark(self, record: Record, state: bytes, *, durable: bool = False) -> None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "loose_bytes"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -69,6 +69,11 @@ _HEX = re.compile(rb"[0-9a-f]{40}")
 _TREE_CACHE = 512
 _COMMIT_CACHE = 256
 COMMITTER = b"wikimem <wikimem@localhost>"
+
+
+def loose_bytes(obj) -> bytes:
+    """The bytes of an object's loose file: zlib at level 1, git's default for loose objects (core.looseCompression)."""
+    return obj.as_legacy_object(compression_level=1)
 
 
 def _person(name: str | None) -> bytes:
@@ -307,9 +312,8 @@ class GitRepo:
             out.append(obj)
             self.pending[obj.id] = obj
             return
-        if self._repair:
-            self._drop_unsound(obj.id)
-        if self._write_loose(obj):
+        if isinstance(self.store, DiskObjectStore):
+            self.write_raw(obj.id.decode("ascii"), loose_bytes(obj))
             return
         try:
             self.store.add_object(obj)
@@ -317,18 +321,15 @@ class GitRepo:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
 
-    def _write_loose(self, obj) -> bool:
-        """Write a loose object the way git does (a temp file in its folder, renamed into place), without the
-        lock file and mtime refresh of dulwich's path; False when the object database is not the plain
-        ``.git/objects`` layout (then dulwich writes it)."""
-        if not isinstance(self.store, DiskObjectStore):
-            return False
-        sha = obj.id.decode("ascii")
+    def write_raw(self, sha: str, data: bytes) -> None:
+        """Write a loose object from its file's bytes (:func:`loose_bytes`), as git does: a temp file in its
+        folder, renamed into place; an existing sound copy is kept (repairing: an unsound one is replaced)."""
         folder = self._objects_dir / sha[:2]
         path = folder / sha[2:]
+        if self._repair:
+            self._drop_unsound(sha.encode("ascii"))
         if os.path.exists(path):
-            return True
-        data = obj.as_legacy_object()
+            return
         tmp = folder / f"tmp_obj_{secrets.token_hex(4)}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -349,18 +350,17 @@ class GitRepo:
             except FileNotFoundError:
                 pass
             raise
-        return True
 
-    def write_objects(self, objects: list) -> None:
-        """Write objects built with ``out=`` (they stop being pending)."""
-        for obj in objects:
-            self._add(obj)
-            self.pending.pop(obj.id, None)
+    def write_objects(self, objects: dict[str, bytes]) -> None:
+        """Write objects built with ``out=`` from their loose bytes (they stop being pending)."""
+        for sha, data in objects.items():
+            self.write_raw(sha, data)
+            self.pending.pop(sha.encode("ascii"), None)
 
-    def forget(self, objects: list) -> None:
-        """Objects built with ``out=`` that will never be written."""
-        for obj in objects:
-            self.pending.pop(obj.id, None)
+    def forget(self, shas) -> None:
+        """Objects built with ``out=`` that will never be written (their ids, hex strings)."""
+        for sha in shas:
+            self.pending.pop(sha.encode("ascii") if isinstance(sha, str) else sha, None)
 
     @contextmanager
     def repairing(self) -> Iterator[None]:

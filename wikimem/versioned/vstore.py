@@ -31,7 +31,6 @@ import logging
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
@@ -62,7 +61,7 @@ from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import ABORTED, APPLIED, PENDING, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
-from .objects import GitRepo, oid
+from .objects import GitRepo, loose_bytes, oid
 from .outcomes import CommitDiff, Committed, Outcome
 from .remote import RemoteMoved
 from .replica import Replica, tracking
@@ -134,7 +133,7 @@ class VersionedStore:
         # The round in progress (under the owner lock): the commits built and not landed yet, and the tip
         # the next one builds on.
         self._steps: list[Step] = []
-        self._objects: list = []  # their git objects, built and not written yet
+        self._objects: dict[str, bytes] = {}  # their git objects (sha -> loose bytes), not written yet
         self._tip: bytes | None = None
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
@@ -283,33 +282,35 @@ class VersionedStore:
         step, objects = self._step(self._tip, {p: unit.staged[p] for p in paths}, build_message(records, info),
                                    info.actor, touches=_touches(records), result=result)
         self._steps.append(step)
-        self._objects.extend(objects)
+        self._objects.update(objects)
         self._tip = step.commit.encode()
         return step.commit
 
     def land(self, landing: Landing) -> None:
         """Land a round: its record in the intent log (the one sync), then objects, files, journal, branch."""
         steps, objects = self._steps, self._objects
-        self._steps, self._objects, self._tip = [], [], None
+        self._steps, self._objects, self._tip = [], {}, None
         self._land(steps, objects, landing)
 
     def _step(self, base: bytes | None, contents: dict[str, bytes | None], message: str, actor: str | None,
               touches: list[tuple] | None = None, result: dict | None = None,
-              external: bool = False) -> tuple[Step, list]:
-        """One commit built on ``base``, in memory: the step, and its objects (pending, not written)."""
-        objects: list = []
+              external: bool = False) -> tuple[Step, dict[str, bytes]]:
+        """One commit built on ``base``, in memory: the step, and its new objects (sha -> loose bytes; pending
+        in the repository, readable, not written)."""
+        built: list = []
         try:
-            tree = self.git.write_tree(self.git.commit_tree(base), contents, out=objects)
-            when = int(time.time())
-            cid = self.git.make_commit(tree, [base] if base else [], message, actor, when=when, out=objects)
+            tree = self.git.write_tree(self.git.commit_tree(base), contents, out=built)
+            cid = self.git.make_commit(tree, [base] if base else [], message, actor, out=built)
+            objects = {obj.id.decode("ascii"): loose_bytes(obj) for obj in built}
         except BaseException:
-            self.git.forget(objects)
+            self.git.forget(obj.id for obj in built)
             raise
-        step = Step(cid.decode(), base.decode() if base else None, when, actor, message, contents, result,
+        blobs = {p: None if data is None else Blob.from_string(data).id.decode("ascii") for p, data in contents.items()}
+        step = Step(cid.decode(), base.decode() if base else None, blobs, result,
                     [list(t) for t in touches] if touches is not None else None, external)
         return step, objects
 
-    def _land(self, steps: list[Step], objects: list, landing: Landing | None) -> bool:
+    def _land(self, steps: list[Step], objects: dict[str, bytes], landing: Landing | None) -> bool:
         """Make ``steps`` the branch: ``True`` when the steps after the branch move completed too.
 
         The order is what recovery relies on: the intent record first
@@ -326,7 +327,7 @@ class VersionedStore:
         tip = steps[-1].commit.encode()
         journal = (landing.journal_size, landing.records) if landing is not None else (None, [])
         try:
-            record = self.intent.append(steps, *journal)
+            record = self.intent.append(steps, objects, *journal)
         except BaseException:
             self.git.forget(objects)
             raise
@@ -384,8 +385,8 @@ class VersionedStore:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
         shas: dict[str, bytes | None] = {}
         for step in steps:
-            for p, data in step.contents.items():
-                shas[p] = None if data is None else Blob.from_string(data).id
+            for p, sha in step.blobs.items():
+                shas[p] = None if sha is None else sha.encode("ascii")
         self.git.update_index(shas, durable=False)
         for p, sha in shas.items():
             self._remember(p, sha)
@@ -483,13 +484,11 @@ class VersionedStore:
         return "redone"
 
     def _rebuild(self, record: Record) -> None:
-        """Write a logged round's objects again (a torn loose object is replaced); each commit id must match."""
+        """Write a logged round's objects again (a torn loose copy is replaced); each commit must then read."""
+        for sha, data in record.objects.items():
+            self.git.write_raw(sha, data)
         for step in record.steps:
-            parent = step.parent.encode() if step.parent else None
-            tree = self.git.write_tree(self.git.commit_tree(parent), step.contents)
-            cid = self.git.make_commit(tree, [parent] if parent else [], step.message, step.actor, when=step.time)
-            if cid.decode() != step.commit:
-                raise ValueError(f"the log rebuilds {cid.decode()}, not {step.commit}")
+            self.git.commit(step.commit.encode())
 
     def _sound_head(self, fallback: str | None) -> bytes | None:
         """The branch, if it names a readable commit; else ``fallback`` (the log's oldest base), written back."""
