@@ -303,6 +303,12 @@ class Writer:
         self.listeners: list[Callable[[tuple[str, ...]], None]] = []
 
     @property
+    def queued(self) -> int:
+        """How many threads wait for a round (they will join the next one, or lead it)."""
+        with self._cond:
+            return len(self._queue)
+
+    @property
     def active(self) -> bool:
         """Whether this thread is inside a unit (other threads never see a unit's staged changes)."""
         return self._unit is not None and self._unit_thread == threading.get_ident()
