@@ -107,3 +107,26 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
         assert fsck.returncode == 0, fsck.stderr
         assert _git(root, "status", "--porcelain") == ""
     assert not [p for p in root.rglob("*.wikimem-tmp")]
+
+
+def test_the_intent_of_a_writer_of_the_previous_version_is_reconciled(tmp_path):
+    """Upgraded with a write in flight (the old ``wikimem-intent.json``): undone, never an ``external-edit``."""
+    root = tmp_path / "owner"
+    vs = VersionedStore(root)
+    vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))
+    head, size = vs.head(), vs.store.journal.size()
+    vs.close()
+    before = (root / "wiki" / "preferences.md").read_bytes()
+    (root / "wiki" / "preferences.md").write_bytes(before + b"\n## tea\n\n\xe5\x96\x9d\xe8\x8c\xb6\n")  # half done
+    with open(root / "journal.jsonl", "a") as fh:
+        fh.write('{"ts": "2026-07-21T10:00:00Z", "action": "add", "file": "preferences", "item": "tea"}\n')
+    (root / ".git" / "wikimem-intent.json").write_text(json.dumps(
+        {"state": "writing", "head": head, "journal_size": size, "paths": ["wiki/preferences.md"]}))
+    vs = VersionedStore(root)
+    done = vs.add("preferences", "tea", "喝乌龙茶。", ctx=WriteContext(actor="bot"))
+    assert done.commit == vs.head()
+    assert "external-edit" not in {e.action for e in vs.history(limit=10).entries}
+    assert not (root / ".git" / "wikimem-intent.json").exists()
+    assert [json.loads(line)["item"] for line in (root / "journal.jsonl").read_text().splitlines()] == ["sea", "tea"]
+    if GIT:
+        assert _git(root, "status", "--porcelain") == ""

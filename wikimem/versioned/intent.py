@@ -48,12 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikimem.fsio import atomic_write, sync_filesystem
+from wikimem.fsio import atomic_write, read_bytes, remove_file, sync_filesystem
 
 __all__ = ["IntentLog", "Step", "Record", "Pending", "LOG_NAME", "LOG_LIMIT", "PENDING", "APPLIED", "ABORTED",
            "UNDONE", "boot_id"]
 
 LOG_NAME = "wikimem-intent.log"
+LEGACY_NAME = "wikimem-intent.json"  # the previous version's one-write intent file
 # Past this many bytes of records the next round checkpoints first (one file-system sync).
 LOG_LIMIT = 256 * 1024
 PENDING, APPLIED, ABORTED, UNDONE = b"P", b"A", b"X", b"U"
@@ -160,6 +161,7 @@ class IntentLog:
         self._head: str | None = None  # the branch at the epoch's checkpoint
         self._boot = boot_id()
         self._verified = False  # without a boot id: this process redid the log once already
+        self._legacy_checked = False
 
     # -- the file ------------------------------------------------------------
 
@@ -277,6 +279,26 @@ class IntentLog:
         self._refresh()
         last = self._last
         return last if last is not None and last.state in (PENDING, ABORTED) else None
+
+    def legacy(self) -> dict[str, Any] | None:
+        """The intent file a writer of the previous version left (``wikimem-intent.json``), once per process."""
+        if self._legacy_checked:
+            return None
+        self._legacy_checked = True
+        data = read_bytes(self.path.with_name(LEGACY_NAME))
+        if data is None:
+            return None
+        try:
+            found = json.loads(data)
+        except ValueError:
+            found = None
+        if not isinstance(found, dict) or not isinstance(found.get("paths"), list):
+            self.clear_legacy()  # never complete: it was written atomically, so it never started
+            return None
+        return found
+
+    def clear_legacy(self) -> None:
+        remove_file(self.path.with_name(LEGACY_NAME))
 
     # -- writing ---------------------------------------------------------------
 

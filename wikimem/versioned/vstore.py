@@ -406,6 +406,9 @@ class VersionedStore:
         restarted, and every round since the last checkpoint was redone from
         the log (objects, branch, files, journal); None: nothing to do.
         """
+        legacy = self.intent.legacy()
+        if legacy is not None:
+            return self._reconcile_legacy(legacy)
         found = self.intent.pending(self.head() or None)
         if found is None:
             return None
@@ -430,6 +433,27 @@ class VersionedStore:
             self.store.journal.truncate(record.journal_size, durable=False)
         self.intent.mark(record, UNDONE, durable=True)
         return "undone"
+
+    def _reconcile_legacy(self, found: dict) -> str:
+        """The intent a writer of the previous version left: finished when its commit is the branch, else undone."""
+        head = self.head()
+        paths = [p for p in found["paths"] if isinstance(p, str) and _writable(p)]
+        result = found.get("result") if isinstance(found.get("result"), dict) else None
+        if found.get("state") == "committing" and found.get("commit") == head:
+            tree = self.git.commit_tree(head.encode())
+            blobs = {p: (sha.decode() if (sha := (self.git.entry(tree, p) or (None, None))[1]) else None)
+                     for p in paths}
+            self._after_move([Step(head, None, blobs, result)])
+            outcome = "finished"
+        else:
+            self._put_back(paths, head)
+            if isinstance(found.get("journal_size"), int):
+                self.store.journal.truncate(found["journal_size"])
+            outcome = "undone"
+        self.store.invalidate()
+        self.intent.checkpoint(head or None)  # what was reconciled is on disk before the file goes
+        self.intent.clear_legacy()
+        return outcome
 
     def _redo(self, records: list[Record]) -> str:
         """After a restart: objects, branch, files and journal made what the log says; then a checkpoint."""
