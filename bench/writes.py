@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ TOKEN = "bench-writes-token-0123456789abcdef"
 CHILD = textwrap.dedent('''
     import atexit, json, os, shutil, statistics, sys, tempfile, threading, time
     mode, args = sys.argv[1], json.loads(sys.argv[2])
-    tmp = tempfile.mkdtemp(prefix="wikimem-bench-writes-")
+    tmp = tempfile.mkdtemp(prefix="wikimem-bench-writes-", dir=args.get("tmp"))
     atexit.register(shutil.rmtree, tmp, True)
 
     def text(i):
@@ -152,9 +153,12 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+TMP: str | None = None  # --tmp: where the children make their data folders
+
+
 def child(tree: Path, mode: str, args: dict, strace: list[str] | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1")
-    cmd = [sys.executable, "-c", CHILD, mode, json.dumps(args)]
+    cmd = [sys.executable, "-c", CHILD, mode, json.dumps({**args, "tmp": TMP})]
     done = subprocess.run((strace or []) + cmd, env=env, cwd=tree, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"{mode} in {tree} failed:\n{done.stderr[-3000:]}")
@@ -188,6 +192,23 @@ def syncs_per_write(tree: Path, kind: str, n: int) -> tuple[float, float]:
     return (full[0] - base[0]) / n, (full[1] - base[1]) / n
 
 
+def create_cost(folder: str) -> float:
+    """Median microseconds to create an empty file in a new folder under ``folder`` (file systems differ)."""
+    import statistics
+    import tempfile
+
+    probe = tempfile.mkdtemp(prefix="wikimem-create-", dir=folder)
+    times = []
+    try:
+        for i in range(200):
+            t = time.perf_counter()
+            os.close(os.open(os.path.join(probe, f"f{i}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            times.append(time.perf_counter() - t)
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    return statistics.median(times) * 1e6
+
+
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
     print(f"\n### {title}  (load average {load()})\n")
     print("| " + " | ".join(header) + " |")
@@ -203,11 +224,23 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="throughput: seconds per round")
     ap.add_argument("--rounds", type=int, default=5, help="throughput: alternations of group commit on and off")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: syncs,latency,throughput")
+    ap.add_argument("--tmp", default=os.environ.get("WIKIMEM_BENCH_TMP", "/var/tmp" if os.path.isdir("/var/tmp")
+                                                     else None),
+                    help="folder for the data (default /var/tmp: on a machine whose /tmp holds many test trees, "
+                         "creating a file there can cost 10-30x more)")
     args = ap.parse_args()
+    global TMP
+    TMP = args.tmp
     trees = [("this tree", HERE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     skip = set(filter(None, args.skip.split(",")))
     print(f"bench/writes.py  (samples={args.samples}, {os.cpu_count()} cores; trees: "
           + ", ".join(f"{name} = {path}" for name, path in trees) + ")")
+    import tempfile
+
+    where = args.tmp or tempfile.gettempdir()
+    print(f"data under {where}: creating a file there costs {create_cost(where):.0f} µs (median; a write of the "
+          f"versioned store creates 7 files — 4 loose objects, the memory file, main.lock, index.lock —, a plain "
+          f"write 1)")
 
     if "syncs" not in skip:
         if shutil.which("strace"):
