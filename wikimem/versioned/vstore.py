@@ -385,11 +385,11 @@ class VersionedStore:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
         shas: dict[str, bytes | None] = {}
         for step in steps:
-            for p, sha in step.blobs.items():
-                shas[p] = None if sha is None else sha.encode("ascii")
+            for p, hexsha in step.blobs.items():
+                shas[p] = None if hexsha is None else hexsha.encode("ascii")
         self.git.update_index(shas, durable=False)
-        for p, sha in shas.items():
-            self._remember(p, sha)
+        for p, blob in shas.items():
+            self._remember(p, blob)
         hints = {s.commit.encode(): [tuple(t) for t in s.touches] for s in steps if s.touches is not None}
         results = {s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
                    for s in steps if s.result}
