@@ -16,8 +16,9 @@ ratios hold on a shared, noisy machine:
    Flask app in-process (auth, parsing, JSON included); the ratios HTTP /
    plain (goal ≤ 2×) and HTTP / floor (goal ≤ 10×).
 3. **Throughput**: 8 threads writing to one owner and to 8 owners, with
-   group commit on and off (``Writer.group_commit``) alternated for
-   ``--rounds`` rounds of ``--seconds`` (medians).
+   group commit on and off (``Writer.group_commit``), and the baseline: each
+   configuration in turn, ``--rounds`` rounds of ``--seconds`` each, in
+   fresh processes (medians and ranges).
 
 The load average is printed with each table: compare within a table.
 """
@@ -140,12 +141,8 @@ CHILD = textwrap.dedent('''
                 th.join()
             return sum(counts) / (time.monotonic() - t0)
 
-        modes = (True, False) if supported else (False,)
-        got = {m: [] for m in modes}
-        for _ in range(args["rounds"]):  # alternated: both modes meet the same load
-            for m in modes:
-                got[m].append(run(m))
-        print(json.dumps({("on" if m else "off"): statistics.median(v) for m, v in got.items()}))
+        rate = run(bool(args["group"]) and supported)
+        print(json.dumps({"writes_per_s": rate, "group_commit": supported}))
 ''')
 
 
@@ -222,7 +219,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout to measure side by side (e.g. /work/main)")
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=3.0, help="throughput: seconds per round")
-    ap.add_argument("--rounds", type=int, default=5, help="throughput: alternations of group commit on and off")
+    ap.add_argument("--rounds", type=int, default=5, help="throughput: rounds of every configuration in turn")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: syncs,latency,throughput")
     ap.add_argument("--tmp", default=os.environ.get("WIKIMEM_BENCH_TMP", "/var/tmp" if os.path.isdir("/var/tmp")
                                                      else None),
@@ -265,22 +262,32 @@ def main() -> None:
               ["tree", "fsync floor", "plain add", "Owner.add", "HTTP PUT", "HTTP / plain", "HTTP / floor"], rows)
 
     if "throughput" not in skip:
+        import statistics
+
         rows = []
         figures: dict[tuple, float] = {}
-        for name, tree in trees:
-            for owners in (1, 8):
-                r = child(tree, "throughput", {"owners": owners, "threads": 8, "seconds": args.seconds,
-                                               "rounds": args.rounds})
-                for mode, rate in r.items():
-                    figures[(name, owners, mode)] = rate
-                    rows.append([name, str(owners), mode if "on" in r else "n/a (none)", f"{rate:.0f}"])
-        table(f"8 concurrent writers (Owner.add in threads of one process; group commit on and off alternated, "
-              f"{args.rounds} rounds of {args.seconds:g} s, medians)", ["tree", "owners", "group commit", "writes/s"],
-              rows)
+        for owners in (1, 8):
+            got: dict[tuple[str, str], list[float]] = {}
+            for _ in range(args.rounds):  # every configuration in turn: all meet the same load
+                for name, tree in trees:
+                    for group in (True, False):
+                        r = child(tree, "throughput", {"owners": owners, "threads": 8, "seconds": args.seconds,
+                                                       "group": group})
+                        if not r["group_commit"] and group:
+                            continue  # a tree without group commit: measured once per round
+                        got.setdefault((name, "on" if r["group_commit"] and group else
+                                        ("off" if r["group_commit"] else "n/a (none)")), []).append(
+                            r["writes_per_s"])
+            for (name, mode), rates in got.items():
+                figures[(name, owners, mode)] = statistics.median(rates)
+                rows.append([name, str(owners), mode, f"{statistics.median(rates):.0f}",
+                             f"{min(rates):.0f}–{max(rates):.0f}"])
+        table(f"8 concurrent writers (Owner.add in threads of one process; each configuration in turn, {args.rounds} "
+              f"rounds of {args.seconds:g} s, medians)", ["tree", "owners", "group commit", "writes/s", "range"], rows)
         for owners in (1, 8):
             ours = figures.get(("this tree", owners, "on"))
             off = figures.get(("this tree", owners, "off"))
-            ref = figures.get(("baseline", owners, "off"))
+            ref = figures.get(("baseline", owners, "n/a (none)"))
             parts = []
             if ours and off:
                 parts.append(f"group commit on / off = **{ours / off:.1f}×**")

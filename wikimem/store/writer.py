@@ -270,16 +270,32 @@ class _OwnedLock:
 
 
 class _Ticket:
-    """A thread waiting to run a unit: led by itself, or run as a member of someone else's round."""
+    """A thread waiting to run a unit: led by itself, or run as a member of someone else's round.
 
-    __slots__ = ("role", "finished", "landed", "error", "round")
+    Each ticket has its own events, so that a hand-over wakes exactly one
+    thread: ``go`` when it may run (as the next leader, or as the member
+    whose turn it is), ``landed`` when its round landed (``error`` then says
+    how). A member hands the turn straight on to the next one (``next``); the
+    last one wakes the leader (``baton``).
+    """
+
+    __slots__ = ("role", "go", "landed", "error", "round", "next", "baton")
 
     def __init__(self) -> None:
-        self.role = ""  # "lead" | "member" (set by whoever hands the ticket on)
-        self.finished = False  # a member's block has run (its unit joined the round, or failed)
-        self.landed = False  # the member's round landed (or failed: error)
+        self.role = ""  # "lead" | "member" | "solo" (set by whoever hands the ticket on)
+        self.go = threading.Event()
+        self.landed = threading.Event()
         self.error: BaseException | None = None
         self.round: Landing | None = None
+        self.next: _Ticket | None = None
+        self.baton: threading.Event | None = None
+
+    def pass_turn(self) -> None:
+        """This member's block is over (its unit joined the round, or failed): the next one's turn."""
+        if self.next is not None:
+            self.next.go.set()
+        elif self.baton is not None:
+            self.baton.set()
 
 
 class Writer:
@@ -296,7 +312,7 @@ class Writer:
         self._unit: Unit | None = None
         self._unit_thread: int | None = None  # the thread whose unit is in progress
         self._round: Landing | None = None  # the round gathering units
-        self._cond = threading.Condition(threading.Lock())
+        self._queue_lock = threading.Lock()
         self._queue: deque[_Ticket] = deque()
         self._leading = False  # a ticket leads (or is about to lead) a round of the queue
         self._memo: dict[str, tuple] = {}  # relpath -> (content landed, what it parsed to), see PARSE_MEMO
@@ -305,7 +321,7 @@ class Writer:
     @property
     def queued(self) -> int:
         """How many threads wait for a round (they will join the next one, or lead it)."""
-        with self._cond:
+        with self._queue_lock:
             return len(self._queue)
 
     @property
@@ -342,14 +358,13 @@ class Writer:
         if not self.group_commit or self.lock.owned():
             ticket.role = "solo"  # a round of its own (a thread holding the lock cannot wait for a leader)
             return ticket
-        with self._cond:
+        with self._queue_lock:
             if not self._leading:
                 self._leading = True
                 ticket.role = "lead"
                 return ticket
             self._queue.append(ticket)
-            while not ticket.role:
-                self._cond.wait()
+        ticket.go.wait()
         return ticket
 
     @contextmanager
@@ -390,14 +405,10 @@ class Writer:
             with self._running(unit, landing):
                 yield unit
         finally:
-            with self._cond:
-                ticket.finished = True
-                self._cond.notify_all()
+            ticket.pass_turn()
         if unit not in landing.units:
             return
-        with self._cond:
-            while not ticket.landed:
-                self._cond.wait()
+        ticket.landed.wait()
         if ticket.error is not None:
             raise ticket.error
 
@@ -419,17 +430,25 @@ class Writer:
             self._unit, self._unit_thread = None, None
 
     def _gather(self, landing: Landing) -> None:
-        """Let the threads queued meanwhile run their units in this round, one at a time, in arrival order."""
-        while len(landing.units) < MAX_ROUND:
-            with self._cond:
-                if not self._queue:
-                    return
-                ticket = self._queue.popleft()
+        """Let the threads queued meanwhile run their units in this round, one at a time, in arrival order.
+
+        The queue is taken in batches: the first member of a batch is woken,
+        each hands the turn to the next, the last one wakes this leader, which
+        then looks for threads that queued meanwhile.
+        """
+        while len(landing.tickets) < MAX_ROUND:
+            with self._queue_lock:
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), MAX_ROUND - len(landing.tickets)))]
+            if not batch:
+                return
+            baton = threading.Event()
+            for i, ticket in enumerate(batch):
                 ticket.round, ticket.role = landing, "member"
-                landing.tickets.append(ticket)
-                self._cond.notify_all()
-                while not ticket.finished:
-                    self._cond.wait()
+                ticket.next = batch[i + 1] if i + 1 < len(batch) else None
+                ticket.baton = baton
+            landing.tickets.extend(batch)
+            batch[0].go.set()
+            baton.wait()
 
     def _land(self, landing: Landing) -> BaseException | None:
         """Land the round's units; wake its members with the outcome. The error, or None."""
@@ -447,19 +466,18 @@ class Writer:
                     landing.restore()
                 except Exception:  # the hook's record of the failure lets the next writer finish this
                     pass
-        with self._cond:
-            for ticket in landing.tickets:
-                ticket.error, ticket.landed = error, True
-            self._cond.notify_all()
+        for ticket in landing.tickets:
+            ticket.error = error
+            ticket.landed.set()
         return error
 
     def _hand_on(self) -> None:
         """The next queued thread leads the next round (or nobody leads until one arrives)."""
-        with self._cond:
+        with self._queue_lock:
             if self._queue:
                 ticket = self._queue.popleft()
                 ticket.role = "lead"
-                self._cond.notify_all()
+                ticket.go.set()
             else:
                 self._leading = False
 
