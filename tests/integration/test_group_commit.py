@@ -181,3 +181,32 @@ def test_with_sync_replication_a_round_is_one_push(tmp_path, monkeypatch):
     assert _git(bare, "rev-parse", "main").strip() == vs.head()
     assert int(_git(bare, "rev-list", "--count", "main")) == int(_git(vs.root, "rev-list", "--count", "main"))
     vs.close()
+
+
+def test_queued_writers_fail_at_once_when_the_leader_cannot_take_the_lock(tmp_path):
+    from wikimem.errors import StoreBusy
+    from wikimem.locking import FileLock
+    from wikimem.store import LOCK_NAME
+
+    vs = VersionedStore(tmp_path / "o")
+    vs.add("notes", "seed", "before")
+    vs._lock.timeout = 0.5  # (the owner lock's wait, 60 s in the product)
+    results: list = []
+    with FileLock(vs.root / LOCK_NAME).hold():  # another process holds the owner
+
+        def write(i):
+            try:
+                results.append(vs.add("notes", f"n{i}", "x"))
+            except BaseException as exc:  # noqa: BLE001 - reported to the test
+                results.append(exc)
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+        t = time.monotonic()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        elapsed = time.monotonic() - t
+    assert len(results) == 4 and all(isinstance(r, StoreBusy) for r in results), results
+    assert elapsed < 1.5  # one wait for the lock, not one per queued writer
+    assert vs.add("notes", "after", "works").commit == vs.head()

@@ -282,7 +282,7 @@ class _Ticket:
     __slots__ = ("role", "go", "landed", "error", "round", "next", "baton")
 
     def __init__(self) -> None:
-        self.role = ""  # "lead" | "member" | "solo" (set by whoever hands the ticket on)
+        self.role = ""  # "lead" | "member" | "solo" | "refused" (set by whoever hands the ticket on)
         self.go = threading.Event()
         self.landed = threading.Event()
         self.error: BaseException | None = None
@@ -343,6 +343,9 @@ class Writer:
             yield self._unit
             return
         ticket = self._arrive()
+        if ticket.role == "refused":
+            assert ticket.error is not None
+            raise ticket.error
         if ticket.role == "member":
             with self._member(ticket, info) as unit:
                 yield unit
@@ -369,9 +372,17 @@ class Writer:
 
     @contextmanager
     def _lead(self, ticket: _Ticket, info: UnitInfo) -> Iterator[Unit]:
-        """Lead a round: the locks, this thread's unit, the queued units, the landing."""
+        """Lead a round: the locks, this thread's unit, the queued units, the landing.
+
+        A leader that cannot take the locks (the owner was deleted, another
+        process holds its lock too long) fails the threads queued behind it
+        with the same error at once, instead of letting each wait its turn.
+        """
+        locked = False
+        refused: BaseException | None = None
         try:
             with self.lock, self.hook.locked():
+                locked = True
                 landing = Landing(self, self.journal.size())
                 self._round = landing
                 own: BaseException | None = None
@@ -391,9 +402,13 @@ class Writer:
                     raise own
                 if failed is not None and unit in landing.units:
                     raise failed
+        except Exception as exc:  # (an interrupt of this thread is not the queued threads' error)
+            if not locked:
+                refused = exc
+            raise
         finally:
             if ticket.role == "lead":
-                self._hand_on()
+                self._hand_on(refused)
 
     @contextmanager
     def _member(self, ticket: _Ticket, info: UnitInfo) -> Iterator[Unit]:
@@ -471,9 +486,15 @@ class Writer:
             ticket.landed.set()
         return error
 
-    def _hand_on(self) -> None:
-        """The next queued thread leads the next round (or nobody leads until one arrives)."""
+    def _hand_on(self, refused: BaseException | None = None) -> None:
+        """The next queued thread leads the next round (or nobody leads until one arrives); with ``refused``
+        (the locks could not be taken) every queued thread fails with it."""
         with self._queue_lock:
+            if refused is not None:
+                while self._queue:
+                    ticket = self._queue.popleft()
+                    ticket.role, ticket.error = "refused", refused
+                    ticket.go.set()
             if self._queue:
                 ticket = self._queue.popleft()
                 ticket.role = "lead"
