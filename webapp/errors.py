@@ -34,7 +34,7 @@ import errno
 import logging
 import sqlite3
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, Response, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
@@ -85,6 +85,11 @@ RETRY_AFTER = {503: "1", 507: "30"}
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
                429: "rate_limited"}
+
+
+# The heading of an HTML error page whose exception is the library's (werkzeug's carry their own name).
+_TITLES = {401: "Sign in", 403: "Forbidden", 404: "Not found", 409: "Conflict", 412: "Changed meanwhile",
+           429: "Too many requests", 503: "Busy", 507: "Disk full"}
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -165,13 +170,14 @@ def _handle(exc: BaseException):
     return response
 
 
-def _html(status: int, message: str, exc: BaseException):
-    title = exc.name if isinstance(exc, HTTPException) else {404: "Not found", 409: "Conflict"}.get(status, "Error")
+def _html(status: int, message: str, exc: BaseException) -> Response:
+    """The HTML error page as a response object (the caller adds headers such as ``Retry-After`` to it)."""
+    title = exc.name if isinstance(exc, HTTPException) else _TITLES.get(status, "Error")
     try:
         page = render_template("error.html", status=status, title=title, message=message)
     except Exception:  # TemplateNotFound or a broken template: the error page must not fail in turn
         page = f"<!doctype html><title>{status}</title><h1>{status} {escape(title)}</h1><p>{escape(message)}</p>"
-    return page, status, {"Content-Type": "text/html; charset=utf-8"}
+    return Response(page, status=status, content_type="text/html; charset=utf-8")
 
 
 def init_app(app: Flask) -> None:
