@@ -91,6 +91,8 @@ class BulkPreview:
                 "changes_if_forced": sum(len(p.changes) + len(p.conflicts) for p in plans),
                 "conflicts": sum(len(p.conflicts) for p in plans),
                 "owners_with_conflicts": sum(1 for p in plans if p.conflicts),
+                # owners whose step writes a commit unless forced (the others are skipped or have nothing to do)
+                "owners_to_change": sum(1 for p in plans if p.changes and not p.conflicts and not p.error),
                 "owners_with_nothing_to_do": sum(1 for p in plans if not p.changes and not p.conflicts)}
 
     def to_dict(self, *, limit: int | None = None, offset: int = 0) -> dict:
