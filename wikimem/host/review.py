@@ -7,7 +7,7 @@ owner's versioned store.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
@@ -196,6 +196,36 @@ class Review:
                 raise PreconditionFailed(f"an item named {name!r} already exists in {file!r}: edit it instead",
                                          current=item_etag(existing))
             item = store.add(file, name, content, owner=self._owner_id, source_conv=ctx.source_conv)
+            b.result = {"value": asdict(item)}
+        return Committed(item, b.commit)
+
+    def edit(self, file: str, name: str, content: str, *, ctx: WriteContext | None = None) -> Committed:
+        """Change the text of an existing item (one commit): its other fields (owner, ``source_conv``, ``ts``)
+        stay as they are, and the commit records ``ctx.actor`` (the operator) as its author.
+
+        ``ctx.if_match`` is the item's etag when the editor was opened: if the
+        item changed since, nothing is written (:class:`PreconditionFailed`).
+        :class:`NotFound` if there is no such item; empty text is refused
+        (``ValueError``: deleting an item is its own action).
+        """
+        from wikimem.versioned import Committed
+
+        if not isinstance(content, str) or not content.strip():
+            raise ValueError("the text is empty: an item needs some text (to remove the item, delete it)")
+        ctx = WriteContext.of(ctx)
+        # The etag is checked here against the item, not as a head commit by batch().
+        with self._vstore.batch(replace(ctx, if_match=None), kind=f"edit {file}/{name}") as b:
+            store = self._vstore.store
+            if b.replay is not None:
+                return Committed(store.get(file, name), b.commit, True)
+            current = store.get(file, name)
+            if current is None:
+                raise NotFound(f"no item {name!r} in {file!r}")
+            if ctx.if_match is not None and item_etag(current) != ctx.if_match:
+                raise PreconditionFailed(f"item {file}/{name} changed since it was opened",
+                                         current=item_etag(current))
+            item = store.add(file, current.name, content, owner=current.owner or self._owner_id,
+                             source_conv=current.source_conv, ts=current.ts)
             b.result = {"value": asdict(item)}
         return Committed(item, b.commit)
 
