@@ -24,7 +24,7 @@
     var parts = document.cookie ? document.cookie.split("; ") : [];
     for (var i = 0; i < parts.length; i++) {
       var eq = parts[i].indexOf("=");
-      if (parts[i].slice(0, eq) === name) { return decodeURIComponent(parts[i].slice(eq + 1)); }
+      if (parts[i].slice(0, eq) === name) { return parts[i].slice(eq + 1); }
     }
     return null;
   }
@@ -60,9 +60,9 @@
   function followBrowser() {
     var html = document.documentElement;
     var zone = browserZone();
-    if (!zone) { return; }
+    if (!zone || !/^[A-Za-z0-9_+\-\/]{1,64}$/.test(zone)) { return; }  // an IANA name: no quoting needed
     if (cookie(BROWSER_COOKIE) !== zone) {
-      document.cookie = BROWSER_COOKIE + "=" + encodeURIComponent(zone) + "; path=/; max-age=" + YEAR +
+      document.cookie = BROWSER_COOKIE + "=" + zone + "; path=/; max-age=" + YEAR +
         "; samesite=lax" + (location.protocol === "https:" ? "; secure" : "");
     }
     if (html.getAttribute("data-tz-choice") !== "browser" || html.getAttribute("data-tz") === zone) { return; }

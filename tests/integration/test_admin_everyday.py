@@ -379,8 +379,9 @@ def test_the_diary_says_per_entry_whether_its_time_is_when_it_happened_or_when_i
     entries = re.findall(r'<article class="item diary-entry">.*?</article>', html, re.S)
     by_text = {("hiking" in e): e for e in entries}
     told, happened = by_text[True], by_text[False]
-    assert f'<span class="clock-kind told">when it was told, on {told_on}</span>' in told
+    assert (f'<div class="clock-kind told"><span class="clock-time">{filed.time}</span> '
+            f'when it was told, on {told_on}</div>') in told
     assert f">{filed.time}</time>" in told
-    assert '<span class="clock-kind happened">when it happened</span>' in happened
+    assert '<div class="clock-kind happened"><span class="clock-time">19:45</span> when it happened</div>' in happened
     assert ">19:45</time>" in happened
     assert "when it happened</i> if it was told with a time" in html  # the legend no longer claims one meaning

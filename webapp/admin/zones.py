@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from flask import g, has_request_context, request
@@ -79,7 +80,7 @@ def operator_zone(cookies) -> Zone:
     choice = check_zone(cookies.get(ZONE_COOKIE)) or BROWSER
     if choice != BROWSER:
         return Zone(choice, choice)
-    return Zone(check_zone(cookies.get(BROWSER_COOKIE)) or "UTC", BROWSER)
+    return Zone(check_zone(unquote(cookies.get(BROWSER_COOKIE) or "")) or "UTC", BROWSER)  # "Asia%2FTokyo" too
 
 
 def current_zone() -> Zone:
