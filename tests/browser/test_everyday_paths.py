@@ -44,6 +44,39 @@ def utc_of(time_el) -> datetime:
     return datetime.strptime(time_el.get_attribute("datetime"), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
 
 
+# -- item 1: what a commit was ----------------------------------------------------------------------------
+
+def test_the_action_filter_finds_memorize_commits(world, operator_page, screenshots):
+    import json
+
+    from fakes import FakeOpenAI
+
+    from wikimem.llm import ChatClient
+
+    owner = world.owner()
+    with FakeOpenAI() as fake:
+        owner.llm = ChatClient(fake.url, "fake-chat")
+        fake.replies.append(json.dumps([{"content": "Watched the sunset at the sea."}]))
+        owner.memorize("user: we watched the sunset", character="Elaina", ctx=WriteContext(run="run_sunset"))
+        fake.replies.append(json.dumps([{"content": "Ate noodles."}, {"content": "Plans a trip."}]))
+        owner.memorize("user: noodles, then plans", character="Elaina", ctx=WriteContext(run="run_noodles"))
+    for width in WIDTHS:
+        page = operator_page(width)
+        page.goto(owner_url(world, "/history"))
+        page.select_option("#f-action", "memorize")
+        page.click("form.history-filters button[type=submit]")
+        expect(page.locator("section.card")).to_have_count(2)
+        expect(page.locator("a.run-link")).to_have_text(["run_noodles", "run_sunset"])
+        expect(page.locator("li.commit")).to_contain_text(["memorize", "memorize"])
+        expect(page.locator("#action-note")).to_contain_text("older one carries")
+        page.screenshot(path=screenshots / f"everyday-action-memorize-{width}.png", full_page=True)
+        page.click("header.topbar >> text=Runs")
+        page.fill("#r-action", "memorize")
+        page.click("#find-runs")
+        expect(page.locator(".total-runs")).to_have_text("2")
+        assert fits(page)
+
+
 # -- item 2: one zone per operator ----------------------------------------------------------------------
 
 def test_times_follow_the_browsers_zone_and_a_zone_the_operator_picks(world, operator_page, screenshots):

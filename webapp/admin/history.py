@@ -15,9 +15,12 @@ from .diffs import DiffBudget
 from .timeline import group_by_run
 from .zones import current_zone, in_zone, zoned
 
-# Actions an operator filters by (what commits record in Wikimem-Action).
+# Actions an operator filters by: what a commit was, as its Wikimem-Action records it (one write over the API
+# or the UI: add, update, remove, diary; a request: memorize, diary-tool, batch; an undo; a hand edit...).
 ACTIONS = ("add", "update", "remove", "diary", "batch", "memorize", "diary-tool", "revert", "rollback", "restore",
-           "external-edit")
+           "external-edit", "settings")
+# Recorded since issue 24; older commits of the same requests carry "diary" or "batch".
+NEW_ACTIONS = ("memorize", "diary-tool")
 
 
 def history_filters(args) -> dict[str, str]:
@@ -29,7 +32,7 @@ def history_filters(args) -> dict[str, str]:
 def history(owner_id: str):
     owner = load_owner(owner_id)
     filters, at, zone = history_filters(request.args), (request.args.get("at") or "").strip(), current_zone()
-    shown = {"owner": owner, "filters": filters, "actions": ACTIONS, "at": at}
+    shown = {"owner": owner, "filters": filters, "actions": ACTIONS, "new_actions": NEW_ACTIONS, "at": at}
     try:  # dates and times without an offset are the operator's zone's
         page = owner.review.search_history(**zoned(filters, zone), limit=PAGE_SIZE,
                                            cursor=request.args.get("cursor") or None,

@@ -434,7 +434,7 @@ class Owner:
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
 
         def write() -> MemorizeResult:
-            with self.vstore.batch(ctx, message=message, kind="memorize") as b:
+            with self.vstore.batch(ctx, message=message, kind="memorize", action="memorize") as b:
                 if b.replay is not None:
                     return _memorize_replay(b.replay)
                 entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
@@ -454,7 +454,7 @@ class Owner:
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
 
         def write():
-            with self.vstore.batch(ctx, kind="diary-tool") as b:
+            with self.vstore.batch(ctx, kind="diary-tool", action="diary-tool") as b:
                 if b.replay is not None:
                     entry = b.replay.get("entry")
                     return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
@@ -474,7 +474,7 @@ class Owner:
         ctx = WriteContext.of(ctx).bound("batch", ops, message)
 
         def write() -> BatchResult:
-            with self.vstore.batch(ctx, message=message, kind="batch") as b:
+            with self.vstore.batch(ctx, message=message, kind="batch", action="batch") as b:
                 if b.replay is not None:
                     return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
                 results = [self._apply_op(op, ctx.source_conv) for op in checked]
