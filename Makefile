@@ -1,5 +1,6 @@
 # The two commands of the README, plus a few helpers.
-#   make run    run the host here with demo data (prints URL and admin token)
+#   make run    run the host here with demo data (prints URL and admin token);
+#               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
 #   make test   run the whole test suite (what CI runs)
 #
 # `run` installs only what the host needs (the [run] extra); `test` and the other
