@@ -16,7 +16,13 @@ from copy import deepcopy
 from typing import Any
 
 import wikimem
-from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
+from wikimem.limits import (
+    MAX_BATCH_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_OPS,
+    MAX_QUERY_CHARS,
+    MAX_TURN_CHARS,
+)
 
 __all__ = ["document", "OPERATION_IDS", "EXAMPLES", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
@@ -140,7 +146,7 @@ def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: boo
     if etag:
         response["headers"] = {"ETag": {"schema": {"type": "string"}, "description": "item etag or owner HEAD"}}
     return {status: response,
-            "default": {"description": "an error (SPEC §7 statuses)",
+            "default": {"description": "an error (statuses: see the API description)",
                         "content": {"application/json": {"schema": _ref("Error")}}}}
 
 
@@ -206,10 +212,11 @@ def _paths() -> dict[str, dict]:
             "tags": ["service"], "security": [],
             "description": "Sent by the hosts of a cluster to each other (WIKIMEM_PEERS) when an operator signs "
                            "out; the token is signed with the shared WIKIMEM_SECRET_KEY and good for 60 s. "
-                           "Anything else is refused with 403.",
+                           "Anything else is refused with 403; a signed notice without a session id or a "
+                           "finite until is 400.",
             "requestBody": _body({"token": {"type": "string"}}, ["token"]),
             "responses": {"204": {"description": "recorded"},
-                          "default": {"description": "an error (SPEC §7 statuses)",
+                          "default": {"description": "an error (statuses: see the API description)",
                                       "content": {"application/json": {"schema": _ref("Error")}}}}}},
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
@@ -709,9 +716,14 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
 errors are {{"error": {{"code", "message"}}}}.
 
-Statuses: 400 bad name or body shape, 401/403 token, 404, 409 conflicts, 412 If-Match,
-413 too_large (the body, or one of the limits below), 422 a value the library refuses
-(incl. idempotency_key_reused: the same Idempotency-Key with another request), 429
+Statuses: 400 bad_request, a malformed request (not JSON, not an object, a field unknown,
+missing or of the wrong JSON type, a header or cursor not of its syntax; bad_tool_call, a
+diary tool call the agent must make again); 401/403 token; 404; 409 conflicts; 412
+precondition_failed (If-Match, If-None-Match); 413 too_large (the body, or one of the limits
+below); 422 a well-formed request with a value refused by its rules: invalid_name (a file,
+item, owner, date, time or provenance value), invalid_value (a time zone, a range such as
+retrieve's limit, a choice, a length), idempotency_key_reused (the same Idempotency-Key with
+another request); 429
 quota_exceeded with Retry-After (owners created per minute per token prefix), 403
 quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
 Retry-After, 507 storage_full with Retry-After.
@@ -720,7 +732,7 @@ Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; qu
 {MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
 {MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
 message) are at most 200 characters of visible text: control, format (bidi,
-zero-width) and line-separator characters are refused with 400."""
+zero-width) and line-separator characters are refused with 422."""
 
 
 def document() -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "WikimemError",
+    "InvalidValue",
     "InvalidName",
     "NotFound",
     "Conflict",
@@ -30,8 +31,18 @@ class WikimemError(Exception):
     code = "error"
 
 
-class InvalidName(WikimemError, ValueError):
-    """A file, item, owner, date or time name that may not be written."""
+class InvalidValue(WikimemError, ValueError):
+    """A value of the right type that its rules refuse: out of range, unknown, too long, not a date.
+
+    The web app answers 422 (well-formed but refused), where a request whose
+    shape is wrong (not JSON, a missing or unknown field, a wrong type) is 400.
+    """
+
+    code = "invalid_value"
+
+
+class InvalidName(InvalidValue):
+    """A file, item, owner, date, time or provenance value that may not be written."""
 
     code = "invalid_name"
 
@@ -65,7 +76,7 @@ class PreconditionFailed(WikimemError):
         self.current = current
 
 
-class IdempotencyKeyReused(WikimemError, ValueError):
+class IdempotencyKeyReused(InvalidValue):
     """An ``Idempotency-Key`` already used for a different kind of request."""
 
     code = "idempotency_key_reused"
@@ -122,7 +133,7 @@ class RemoteMissing(RemoteError):
     """The remote repository does not exist (and this scheme cannot create it)."""
 
     code = "remote_missing"
-class TooLarge(WikimemError, ValueError):
+class TooLarge(InvalidValue):
     """A value over one of the size limits of :mod:`wikimem.limits`."""
 
     code = "too_large"

@@ -105,7 +105,9 @@ def test_settings_are_read_written_and_committed(world):
     ({"tz": "Mars/Olympus"}, 422, "unknown time zone"),
     ({"tz": 8}, 400, "tz must be a string"),
     ({"timezone": "UTC"}, 400, "unknown field(s): timezone"),
-    ({"character": ""}, 400, "character must be"),
+    ({"character": ""}, 422, "character must be"),
+    ({"character": 7}, 400, "character must be a string"),
+    ({"character": "x" * 201}, 422, "character must be"),
 ])
 def test_bad_settings_are_refused(world, body, status, words):
     _error(world.client.put(O + "/settings", headers=auth(ADMIN), json=body), status, words)
@@ -229,4 +231,4 @@ def test_jobs_are_seen_only_by_tokens_that_reach_their_owner(chat):
     _error(world.client.get(location, headers=auth(world.secrets["scoped"])), 403)  # owners user:lu… only
     _error(world.client.get(location), 401)
     _error(world.client.get("/api/v1/jobs/job_20260721T000000Z_0123456789ab", headers=auth(ADMIN)), 404)
-    _error(world.client.get("/api/v1/jobs/not-a-job", headers=auth(ADMIN)), 400)
+    _error(world.client.get("/api/v1/jobs/not-a-job", headers=auth(ADMIN)), 422)

@@ -41,10 +41,12 @@ Errors: any JSON error answer raises :class:`ClientError` (``status``,
 (404), :class:`ConflictError` (409, with ``conflicts``),
 :class:`PreconditionFailedError` (412, with ``current``), …; they also
 subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
-code written against the library catches them unchanged. A 400 is a
-:class:`BadRequestError` (a ``ValueError``); only a 400 ``invalid_name`` is
-also the library's ``InvalidName`` (:class:`InvalidNameError`). A request
-that never got an answer raises :class:`TransportError` (``status`` 0).
+code written against the library catches them unchanged. A 400 (a
+malformed request) is a :class:`BadRequestError`; a 422 (a value refused) is
+an :class:`InvalidValueError` (the library's ``InvalidValue``), and a 422
+``invalid_name`` is an :class:`InvalidNameError` (the library's
+``InvalidName``); all three are ``ValueError``. A request that never got an
+answer raises :class:`TransportError` (``status`` 0).
 
 Connections: each thread of a client keeps one HTTP/1.1 connection open and
 reuses it (``close()`` or ``with Client(...)`` ends them); a connection the

@@ -37,6 +37,21 @@ AS_OF_CACHE = 4
 MOVED_ATTEMPTS = 5
 
 
+def _check_when(*, ts: str | None = None, date: str | None = None, time: str | None = None,
+                tz: Any = None) -> None:
+    """The time fields of a diary write, refused (422) as :meth:`Diary.append` would refuse them."""
+    from wikimem.format import normalize_ts
+    from wikimem.naming import validate_date, validate_time
+    from wikimem.store import resolve_tz
+
+    normalize_ts(ts)
+    resolve_tz(tz)
+    if date is not None:
+        validate_date(date)
+    if time is not None:
+        validate_time(time)
+
+
 def new_run_id() -> str:
     """A fresh, sortable run id: ``run_<UTC time>_<random>``."""
     return f"run_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(3)}"
@@ -455,6 +470,7 @@ class Owner:
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
+        _check_when(**append_kwargs)  # the request's own fields are refused as in any diary write, not told the agent
 
         def write():
             with self.vstore.batch(ctx, kind="diary-tool") as b:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from wikimem.errors import InvalidValue
 from wikimem.format import utc_now
 from wikimem.store import resolve_tz
 
@@ -58,8 +59,10 @@ def _check(key: str, value: Any) -> Any:
             raise BadRequest("tz must be a string, an IANA time zone name such as Asia/Shanghai")
         resolve_tz(value)  # ValueError: unknown time zone
         return value
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CHARACTER or "\n" in value:
-        raise BadRequest(f"character must be a one-line name of 1 to {MAX_CHARACTER} characters")
+    if not isinstance(value, str):
+        raise BadRequest(f"character must be a string, a one-line name of 1 to {MAX_CHARACTER} characters")
+    if not value.strip() or len(value) > MAX_CHARACTER or "\n" in value:
+        raise InvalidValue(f"character must be a one-line name of 1 to {MAX_CHARACTER} characters")
     return value
 
 
