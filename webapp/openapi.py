@@ -21,6 +21,7 @@ from wikimem.limits import (
     MAX_CONTENT_CHARS,
     MAX_OPS,
     MAX_QUERY_CHARS,
+    MAX_RETRIEVE_LIMIT,
     MAX_TURN_CHARS,
 )
 
@@ -294,7 +295,9 @@ def _paths() -> dict[str, dict]:
                                      "description": "a chat transcript: the query is its user turns (the last "
                                                     "`messages_last`), cut to its most recent characters"},
                         "messages_last": {"type": "integer", "minimum": 1},
-                        "limit": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
+                                  "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
+                                                 "422 beyond)"},
                         "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
                                           "description": "a prefix cut in injection order; the first entry "
                                                          "always survives, even alone over the budget, unless "
@@ -732,7 +735,8 @@ Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; qu
 {MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
 {MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
 message) are at most 200 characters of visible text: control, format (bidi,
-zero-width) and line-separator characters are refused with 422."""
+zero-width) and line-separator characters are refused with 422. A retrieve returns at
+most {MAX_RETRIEVE_LIMIT} hits (limit)."""
 
 
 def document() -> dict[str, Any]:

@@ -101,6 +101,24 @@ def test_settings_are_read_written_and_committed(world):
     assert [e["summary"] for e in history[:2]] == ["settings: character=unset", "settings: character=Elaina, tz=Asia/Shanghai"]
 
 
+def test_a_character_of_the_documented_200_characters_works_end_to_end(chat, llm):
+    """Issue 24 item 22: the commit summary "settings: character=…" passed the message's 200 characters
+    at ~180, so a documented 200-character character was refused."""
+    character = "龙" * 100 + "e" * 100
+    put = chat.client.put(O + "/settings", headers=auth(ADMIN), json={"character": character})
+    assert put.status_code == 200, put.get_json()
+    assert chat.client.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"]["character"] == character
+    assert json.loads(_git(chat, "show", "HEAD:settings.json")) == {"character": character}
+    summary = _git(chat, "log", "-1", "--format=%s").strip()
+    assert summary.startswith("settings: character=龙") and summary.endswith("…") and len(summary) <= 200
+    llm.replies.append(json.dumps([{"content": "去了海边。"}], ensure_ascii=False))
+    r = chat.client.post(O + "/memorize", headers=auth(ADMIN), json={"turn": "user: 去了海边"})
+    assert r.status_code == 200, r.get_json()
+    assert f"You are {character}." in llm.chat_messages[0][0]["content"]
+    assert chat.client.post(O + "/memorize", headers=auth(ADMIN),
+                            json={"turn": "user: x", "character": character + "!"}).status_code == 422
+
+
 @pytest.mark.parametrize("body, status, words", [
     ({"tz": "Mars/Olympus"}, 422, "unknown time zone"),
     ({"tz": 8}, 400, "tz must be a string"),

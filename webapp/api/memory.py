@@ -110,7 +110,7 @@ def retrieve(owner_id: str):
     data = json_body(_RETRIEVE, one_of=("query", "messages"))
     as_of = opt_str(data, "as_of")
     time_range = opt_str_list(data, "time_range", 2)
-    limit = opt_int(data, "limit", minimum=1)
+    limit = opt_int(data, "limit")  # its range is the host's to judge (1 to MAX_RETRIEVE_LIMIT)
     result = owner.retrieve(
         opt_str(data, "query"), messages=data.get("messages"), messages_last=opt_int(data, "messages_last", minimum=1),
         as_of=None if as_of is None else point(as_of, "as_of"),

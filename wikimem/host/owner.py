@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import NotFound, RemoteMoved
+from wikimem.errors import InvalidValue, NotFound, RemoteMoved
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from wikimem.fsio import read_bytes, stat_stamp
-from wikimem.limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
+from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 
 from .batchops import Op, check_content, parse_ops
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .review import Review
-from .settings import OwnerSettings, check_settings, settings_record
+from .settings import OwnerSettings, check_settings, settings_record, settings_summary
 
 if TYPE_CHECKING:
     from wikimem.versioned import CommitDiff, Committed, HistoryPage, Plan
@@ -247,9 +247,8 @@ class Owner:
         from wikimem.versioned import Committed
 
         changes = check_settings(changes)
-        shown = ", ".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(changes.items()))
         ctx = WriteContext.of(ctx).bound("settings", sorted(changes.items()))
-        with self.vstore.batch(ctx, message=f"settings: {shown or 'unchanged'}", kind="settings") as b:
+        with self.vstore.batch(ctx, message=settings_summary(changes), kind="settings") as b:
             if b.replay is not None:
                 return Committed(OwnerSettings.from_file(b.replay.get("settings") or {}), b.commit, True)
             old = read_bytes(self.root / SETTINGS_PATH)
@@ -321,11 +320,15 @@ class Owner:
         ``{"role", "content"}`` dicts): the query is then the user's turns
         (the last ``messages_last`` of them), cut to the most recent
         :data:`~wikimem.limits.MAX_QUERY_CHARS` characters. A ``query`` is
-        at most that long (:class:`TooLarge`). Time words are read in ``tz``,
-        else in the owner's time zone.
+        at most that long (:class:`TooLarge`), ``limit`` from 1 to
+        :data:`~wikimem.limits.MAX_RETRIEVE_LIMIT` (:class:`InvalidValue`).
+        Time words are read in ``tz``, else in the owner's time zone.
         """
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
+        limit = retrieve_kwargs.get("limit")
+        if limit is not None and not 1 <= limit <= MAX_RETRIEVE_LIMIT:
+            raise InvalidValue(f"limit must be from 1 to {MAX_RETRIEVE_LIMIT}, got {limit}")
         if messages is not None:
             from wikimem.llm import query_from_messages
 

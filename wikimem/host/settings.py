@@ -23,10 +23,11 @@ from wikimem.store import resolve_tz
 
 from .errors import BadRequest
 
-__all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record"]
+__all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record", "settings_summary"]
 
 SETTINGS_FIELDS = ("tz", "character")
 MAX_CHARACTER = 200
+SHOWN_CHARS = 60  # of a value in the commit summary: both settings fit the 200 characters of a message
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,19 @@ def check_settings(changes: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise BadRequest(f"unknown setting(s): {', '.join(unknown)} (known: {', '.join(SETTINGS_FIELDS)})")
     return {key: _check(key, value) for key, value in changes.items()}
+
+
+def settings_summary(changes: Mapping[str, Any]) -> str:
+    """The commit summary of a settings write: each value cut to :data:`SHOWN_CHARS` characters.
+
+    A commit message holds at most 200 characters; a 200-character
+    ``character`` is kept whole in ``settings.json`` and the journal line.
+    """
+    def shown(value: Any) -> str:
+        text = "unset" if value is None else str(value)
+        return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
+    return "settings: " + (", ".join(f"{k}={shown(v)}" for k, v in sorted(changes.items())) or "unchanged")
 
 
 def settings_record(changes: Mapping[str, Any]) -> dict[str, Any]:
