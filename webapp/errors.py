@@ -1,7 +1,8 @@
 """The one place where errors become HTTP responses.
 
-For ``/api/`` paths every error is JSON ``{"error": {"code", "message"}}``
-(plus ``conflicts`` on 409 and ``current`` on 412); elsewhere an HTML page. No response ever
+For ``/api/`` paths, ``/mcp`` and the probes (``/healthz``, ``/readyz``)
+every error is JSON ``{"error": {"code", "message"}}`` (plus ``conflicts``
+on 409 and ``current`` on 412); elsewhere an HTML page. No response ever
 carries a traceback: unexpected exceptions are logged and answered with a
 plain 500.
 
@@ -144,8 +145,11 @@ def error_body(exc: BaseException, status: int) -> dict:
     return {"error": err}
 
 
+JSON_PATHS = ("/healthz", "/readyz", "/mcp")  # besides /api/: what programs call, never a browser
+
+
 def _wants_json() -> bool:
-    return request.path.startswith("/api/")
+    return request.path.startswith("/api/") or request.path in JSON_PATHS
 
 
 def _handle(exc: BaseException):
