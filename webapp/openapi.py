@@ -96,7 +96,11 @@ SCHEMAS: dict[str, dict] = {
                        "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
                        "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
                        "error": _NSTR}, ["owner", "changes", "conflicts"]),
-    "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
+    "RetrievedItem": _obj({"item": {"allOf": [_ref("Item"), _obj(
+                               {"date": {"type": "string", "description": "a diary entry's day (its file)"},
+                                "time": {"type": "string", "description": "a diary entry's HH:MM (its name)"}},
+                               description="kind diary: also date and time, as the diary routes name an entry")]},
+                           "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
                            "cos_score": {"type": "number", "nullable": True},
@@ -549,9 +553,13 @@ _EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91,
            "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
 _EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
                             "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
-_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
-                 "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
-                 "time_range_widened": False, "query_terms": ["sea"]}
+_EX_DIARY_HIT: dict[str, Any] = {
+    **_EX_HIT, "kind": "diary", "score": 0.64, "bm25_score": 0.64, "matched_terms": ["beach"], "tokens_est": 10,
+    "item": {"file": _EX_ENTRY["date"], "name": _EX_ENTRY["time"], **_EX_ENTRY}}
+_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK, _EX_DIARY_HIT], "budget_tokens": 300, "budget_used": 24,
+                 "embedding_used": False, "dropped": [], "unresolved_links": [], "time_range": None,
+                 "time_range_source": None, "time_range_widened": False, "query_terms": ["sea", "beach"],
+                 "diary": "all"}
 _EX_WHEN = {"created": "2026-07-21T06:30:00+00:00", "updated": "2026-07-21T06:30:02+00:00"}
 _EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done": 0, "failed": 0, "total": 1,
                     "results": [{"step": 0, "state": "pending"}],
