@@ -174,7 +174,7 @@ def variants(dense: bool, weights: tuple[float, ...] = ()) -> list[Variant]:
     return out
 
 
-HOST = "fusion +stop +ctx"  # the host default with WIKIMEM_EMBEDDER=local (see webapp/config.py)
+HOST = "fusion +stop +ctx"  # the host default with WIKIMEM_EMBEDDER=local (see wikimem/host/config.py)
 PAIRS = [
     ("bm25 jieba", "bm25"),  # the tokenizer: jieba (the old host default) vs bigrams
     ("bm25", "bm25 +stop"),  # query stopwords, BM25 alone
