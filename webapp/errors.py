@@ -142,6 +142,8 @@ def error_body(exc: BaseException, status: int) -> dict:
         err["conflicts"] = [_plain(c) for c in exc.conflicts]
     if isinstance(exc, PreconditionFailed):
         err["current"] = exc.current
+        if exc.item is not None:
+            err["item"] = exc.item
     return {"error": err}
 
 

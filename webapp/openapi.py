@@ -62,7 +62,8 @@ _APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
 
 SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": _obj({"code": {"type": "string"}, "message": {"type": "string"},
-                                  "conflicts": _arr({"type": "object"}), "current": {}},
+                                  "conflicts": _arr({"type": "object"}), "current": {},
+                                  "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": _obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
                   "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["file", "name", "content"]),
@@ -170,6 +171,9 @@ _NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 2
                description="item name")
 _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
                        description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
+_HDR_IF_NONE_MATCH = _param("If-None-Match", "header", {"type": "string", "enum": ["*"]},
+                             description="* = create-only: 412 (with the current etag and item) when the item "
+                                         "exists; nothing is written")
 _HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
                    description="a retried write with the same key writes nothing again")
 _Q = {"type": "string", "maxLength": 200}
@@ -255,10 +259,10 @@ def _paths() -> dict[str, dict]:
             "parameters": [_OWNER, _FILE, _NAME],
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
             "put": _op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
-                       "refused with 422)", "write", {
+                       "refused with 422; If-None-Match: * adds it only if it does not exist, else 412)", "write", {
                            **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
                            "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
-                       params=[_HDR_IF_MATCH, _HDR_IDEM],
+                       params=[_HDR_IF_MATCH, _HDR_IF_NONE_MATCH, _HDR_IDEM],
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),

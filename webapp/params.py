@@ -21,7 +21,8 @@ from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
-           "int_in_range", "offset_cursor", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]
+           "int_in_range", "offset_cursor", "if_match", "if_none_match", "idempotency_key", "point", "write_context",
+           "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
@@ -169,12 +170,26 @@ def point(value: str | None, what: str) -> str:
     return value
 
 
-def write_context(data: dict, *, default_actor: str | None = None) -> WriteContext:
+def write_context(data: dict, *, default_actor: str | None = None, create_only: bool = False) -> WriteContext:
     """The context of a write request: ``run``, ``actor``, ``source_conv`` of its body, ``Idempotency-Key``
-    and ``If-Match`` of its headers. ``default_actor`` stands in when the body names none."""
+    and ``If-Match`` of its headers (and ``If-None-Match: *`` with ``create_only``, the routes that take it).
+    ``default_actor`` stands in when the body names none."""
     run, actor, conv = (opt_str(data, k, limit=MAX_FIELD_CHARS) for k in ("run", "actor", "source_conv"))
+    match, none_match = if_match(), create_only and if_none_match()
+    if match is not None and none_match:
+        raise BadRequest("give If-Match (the item as you saw it) or If-None-Match: * (it must not exist), not both")
     return WriteContext(run=run, actor=actor or default_actor, source_conv=conv,
-                        idempotency_key=idempotency_key(), if_match=if_match())
+                        idempotency_key=idempotency_key(), if_match=match, if_none_match=none_match)
+
+
+def if_none_match() -> bool:
+    """Create-only: ``If-None-Match: *`` (the item must not exist yet); any other value is malformed here."""
+    raw = request.headers.get("If-None-Match")
+    if raw is None:
+        return False
+    if raw.strip() != "*":
+        raise BadRequest("If-None-Match on a write takes only * (create the item only if it does not exist)")
+    return True
 
 
 def if_match() -> str | None:

@@ -67,13 +67,18 @@ class Conflict(WikimemError):
 
 
 class PreconditionFailed(WikimemError):
-    """An ``If-Match`` style precondition that no longer holds."""
+    """An ``If-Match`` / ``If-None-Match`` style precondition that does not hold.
+
+    ``current`` is the current etag or head commit (None: no such item), ``item`` the current item
+    (as a dict) when the precondition was an item's.
+    """
 
     code = "precondition_failed"
 
-    def __init__(self, message: str, current: str | None = None):
+    def __init__(self, message: str, current: str | None = None, item: dict | None = None):
         super().__init__(message)
         self.current = current
+        self.item = item
 
 
 class IdempotencyKeyReused(InvalidValue):

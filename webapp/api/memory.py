@@ -47,7 +47,8 @@ def get_item(owner_id: str, file: str, name: str):
 def put_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
-    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=context_of(data))
+    ctx = context_of(data, create_only=True)
+    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=ctx)
     return with_etag(committed(done, "item"), owner.etag(done.value)), 201 if done.created else 200
 
 

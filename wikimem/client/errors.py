@@ -80,11 +80,13 @@ class ConflictError(ClientError, Conflict):
 
 
 class PreconditionFailedError(ClientError, PreconditionFailed):
-    """412: ``If-Match`` no longer holds; ``current`` is the current etag or commit."""
+    """412: ``If-Match`` no longer holds, or the item of an ``If-None-Match: *`` write exists;
+    ``current`` is the current etag or commit, ``item`` the item there (a dict) when the host sent it."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.current = self.body.get("current")
+        self.item = self.body.get("item")
 
 
 class TooLargeError(ClientError, TooLarge):

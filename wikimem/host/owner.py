@@ -392,7 +392,8 @@ class Owner:
     def add(self, file: str, name: str, content: str, *, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
-        etag or the head commit id. Empty content is refused (``ValueError``)."""
+        etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
+        Empty content is refused (``ValueError``)."""
         check_content(content)
         return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
