@@ -98,7 +98,8 @@ def test_settings_are_read_written_and_committed(world):
     same = world.client.put(O + "/settings", headers=auth(ADMIN), json={"tz": "Asia/Shanghai"})
     assert same.get_json()["commit"] is None
     history = world.client.get(O + "/history", headers=auth(ADMIN)).get_json()["entries"]
-    assert [e["summary"] for e in history[:2]] == ["settings: character=unset", "settings: character=Elaina, tz=Asia/Shanghai"]
+    assert [e["summary"] for e in history[:2]] == ["settings: character=unset",
+                                                   "settings: character=Elaina, tz=Asia/Shanghai"]
 
 
 def test_a_character_of_the_documented_200_characters_works_end_to_end(chat, llm):
@@ -168,7 +169,35 @@ def test_memorize_uses_the_owners_time_zone_and_character(chat, llm):
     # Told at 01:00 on the 23rd in Shanghai (still the 22nd in UTC): "yesterday" is the 22nd.
     assert (entry["date"], entry["time"]) == ("2026-07-22", "01:00")
     assert "You are Elaina." in llm.chat_messages[0][0]["content"]
-    assert _git(chat, "log", "-1", "--format=%an") == "Elaina\n"
+    assert _git(chat, "log", "-1", "--format=%an") == "admin\n"  # who wrote: the token, as for every write
+
+
+def test_every_write_without_an_actor_is_recorded_as_the_tokens_name(chat, llm):
+    """Issue 24 item 16: a memorize without an actor was recorded as its character ("the assistant")
+    while every other write defaulted to the token's name. One default now; the character stays in
+    the prompt, and an actor given in the body still wins."""
+    writer = auth(chat.secrets["writer"])
+    chat.client.put(O + "/settings", headers=auth(ADMIN), json={"character": "Elaina"})
+    llm.reply_fn = lambda messages: json.dumps([{"content": "去了海边。"}], ensure_ascii=False)
+    writes = [
+        chat.client.put(O + "/items/notes/sea", headers=writer, json={"content": "海边"}),
+        chat.client.post(O + "/diary", headers=writer, json={"content": "下雨。"}),
+        chat.client.post(O + "/diary-tool", headers=writer, json={"arguments": {"content": "工具。"}}),
+        chat.client.post(O + "/batch", headers=writer, json={"ops": [{"op": "diary", "content": "批量。"}]}),
+        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 去了海边"}),
+        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 又去了", "character": "Mia"}),
+    ]
+    assert [w.status_code for w in writes] == [201, 201, 201, 200, 200, 200]
+    job = chat.client.post(O + "/memorize", headers=auth(chat.secrets["writer"], Prefer="respond-async"),
+                           json={"turn": "user: 第三次"})
+    assert _wait_job(chat, job.headers["Location"])["state"] == "done"
+    history = chat.client.get(O + "/history?limit=7", headers=auth(ADMIN)).get_json()["entries"]
+    assert [e["actor"] for e in history] == ["writer"] * 7
+    assert "You are Elaina." in llm.chat_messages[0][0]["content"]  # the character: the owner's setting
+    assert "You are Mia." in llm.chat_messages[1][0]["content"]
+    named = chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: x", "actor": "bot-7"})
+    assert named.status_code == 200
+    assert _git(chat, "log", "-1", "--format=%an") == "bot-7\n"
 
 
 @pytest.fixture

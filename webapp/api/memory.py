@@ -19,7 +19,6 @@ from webapp.params import (
     prefers,
     query_str,
     req_str,
-    write_context,
 )
 from wikimem.host import BadRequest
 
@@ -130,7 +129,7 @@ def memorize(owner_id: str):
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
     turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
-    ctx = write_context(data)
+    ctx = context_of(data)  # the actor defaults to the token's name, as for every write
     if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
         job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, character=character,
                                             prompt=prompt, run=ctx.run, actor=ctx.actor,

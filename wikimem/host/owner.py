@@ -425,9 +425,11 @@ class Owner:
         The LLM is asked before the owner's lock is taken (a slow model must
         not block other writers); a retry carrying the same idempotency key
         returns the first result without asking again. The run id defaults
-        to a new one, the actor to the character; the character and ``tz``
-        default to the owner's settings (then "the assistant" and local
-        time). Unpacks as ``entries, run_id, commit``.
+        to a new one; the character and ``tz`` default to the owner's
+        settings (then "the assistant" and local time). The character is who
+        the prompt asks the model to be, not who wrote: the actor is
+        ``ctx.actor`` as for every other write (the API's default is the
+        token's name). Unpacks as ``entries, run_id, commit``.
         """
         from wikimem.llm import memorize
 
@@ -441,7 +443,7 @@ class Owner:
         character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         run = ctx.run or new_run_id()
-        ctx = WriteContext.of(ctx, run=run, actor=ctx.actor or character)
+        ctx = WriteContext.of(ctx, run=run)
         if ctx.idempotency_key is not None:
             replay = self.vstore.replay(ctx.idempotency_key, "memorize",
                                         self.vstore.request_of(ctx, "memorize"))
