@@ -730,7 +730,9 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
 
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
 errors are {{"error": {{"code", "message"}}}}. A write's actor is the body's actor, else the token's name
-(memorize included: its character is who the model is asked to be).
+(memorize included: its character is who the model is asked to be). The same memory is offered as MCP tools
+(retrieve, diary_append, put_item, memorize, history) at /mcp on the host's root, streamable HTTP, with the
+same tokens.
 
 Statuses: 400 bad_request, a malformed request (not JSON, not an object, a field unknown,
 missing or of the wrong JSON type, a header or cursor not of its syntax; bad_tool_call, a

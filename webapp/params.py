@@ -21,8 +21,8 @@ from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
-           "int_in_range", "offset_cursor", "if_match", "if_none_match", "idempotency_key", "point", "write_context",
-           "WRITE_FIELDS"]
+           "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
+           "write_context", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
@@ -194,12 +194,16 @@ def if_none_match() -> bool:
 
 def if_match() -> str | None:
     """The ``If-Match`` precondition (an item etag or a commit id), unquoted; ``*`` is none."""
-    raw = request.headers.get("If-Match")
+    return etag_value(request.headers.get("If-Match"), "If-Match")
+
+
+def etag_value(raw: str | None, what: str = "if_match") -> str | None:
+    """An etag or commit id as sent (``"abc"``, ``abc`` or ``W/"abc"``), unquoted; blank or ``*`` is none."""
     if raw is None or raw.strip() in ("", "*"):
         return None
     m = _ETAG_RE.match(raw.strip())
     if m is None or not m.group(1) or len(m.group(1)) > 128:
-        raise BadRequest("If-Match must be one etag or commit id")
+        raise BadRequest(f"{what} must be one etag or commit id")
     return m.group(1)
 
 

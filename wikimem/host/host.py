@@ -422,8 +422,10 @@ class Host:
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
             given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
+                               source_conv=given["source_conv"])
             request = owner.memorize_request(
-                turn, ctx=WriteContext(idempotency_key=key, **given),
+                turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
         job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)

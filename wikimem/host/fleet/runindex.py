@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
@@ -241,11 +241,11 @@ def encode_cursor(*key) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
-def _fits(value, kind: type) -> bool:
+def _fits(value: Any, kind: type) -> bool:
     """A cursor's part of the right type; an integer one within SQLite's (a cursor of ours always is)."""
     if isinstance(value, bool) or not isinstance(value, kind):
         return False
-    return kind is not int or SQLITE_MIN_INT <= value <= SQLITE_MAX_INT
+    return not isinstance(value, int) or SQLITE_MIN_INT <= value <= SQLITE_MAX_INT
 
 
 def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
