@@ -43,7 +43,9 @@ def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, s
               **kwargs) -> None:
     saved, owner.llm = owner.llm, _ScriptedLLM(entries)
     try:
-        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv), **kwargs)
+        # the demo's bot writes as its character (a memorize's actor is its context's, never the character)
+        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv, actor=kwargs.get("character")),
+                       **kwargs)
     finally:
         owner.llm = saved
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import NotFound, PreconditionFailed
+from wikimem.errors import InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 
 from .errors import BadRequest
@@ -47,9 +47,9 @@ def _cursor(value: str | None, what: str) -> int | None:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise BadRequest(f"invalid history {what} {value!r}") from None
-    if number < 0:
-        raise BadRequest(f"invalid history {what} {value!r}")
+        raise BadRequest(f"invalid history {what} {str(value)[:40]!r}") from None
+    if not 0 <= number < 2**63:  # a position in the history index (SQLite's INTEGER): none of ours is outside
+        raise BadRequest(f"invalid history {what} {str(value)[:40]!r}")
     return number
 
 
@@ -161,7 +161,7 @@ class Review:
     def text_search(self, query: str, *, limit: int = 50, diary: bool = True) -> TextSearch:
         """Wiki items and diary entries holding every word of ``query`` (any case), at most ``limit`` shown."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TEXT_HITS:
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
         patterns = compile_query(query)
         hits: list[TextHit] = []
         total = 0
