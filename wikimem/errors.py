@@ -12,6 +12,7 @@ __all__ = [
     "InvalidValue",
     "InvalidName",
     "NotFound",
+    "Erased",
     "Conflict",
     "PreconditionFailed",
     "StoreBusy",
@@ -49,6 +50,13 @@ class InvalidName(InvalidValue):
 
 class NotFound(WikimemError, LookupError):
     """An owner, item, commit or run that does not exist."""
+
+    code = "not_found"
+
+
+class Erased(NotFound):
+    """An owner erased everywhere: its remote holds the erasure's tombstone, or the erasure register names it
+    (a host holding a copy drops it)."""
 
     code = "not_found"
 

@@ -291,3 +291,11 @@ class GitRepo:
 
     def close(self) -> None:
         self.repo.close()
+
+    def reopen(self) -> None:
+        """Open the repository again (after its packs were rewritten: a prune), forgetting cached trees."""
+        self.repo.close()
+        self.repo = Repo(str(self.root))
+        self.store = self.repo.object_store
+        with self._lock:
+            self._trees.clear()

@@ -388,6 +388,98 @@ class Remote:
         finally:
             local.close()
 
+    # -- erasure: replace the history, delete the repository, prune ------------------------------
+
+    def replace(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
+        """Move the remote ``main`` from ``expected`` to ``new`` even when ``new`` does not descend from it (a
+        history rewritten by a forget): the same compare-and-swap as :meth:`push`, without the fast-forward."""
+        want, old = new.encode("ascii"), (expected.encode("ascii") if expected else None)
+        with _opened(repo) as local, self._talking("replace"):
+            have = [oid(old)] if old is not None and oid(old) in local.object_store else []
+            if self.scheme == "file":
+                target = Repo(self.path)
+                try:
+                    current = _peek(target)
+                    if current != old:
+                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
+                                          self.shown, head=_hex(current), expected=expected)
+                    target.object_store.add_pack_data(*local.object_store.generate_pack_data(have, [oid(want)]))
+                    lock = Path(target.controldir()) / "refs" / "heads" / "main.lock"
+                    if not _locked_ref_update(lambda: target.refs.set_if_equals(
+                            BRANCH, None if old is None else oid(old), oid(want)), lock):
+                        raise RemoteMoved(f"replace: {self.shown} moved meanwhile", self.shown,
+                                          head=_hex(_peek(target)), expected=expected)
+                finally:
+                    target.close()
+            else:
+                def update_refs(refs):
+                    current = _refs(refs).get(BRANCH)
+                    current = None if current == ZERO_SHA else current
+                    if current != old:
+                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
+                                          self.shown, head=_hex(current), expected=expected)
+                    return {BRANCH: want}
+
+                def pack_data(_have, _wants, ofs_delta=True, progress=None, **_):
+                    return local.object_store.generate_pack_data(have, [oid(want)])
+
+                result = self.client().send_pack(self.path, update_refs, pack_data)
+                status = (result.ref_status or {}).get(BRANCH)
+                if status is not None:
+                    raise RemoteRejected(f"replace: {self.shown} refused main: {status} (a server that denies "
+                                         "non-fast-forward updates must allow them for wikimem's forget)",
+                                         self.shown)
+            set_tracking(local, want)
+
+    def delete(self) -> bool:
+        """Delete the remote repository where this host can (file://: its folder; ssh: ``rm -rf`` over a
+        shell); True when it is gone now or was never there, False when the scheme cannot (http(s), git://)."""
+        if self.scheme == "file":
+            folder = Path(self.path)
+            if not folder.parent.is_dir():
+                raise RemoteUnavailable(f"delete: {folder.parent} does not exist (is the replica mounted?)",
+                                        self.shown)
+            if folder.exists() and not (folder / "HEAD").exists() and not (folder / ".git").exists():
+                raise RemoteRejected(f"delete: {self.shown} is not a git repository; left alone", self.shown)
+            if folder.exists():
+                shutil.rmtree(folder)
+            return True
+        if self.scheme in ("ssh", "git+ssh"):
+            return self._ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
+        return False
+
+    def gc(self) -> bool:
+        """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
+        over a shell); False when the scheme cannot (the server's own housekeeping must)."""
+        if self.scheme == "file":
+            from .prune import prune
+
+            prune(self.path)
+            return True
+        if self.scheme in ("ssh", "git+ssh"):
+            return self._ssh_script("prune", "rm -rf {q}/logs && git --git-dir={q} -c gc.auto=0 repack -a -d -q && "
+                                             "git --git-dir={q} prune --expire=now && echo gone")
+        return False
+
+    def _ssh_script(self, what: str, template: str) -> bool:
+        """Run a shell script on the ssh remote's host, ``{q}`` being the repository path; False without a
+        shell there (git-shell, a forced command)."""
+        p = self._parts
+        path = p.path[1:] if p.path.startswith("/~") else p.path
+        q = shlex.quote(path) if not path.startswith("~/") else "~/" + shlex.quote(path[2:])
+        argv = shlex.split(self._ssh_command) + (["-p", str(p.port)] if p.port else [])
+        argv += (["-l", p.username] if p.username else []) + [p.hostname or "", template.format(q=q)]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout * 6,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RemoteUnavailable(f"{what}: ssh to {self.shown} timed out", self.shown) from None
+        except OSError as exc:
+            raise RemoteUnavailable(f"{what}: cannot run ssh for {self.shown}: {exc}", self.shown) from None
+        if done.returncode == 255:
+            raise RemoteUnavailable(f"{what}: ssh to {self.shown} failed: {done.stderr.strip()[-300:]}", self.shown)
+        return done.returncode == 0 and done.stdout.strip().endswith("gone")
+
 
 def new_objects(store, new: bytes, base: bytes | None) -> list:
     """The objects of the commits after ``base`` up to ``new``: commits plus the trees and blobs they changed.

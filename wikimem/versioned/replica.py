@@ -95,13 +95,32 @@ class Replica:
                 raise
         raise RemoteMoved(f"push: {self.remote.shown} keeps moving", self.remote.shown)
 
+    def replace(self, git: GitRepo, new: bytes, expected: bytes | None) -> None:
+        """Replace the remote's ``main`` with ``new``, a rewritten history, by compare-and-swap from ``expected``
+        (what this folder knows it holds). A remote that moved is fetched, then :class:`RemoteMoved` raised."""
+        try:
+            self.remote.replace(git.repo, new.decode(), expected.decode() if expected else None)
+        except RemoteMissing:
+            if expected is not None or not self.remote.create():
+                raise
+            self.remote.replace(git.repo, new.decode(), None)
+        except RemoteMoved:
+            self.fetch(git)
+            raise
+
     def fetch(self, git: GitRepo) -> bytes | None:
-        """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head."""
+        """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head. A remote whose history
+        was replaced (not a descendant of what was known) is noted for the next settle to follow."""
+        from .forget import note_replaced
+
+        before = tracking(git.repo)
         try:
             head = self.remote.fetch(git.repo)
         except RemoteMissing:
             return None
-        return head.encode() if head else None
+        found = head.encode() if head else None
+        note_replaced(git, before, found)
+        return found
 
     # -- lag -----------------------------------------------------------------------
 

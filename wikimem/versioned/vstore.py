@@ -42,6 +42,7 @@ from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
+from .forget import Forgetting, Forgotten
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
@@ -112,6 +113,8 @@ class VersionedStore:
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
+        self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal,
+                                     replica=lambda: self.replica)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -168,7 +171,9 @@ class VersionedStore:
         head, known = self.git.head(), tracking(self.git.repo)
         if known is None or head == known or oid(known) not in self.git.store:
             return
-        if head is None or is_ancestor(self.git, head, known):
+        if self.forgetting.follow(head, known, push=replica.push if replica.mode == "sync" else None):
+            pass  # the remote's history was rewritten (a forget elsewhere): followed, the old one pruned
+        elif head is None or is_ancestor(self.git, head, known):
             fast_forward(self.git, self.root, known)
         elif is_ancestor(self.git, known, head):
             return
@@ -227,6 +232,24 @@ class VersionedStore:
                                       {"ts": utc_now(), "action": "delete-owner", "path": path})
             b.result = {}
         return Committed(None, b.commit)
+
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None, **where) -> Forgotten:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
+        history, under the owner lock (see :mod:`wikimem.versioned.forget`). With a remote, a remote that
+        moved raises :class:`RemoteMoved` (nothing changed; the folder caught up: call again)."""
+        with self.writer.lock, self._lock.hold():
+            if not (self.root / ".git").is_dir():
+                raise NotFound(f"{self.root.name}: the memory folder was deleted")
+            self._settle()
+            self._commit_external(actor=None)
+            target = self.forgetting.resolve(kind, **where)
+            try:
+                return self.forgetting.run(target, actor=actor, key=key)
+            finally:
+                if self.intent.current is not None:
+                    self._recover_quietly()
+                self.store.invalidate()
+                self._stat_cache.clear()
 
     def head_action(self) -> str | None:
         """The ``Wikimem-Action`` of the newest commit (``delete-owner`` marks an owner deleted everywhere)."""

@@ -1,0 +1,307 @@
+"""Forgetting one item or diary entry of a memory folder, with its history.
+
+:class:`Forgetting` is held by the versioned store (``vstore.forgetting``)
+and run by :meth:`VersionedStore.forget` under the owner lock, once what a
+killed writer left is settled. One run:
+
+1. resolve the target (a diary entry's text is read from ``HEAD``, else from
+   history) and collect every text it ever held; none: nothing to forget;
+2. rewrite every ref's history without it (:mod:`wikimem.versioned.rewrite`)
+   and put a marker commit on top (what, when, by whom; never the text);
+3. like any write, under the intent (:mod:`wikimem.versioned.intent`):
+   the work tree's file first, then — with a remote — the marker pushed
+   with compare-and-swap *replacing* the remote's ``main`` (a remote that
+   moved raises :class:`RemoteMoved`, nothing here moved), then ``main``
+   moved by compare-and-swap and the other refs (tracking ref, probation
+   branches) to their rewritten commits;
+4. what the old history left: the history index deleted and rebuilt,
+   ``journal.jsonl`` scrubbed, the generation stamp changed (every process
+   drops what it cached of the folder on its next lookup), unreachable
+   objects pruned.
+
+Step 4 runs on every call, so a run killed after step 3 is finished by the
+next one (which finds nothing more to rewrite). A key already recorded by a
+marker makes the call a replay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from wikimem.errors import Erased, InvalidValue
+from wikimem.fsio import atomic_write, read_bytes, remove_file
+
+from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
+from .historydb import DB_NAME, HistoryDB
+from .intent import Intent
+from .objects import BRANCH, GitRepo, oid, ref
+from .prune import Pruned, prune
+from .replica import Replica, tracking
+from .rewrite import (
+    PLACEHOLDER,
+    Rewriter,
+    Target,
+    marker_message,
+    name_digest,
+    reachable,
+    rewrite_barrier,
+)
+
+__all__ = ["Forgetting", "Forgotten", "GENERATION_NAME", "REPLACED", "generation", "note_replaced",
+           "bump_generation"]
+
+log = logging.getLogger(__name__)
+
+GENERATION_NAME = "wikimem-generation"
+# What this folder knew its remote to hold when a fetch found the remote's main no longer descending from it
+# (a history replaced: a forget or an erasure on another host). Removed once followed.
+REPLACED = ref(b"refs/wikimem/replaced")
+
+
+def generation(root: Path | str) -> bytes | None:
+    """The folder's history generation (changes whenever its history is rewritten; None before any)."""
+    return read_bytes(Path(root) / ".git" / GENERATION_NAME)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What one forget did to the folder (no text, no item name)."""
+
+    target: str  # "wiki item in preferences" / "diary entry 2026-07-21 14:30"
+    found: bool  # whether the target was anywhere in the history
+    versions: int  # distinct texts it held
+    old_head: str
+    head: str
+    rewritten: int  # commits rewritten
+    marker: str | None  # the commit saying what was forgotten
+    remote: str  # "replaced" (force-updated with compare-and-swap), "none" (no remote)
+    pruned: dict | None
+    replayed: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Forgetting:
+    """Forget of one folder: built by the store with what it needs (see the module docstring)."""
+
+    def __init__(self, git: GitRepo, db: HistoryDB, intent: Intent, root: Path, journal, *,
+                 replica: Callable[[], Replica | None]):
+        self.git = git
+        self.db = db
+        self.intent = intent
+        self.root = Path(root)
+        self.journal = journal
+        self._replica = replica
+
+    # -- the target ---------------------------------------------------------------
+
+    def resolve(self, kind: str, *, file: str | None = None, name: str | None = None, date: str | None = None,
+                time_: str | None = None, index: int | None = None) -> Target:
+        """The target of a forget request; a diary entry's text read from ``HEAD`` (else from its history)."""
+        from wikimem.naming import sanitize_item_name, validate_date, validate_file, validate_time
+
+        if kind == "wiki":
+            return Target("wiki", file=validate_file(file or ""), name=sanitize_item_name(name or ""))
+        if kind != "diary":
+            raise InvalidValue(f"forget: kind must be wiki or diary, got {kind!r}")
+        date, time_ = validate_date(date or ""), validate_time(time_ or "")
+        probe = Target("diary", date=date, time=time_)
+        head = self.git.head()
+        now = probe.blocks(self.git.blob_at(self.git.commit_tree(head), probe.path)) if head else []
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(now):
+                raise InvalidValue(f"forget: diary {date} {time_} has {len(now)} entries now; index must be "
+                                   f"from 0 to {len(now) - 1}")
+            return Target("diary", date=date, time=time_, content=now[index])
+        texts = sorted(set(now)) or sorted(Rewriter(self.git, probe).collect(self._order()))
+        if len(texts) > 1:
+            raise InvalidValue(f"forget: diary {date} {time_} holds {len(texts)} different entries; give the index "
+                               "of the one to forget")
+        return Target("diary", date=date, time=time_, content=texts[0] if texts else None)
+
+    def _refs(self) -> dict[bytes, bytes]:
+        refs = self.git.repo.refs
+        out = {}
+        for name in refs.allkeys():
+            if name == b"HEAD":
+                continue
+            try:
+                out[name] = refs[name]
+            except KeyError:
+                continue
+        return out
+
+    def _order(self) -> list[bytes]:
+        return reachable(self.git, set(self._refs().values()))
+
+    # -- the run ---------------------------------------------------------------------
+
+    def run(self, target: Target, *, actor: str, key: str | None = None) -> Forgotten:
+        """Forget ``target`` (the caller holds the owner lock and settled the folder)."""
+        head = self.git.head()
+        old_head = head.decode() if head else ""
+        if key is not None and self.db.idem(key) is not None:
+            return self._finish(Forgotten(target.where(), True, 0, old_head, old_head, 0,
+                                          self.db.idem(key)[0], "replaced" if self._replica() else "none",
+                                          None, replayed=True))
+        if head is None or (target.kind == "diary" and target.content is None):
+            return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+        refs = self._refs()
+        order = reachable(self.git, set(refs.values()))
+        rewriter = Rewriter(self.git, target)
+        texts = rewriter.collect(order)
+        if not texts:
+            return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+        rewriter.run(order)
+        rewriter.write()
+        parent = rewriter.commits[head]
+        marker = self.git.make_commit(self.git.commit(parent).tree, [parent],
+                                      marker_message(target, rewritten=rewriter.touched, old_head=old_head,
+                                                     actor=actor, key=key), actor or "operator")
+        remote = self._move(head, marker, refs, rewriter.commits)
+        done = Forgotten(target.where(), True, len(texts), old_head, marker.decode(), rewriter.touched,
+                         marker.decode(), remote, None)
+        return self._finish(done, target)
+
+    def _move(self, head: bytes, new: bytes, refs: dict[bytes, bytes], commits: dict[bytes, bytes]) -> str:
+        """Files, remote, ``main``, then every other ref: each step as a write does it (see the docstring)."""
+        old_tree, new_tree = self.git.commit_tree(head), self.git.commit_tree(new)
+        paths = sorted(self.git.changed_paths(old_tree, new_tree))
+        self.intent.begin(head.decode(), self.journal.size(), tuple(paths))
+        for path in paths:
+            data = self.git.blob_at(new_tree, path)
+            if data is None:
+                remove_file(self.root / path)
+            else:
+                atomic_write(self.root / path, data)
+        self.intent.committing(new.decode(), None)
+        replica = self._replica()
+        remote = "none"
+        if replica is not None:
+            known = tracking(self.git.repo)
+            replica.replace(self.git, new, known)  # RemoteMoved / RemoteUnavailable: nothing here moved
+            remote = "replaced"
+        if not self.git.move_ref(head, new):
+            raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+        for name, value in refs.items():
+            if name == BRANCH or (replica is not None and name == b"refs/remotes/origin/main"):
+                continue
+            mapped = commits.get(value, value)
+            if mapped != value:
+                self.git.repo.refs.set_if_equals(name, oid(value), oid(mapped))
+        self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
+        self.intent.clear()
+        return remote
+
+    # -- a history replaced on the remote ------------------------------------------------------
+
+    def follow(self, head: bytes | None, known: bytes, *, push: Callable[[GitRepo, bytes], None] | None) -> bool:
+        """Called under the lock when settling with the remote: whether a fetch found the remote's history
+        replaced (:data:`REPLACED`), in which case it is followed — this folder's own commits the remote never
+        had are replayed on top of it (pushed first with ``push``), the work tree switched, the old history
+        pruned. An erasure's tombstone raises :class:`~wikimem.errors.Erased` (the host drops its copy)."""
+        replaced = _ref_value(self.git, REPLACED)
+        if replaced is None:
+            return False
+        if is_ancestor(self.git, replaced, known):  # the remote went back to a descendant: nothing replaced
+            self.git.repo.refs.remove_if_equals(REPLACED, None)
+            return False
+        barrier = rewrite_barrier(self.git, known, None)
+        if barrier.erased:
+            raise Erased(f"{self.root.name}: erased everywhere (its remote holds the erasure's tombstone)")
+        tip = known
+        if head is not None:
+            base = replaced if is_ancestor(self.git, replaced, head) else merge_base(self.git, head, replaced)
+            mine = local_only(self.git, head, base)
+            if mine:
+                tip = replay(self.git, mine, known)
+                if push is not None and tip != known:
+                    push(self.git, tip)
+        switch_to(self.git, self.root, tip)
+        self.git.repo.refs.remove_if_equals(REPLACED, None)
+        self._scrub_journal(lambda file, item: any(_forgot(v, file, item) for v in barrier.forgot))
+        self._finish(None)
+        return True
+
+    # -- what the old history left ------------------------------------------------------------
+
+    def _finish(self, done: Forgotten | None, target: Target | None = None) -> Forgotten | None:
+        """History index rebuilt, journal scrubbed, generation changed, unreachable objects pruned."""
+        if target is not None and target.kind == "wiki":
+            self._scrub_journal(lambda file, item: file == target.file and item == target.name)
+        self._reset_history()
+        bump_generation(self.root)
+        pruned: Pruned = prune(self.root)
+        self.git.reopen()
+        bump_generation(self.root)
+        return None if done is None else Forgotten(**{**asdict(done), "pruned": pruned.to_dict()})
+
+    def _reset_history(self) -> None:
+        self.db.close()
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(self.root / ".git" / (DB_NAME + suffix))
+            except FileNotFoundError:
+                pass
+        self.db.sync()
+
+    def _scrub_journal(self, forgotten: Callable[[str, str], bool]) -> None:
+        """``journal.jsonl`` (not versioned) with the records of a forgotten item named :data:`PLACEHOLDER`."""
+        path = self.journal.path
+        data = read_bytes(path)
+        if not data:
+            return
+        lines = []
+        changed = False
+        for line in data.decode("utf-8", "replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                lines.append(line)
+                continue
+            if (isinstance(rec, dict) and isinstance(rec.get("file"), str) and isinstance(rec.get("item"), str)
+                    and forgotten(rec["file"], rec["item"])):
+                rec["item"] = PLACEHOLDER
+                rec.pop("detail", None)
+                line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
+                changed = True
+            lines.append(line)
+        if changed:
+            atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def bump_generation(root: Path | str) -> None:
+    """Say that the folder's history was rewritten: every process reopens it on its next lookup."""
+    atomic_write(Path(root) / ".git" / GENERATION_NAME, secrets.token_hex(8).encode())
+
+
+def note_replaced(git: GitRepo, before: bytes | None, after: bytes | None) -> None:
+    """After a fetch moved the tracking ref from ``before`` to ``after``: remember ``before`` as :data:`REPLACED`
+    when ``after`` does not descend from it (the first such value is kept until followed)."""
+    if before is None or after is None or before == after or _ref_value(git, REPLACED) is not None:
+        return
+    if oid(before) not in git.store or is_ancestor(git, before, after):
+        return
+    git.repo.refs.set_if_equals(REPLACED, None, oid(before))
+
+
+def _ref_value(git: GitRepo, name) -> bytes | None:
+    try:
+        return git.repo.refs[name]
+    except KeyError:
+        return None
+
+
+def _forgot(value: str, file: str, item: str) -> bool:
+    """Whether a marker's ``Wikimem-Forgot`` value (``wiki <file> <salt>:<digest>``) names this item."""
+    parts = value.split(" ")
+    if len(parts) != 3 or parts[0] != "wiki" or parts[1] != file or ":" not in parts[2]:
+        return False
+    return name_digest(item, parts[2].split(":", 1)[0]) == parts[2]
