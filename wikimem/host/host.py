@@ -139,10 +139,10 @@ class Host:
         with self._lock:
             cached = self._owners.get(owner_id)
             if cached is not None:
-                if cached.exists():
+                if cached.current():
                     self._owners.move_to_end(owner_id)
                 else:
-                    del self._owners[owner_id]  # deleted by another process
+                    del self._owners[owner_id]  # deleted, or its history rewritten, by another process
                     cached = None
         if cached is not None:
             return self._fresh(cached)

@@ -26,9 +26,10 @@ from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record, settings_summary
 
 if TYPE_CHECKING:
-    from wikimem.versioned import CommitDiff, Committed, HistoryPage, Plan
+    from wikimem.versioned import CommitDiff, Committed, Forgotten, HistoryPage, Plan
 
-__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id"]
+__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+           "remove_vector_files"]
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
@@ -163,6 +164,7 @@ class Owner:
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
         self._settings: tuple[tuple | None, OwnerSettings] = (None, OwnerSettings())
+        self._generation = self.vstore.generation()  # changes when another process rewrites the history
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
@@ -202,6 +204,29 @@ class Owner:
     def exists(self) -> bool:
         """Whether the owner's repository is still on disk (another process may delete it)."""
         return (self.root / ".git").is_dir()
+
+    def current(self) -> bool:
+        """Whether this object may still be used: the repository is there and its history was not rewritten
+        (a forget) since it was opened; else the host opens the owner again, dropping every cache of it."""
+        return self.exists() and self.vstore.generation() == self._generation
+
+    # -- forgetting ----------------------------------------------------------
+
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None, **where: Any) -> Forgotten:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
+        history (:meth:`VersionedStore.forget`): every commit rewritten without it, the remote's history
+        replaced, unreachable objects pruned. This object's caches go, the vector caches are deleted (made
+        again from the memory); other processes open the owner again on their next lookup."""
+        done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, **where))
+        self._slot = IndexSlot(self.vstore, self._new_index)
+        with self._as_of_lock:
+            self._as_of.clear()
+        self._settings = (None, OwnerSettings())
+        remove_vector_files(self.root)
+        if self._cache_dir is not None:
+            remove_vector_files(self._cache_dir)
+        self._generation = self.vstore.generation()
+        return done
 
     # -- reading -----------------------------------------------------------
 
@@ -525,6 +550,20 @@ class Owner:
 # targets of wikimem.versioned.UNDO_KINDS (the one dispatch; tests hold the two equal), spelled out here so
 # that importing the host needs no dulwich.
 UNDO_TARGETS = {"revert": "commit", "rollback": "run", "restore": "to"}
+
+
+def remove_vector_files(folder: Path) -> int:
+    """Delete the vector caches under ``folder`` (matrices and their keys; the lock files stay, as other processes
+    may hold them); how many files. They are derived: the next retrieve embeds what the memory holds now."""
+    removed = 0
+    for top in folder.iterdir() if folder.is_dir() else ():
+        if not (top.name.startswith(("vectors", "diary-vectors", "as-of-vectors"))):
+            continue
+        for path in [top] if top.is_file() else [p for p in top.rglob("*") if p.is_file()]:
+            if path.suffix == ".npy" or path.name.endswith(".keys.jsonl"):
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def _memorize_replay(stored: dict) -> MemorizeResult:

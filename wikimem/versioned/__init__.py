@@ -6,6 +6,7 @@ behaviour: a versioned folder is still an ordinary folder of markdown.
 """
 
 from .catchup import is_ancestor
+from .forget import Forgotten
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
 from .outcomes import CommitDiff, Committed, Outcome
@@ -22,4 +23,5 @@ __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
     "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links",
+    "Forgotten",
 ]

@@ -42,7 +42,7 @@ from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
-from .forget import Forgetting, Forgotten
+from .forget import Forgetting, Forgotten, generation
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
@@ -232,6 +232,10 @@ class VersionedStore:
                                       {"ts": utc_now(), "action": "delete-owner", "path": path})
             b.result = {}
         return Committed(None, b.commit)
+
+    def generation(self) -> bytes | None:
+        """The history's generation: changes whenever the history is rewritten (a forget, here or followed)."""
+        return generation(self.root)
 
     def forget(self, kind: str, *, actor: str = "operator", key: str | None = None, **where) -> Forgotten:
         """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
