@@ -149,7 +149,7 @@ def backup(root: Path | str, dest: Path | str, *, erased: Callable[[str], bool] 
     ``erased(owner_id)`` tells an owner erased since (its bundles are purged from ``dest``); ``keep`` keeps
     only the newest ``keep`` manifests (and the bundles they name).
     """
-    from wikimem.versioned.bundles import branch_head, write_bundle_of
+    from wikimem.versioned import branch_head, write_bundle_of
 
     started = time.monotonic()
     root, dest = Path(root), Path(dest)
@@ -275,7 +275,7 @@ def restore(src: Path | str, root: Path | str, *, owner: str | None = None, mani
     Without ``owner`` the data root must hold no owner yet; with it only that owner is restored (an existing
     one is refused unless ``replace``). Every bundle's checksum is checked before anything is written.
     """
-    from wikimem.versioned.bundles import restore_bundle
+    from wikimem.versioned import restore_bundle
 
     started = time.monotonic()
     src, root = Path(src), Path(root)

@@ -25,10 +25,10 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from wikimem.errors import InvalidName, InvalidValue, NotFound, RemoteMoved
+from wikimem.errors import Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
-from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Fleet, JobRunner, JobStore, RunIndex
+from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Erasure, Fleet, JobRunner, JobStore, RunIndex, copy_time
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
@@ -41,6 +41,8 @@ EXPORT_TYPES = FORMATS  # archive format → media type
 JOB_THREADS = 2  # background job threads per host process
 
 MAX_PAGE = 1000
+# The newest commit of an owner that is gone everywhere: deleted (its history kept), or erased (a tombstone).
+GONE_ACTIONS = ("delete-owner", "erase-owner")
 
 
 class Host:
@@ -80,7 +82,12 @@ class Host:
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
                            run_jobs=self.start_jobs, peers=peers)
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
+        # Erasing owners everywhere and forgetting items with their history (jobs; see fleet/erase.py).
+        self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
+                               drop_local=self.drop_if_here, replication=self.replication,
+                               wake=lambda: self.start_jobs().wake())
         if self.replication is not None:
+            self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
 
     def __repr__(self) -> str:
@@ -160,24 +167,30 @@ class Host:
     def _revived(self, owner_id: str) -> bool:
         """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
         owner = self.owner(owner_id)
-        return owner.vstore.head_action() == "delete-owner"
+        return owner.vstore.head_action() in GONE_ACTIONS
 
     @staticmethod
     def _deleted(folder: Path) -> bool:
-        """Whether a cloned folder's newest commit is the deletion of its owner."""
+        """Whether a cloned folder's newest commit is the deletion (or the erasure) of its owner."""
         from wikimem.versioned import VersionedStore
 
         vs = VersionedStore(folder)
         try:
-            return vs.head_action() == "delete-owner"
+            return vs.head_action() in GONE_ACTIONS
         finally:
             vs.close()
 
     def _fresh(self, owner: Owner) -> Owner:
-        if self.replication is not None and self.replication.refresh(owner):
-            if owner.vstore.head_action() == "delete-owner":  # deleted on another host meanwhile
-                self.drop_local(owner.id, owner)
-                raise NotFound(f"no owner {owner.id!r}")
+        if self.replication is None:
+            return owner
+        try:
+            moved = self.replication.refresh(owner)
+        except Erased:  # erased on another host: its remote holds the tombstone, or the register names it
+            self.drop_local(owner.id, owner)
+            raise NotFound(f"no owner {owner.id!r}") from None
+        if moved and owner.vstore.head_action() in GONE_ACTIONS:  # deleted on another host meanwhile
+            self.drop_local(owner.id, owner)
+            raise NotFound(f"no owner {owner.id!r}")
         return owner
 
     def ready(self) -> tuple[bool, str]:
@@ -274,10 +287,17 @@ class Host:
 
     def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
         """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
-        owner = owner or self.owner(owner_id)
+        if owner is None:
+            with self._lock:
+                owner = self._owners.get(owner_id)
+        if owner is None:  # this copy only: never a clone or a catch-up from the remote first
+            path = self.owner_path(owner_id)
+            if not (path / ".git").is_dir():
+                raise NotFound(f"no owner {owner_id!r}")
+            owner = self._open(owner_id, path)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
-        with owner.store.batch():
+        with owner.vstore.held():  # (not a unit: settling with a remote that holds a tombstone would refuse)
             if not owner.exists():
                 raise NotFound(f"no owner {owner_id!r}")
             os.rename(owner.root, trash)
@@ -288,6 +308,14 @@ class Host:
             self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
+
+    def drop_if_here(self, owner_id: str) -> bool:
+        """:meth:`drop_local` if this host holds the owner; whether it did."""
+        try:
+            self.drop_local(owner_id)
+            return True
+        except NotFound:
+            return False
 
     def _discard(self, path: Path) -> None:
         trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
@@ -391,8 +419,8 @@ class Host:
 
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler
         from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
-        from wikimem.host.fleet import MEMORIZE, memorize_handler
         from wikimem.host.fleet import handler as bulk_handler
 
         jobs = self.jobs  # (takes the lock itself)
@@ -401,6 +429,8 @@ class Host:
                 self._runner = JobRunner(jobs, threads=threads)
                 self._runner.register(MEMORIZE, memorize_handler(self))
                 self._runner.register(BULK_ROLLBACK, bulk_handler(self.owner))
+                self._runner.register(ERASE, self.erasure.run_erase)
+                self._runner.register(FORGET, self.erasure.run_forget)
             runner = self._runner
         return runner.start()
 

@@ -7,6 +7,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -212,12 +213,13 @@ class Owner:
 
     # -- forgetting ----------------------------------------------------------
 
-    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None, **where: Any) -> Forgotten:
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None,
+               before: Callable[[set[str], set[str]], None] | None = None, **where: Any) -> Forgotten:
         """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
         history (:meth:`VersionedStore.forget`): every commit rewritten without it, the remote's history
         replaced, unreachable objects pruned. This object's caches go, the vector caches are deleted (made
         again from the memory); other processes open the owner again on their next lookup."""
-        done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, **where))
+        done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
         self._slot = IndexSlot(self.vstore, self._new_index)
         with self._as_of_lock:
             self._as_of.clear()

@@ -22,6 +22,7 @@ from dulwich.index import build_index_from_tree
 from dulwich.objects import Commit
 from dulwich.repo import Repo
 
+from .forget import bump_generation
 from .objects import BRANCH, oid, ref
 
 __all__ = ["write_bundle_of", "bundle_refs", "restore_bundle", "branch_head", "BundleError"]
@@ -133,6 +134,7 @@ def restore_bundle(path: Path | str, target: Path | str) -> str:
         head = refs[BRANCH]
         tree = cast(Commit, repo[oid(head)]).tree
         build_index_from_tree(repo.path, repo.index_path(), repo.object_store, tree)
+        bump_generation(target)  # a folder put in place of another: every process opens it again
         return head.decode("ascii")
     except KeyError as exc:
         raise BundleError(f"the bundle lacks object {exc}") from None

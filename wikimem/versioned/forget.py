@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -40,6 +41,7 @@ from wikimem.fsio import atomic_write, read_bytes, remove_file
 from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
 from .historydb import DB_NAME, HistoryDB
 from .intent import Intent
+from .messages import parse_trailers
 from .objects import BRANCH, GitRepo, oid, ref
 from .prune import Pruned, prune
 from .replica import Replica, tracking
@@ -143,14 +145,15 @@ class Forgetting:
 
     # -- the run ---------------------------------------------------------------------
 
-    def run(self, target: Target, *, actor: str, key: str | None = None) -> Forgotten:
-        """Forget ``target`` (the caller holds the owner lock and settled the folder)."""
+    def run(self, target: Target, *, actor: str, key: str | None = None,
+            before: Callable[[set[str], set[str]], None] | None = None) -> Forgotten:
+        """Forget ``target`` (the caller holds the owner lock and settled the folder). ``before(texts, runs)`` is
+        called with every text the target held and the runs that wrote it, before anything is rewritten (to
+        scrub what lies outside the folder while the texts are still known)."""
         head = self.git.head()
         old_head = head.decode() if head else ""
         if key is not None and self.db.idem(key) is not None:
-            return self._finish(Forgotten(target.where(), True, 0, old_head, old_head, 0,
-                                          self.db.idem(key)[0], "replaced" if self._replica() else "none",
-                                          None, replayed=True))
+            return self._finish(self._replayed(target, self.db.idem(key)[0], old_head))
         if head is None or (target.kind == "diary" and target.content is None):
             return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         refs = self._refs()
@@ -159,16 +162,25 @@ class Forgetting:
         texts = rewriter.collect(order)
         if not texts:
             return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+        if before is not None:
+            before(set(texts), set(rewriter.runs))
         rewriter.run(order)
         rewriter.write()
         parent = rewriter.commits[head]
         marker = self.git.make_commit(self.git.commit(parent).tree, [parent],
-                                      marker_message(target, rewritten=rewriter.touched, old_head=old_head,
-                                                     actor=actor, key=key), actor or "operator")
+                                      marker_message(target, rewritten=rewriter.touched, versions=len(texts),
+                                                     old_head=old_head, actor=actor, key=key), actor or "operator")
         remote = self._move(head, marker, refs, rewriter.commits)
         done = Forgotten(target.where(), True, len(texts), old_head, marker.decode(), rewriter.touched,
                          marker.decode(), remote, None)
         return self._finish(done, target)
+
+    def _replayed(self, target: Target, marker: str, head: str) -> Forgotten:
+        """What a forget already made under this key did (read back from its marker commit)."""
+        _, trailers, _ = parse_trailers(self.git.commit(marker.encode()).message.decode("utf-8", "replace"))
+        counts = [int(n) for n in re.findall(r"\d+", trailers.get("Rewritten", ""))] + [0, 0]
+        return Forgotten(target.where(), True, counts[1], trailers.get("Rewrote", ""), head, counts[0], marker,
+                         "replaced" if self._replica() else "none", None, replayed=True)
 
     def _move(self, head: bytes, new: bytes, refs: dict[bytes, bytes], commits: dict[bytes, bytes]) -> str:
         """Files, remote, ``main``, then every other ref: each step as a write does it (see the docstring)."""

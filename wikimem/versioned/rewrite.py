@@ -112,6 +112,7 @@ class Rewriter:
     git: GitRepo
     target: Target
     texts: set[str] = field(default_factory=set)  # every text the target held (collected by :meth:`collect`)
+    runs: set[str] = field(default_factory=set)  # the runs of the commits that wrote or removed it
     commits: dict[bytes, bytes] = field(default_factory=dict)  # old commit → new commit
     touched: int = 0  # commits whose tree or message changed
     _blobs: dict[bytes, bytes | None] = field(default_factory=dict)
@@ -134,9 +135,17 @@ class Rewriter:
         return self._found[blob]
 
     def collect(self, order: list[bytes]) -> set[str]:
-        """Every text the target held in the commits ``order`` (a diary target: its one text)."""
+        """Every text the target held in the commits ``order`` (a diary target: its one text); the runs of the
+        commits that changed it go to :attr:`runs`."""
         for cid in order:
-            self.texts.update(self._held(self._blob_of(self.git.commit(cid).tree)))
+            commit = self.git.commit(cid)
+            held = self._held(self._blob_of(commit.tree))
+            self.texts.update(held)
+            before = self._held(self._blob_of(self.git.commit(commit.parents[0]).tree)) if commit.parents else ()
+            if held != before:
+                run = parse_trailers(commit.message.decode("utf-8", "replace"))[1].get("Run")
+                if run:
+                    self.runs.add(run)
         return self.texts
 
     # -- rewriting ---------------------------------------------------------------------
@@ -297,7 +306,7 @@ def _scrub_record(value: str, target: Target, texts: set[str]) -> str:
     return json.dumps(rec, ensure_ascii=True, separators=(",", ":"))
 
 
-def marker_message(target: Target, *, rewritten: int, old_head: str, actor: str, key: str | None,
+def marker_message(target: Target, *, rewritten: int, versions: int, old_head: str, actor: str, key: str | None,
                    salt: str | None = None) -> str:
     """The message of the commit a forget puts on top of the rewritten history (no text, no name)."""
     lines = [f"forget: a {target.where()}, with its history", "",
@@ -311,6 +320,7 @@ def marker_message(target: Target, *, rewritten: int, old_head: str, actor: str,
         lines += [f"Wikimem-Date: {target.date}", f"Wikimem-Time: {target.time}",
                   f"Wikimem-Forgot: diary {target.date} {target.time}"]
     lines.append(f"Wikimem-Rewrote: {old_head}")
+    lines.append(f"Wikimem-Rewritten: {rewritten} commits, {versions} versions")
     lines.append(f"Wikimem-Actor: {clean_value(actor) or 'operator'}")
     if key:
         lines.append(f"Wikimem-Idempotency-Key: {clean_value(key)}")

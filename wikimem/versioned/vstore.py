@@ -189,6 +189,12 @@ class VersionedStore:
         self._stat_cache.clear()
         self.db.sync()
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The owner lock alone: nothing settled, nothing committed (removing the folder from under it)."""
+        with self.writer.lock, self._lock.hold():
+            yield
+
     def catch_up(self, fetch: bool = True) -> str:
         """Fetch the remote (when ``fetch``) and bring this folder up to it, under the owner lock; the head."""
         if self.replica is None:
@@ -237,7 +243,8 @@ class VersionedStore:
         """The history's generation: changes whenever the history is rewritten (a forget, here or followed)."""
         return generation(self.root)
 
-    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None, **where) -> Forgotten:
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None,
+               before: Callable[[set[str], set[str]], None] | None = None, **where) -> Forgotten:
         """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
         history, under the owner lock (see :mod:`wikimem.versioned.forget`). With a remote, a remote that
         moved raises :class:`RemoteMoved` (nothing changed; the folder caught up: call again)."""
@@ -248,7 +255,7 @@ class VersionedStore:
             self._commit_external(actor=None)
             target = self.forgetting.resolve(kind, **where)
             try:
-                return self.forgetting.run(target, actor=actor, key=key)
+                return self.forgetting.run(target, actor=actor, key=key, before=before)
             finally:
                 if self.intent.current is not None:
                     self._recover_quietly()

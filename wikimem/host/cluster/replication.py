@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem.errors import RemoteError, RemoteMissing, RemoteUnavailable
+from wikimem.errors import Erased, RemoteError, RemoteMissing, RemoteUnavailable
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
@@ -55,6 +55,7 @@ class Settings:
     freshness: float = 2.0  # seconds: staleness bound of reads on a host that was away
     timeout: float = 10.0  # seconds per remote operation
     ssh_command: str | None = None  # for ssh:// remotes (GIT_SSH_COMMAND; None: ssh in batch mode)
+    hook: str | None = None  # WIKIMEM_REMOTE_HOOK: a command run as ``hook erase|prune URL`` on the git server's side
 
     def __post_init__(self) -> None:
         from wikimem.versioned import MODES, validate_template
@@ -76,6 +77,8 @@ class Replication:
         self._checked: dict[str, float] = {}
         self._lock = threading.Lock()
         self.pusher = Pusher(self) if settings.mode == "async" else None
+        # Set by the host: whether an owner whose remote repository is missing was erased (its copy goes).
+        self.erased: Callable[[Owner], bool] | None = None
 
     @property
     def mode(self) -> str:
@@ -141,6 +144,11 @@ class Replication:
         vstore = owner.vstore
         try:
             theirs = vstore.replica.remote.remote_head()
+        except RemoteMissing as exc:  # erased on another host (the register says so): this copy goes
+            if vstore.replica_known() and self.erased is not None and self.erased(owner):
+                raise Erased(f"no owner {owner.id!r}: erased") from None
+            log.warning("cannot check %s against its remote: %s", owner.id, exc)
+            return False
         except RemoteError as exc:  # reads go on from the local copy; writes will say so
             log.warning("cannot check %s against its remote: %s", owner.id, exc)
             return False
@@ -152,6 +160,25 @@ class Replication:
     def forget(self, owner_id: str) -> None:
         with self._lock:
             self._checked.pop(owner_id, None)
+
+    def run_hook(self, action: str, url: str) -> bool:
+        """Run ``WIKIMEM_REMOTE_HOOK action url`` (``erase``: delete the repository; ``prune``: drop its
+        unreachable objects) for a server this host cannot reach itself; whether it succeeded (False: none)."""
+        import shlex
+        import subprocess
+
+        if not self.settings.hook:
+            return False
+        argv = [*shlex.split(self.settings.hook), action, url]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.settings.timeout * 6,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RemoteUnavailable(f"WIKIMEM_REMOTE_HOOK {action}: {exc}", self.shown()) from None
+        if done.returncode != 0:
+            raise RemoteUnavailable(f"WIKIMEM_REMOTE_HOOK {action} failed ({done.returncode}): "
+                                    f"{done.stderr.strip()[-300:]}", self.shown())
+        return True
 
     # -- the whole host -------------------------------------------------------------------
 

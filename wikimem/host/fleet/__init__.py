@@ -17,6 +17,7 @@ from .bulk import (
     select,
     submit,
 )
+from .erase import ERASE, FORGET, Erasure, copy_time, parse_target
 from .jobs import (
     JOB_STATES,
     JOBS_FILE,
@@ -47,7 +48,7 @@ from .runindex import (
 )
 
 __all__ = [
-    "MEMORIZE", "job_visible",
+    "MEMORIZE", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "RunIndex",
     "RunQuery",
     "RunRow",

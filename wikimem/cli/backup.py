@@ -1,0 +1,70 @@
+"""``backup`` and ``restore``: a data root with every owner's history, copied while the host serves.
+
+``wikimem backup DEST --data ROOT`` writes one bundle per owner whose head
+changed since the last backup in DEST, the non-derived databases and a
+manifest; ``wikimem restore SRC --data ROOT`` makes an empty data root equal to
+the newest backup in SRC (``--owner ID``: that owner only, into an existing
+data root), then rebuilds the derived run index. See :mod:`wikimem.host.backup`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from . import EXIT_OK, open_host
+
+
+def register(sub) -> None:
+    p = sub.add_parser("backup", help="back up a data root (every owner's history, the databases) into DEST")
+    p.add_argument("dest", help="the backup folder (made if missing; later runs are incremental by owner head)")
+    p.add_argument("--data", default=None, help="data root of the host (default: $WIKIMEM_DATA or ./data)")
+    p.add_argument("--keep", type=int, default=None, metavar="N",
+                   help="keep only the newest N backups in DEST (and the bundles they name)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=cmd_backup)
+
+    p = sub.add_parser("restore", help="restore a backup into an empty data root (or one owner into any)")
+    p.add_argument("src", help="the backup folder")
+    p.add_argument("--data", default=None, help="data root to restore into (default: $WIKIMEM_DATA or ./data)")
+    p.add_argument("--owner", dest="restore_owner", default=None, metavar="ID",
+                   help="restore only this owner, into an existing data root")
+    p.add_argument("--replace", action="store_true", help="with --owner: put the backup in place of the owner there")
+    p.add_argument("--manifest", default=None, help="a manifest file name in SRC/manifests (default: the newest)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=cmd_restore)
+
+
+def cmd_backup(args) -> int:
+    from wikimem.host.backup import backup
+
+    host = open_host(args)
+    report = backup(host.root, args.dest, erased=host.erasure.erased, keep=args.keep)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(f"{report.manifest}: {report.owners} owners ({report.bundled} bundled, {report.reused} unchanged), "
+              f"databases: {', '.join(report.databases) or 'none'}, {report.bytes_written} bytes, "
+              f"{report.seconds:.1f} s" + (f", {report.purged} bundles of erased owners purged" if report.purged
+                                           else ""))
+    return EXIT_OK
+
+
+def cmd_restore(args) -> int:
+    from wikimem.host.backup import restore
+
+    root = open_host(args).root
+    report = restore(args.src, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
+    host = open_host(args)  # a host over the restored data root: its derived run index made again
+    if args.restore_owner:
+        host.run_index.reindex(host.owner(args.restore_owner))
+    else:
+        host.fleet.refresh_run_index(full=True)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        for owner_id, head in sorted(report.heads.items()):
+            print(f"{owner_id}\t{head}")
+        print(f"restored {len(report.heads)} owner(s) from {report.manifest}"
+              + (f" and the databases {', '.join(report.databases)}" if report.databases else ""), file=sys.stderr)
+    return EXIT_OK
