@@ -244,12 +244,13 @@ def _paths() -> dict[str, dict]:
             "delete": _op("delete an owner", "admin", _ok(_obj({"deleted": {"type": "string"}})), tag="owners"),
         },
         owner + "/export": {"parameters": [_OWNER], "get": _op(
-            "archive of the owner's markdown", "read",
-            {"200": {"description": "the archive", "content": {"application/zip": {"schema": {
-                "type": "string", "format": "binary"}}, "application/x-tar": {"schema": {
-                    "type": "string", "format": "binary"}}}},
+            "archive of the owner's markdown (zip, tar), or its whole history as a git bundle", "read",
+            {"200": {"description": "the archive, or (bundle) the whole history with the settings as a git bundle",
+                     "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}},
+                                 "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
+                                 "application/x-git-bundle": {"schema": {"type": "string", "format": "binary"}}}},
              "default": _ok({})["default"]},
-            params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar"]})], tag="owners")},
+            params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar", "bundle"]})], tag="owners")},
         owner + "/files": {"parameters": [_OWNER], "get": _op("RecallFile names", "read", _ok(
             _obj({"files": _arr({"type": "string"})}, ["files"])))},
         owner + "/items": {"parameters": [_OWNER], "get": _op("items, of one file (404 if none) or all", "read", _ok(
@@ -374,6 +375,7 @@ def _paths() -> dict[str, dict]:
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _param("cursor", "query", _Q), _param("after", "query", _Q)], tag="history")},
         **_operator_paths(),
+        **_erasure_paths(owner),
         owner + "/commits/{commit}": {"parameters": [_OWNER, _param("commit", "path", _POINT)], "get": _op(
             "one commit with its per-item diff", "read",
             _ok(_obj({"entry": _ref("HistoryEntry"), "changes": _arr(_ref("ItemChange")),
@@ -480,6 +482,42 @@ def _operator_paths() -> dict[str, dict]:
     return {"/runs": {"get": runs}, "/bulk/rollback": {"post": bulk}}
 
 
+_RECEIPT = _obj({"erasure": {"type": "string", "description": "the keyed digest naming an erasure (never the id)"},
+                 "forget": {"type": "string"}, "kind": {"type": "string", "enum": ["erase-owner", "forget"]},
+                 "by": _NSTR, "started": _NSTR, "finished": _NSTR,
+                 "places": _arr(_obj({"place": {"type": "string"}, "state": {"type": "string"},
+                                      "where": {"type": "string"}, "remains": {"type": "string"}},
+                                     ["place", "state"])),
+                 "remains": _arr({"type": "string"}), "owner": {"type": "string"}, "target": {"type": "object"}},
+                ["kind", "places"], description="what was removed where, when and by whom; no memory content")
+
+
+def _erasure_paths(owner: str) -> dict[str, dict]:
+    """Erase an owner, forget an item, an erasure's receipt (issue 27)."""
+    started = {"202": {"description": "started: the job (Location: /api/v1/jobs/<id>); its result is the receipt",
+                       "content": {"application/json": {"schema": _ref("Job")}}},
+               "default": _ok({})["default"]}
+    return {
+        owner + "/erase": {"parameters": [_OWNER], "post": _op(
+            "erase the owner everywhere (repository, remote, indexes, jobs, caches) as a job ending with a receipt; "
+            "confirm repeats the owner id", "admin", deepcopy(started),
+            body=_body({"confirm": {"type": "string", "maxLength": 128}, "actor": _WRITE["actor"]}, ["confirm"]),
+            tag="erasure")},
+        owner + "/forget": {"parameters": [_OWNER], "post": _op(
+            "forget one wiki item (file, name) or diary entry (date, time, index) with its history: every commit "
+            "rewritten without it, the remote replaced, unreachable objects pruned; a job ending with a receipt",
+            "admin", deepcopy(started),
+            body=_body({"file": {**_NSTR, "maxLength": 128}, "name": {**_NSTR, "maxLength": 200},
+                        "date": {**_NSTR, "maxLength": 64}, "time": {**_NSTR, "maxLength": 64},
+                        "index": {"type": "integer", "minimum": 0, "maximum": 1000, "nullable": True},
+                        "actor": _WRITE["actor"]}), tag="erasure")},
+        "/erasures": {"get": _op(
+            "the receipt of an owner's erasure, asked by its id (404: none finished)", "admin", _ok(_RECEIPT),
+            params=[_param("owner", "query", {"type": "string", "pattern": OWNER_ID_PATTERN}, required=True)],
+            tag="erasure")},
+    }
+
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -522,6 +560,9 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/restore"): "restore",
     ("get", "/runs"): "runs",
     ("post", "/bulk/rollback"): "bulk_rollback",
+    ("post", "/owners/{owner_id}/erase"): "erase_owner",
+    ("post", "/owners/{owner_id}/forget"): "forget",
+    ("get", "/erasures"): "erasure",
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -575,6 +616,18 @@ _EX_BULK_JOB = {"id": _JOB_ID, "kind": "bulk-rollback", "state": "done", "done":
                     "owner": "user:ann", "status": "done", "runs": ["run_1"], "commits": [], "changes": 2,
                     "commit": _C3, "replayed": False}}],
                 "params": _EX_BULK_PARAMS, **_EX_WHEN, "finished": _EX_WHEN["updated"]}
+_EX_ERASE_JOB = {"id": _JOB_ID, "kind": "erase-owner", "state": "queued", "done": 0, "failed": 0, "total": 1,
+                 "results": [{"step": 0, "state": "pending"}],
+                 "params": {"erasure": "er_7c1d3e5f9a0b2c4d6e8f1a3b5c7d9e0f", "actor": "admin", "within": ""},
+                 "created": _EX_WHEN["created"], "updated": _EX_WHEN["created"], "finished": None}
+_EX_RECEIPT = {"erasure": "er_7c1d3e5f9a0b2c4d6e8f1a3b5c7d9e0f", "kind": "erase-owner", "by": "admin",
+               "started": "2026-07-21T06:30:00+00:00", "finished": "2026-07-21T06:30:02+00:00",
+               "places": [{"place": "owner repository", "state": "removed"},
+                          {"place": "remote", "where": "https://git.example/wikimem/{owner}.git",
+                           "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
+                           "remains": "delete the owner's repository on the git server"}],
+               "remains": ["remote: delete the owner's repository on the git server"],
+               "owner": "not recorded: the erasure is named by a keyed digest of the owner id"}
 _EX_RUN = {"owner": "user:ann", "run": "run_1", "commit": _C2, "actor": "Elaina", "source_conv": "conv_101",
            "first": "2026-07-21T06:29:58Z", "last": "2026-07-21T06:30:00Z", "commits": 2, "changes": 2,
            "actions": ["add", "diary"], "seq": 3, "rolled_back_by": None}
@@ -655,6 +708,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                          "run": "run_20260721T070200Z_8d1e", "commit": _C3, "replayed": False},
                  "202": _EX_MEMORIZE_JOB},
     "job": {"200": _EX_BULK_JOB},
+    "erase_owner": {"request": {"confirm": "user:ann"}, "202": _EX_ERASE_JOB},
+    "forget": {"request": _named(item=("a wiki item", {"file": "preferences", "name": "likes-the-sea"}),
+                                 entry=("a diary entry", {"date": "2026-07-21", "time": "14:30"})),
+               "202": {**_EX_ERASE_JOB, "kind": "forget", "params": {
+                   "owner": "user:ann", "forget": "fg_2b1f0c9d8e7a6b5c4d3e2f1a0b9c8d7e", "actor": "admin",
+                   "target": {"kind": "wiki", "file": "preferences"}, "within": ""}}},
+    "erasure": {"200": _EX_RECEIPT},
     "history": {"200": {"entries": [_EX_ENTRY_LOG, _EX_ITEM_LOG], "next": _C1, "prev": None, "reverted_by": {}}},
     "commit": {"200": {"entry": _EX_ITEM_LOG, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
     "diff": {"200": {"entry": None, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},

@@ -147,8 +147,13 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("bulk_rollback", lambda: c.wait_job(c.bulk_rollback(run="run_1", owner_prefix="user:walk"),
                                              timeout=60, poll=0.05)["state"] == "done"),
         ("export", lambda: zipfile.ZipFile(io.BytesIO(c.export())).namelist() != []),
+        ("export", lambda: c.export(format="bundle").startswith(b"# v2 git bundle")),
+        ("forget", lambda: c.wait_job(c.forget("preferences", "likes-the-sea"), timeout=60,
+                                      poll=0.05)["state"] == "done"),
         ("delete_item", lambda: c.remove("people", "mia").value is True),  # back by the restore
         ("delete_owner", lambda: c.delete_owner() is None),
+        ("erase_owner", lambda: c.wait_job(c.erase_owner(), timeout=60, poll=0.05)["state"] == "done"),
+        ("erasure", lambda: c.erasure()["kind"] == "erase-owner"),
     ]
     called = set()
     for op_id, call in steps:

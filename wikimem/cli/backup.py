@@ -1,16 +1,18 @@
-"""``backup`` and ``restore``: a data root with every owner's history, copied while the host serves.
+"""``backup`` and ``restore SRC``: a data root with every owner's history, copied while the host serves.
 
 ``wikimem backup DEST --data ROOT`` writes one bundle per owner whose head
 changed since the last backup in DEST, the non-derived databases and a
-manifest; ``wikimem restore SRC --data ROOT`` makes an empty data root equal to
-the newest backup in SRC (``--owner ID``: that owner only, into an existing
-data root), then rebuilds the derived run index. See :mod:`wikimem.host.backup`.
+manifest; ``wikimem restore SRC --data ROOT`` (the history command
+``restore``, given a backup folder) makes an empty data root equal to the
+newest backup in SRC (``--owner ID``: that owner only, into an existing data
+root), then rebuilds the derived run index. See :mod:`wikimem.host.backup`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from . import EXIT_OK, open_host
 
@@ -24,15 +26,21 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=cmd_backup)
 
-    p = sub.add_parser("restore", help="restore a backup into an empty data root (or one owner into any)")
-    p.add_argument("src", help="the backup folder")
-    p.add_argument("--data", default=None, help="data root to restore into (default: $WIKIMEM_DATA or ./data)")
+
+
+def restore_args(p) -> None:
+    """The options of ``wikimem restore SRC`` (the history command ``restore POINT`` takes a backup folder too)."""
+    p.add_argument("--data", default=None, help="backup: data root to restore into (default: $WIKIMEM_DATA)")
     p.add_argument("--owner", dest="restore_owner", default=None, metavar="ID",
-                   help="restore only this owner, into an existing data root")
-    p.add_argument("--replace", action="store_true", help="with --owner: put the backup in place of the owner there")
-    p.add_argument("--manifest", default=None, help="a manifest file name in SRC/manifests (default: the newest)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(handler=cmd_restore)
+                   help="backup: restore only this owner, into an existing data root")
+    p.add_argument("--replace", action="store_true", help="backup: with --owner, put it in place of the one there")
+    p.add_argument("--manifest", default=None, help="backup: a manifest file name in SRC/manifests (the newest)")
+    p.add_argument("--json", action="store_true", help="backup: print the report as JSON")
+
+
+def is_backup(path: str) -> bool:
+    """Whether ``path`` is a backup folder (it has ``manifests/``), not a commit point."""
+    return (Path(path) / "manifests").is_dir()
 
 
 def cmd_backup(args) -> int:
@@ -54,7 +62,7 @@ def cmd_restore(args) -> int:
     from wikimem.host.backup import restore
 
     root = open_host(args).root
-    report = restore(args.src, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
+    report = restore(args.point, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
     host = open_host(args)  # a host over the restored data root: its derived run index made again
     if args.restore_owner:
         host.run_index.reindex(host.owner(args.restore_owner))

@@ -348,7 +348,8 @@ class Client:
         self._call("DELETE", self._owner_path(owner), write=True, dedup=False)
 
     def export(self, *, owner: str | None = None, format: str = "zip") -> bytes:
-        """An archive (``zip`` or ``tar``) of the owner's markdown."""
+        """An archive (``zip`` or ``tar``) of the owner's markdown, or (``bundle``) its whole history as a git
+        bundle (``git clone owner.bundle``)."""
         return self.request("GET", self._owner_path(owner) + "/export", query={"format": format}, raw=True)[0]
 
     # -- wiki ------------------------------------------------------------------
@@ -496,6 +497,32 @@ class Client:
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
             self._sleep(poll)
+
+    # -- erasure (admin) ------------------------------------------------------------
+
+    def erase_owner(self, owner: str | None = None, *, confirm: str | None = None,
+                    actor: str | None = None) -> dict[str, Any]:
+        """Erase the owner everywhere — repository, history, remote, indexes, jobs — as a background job: the
+        job, at once; :meth:`wait_job` gives its receipt as the step's result. ``confirm`` repeats the owner id
+        (default: the owner named). Asking again is the same job."""
+        owner = owner or self.owner
+        body = self._fields(confirm=confirm if confirm is not None else owner, actor=actor)
+        return self._call("POST", self._owner_path(owner) + "/erase", body=body, write=True)
+
+    def forget(self, file: str | None = None, name: str | None = None, *, date: str | None = None,
+               time: str | None = None, index: int | None = None, owner: str | None = None,
+               actor: str | None = None) -> dict[str, Any]:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time``, and ``index`` when
+        several share the minute) with its history, as a background job (see :meth:`erase_owner`)."""
+        body = self._fields(file=file, name=name, date=date, time=time, index=index, actor=actor)
+        return self._call("POST", self._owner_path(owner) + "/forget", body=body, write=True)
+
+    def erasure(self, owner: str | None = None) -> dict[str, Any]:
+        """The receipt of the owner's erasure (``NotFound`` when it was not erased)."""
+        owner = owner or self.owner
+        if not owner:
+            raise ValueError("no owner: pass owner= to the call or to Client(...)")
+        return self._call("GET", "/erasures", query={"owner": owner})
 
     # -- settings ----------------------------------------------------------------
 

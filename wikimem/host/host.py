@@ -37,7 +37,8 @@ from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_
 
 __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 
-EXPORT_TYPES = FORMATS  # archive format → media type
+# export format → media type: the markdown as an archive, or the whole history as a git bundle
+EXPORT_TYPES = {**FORMATS, "bundle": "application/x-git-bundle"}
 JOB_THREADS = 2  # background job threads per host process
 
 MAX_PAGE = 1000
@@ -322,6 +323,26 @@ class Host:
         os.rename(path, trash)
         shutil.rmtree(trash, ignore_errors=True)
 
+    # -- erasure -----------------------------------------------------------
+
+    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+        """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erase`): ``(job, created)``. Its
+        result is the receipt; asking again is the same job."""
+        return self.erasure.submit_erase(owner_id, actor=actor, within=within)
+
+    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: str = ""):
+        """Forget one item (``{file, name}``) or diary entry (``{date, time, index?}``) of an owner with its
+        history, as a job: ``(job, created)``. The owner must exist here (or on the remote)."""
+        self.owner(owner_id)
+        return self.erasure.submit_forget(owner_id, target, actor=actor, within=within)
+
+    def erasure_receipt(self, owner_id: str) -> dict:
+        """The receipt of an owner's erasure; :class:`NotFound` if it was not erased (or not yet)."""
+        found = self.erasure.receipt(owner_id)
+        if found is None:
+            raise NotFound(f"no finished erasure of {owner_id!r} is recorded")
+        return found
+
     # -- listing -----------------------------------------------------------
 
     def owner_ids(self, prefix: str = "") -> list[str]:
@@ -394,10 +415,19 @@ class Host:
     # -- export ------------------------------------------------------------
 
     def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), named by :meth:`export_name`."""
-        if fmt not in FORMATS:
-            raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), or (``bundle``) its whole history
+        with its settings as a git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+        if fmt not in EXPORT_TYPES:
+            raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
+        if fmt == "bundle":
+            import io
+
+            from wikimem.versioned import write_bundle_of
+
+            buf = io.BytesIO()
+            write_bundle_of(owner.root, buf)
+            return buf.getvalue()
         return archive_markdown(owner.root, owner.root.name, fmt)
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
