@@ -336,6 +336,13 @@ class Host:
         self.owner(owner_id)
         return self.erasure.submit_forget(owner_id, target, actor=actor, within=within)
 
+    def erasure_job(self, job_id: str, *, within: str = ""):
+        """An erase or forget job (its result: the receipt) for a caller limited to ``within``; helps run it."""
+        found = self.erasure.job(job_id, within=within)
+        if found.state in UNFINISHED:
+            self.start_jobs()
+        return found
+
     def erasure_receipt(self, owner_id: str) -> dict:
         """The receipt of an owner's erasure; :class:`NotFound` if it was not erased (or not yet)."""
         found = self.erasure.receipt(owner_id)

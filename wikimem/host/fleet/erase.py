@@ -149,6 +149,17 @@ class Erasure:
         self._wake()
         return job, created
 
+    def job(self, job_id: str, *, within: str = "") -> Any:
+        """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
+        from wikimem.errors import NotFound
+
+        found = self._jobs().get(job_id)
+        owner = found.params.get("owner")
+        scope = owner if isinstance(owner, str) else str(found.params.get("within", ""))
+        if found.kind not in (ERASE, FORGET) or not scope.startswith(within):
+            raise NotFound(f"no erasure job {job_id!r}")
+        return found
+
     # -- erase ------------------------------------------------------------------------------
 
     def run_erase(self, step: Step) -> dict[str, Any]:
