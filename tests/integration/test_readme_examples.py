@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from fakes import FakeOpenAI
+from fresh_thread import on_fresh_thread
 from gunicorn_env import free_port
 
 pytestmark = pytest.mark.slow
@@ -159,7 +160,8 @@ def test_the_mcp_example_works_as_written(tmp_path, capsys):
         cwd = os.getcwd()
         os.chdir(tmp_path)  # the example reads var/data/admin-token from the current folder
         try:
-            exec(compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec"), {})
+            example = compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec")
+            on_fresh_thread(lambda: exec(example, {}))  # its asyncio.run needs a thread without a loop
         finally:
             os.chdir(cwd)
     assert f"- [diary {last_wednesday()} " in capsys.readouterr().out
