@@ -217,7 +217,8 @@ def test_the_new_pages_fit_the_width(world, operator_page, width):
     page = operator_page(width)
     base = f"/admin/owners/{OWNER}"
     for tail in ("/admin/runs?actor=Elaina", "/admin/runs?by=owner", f"/admin/bulk/rollback?run={BAD_RUN}",
-                 f"{base}/history?actor=Elaina", f"{base}/diff?from=HEAD~4", f"{base}/versions/preferences/likes-the-sea",
+                 f"{base}/history?actor=Elaina", f"{base}/diff?from=HEAD~4",
+                 f"{base}/versions/preferences/likes-the-sea",
                  f"{base}/edit/preferences/likes-the-sea", f"{base}/new-item", f"{base}/delete-owner",
                  f"{base}/find?q=sea"):
         page.goto(world.url + tail)

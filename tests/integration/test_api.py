@@ -165,7 +165,8 @@ def test_retrieve_as_of_an_older_commit(world):
 
 def test_memorize_runs_the_configured_chat_endpoint_as_one_run(tmp_path):
     with FakeOpenAI() as llm:
-        llm.replies.append(json.dumps([{"content": "去了海边散步。"}, {"content": "想八月去青岛。"}], ensure_ascii=False))
+        reply = [{"content": "去了海边散步。"}, {"content": "想八月去青岛。"}]
+        llm.replies.append(json.dumps(reply, ensure_ascii=False))
         app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path), "ADMIN_TOKEN": ADMIN,
                           "LLM_URL": llm.url, "LLM_MODEL": "fake-chat"})
         client = app.test_client()
@@ -242,7 +243,7 @@ HOSTILE_OWNERS = ["..", ".", "%2e%2e", "%2E%2E%2Fetc", "..%2F..%2Fetc", "%2Fetc%
 
 @pytest.mark.parametrize("segment", HOSTILE_OWNERS)
 def test_hostile_owner_ids_are_rejected_and_touch_nothing(world, segment):
-    app, client, tmp_path = world.app, world.client, world.tmp_path
+    client, tmp_path = world.client, world.tmp_path
     before = sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts)
     for method, path in (("put", ""), ("get", "/files"), ("put", "/items/notes/a")):
         r = getattr(client, method)(f"/api/v1/owners/{segment}{path}", headers=_auth(ADMIN), json={"content": "x"})

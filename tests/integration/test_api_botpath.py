@@ -98,7 +98,8 @@ def test_settings_are_read_written_and_committed(world):
     same = world.client.put(O + "/settings", headers=auth(ADMIN), json={"tz": "Asia/Shanghai"})
     assert same.get_json()["commit"] is None
     history = world.client.get(O + "/history", headers=auth(ADMIN)).get_json()["entries"]
-    assert [e["summary"] for e in history[:2]] == ["settings: character=unset", "settings: character=Elaina, tz=Asia/Shanghai"]
+    assert [e["summary"] for e in history[:2]] == ["settings: character=unset",
+                                                   "settings: character=Elaina, tz=Asia/Shanghai"]
 
 
 @pytest.mark.parametrize("body, status, words", [

@@ -56,7 +56,8 @@ def test_only_the_git_layer_imports_dulwich():
 
 
 def test_only_webapp_imports_flask():
-    bad = [rel(p) for p in modules("wikimem") if any(is_under(m, "flask", "werkzeug", "flask_wtf") for m, _ in imports(p))]
+    bad = [rel(p) for p in modules("wikimem")
+           if any(is_under(m, "flask", "werkzeug", "flask_wtf") for m, _ in imports(p))]
     assert bad == []
 
 
@@ -69,7 +70,8 @@ def test_the_library_never_imports_the_web_app():
 
 
 def test_the_git_layer_does_not_reach_up_into_the_host():
-    bad = [rel(p) for p in modules("wikimem/versioned") if any(is_under(m, "wikimem.host", "wikimem.client") for m, _ in imports(p))]
+    bad = [rel(p) for p in modules("wikimem/versioned")
+           if any(is_under(m, "wikimem.host", "wikimem.client") for m, _ in imports(p))]
     assert bad == []
 
 

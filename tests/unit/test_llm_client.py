@@ -48,8 +48,8 @@ def test_reply_function_sees_the_messages(fake):
 
 
 def test_content_parts_are_joined(fake):
-    fake.respond_with = lambda path, body: (200, {"choices": [{"message": {
-        "role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}}]})
+    parts = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+    fake.respond_with = lambda path, body: (200, {"choices": [{"message": {"role": "assistant", "content": parts}}]})
     assert ChatClient(fake.url, "m").chat(MESSAGES) == "ab"
 
 
