@@ -36,7 +36,8 @@ from .blocks import Block, parse_blocks, render_blocks
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
     "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
+    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings",
+    "render_settings",
 ]
 
 WIKI_DIR = "wiki"

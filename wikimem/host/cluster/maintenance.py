@@ -107,7 +107,10 @@ def restore(host, owner_ids: list[str]) -> dict[str, str]:
 
 
 def push_all(host) -> dict[str, int]:
-    """Push every owner's pending commits now (async lag, or a folder that predates the remote): ``{id: lag before}``."""
+    """Push every owner's pending commits now (async lag, or a folder that predates the remote).
+
+    Returns ``{owner id: lag before}``.
+    """
     _need_remote(host)
     lags = host.replication.lags((i, host.owner_path(i)) for i in host.owner_ids())
     for owner_id in lags:
@@ -139,7 +142,8 @@ def rebalance(host, servers: list[str], me: str, dry_run: bool = False) -> dict[
             continue
         if not dry_run:
             host.drop_local(owner_id)
-        out[owner_id] = f"{'would drop' if dry_run else 'dropped'}: on the remote, {ring.server_for(owner_id)} serves it"
+        verb = "would drop" if dry_run else "dropped"
+        out[owner_id] = f"{verb}: on the remote, {ring.server_for(owner_id)} serves it"
     return out
 
 
