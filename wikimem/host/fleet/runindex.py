@@ -30,12 +30,12 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
@@ -116,7 +116,8 @@ class RunQuery:
         prefix = scope_prefix(within, self.owner_prefix)
         if prefix is None:
             return None
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         for column, value in (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -182,14 +183,14 @@ class RunPage:
     unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
 
     def to_dict(self) -> dict:
-        out = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
-               "complete": self.complete}
+        out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
+                               "complete": self.complete}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> RunPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> RunPage:
         """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
         page = merge_pages(pages, limit)
         return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
@@ -205,13 +206,13 @@ class OwnerCountPage:
     unreachable: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        out = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
+        out: dict[str, Any] = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> OwnerCountPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> OwnerCountPage:
         """One page from every host's page: owners in id order (one host's copy each: the newest), cut at ``limit``."""
         best: dict[str, dict] = {}
         more = False
@@ -223,7 +224,8 @@ class OwnerCountPage:
                     best[row["owner"]] = row
         ids = sorted(best)
         kept, more = ids[:limit], more or len(ids) > limit
-        return cls([OwnerCount(**{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__}) for i in kept],
+        rows: list[dict[str, Any]] = [{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__} for i in kept]
+        return cls([OwnerCount(**row) for row in rows],
                    encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
