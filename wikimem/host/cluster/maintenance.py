@@ -60,15 +60,16 @@ def check_owner(host, owner_id: str) -> OwnerCheck:
             theirs = vs.replica.fetch(vs.git)
         except RemoteError as exc:
             return OwnerCheck(owner_id, "unreachable", local, None, str(exc))
-        remote_head = theirs.decode() if theirs else None
-        if remote_head is None:
+        if not theirs:
             return OwnerCheck(owner_id, "missing", local, None)
+        remote_head = theirs.decode()
         dirty = vs.external_changes()
+        mine = local.encode() if local else None  # None: no commit here yet, the remote is ahead
         if local == remote_head:
             state = "dirty" if dirty else "equal"
-        elif is_ancestor(vs.git, theirs, local.encode()):
+        elif mine is not None and is_ancestor(vs.git, theirs, mine):
             state = "ahead"
-        elif is_ancestor(vs.git, local.encode(), theirs):
+        elif is_ancestor(vs.git, mine, theirs):
             state = "behind"
         else:
             state = "diverged"
