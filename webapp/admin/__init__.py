@@ -32,4 +32,4 @@ def _is_diary_day(value) -> bool:
 # Presentation helpers (see :mod:`.present`): instants in local time, long diary days in parts.
 bp.add_app_template_filter(instant, "instant")
 bp.add_app_template_global(day_parts, "day_parts")
-bp.add_app_template_global(GROUP_FROM, "diary_group_from")
+bp.record_once(lambda state: state.app.jinja_env.globals.update(diary_group_from=GROUP_FROM))  # a value, not a function
