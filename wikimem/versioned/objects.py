@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "init_repo"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -61,6 +61,20 @@ def _person(name: str | None) -> bytes:
     return f"{clean} <{local[:64]}@wikimem>".encode()
 
 
+def init_repo(root: Path) -> Repo:
+    """``git init`` of a memory folder (made here or cloned): branch ``main``, auto-gc off, paths unquoted."""
+    repo = Repo.init(str(root), default_branch=b"main")
+    try:
+        config = repo.get_config()
+        config.set((b"gc",), b"auto", b"0")
+        config.set((b"core",), b"quotepath", b"false")
+        config.write_to_path()
+    except BaseException:
+        repo.close()
+        raise
+    return repo
+
+
 class GitRepo:
     """The repository of one memory folder, as seen by the versioned store."""
 
@@ -75,12 +89,7 @@ class GitRepo:
     def init(cls, root: Path) -> GitRepo:
         """Create the repository (branch ``main``, auto-gc off) with a first commit of ``.gitignore``."""
         root = Path(root)
-        repo = Repo.init(str(root), default_branch=b"main")
-        config = repo.get_config()
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"quotepath", b"false")
-        config.write_to_path()
-        repo.close()
+        init_repo(root).close()
         self = cls(root)
         ignore = root / ".gitignore"
         if not ignore.exists():

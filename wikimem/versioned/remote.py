@@ -63,7 +63,7 @@ from urllib3.util.retry import Retry
 
 from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
 
-from .objects import BRANCH, oid, ref
+from .objects import BRANCH, init_repo, oid, ref
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
            "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
@@ -376,12 +376,8 @@ class Remote:
         if (target / ".git").exists():
             raise FileExistsError(f"{target} already holds a repository")
         target.mkdir(parents=True, exist_ok=True)
-        local = Repo.init(str(target), default_branch=b"main")
+        local = init_repo(target)
         try:
-            config = local.get_config()
-            config.set((b"gc",), b"auto", b"0")
-            config.set((b"core",), b"quotepath", b"false")
-            config.write_to_path()
             head = self.fetch(local)
             if head is not None:
                 sha = oid(head.encode("ascii"))
