@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from wikimem.fsio import decode
+from wikimem.fsio import decode, folder_entries
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_valid_time
 
@@ -71,14 +71,7 @@ def day_path(date: str) -> str:
 
 def memory_entries(root: Path | str, folder: str) -> Iterator[os.DirEntry]:
     """The directory entries of ``root/folder`` that are memory files (nothing if the folder is missing)."""
-    try:
-        entries = os.scandir(Path(root) / folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    with entries:
-        for entry in entries:
-            if is_memory_name(entry.name):
-                yield entry
+    return (entry for entry in folder_entries(Path(root) / folder) if is_memory_name(entry.name))
 
 
 # -- wiki files ----------------------------------------------------------------
