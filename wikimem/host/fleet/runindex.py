@@ -384,11 +384,8 @@ class RunIndex:
                 seq = row[1] if row and reached else 0
                 if known is not None and not reached:
                     db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
-                for entry in reversed(new):
-                    seq = self._add(db, owner, entry, seq)
-                if new:
-                    db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-            return sum(1 for e in new if e.action != "init")
+                added = self._add_all(db, owner, new, seq)
+            return added
 
     def reindex(self, owner: Owner) -> int:
         """Index one owner from scratch (its rows are replaced in one transaction); how many commits."""
@@ -396,12 +393,8 @@ class RunIndex:
             db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
             db.execute("DELETE FROM owners WHERE owner=?", (owner.id,))
             new, _ = _newer_than(owner, None)
-            seq = 0
-            for entry in reversed(new):
-                seq = self._add(db, owner, entry, seq)
-            if new:
-                db.execute("INSERT INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-        return sum(1 for e in new if e.action != "init")
+            added = self._add_all(db, owner, new, 0)
+        return added
 
     def forget(self, owner_id: str) -> None:
         """Drop a deleted owner's rows (logged, never raised: ``refresh`` drops them later)."""
@@ -419,6 +412,15 @@ class RunIndex:
         for owner_id in gone:
             self.forget(owner_id)
         return len(gone)
+
+    def _add_all(self, db: sqlite3.Connection, owner: Owner, new: list, seq: int) -> int:
+        """Index ``new`` (newest first) after position ``seq`` and record the owner's newest indexed commit;
+        how many commits were indexed (the first one, ``init``, is not a run and not counted)."""
+        for entry in reversed(new):
+            seq = self._add(db, owner, entry, seq)
+        if new:
+            db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
+        return sum(1 for e in new if e.action != "init")
 
     def _add(self, db: sqlite3.Connection, owner: Owner, entry, seq: int) -> int:
         """Index one commit (oldest first) at position ``seq + 1``; the position reached."""
