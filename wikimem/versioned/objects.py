@@ -61,13 +61,19 @@ def _person(name: str | None) -> bytes:
     return f"{clean} <{local[:64]}@wikimem>".encode()
 
 
-def init_repo(root: Path) -> Repo:
-    """``git init`` of a memory folder (made here or cloned): branch ``main``, auto-gc off, paths unquoted."""
-    repo = Repo.init(str(root), default_branch=b"main")
+# The config of a repository wikimem makes: auto-gc off (packing is scheduled) and, in a memory folder,
+# paths unquoted; a bare one (a file remote) checks the objects it receives.
+_CONFIG = {False: ((b"gc", b"auto", b"0"), (b"core", b"quotepath", b"false")),
+           True: ((b"receive", b"fsckObjects", b"true"), (b"gc", b"auto", b"0"))}
+
+
+def init_repo(root: Path, *, bare: bool = False) -> Repo:
+    """``git init`` of a memory folder (made here or cloned) or of a bare remote, on branch ``main``."""
+    repo = (Repo.init_bare if bare else Repo.init)(str(root), default_branch=b"main")
     try:
         config = repo.get_config()
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"quotepath", b"false")
+        for section, key, value in _CONFIG[bare]:
+            config.set((section,), key, value)
         config.write_to_path()
     except BaseException:
         repo.close()

@@ -514,12 +514,5 @@ def _init_bare(path: Path) -> bool:
     if (path / "HEAD").exists():
         return False
     path.mkdir(exist_ok=True)
-    repo = Repo.init_bare(str(path), default_branch=b"main")
-    try:
-        config = repo.get_config()
-        config.set((b"receive",), b"fsckObjects", b"true")
-        config.set((b"gc",), b"auto", b"0")
-        config.write_to_path()
-    finally:
-        repo.close()
+    init_repo(path, bare=True).close()
     return True
