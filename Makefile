@@ -1,5 +1,6 @@
 # The two commands of the README, plus a few helpers.
-#   make run    run the host here with demo data (prints URL and admin token)
+#   make run    run the host here with demo data (prints URL and admin token);
+#               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
 #   make test   lint, then run the whole test suite (what CI runs)
 #   make lint   the two gates alone: ruff (style, imports) and mypy (types)
 #

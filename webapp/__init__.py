@@ -1,4 +1,4 @@
-"""The Flask app: the JSON API (``/api/v1``), the admin UI (``/admin/``), ``/healthz``.
+"""The Flask app: the JSON API (``/api/v1``), MCP tools (``/mcp``), the admin UI (``/admin/``), ``/healthz``.
 
 ``create_app(test_config=None)`` is the only way to get an app (``wsgi.py``
 calls it once for gunicorn). Configuration: :mod:`webapp.config` (Flask's
@@ -55,17 +55,17 @@ def get_host():
     return host
 
 
-def _register_ui(app: Flask, api_bp) -> None:
+def _register_ui(app: Flask, *exempt) -> None:
     from webapp import admin, session
 
-    session.init_app(app, exempt=[api_bp])
+    session.init_app(app, exempt=exempt)
     app.register_blueprint(session.bp)
     app.register_blueprint(admin.bp)
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
-    from webapp import api, auth, errors
+    from webapp import api, auth, errors, mcp_tools
     from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
     from wikimem.host import build_host
@@ -94,7 +94,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     errors.init_app(app)
     app.after_request(security_headers)
     app.register_blueprint(api.bp)
-    _register_ui(app, api.bp)
+    mcp_tools.init_app(app)  # /mcp: the memory as MCP tools
+    _register_ui(app, api.bp, mcp_tools.bp)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
     app.add_url_rule("/readyz", "readyz", _readyz)
     app.add_url_rule("/favicon.ico", "favicon", lambda: app.send_static_file("favicon.ico"))  # browsers ask anyway

@@ -21,8 +21,8 @@ from flask import current_app, g, request
 
 from wikimem.host.access import Principal, TokenFile
 
-__all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app",
-           "token_file"]
+__all__ = ["Principal", "authenticate", "require", "allowed", "current_principal", "AuthError", "Forbidden",
+           "init_app", "token_file"]
 
 _EXT = "wikimem.tokens"
 
@@ -77,7 +77,14 @@ def current_principal() -> Principal:
 
 def require(scope: str, owner_id: str | None = None) -> Principal:
     """The principal, if it holds ``scope`` (and may reach ``owner_id``); else 401/403."""
-    principal = current_principal()
+    return allowed(current_principal(), scope, owner_id)
+
+
+def allowed(principal: Principal, scope: str, owner_id: str | None = None) -> Principal:
+    """``principal``, if it holds ``scope`` and may reach ``owner_id``; else :class:`Forbidden` (403).
+
+    The one check of a token's scope and owner prefix, for the API and the MCP tools alike.
+    """
     if not principal.has(scope):
         raise Forbidden(f"this token lacks the {scope!r} scope")
     if owner_id is not None and not principal.may_access(owner_id):

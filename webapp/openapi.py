@@ -16,7 +16,14 @@ from copy import deepcopy
 from typing import Any
 
 import wikimem
-from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
+from wikimem.limits import (
+    MAX_BATCH_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_OPS,
+    MAX_QUERY_CHARS,
+    MAX_RETRIEVE_LIMIT,
+    MAX_TURN_CHARS,
+)
 
 __all__ = ["document", "OPERATION_IDS", "EXAMPLES", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
@@ -55,7 +62,8 @@ _APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
 
 SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": _obj({"code": {"type": "string"}, "message": {"type": "string"},
-                                  "conflicts": _arr({"type": "object"}), "current": {}},
+                                  "conflicts": _arr({"type": "object"}), "current": {},
+                                  "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": _obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
                   "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["file", "name", "content"]),
@@ -89,7 +97,11 @@ SCHEMAS: dict[str, dict] = {
                        "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
                        "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
                        "error": _NSTR}, ["owner", "changes", "conflicts"]),
-    "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
+    "RetrievedItem": _obj({"item": {"allOf": [_ref("Item"), _obj(
+                               {"date": {"type": "string", "description": "a diary entry's day (its file)"},
+                                "time": {"type": "string", "description": "a diary entry's HH:MM (its name)"}},
+                               description="kind diary: also date and time, as the diary routes name an entry")]},
+                           "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
                            "cos_score": {"type": "number", "nullable": True},
@@ -140,7 +152,7 @@ def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: boo
     if etag:
         response["headers"] = {"ETag": {"schema": {"type": "string"}, "description": "item etag or owner HEAD"}}
     return {status: response,
-            "default": {"description": "an error (SPEC §7 statuses)",
+            "default": {"description": "an error (statuses: see the API description)",
                         "content": {"application/json": {"schema": _ref("Error")}}}}
 
 
@@ -159,6 +171,9 @@ _NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 2
                description="item name")
 _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
                        description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
+_HDR_IF_NONE_MATCH = _param("If-None-Match", "header", {"type": "string", "enum": ["*"]},
+                             description="* = create-only: 412 (with the current etag and item) when the item "
+                                         "exists; nothing is written")
 _HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
                    description="a retried write with the same key writes nothing again")
 _Q = {"type": "string", "maxLength": 200}
@@ -206,10 +221,11 @@ def _paths() -> dict[str, dict]:
             "tags": ["service"], "security": [],
             "description": "Sent by the hosts of a cluster to each other (WIKIMEM_PEERS) when an operator signs "
                            "out; the token is signed with the shared WIKIMEM_SECRET_KEY and good for 60 s. "
-                           "Anything else is refused with 403.",
+                           "Anything else is refused with 403; a signed notice without a session id or a "
+                           "finite until is 400.",
             "requestBody": _body({"token": {"type": "string"}}, ["token"]),
             "responses": {"204": {"description": "recorded"},
-                          "default": {"description": "an error (SPEC §7 statuses)",
+                          "default": {"description": "an error (statuses: see the API description)",
                                       "content": {"application/json": {"schema": _ref("Error")}}}}}},
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
@@ -243,10 +259,10 @@ def _paths() -> dict[str, dict]:
             "parameters": [_OWNER, _FILE, _NAME],
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
             "put": _op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
-                       "refused with 422)", "write", {
+                       "refused with 422; If-None-Match: * adds it only if it does not exist, else 412)", "write", {
                            **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
                            "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
-                       params=[_HDR_IF_MATCH, _HDR_IDEM],
+                       params=[_HDR_IF_MATCH, _HDR_IF_NONE_MATCH, _HDR_IDEM],
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
@@ -287,7 +303,9 @@ def _paths() -> dict[str, dict]:
                                      "description": "a chat transcript: the query is its user turns (the last "
                                                     "`messages_last`), cut to its most recent characters"},
                         "messages_last": {"type": "integer", "minimum": 1},
-                        "limit": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
+                                  "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
+                                                 "422 beyond)"},
                         "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
                                           "description": "a prefix cut in injection order; the first entry "
                                                          "always survives, even alone over the budget, unless "
@@ -539,9 +557,13 @@ _EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91,
            "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
 _EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
                             "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
-_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
-                 "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
-                 "time_range_widened": False, "query_terms": ["sea"]}
+_EX_DIARY_HIT: dict[str, Any] = {
+    **_EX_HIT, "kind": "diary", "score": 0.64, "bm25_score": 0.64, "matched_terms": ["beach"], "tokens_est": 10,
+    "item": {"file": _EX_ENTRY["date"], "name": _EX_ENTRY["time"], **_EX_ENTRY}}
+_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK, _EX_DIARY_HIT], "budget_tokens": 300, "budget_used": 24,
+                 "embedding_used": False, "dropped": [], "unresolved_links": [], "time_range": None,
+                 "time_range_source": None, "time_range_widened": False, "query_terms": ["sea", "beach"],
+                 "diary": "all"}
 _EX_WHEN = {"created": "2026-07-21T06:30:00+00:00", "updated": "2026-07-21T06:30:02+00:00"}
 _EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done": 0, "failed": 0, "total": 1,
                     "results": [{"step": 0, "state": "pending"}],
@@ -707,11 +729,19 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
 
 
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
-errors are {{"error": {{"code", "message"}}}}.
+errors are {{"error": {{"code", "message"}}}}. A write's actor is the body's actor, else the token's name
+(memorize included: its character is who the model is asked to be). The same memory is offered as MCP tools
+(retrieve, diary_append, put_item, memorize, history) at /mcp on the host's root, streamable HTTP, with the
+same tokens.
 
-Statuses: 400 bad name or body shape, 401/403 token, 404, 409 conflicts, 412 If-Match,
-413 too_large (the body, or one of the limits below), 422 a value the library refuses
-(incl. idempotency_key_reused: the same Idempotency-Key with another request), 429
+Statuses: 400 bad_request, a malformed request (not JSON, not an object, a field unknown,
+missing or of the wrong JSON type, a header or cursor not of its syntax; bad_tool_call, a
+diary tool call the agent must make again); 401/403 token; 404; 409 conflicts; 412
+precondition_failed (If-Match, If-None-Match); 413 too_large (the body, or one of the limits
+below); 422 a well-formed request with a value refused by its rules: invalid_name (a file,
+item, owner, date, time or provenance value), invalid_value (a time zone, a range such as
+retrieve's limit, a choice, a length), idempotency_key_reused (the same Idempotency-Key with
+another request); 429
 quota_exceeded with Retry-After (owners created per minute per token prefix), 403
 quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
 Retry-After, 507 storage_full with Retry-After.
@@ -720,7 +750,8 @@ Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; qu
 {MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
 {MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
 message) are at most 200 characters of visible text: control, format (bidi,
-zero-width) and line-separator characters are refused with 400."""
+zero-width) and line-separator characters are refused with 422. A retrieve returns at
+most {MAX_RETRIEVE_LIMIT} hits (limit)."""
 
 
 def document() -> dict[str, Any]:

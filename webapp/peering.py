@@ -12,8 +12,12 @@ behind nginx as on one host, and nothing else is reachable with a peer token.
 
 from __future__ import annotations
 
+import math
+
 from flask import current_app, request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from wikimem.host import BadRequest
 
 from .auth import require
 
@@ -60,15 +64,22 @@ def tell_revoked(sid: str, until: float) -> list[str]:
 
 
 def revocation_from(token) -> tuple[str, float] | None:
-    """``(sid, until)`` of a peer's signed logout notice, or None when it is not one of ours or too old."""
+    """``(sid, until)`` of a peer's signed logout notice, or None when it is not one of ours or too old.
+
+    A notice that is signed but malformed (no session id, an ``until`` that is
+    not a finite time such as ``NaN``) is a :class:`BadRequest`.
+    """
     try:
         data = _revocations().loads(token, max_age=MAX_AGE) if isinstance(token, str) else None
     except BadSignature:
         return None
-    if not (isinstance(data, dict) and isinstance(data.get("sid"), str) and len(data["sid"]) <= 128
-            and isinstance(data.get("until"), (int, float)) and not isinstance(data["until"], bool)):
+    if data is None:
         return None
-    return data["sid"], float(data["until"])
+    until = data.get("until") if isinstance(data, dict) else None
+    if not (isinstance(data, dict) and isinstance(data.get("sid"), str) and 0 < len(data["sid"]) <= 128
+            and isinstance(until, (int, float)) and not isinstance(until, bool) and math.isfinite(until)):
+        raise BadRequest("a logout notice needs a session id and until, a finite time in seconds")
+    return data["sid"], float(until)
 
 
 def listing_scope() -> str:

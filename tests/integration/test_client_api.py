@@ -320,6 +320,23 @@ def test_the_client_rebuilds_the_diary_mode_of_a_result(live):
                                                      ts=c.diary_day("2026-07-21")[0].ts)
 
 
+def test_a_diary_hit_comes_back_with_its_date_and_time_and_as_prompt_text(live):
+    """Issue 24 item 15: the API's diary hits name ``date`` and ``time`` as the diary routes do."""
+    c = client_for(live, "user:prompt")
+    c.create_owner()
+    c.add("pets", "biscuit", "Our dog Biscuit, a beagle.")
+    c.diary_append("Took Biscuit to the vet.", date="2026-12-03", time="20:30")
+    body, _ = c.request("POST", "/owners/user:prompt/retrieve", body={"query": "Biscuit vet", "diary": "all"})
+    diary = next(e["item"] for e in body["items"] if e["kind"] == "diary")
+    assert (diary["date"], diary["time"]) == (diary["file"], diary["name"]) == ("2026-12-03", "20:30")
+    result = c.retrieve("Biscuit vet", diary="all", budget_tokens=100)
+    hit = next(e for e in result.items if e.kind == "diary")
+    assert (hit.date, hit.time) == ("2026-12-03", "20:30")
+    text = result.to_prompt(heading="Memories:")
+    assert "- [diary 2026-12-03 20:30] Took Biscuit to the vet." in text.splitlines()
+    assert "- [pets/biscuit] Our dog Biscuit, a beagle." in text.splitlines()
+
+
 def test_a_conflicting_rollback_raises_with_its_conflicts(live):
     c = client_for(live, "user:conflict")
     c.create_owner()

@@ -272,6 +272,6 @@ def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
     assert llm.chat_calls == 1 and "Elaina" in llm.chat_messages[0][0]["content"]
     assert _commits(data, owner) == before + 1
     history = client.history(owner=owner, run="run_g").entries
-    assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "Elaina"
+    assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "admin"  # the token's name
     assert [e.content for e in client.diary_window("2000-01-01", "2100-01-01", owner=owner)] == \
         ["傍晚去海边散步。", "想八月去青岛。"]

@@ -133,3 +133,27 @@ def test_the_python_client_example_works_as_written(tmp_path):
     assert env["plan"]["total"]["owners"] == 1 and env["plan"]["total"]["changes"] == 1
     assert env["undone"]["state"] == "done" and env["undone"]["results"][0]["result"]["status"] == "done"
     assert env["seen"].etag and env["seen"].item.content == "会冲浪的朋友。"
+
+
+def test_the_mcp_example_works_as_written(tmp_path, capsys):
+    code = block("### MCP tools (`/mcp`)", "python")
+    assert DOC_BASE + "/mcp" in code
+    with DevServer(tmp_path) as host:
+        token = (tmp_path / "var" / "data" / "admin-token").read_text().strip()
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        opener.open(urllib.request.Request(f"{host.base}/api/v1/owners/user:ann", method="PUT",
+                                           headers={"Authorization": f"Bearer {token}"})).close()
+        request = urllib.request.Request(f"{host.base}/api/v1/owners/user:ann/diary", method="POST",
+                                         data=json.dumps({"content": "上周三去了海边，看了日落。",
+                                                          "date": last_wednesday()}).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        with opener.open(request) as answer:
+            assert answer.status == 201
+        cwd = os.getcwd()
+        os.chdir(tmp_path)  # the example reads var/data/admin-token from the current folder
+        try:
+            exec(compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec"), {})
+        finally:
+            os.chdir(cwd)
+    assert f"- [diary {last_wednesday()} " in capsys.readouterr().out

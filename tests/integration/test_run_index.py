@@ -13,7 +13,9 @@ import pytest
 from operators_world import BAD_ACTOR, GOOD_ACTOR, bad_deploy, owner_name
 
 from wikimem.context import WriteContext
+from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest, Host, RunQuery
+from wikimem.host.fleet.runindex import encode_cursor
 
 
 @pytest.fixture
@@ -85,13 +87,17 @@ def test_scope_and_prefix_limit_what_a_search_sees(host):
 
 @pytest.mark.parametrize("field, value", [("since", "yesterday"), ("until", "2026-13-01"), ("actor", "x" * 201)])
 def test_bad_search_values_are_a_clear_error(field, value):
-    with pytest.raises(BadRequest):
+    with pytest.raises(InvalidValue):  # well-formed, refused: 422
         RunQuery.parse(**{field: value})
 
 
-def test_a_forged_cursor_is_a_clear_error(host):
-    with pytest.raises(BadRequest):
-        host.fleet.find_runs(RunQuery.parse(), cursor="bm90IGEgY3Vyc29y")
+@pytest.mark.parametrize("key", [None, [2**63, "user:a", 1], [0, "user:a", -(2**63) - 1], [0, "user:a", 10**40],
+                                 [1.5, "user:a", 1], [0, 7, 1], [0, "user:a"]])
+def test_a_forged_cursor_is_a_clear_error(host, key):
+    """Issue 24 item 22: a cursor holding an integer past SQLite's (>= 2**63) was a 500 (OverflowError)."""
+    cursor = "bm90IGEgY3Vyc29y" if key is None else encode_cursor(*key)
+    with pytest.raises(BadRequest, match="invalid cursor"):
+        host.fleet.find_runs(RunQuery.parse(), cursor=cursor)
 
 
 def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):

@@ -258,3 +258,15 @@ def test_no_module_is_named_like_a_function_it_exports():
         if p.stem in functions:
             bad.append(rel(p))
     assert bad == []
+
+
+def test_only_the_mcp_tools_import_the_mcp_sdk_and_only_when_used():
+    """The SDK (pydantic, starlette, anyio) is loaded by the first /mcp request, never by create_app."""
+    sdk = ("mcp", "mcp_types", "anyio", "pydantic", "starlette", "httpx2")
+    bad = [rel(p) for p in modules("wikimem") + modules("webapp")
+           if "mcp_tools" not in p.parts and any(is_under(m, *sdk) for m, _ in imports(p))]
+    assert bad == []
+    eager = [rel(p) for p in (ROOT / "webapp" / "mcp_tools").glob("*.py")
+             if p.name != "tools.py" and any(is_under(m, *sdk) or m == "webapp.mcp_tools.tools"
+                                             for m, top in imports(p) if top)]
+    assert eager == []

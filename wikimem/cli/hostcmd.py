@@ -145,10 +145,17 @@ def _admin_token(data: Path, configured: str | None) -> str:
 def cmd_serve(args) -> int:
     settings = host_config(args, BIND=args.bind)  # WIKIMEM_*, checked before anything is made
     host, port = _split_bind(settings.bind)
+    from webapp.devserver import listen, serve  # flask only now
+
+    try:  # first, so a busy port is said plainly before anything is made
+        listener = listen(host, port)
+    except OSError as exc:
+        print(busy_port_message(host, port, exc), file=sys.stderr)
+        return EXIT_ERROR
     data = Path(settings.data_root)
     data.mkdir(parents=True, exist_ok=True)
     token = _admin_token(data, settings.admin_token)
-    from webapp import create_app  # flask only now
+    from webapp import create_app
 
     config = {"DATA_ROOT": str(data), "BIND": settings.bind, "ADMIN_TOKEN": token}
     if settings.secret_key:
@@ -169,13 +176,57 @@ def cmd_serve(args) -> int:
         print(f"demo data: {', '.join(seeded.owners)}" + ("" if seeded.created else " (already there)"))
         if hint:
             print(f"  {hint}")
+    port = listener.getsockname()[1]  # the one the system gave, for --bind HOST:0
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"wikimem host on http://{shown}:{port}/  (admin UI: /admin/, API: /api/v1/)")
     print(f"data root:   {data.resolve()}")
     print(f"admin token: {token}")
+    for line in service_lines(settings):
+        print(line)
+    print(f"port:        {port}; another with WIKIMEM_BIND=HOST:PORT (make run too) or --bind HOST:PORT")
     sys.stdout.flush()
-    app.run(host=host, port=port, threaded=True, use_reloader=False)
+    serve(app, host, listener)
     return EXIT_OK
+
+
+def busy_port_message(host: str, port: int, exc: OSError) -> str:
+    """What ``wikimem serve`` says when it cannot listen: why, and how to pick another address."""
+    import errno
+
+    other = f"{host}:{port + 1 if 0 < port < 65535 else 8001}"
+    why = ("the port is in use (another wikimem, or another program)" if exc.errno == errno.EADDRINUSE
+           else exc.strerror or str(exc))
+    return (f"wikimem: cannot listen on {host}:{port}: {why}.\n"
+            f"  Pick another address: WIKIMEM_BIND={other} make run\n"
+            f"                    or: wikimem serve --bind {other}   (WIKIMEM_BIND works for it too)")
+
+
+def _endpoint(url: str) -> str:
+    """A URL as the banner shows it: no user name or password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else url
+
+
+def service_lines(settings) -> list[str]:
+    """The start banner's lines on memorize (the chat model) and the embedder: on or off, and how to turn on."""
+    if settings.llm_url:
+        memorize = f"on: {settings.llm_model} at {_endpoint(settings.llm_url)}"
+    else:
+        memorize = "off (POST …/memorize answers 501): set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL"
+    if settings.embedder == "local":
+        embedder = "the bundled local model (WIKIMEM_EMBEDDER=local): retrieval fuses BM25 with vectors"
+    elif settings.embed_url and settings.embedder != "none":
+        embedder = f"{settings.embed_model} at {_endpoint(settings.embed_url)}: retrieval fuses BM25 with vectors"
+    else:
+        embedder = ("off, retrieval is BM25 only: WIKIMEM_EMBEDDER=local, or WIKIMEM_EMBED_URL and "
+                    "WIKIMEM_EMBED_MODEL")
+    return [f"memorize:    {memorize}", f"embedder:    {embedder}"]
 
 
 Command = Callable[[Any], int]

@@ -23,6 +23,9 @@ and :meth:`Client.ready`). Values come back as the library's types
 Preconditions: ``if_match=`` takes an etag as the ``ETag`` header shows it
 (``"abc"``) or bare (``abc``), or a commit id; a weak ``W/"abc"`` (what a
 compressing proxy makes of an etag) is taken as ``abc``, as the host does.
+``add(..., if_none_match=True)`` is create-only (``If-None-Match: *``): a
+:class:`PreconditionFailedError` (412, with the ``current`` etag and the
+``item`` there) when the item exists, and nothing is written.
 
 Retries: a request is retried (``retries`` times, exponential ``backoff``)
 on a connection error or timeout, on 502/503/504, on 429 after the
@@ -41,10 +44,12 @@ Errors: any JSON error answer raises :class:`ClientError` (``status``,
 (404), :class:`ConflictError` (409, with ``conflicts``),
 :class:`PreconditionFailedError` (412, with ``current``), …; they also
 subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
-code written against the library catches them unchanged. A 400 is a
-:class:`BadRequestError` (a ``ValueError``); only a 400 ``invalid_name`` is
-also the library's ``InvalidName`` (:class:`InvalidNameError`). A request
-that never got an answer raises :class:`TransportError` (``status`` 0).
+code written against the library catches them unchanged. A 400 (a
+malformed request) is a :class:`BadRequestError`; a 422 (a value refused) is
+an :class:`InvalidValueError` (the library's ``InvalidValue``), and a 422
+``invalid_name`` is an :class:`InvalidNameError` (the library's
+``InvalidName``); all three are ``ValueError``. A request that never got an
+answer raises :class:`TransportError` (``status`` 0).
 
 Connections: each thread of a client keeps one HTTP/1.1 connection open and
 reuses it (``close()`` or ``with Client(...)`` ends them); a connection the
@@ -263,7 +268,11 @@ class Client:
         return f"{self._owner_path(owner)}/items/{_q(file)}/{_q(name)}"
 
     @staticmethod
-    def _precondition(if_match: str | None) -> dict[str, str]:
+    def _precondition(if_match: str | None, if_none_match: bool = False) -> dict[str, str]:
+        if if_match and if_none_match:
+            raise ValueError("give if_match (the item as you saw it) or if_none_match (it must not exist), not both")
+        if if_none_match:
+            return {"If-None-Match": "*"}
         return {"If-Match": _if_match_header(if_match)} if if_match else {}
 
     @staticmethod
@@ -342,11 +351,12 @@ class Client:
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, source_conv: str | None = None,
             ts: str | None = None, run: str | None = None, actor: str | None = None,
-            if_match: str | None = None) -> Written:
-        """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412."""
+            if_match: str | None = None, if_none_match: bool = False) -> Written:
+        """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412,
+        ``if_none_match=True`` adds it only if it does not exist yet (else 412, nothing written)."""
         body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor)
         data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
-                                     headers=self._precondition(if_match))
+                                     headers=self._precondition(if_match, if_none_match))
         return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
                        _unquote_etag(headers.get("ETag")))
 

@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from wikimem.errors import InvalidName, NotFound, RemoteMoved
+from wikimem.errors import InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
 from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Fleet, JobRunner, JobStore, RunIndex
@@ -341,9 +341,12 @@ class Host:
             return [], None
         prefix = scoped
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
         if cursor is not None:
-            validate_owner_id(cursor)
+            try:
+                validate_owner_id(cursor)
+            except InvalidName:
+                raise BadRequest(f"invalid cursor {cursor[:40]!r}: give the next of a previous page") from None
         ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
         page, more = ids[:limit], len(ids) > limit
         stats = [s for s in map(self._stats_of, page) if s is not None]
@@ -365,7 +368,7 @@ class Host:
     def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
         """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), named by :meth:`export_name`."""
         if fmt not in FORMATS:
-            raise BadRequest(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+            raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
         owner = self.owner(owner_id)
         return archive_markdown(owner.root, owner.root.name, fmt)
 
@@ -419,8 +422,10 @@ class Host:
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
             given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
+                               source_conv=given["source_conv"])
             request = owner.memorize_request(
-                turn, ctx=WriteContext(idempotency_key=key, **given),
+                turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
         job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)

@@ -483,11 +483,13 @@ class VersionedStore:
         if outcome.replay is None:
             outcome.commit = unit.commit
 
-    def _check_item(self, file: str, name: str, if_match: str | None) -> None:
-        """``if_match`` is the item's etag, or a full commit id that must still be the head."""
-        if if_match is None:
+    def _check_item(self, file: str, name: str, ctx: WriteContext) -> None:
+        """The item's preconditions, inside the unit (under the owner's lock): ``ctx.if_match`` is its etag
+        or a full commit id that must still be the head; ``ctx.if_none_match`` says it must not exist."""
+        if_match = ctx.if_match
+        if if_match is None and not ctx.if_none_match:
             return
-        if len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
+        if if_match is not None and len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
             head = self.head()
             if head != if_match.lower():
                 raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
@@ -495,20 +497,26 @@ class VersionedStore:
             return
         current = self.store.get(file, name)
         tag = item_etag(current) if current is not None else None
-        if tag != if_match:
-            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
+        shown = asdict(current) if current is not None else None
+        if ctx.if_none_match and current is not None:
+            raise PreconditionFailed(f"item {file}/{name} exists already (etag {tag}): nothing written",
+                                     current=tag, item=shown)
+        if if_match is not None and tag != if_match:
+            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})",
+                                     current=tag, item=shown)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
+        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
+        ``ctx.if_none_match``: only if it does not exist yet)."""
         ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
-        # The item's etag precondition is checked by _check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
+        # The item's preconditions are checked by _check_item, not as a head commit by batch().
+        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
             b.result = {"value": asdict(saved.item), "created": saved.created}
         return Committed(saved.item, b.commit, created=saved.created)
@@ -517,10 +525,11 @@ class VersionedStore:
                ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
         ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
-        with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
+        with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
+                        kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             removed = self.store.remove(file, name, owner=owner)
             b.result = {"value": removed}
         return Committed(removed, b.commit)

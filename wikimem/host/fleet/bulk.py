@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import Conflict, IdempotencyKeyReused, NotFound, StoreBusy, WikimemError
+from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest
 
 from .runindex import RunIndex, RunQuery
@@ -91,6 +91,8 @@ class BulkPreview:
                 "changes_if_forced": sum(len(p.changes) + len(p.conflicts) for p in plans),
                 "conflicts": sum(len(p.conflicts) for p in plans),
                 "owners_with_conflicts": sum(1 for p in plans if p.conflicts),
+                # owners whose step writes a commit unless forced (the others are skipped or have nothing to do)
+                "owners_to_change": sum(1 for p in plans if p.changes and not p.conflicts and not p.error),
                 "owners_with_nothing_to_do": sum(1 for p in plans if not p.changes and not p.conflicts)}
 
     def to_dict(self, *, limit: int | None = None, offset: int = 0) -> dict:
@@ -107,7 +109,7 @@ def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
                          "an owner prefix alone would select everything those owners ever wrote")
     groups = index.selection(query, within=within, limit=MAX_BULK_OWNERS + 1)
     if len(groups) > MAX_BULK_OWNERS:
-        raise BadRequest(f"the selection spans more than {MAX_BULK_OWNERS} owners: narrow it (owner_prefix, time)")
+        raise InvalidValue(f"the selection spans more than {MAX_BULK_OWNERS} owners: narrow it (owner_prefix, time)")
     parts = []
     for owner_id, rows in groups.items():
         live = [r for r in rows if r.rolled_back_by is None]

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wikimem.errors import NotFound
-from wikimem.host.errors import BadRequest
+from wikimem.errors import InvalidValue, NotFound
 
 from .bulk import JOB_KIND, BulkPreview, Part, job_view, preview, rollback_part, select, submit
 from .jobs import UNFINISHED
@@ -29,7 +28,7 @@ MAX_RUNS_PAGE = 1000
 
 def _limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RUNS_PAGE:
-        raise BadRequest(f"limit must be an integer from 1 to {MAX_RUNS_PAGE}")
+        raise InvalidValue(f"limit must be an integer from 1 to {MAX_RUNS_PAGE}")
     return limit
 
 

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
 from wikimem.host.owner_ids import scope_prefix
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 
 INDEX_PATH = Path("index") / "runs.sqlite3"
 MAX_FIELD = 200
+SQLITE_MIN_INT, SQLITE_MAX_INT = -(2**63), 2**63 - 1  # what an INTEGER column (and a bound parameter) holds
 UNDO_ACTIONS = ("revert", "rollback")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -76,7 +78,7 @@ def _text(value, what: str, limit: int = MAX_FIELD) -> str | None:
     if not isinstance(value, str):
         raise BadRequest(f"{what} must be a string")
     if len(value) > limit:
-        raise BadRequest(f"{what} is longer than {limit} characters")
+        raise InvalidValue(f"{what} is longer than {limit} characters")
     return value
 
 
@@ -241,12 +243,19 @@ def encode_cursor(*key) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+def _fits(value: Any, kind: type) -> bool:
+    """A cursor's part of the right type; an integer one within SQLite's (a cursor of ours always is)."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        return False
+    return not isinstance(value, int) or SQLITE_MIN_INT <= value <= SQLITE_MAX_INT
+
+
 def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
+    """The key a cursor of :func:`encode_cursor` holds; anything else is a 400 ``invalid cursor``."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         key = json.loads(raw)
-        if not (isinstance(key, list) and len(key) == len(shape)
-                and all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(key, shape))):
+        if not (isinstance(key, list) and len(key) == len(shape) and all(map(_fits, key, shape))):
             raise ValueError
         return key
     except ValueError:
