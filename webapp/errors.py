@@ -138,8 +138,8 @@ def error_body(exc: BaseException, status: int) -> dict:
         if status == 413:
             message = f"request body larger than {request.max_content_length} bytes"
     elif status == 422:
-        code, message = getattr(exc, "code", None) if isinstance(exc, WikimemError) else None, str(exc)
-        code = code or "invalid_value"
+        code = (getattr(exc, "code", None) if isinstance(exc, WikimemError) else None) or "invalid_value"
+        message = str(exc)
     else:
         code, message = getattr(exc, "code", "error"), str(exc)
     err: dict = {"code": code, "message": message}
@@ -171,8 +171,8 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
-    elif isinstance(exc, RemoteError) and getattr(exc, "retry_after", None):  # the remote down, or moved
-        response.headers["Retry-After"] = str(int(exc.retry_after))
+    elif isinstance(exc, RemoteError) and (retry := getattr(exc, "retry_after", None)):  # the remote down, or moved
+        response.headers["Retry-After"] = str(int(retry))
     elif status in RETRY_AFTER:
         response.headers["Retry-After"] = RETRY_AFTER[status]
     elif isinstance(exc, QuotaExceeded) and exc.retry_after:

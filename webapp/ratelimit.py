@@ -126,6 +126,8 @@ def make_login_limiter(config, state: AuthState) -> LoginLimiter:
             storage = storage_from_string(uri)
         except Exception as exc:  # unknown scheme, or its client library is missing
             raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: {exc}") from None
+        if not isinstance(storage, Storage):  # an async+… URI: limits' own limiter would refuse it with an assert
+            raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: the limiter is synchronous")
     else:
         storage = AuthStateStorage(state)
     return LoginLimiter(storage, _limits(config, "LOGIN_LIMIT_ADDRESS"), _limits(config, "LOGIN_LIMIT_ACCOUNT"))

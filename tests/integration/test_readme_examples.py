@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from fakes import FakeOpenAI
 from fresh_thread import on_fresh_thread
-from gunicorn_env import free_port
+from gunicorn_env import free_port, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -77,12 +76,7 @@ class DevServer:
         raise AssertionError(f"the host did not start:\n{self.log.read_text()}")
 
     def __exit__(self, *exc) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")

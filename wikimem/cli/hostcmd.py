@@ -9,12 +9,14 @@ production run gunicorn: ``gunicorn -c deploy/gunicorn.conf.py``.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, read_setting
 
@@ -227,20 +229,27 @@ def service_lines(settings) -> list[str]:
     return [f"memorize:    {memorize}", f"embedder:    {embedder}"]
 
 
-def _need_file(args, var: str) -> bool:
-    """Whether the command has its credentials file: ``--file``, else the setting ``var`` names."""
-    args.file = args.file or read_setting(_FILE_KEYS[var])
-    if args.file:
-        return True
-    print(f"wikimem: give --file or set {var}", file=sys.stderr)
-    return False
+Command = Callable[[Any], int]
 
 
+def _needs_file(var: str) -> Callable[[Command], Command]:
+    """Run the command only with its credentials file: ``--file``, else the setting ``var`` names."""
+    def wrap(cmd: Command) -> Command:
+        @functools.wraps(cmd)
+        def run(args) -> int:
+            args.file = args.file or read_setting(_FILE_KEYS[var])
+            if not args.file:
+                print(f"wikimem: give --file or set {var}", file=sys.stderr)
+                return EXIT_ERROR
+            return cmd(args)
+        return run
+    return wrap
+
+
+@_needs_file("WIKIMEM_TOKENS_FILE")
 def cmd_token_mint(args) -> int:
     from wikimem.host.access import append_token, mint_token
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
     secret, entry = mint_token(args.name, args.scope, args.owner_prefix)
     append_token(args.file, entry)
     reach = f", owners {entry['owner_prefix']}*" if entry["owner_prefix"] else ""
@@ -256,11 +265,10 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
+@_needs_file("WIKIMEM_TOKENS_FILE")
 def cmd_token_list(args) -> int:
     from wikimem.host.access import list_tokens
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
     entries = [e for e in list_tokens(args.file) if args.all or not e.revoked]
     rows = [(e.id, e.principal.name, ",".join(sorted(e.principal.scopes, key=("read", "write", "admin").index)),
              (e.principal.owner_prefix + "*") if e.principal.owner_prefix else "*", e.created or "-",
@@ -269,11 +277,10 @@ def cmd_token_list(args) -> int:
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_TOKENS_FILE")
 def cmd_token_revoke(args) -> int:
     from wikimem.host.access import revoke_tokens
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
     done = revoke_tokens(args.file, args.token, every=args.all)
     if not done:
         print(f"wikimem: no active token with id or name {args.token!r} in {args.file}", file=sys.stderr)
@@ -287,12 +294,11 @@ def _read_password(prompt: str = "password: ") -> str:
     return getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_add(args) -> int:
     from webapp.session import hash_password
     from wikimem.host.access import Account, add_account, check_name
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     check_name(args.name)
     account = Account(args.name, hash_password(_read_password()), args.role, args.owner_prefix)
     add_account(args.file, account)
@@ -301,21 +307,19 @@ def cmd_operator_add(args) -> int:
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_list(args) -> int:
     from wikimem.host.access import list_accounts
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     rows = [(a.name, a.role, (a.owner_prefix + "*") if a.owner_prefix else "*") for a in list_accounts(args.file)]
     _table(("NAME", "ROLE", "OWNERS"), rows)
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_remove(args) -> int:
     from wikimem.host.access import remove_account
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     if not remove_account(args.file, args.name):
         print(f"wikimem: no operator {args.name!r} in {args.file}", file=sys.stderr)
         return EXIT_NOT_FOUND
@@ -335,15 +339,13 @@ def _update(args, **change) -> int:
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_role(args) -> int:
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     return _update(args, role=args.role)
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_passwd(args) -> int:
     from webapp.session import hash_password
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     return _update(args, password_hash=hash_password(_read_password("new password: ")))

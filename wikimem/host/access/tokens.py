@@ -3,7 +3,7 @@
 The tokens file (``WIKIMEM_TOKENS_FILE``) is JSON Lines, one token a line;
 blank lines and lines starting with ``#`` are ignored::
 
-    {"name": "worker-1", "sha256": "<64 hex>", "scopes": ["read", "write"], "owner_prefix": "user:", "created": "2026-07-21T06:30:00+00:00"}
+    {"name": "worker-1", "sha256": "<64 hex>", "scopes": ["read", "write"], "owner_prefix": "user:"}
 
 - ``name``: who the token belongs to; it becomes the default ``actor`` of
   the writes made with it.
@@ -14,6 +14,8 @@ blank lines and lines starting with ``#`` are ignored::
   ``write``, ``write`` implies ``read``.
 - ``owner_prefix`` (optional, default ``""``): the token only reaches owners
   whose id starts with it.
+- ``created`` (set when minted, e.g. ``"2026-07-21T06:30:00+00:00"``): when
+  the token was minted.
 - ``revoked`` (set by ``wikimem token revoke``): the time the token was
   revoked; a revoked token authenticates nothing. The line stays, so
   ``wikimem token list --all`` can still show who had which token.
@@ -37,7 +39,7 @@ import json
 import os
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -212,14 +214,15 @@ def revoke_tokens(path: Path | str, selector: str, *, every: bool = False) -> li
         return by_id or entry.principal.name == selector
 
     def edit(rows: list[dict | str]) -> list[dict | str]:
-        hits = [i for i, row in enumerate(rows) if isinstance(row, dict)
+        hits = [(i, row, e) for i, row in enumerate(rows) if isinstance(row, dict)
                 and (e := _parse_entry(row)) is not None and not e.revoked and matches(e)]
         if len(hits) > 1 and not every:
-            ids = ", ".join(token_id(rows[i]["sha256"]) for i in hits)
-            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); give an id, or --all to revoke them all")
-        for i in hits:
-            rows[i] = {**rows[i], "revoked": stamp}
-            done.append(_parse_entry(rows[i]))
+            ids = ", ".join(token_id(row["sha256"]) for _, row, _ in hits)
+            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); "
+                             "give an id, or --all to revoke them all")
+        for i, row, e in hits:
+            rows[i] = {**row, "revoked": stamp}
+            done.append(replace(e, revoked=stamp))
         return rows
 
     edit_lines(path, edit)

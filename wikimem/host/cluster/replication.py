@@ -111,10 +111,11 @@ class Replication:
         vstore = owner.vstore
         vstore.replica = Replica(self.remote(folder or owner.root.name), self.settings.mode,
                                  max_lag=self.settings.max_lag)
-        if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
-            vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
+        pusher = self.pusher
+        if pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
+            vstore.on_commit.append(lambda _cid: pusher.enqueue(owner))
             if vstore.replication_lag():
-                self.pusher.enqueue(owner)  # what a restart left unpushed
+                pusher.enqueue(owner)  # what a restart left unpushed
 
     def clone(self, folder: str, target: Path) -> bool:
         """Clone the owner ``folder`` from the remote into ``target``; False when the remote has no such owner."""
@@ -139,6 +140,7 @@ class Replication:
                 return False
             self._checked[owner.id] = now
         vstore = owner.vstore
+        assert vstore.replica is not None  # attach() gave every owner of a replicated host its replica
         try:
             theirs = vstore.replica.remote.remote_head()
         except RemoteError as exc:  # reads go on from the local copy; writes will say so

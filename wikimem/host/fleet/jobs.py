@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound, StoreBusy, WikimemError
 
@@ -113,6 +113,10 @@ def _new_job_id() -> str:
     return f"job_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(6)}"
 
 
+@overload
+def _iso(t: float) -> str: ...
+@overload
+def _iso(t: None) -> None: ...
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
