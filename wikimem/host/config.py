@@ -54,11 +54,20 @@ environment                         meaning (default)
 ``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
 ``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
+``WIKIMEM_PEER_CONNECT_TIMEOUT``    seconds to connect to a peer (0.5)
+``WIKIMEM_PEER_TIMEOUT``            seconds a peer may take to answer (2)
+``WIKIMEM_PEER_COOLDOWN``           seconds a peer that failed is skipped before it is tried again (30)
 ``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
 ``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in counters live (unset: shared, at the data root; web)
+``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in and API counters live (unset: shared, at the data root; web)
+``WIKIMEM_API_LIMIT``               API requests per token, admin tokens exempt (``1200/minute``; empty: none; web)
 ``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
 ``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
+``WIKIMEM_LOG_FORMAT``              ``json`` (one object a line) or ``text`` (json under gunicorn, text for
+                                    ``wikimem serve``)
+``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
+                                    root under the system's temporary folder; a tmpfs is best)
+``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
 =================================== ==================================================================
 
 A variable's key (in :func:`load_config`'s overrides and a test config) is its name
@@ -78,6 +87,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -141,17 +151,27 @@ ENV_VARS = {
     "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
     "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
     "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
+    "WIKIMEM_PEER_CONNECT_TIMEOUT": "PEER_CONNECT_TIMEOUT",
+    "WIKIMEM_PEER_TIMEOUT": "PEER_TIMEOUT",
+    "WIKIMEM_PEER_COOLDOWN": "PEER_COOLDOWN",
+    "WIKIMEM_API_LIMIT": "API_LIMIT",
+    "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
+    "WIKIMEM_METRICS_DIR": "METRICS_DIR",
+    "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+         "REPLICATION_MAX_LAG", "READY_MIN_FREE"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
+           "PEER_TIMEOUT", "PEER_COOLDOWN"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
+LOG_FORMATS = ("json", "text")
+PEER_STATE = Path("run") / "peers"  # under the data root: the peers' breaker records, shared by the workers
 # Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
 KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 
@@ -214,6 +234,13 @@ class Config:
     login_limit_storage: str | None = None
     quota_owners: int = 10_000
     quota_owners_per_minute: int = 120
+    peer_connect_timeout: float = 0.5
+    peer_timeout: float = 2.0
+    peer_cooldown: float = 30.0
+    api_limit: str = "1200/minute"
+    log_format: str | None = None  # None: json under gunicorn, text for the development server
+    metrics_dir: str | None = None  # None: see metrics_folder()
+    ready_min_free: int = 64  # MiB
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -234,6 +261,12 @@ class Config:
             raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
         if bool(self.embed_url) != bool(self.embed_model):
             raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+        if self.log_format not in (None, "", *LOG_FORMATS):
+            raise ConfigError(f"WIKIMEM_LOG_FORMAT must be json or text, got {self.log_format!r}")
+        for key in ("PEER_CONNECT_TIMEOUT", "PEER_TIMEOUT", "PEER_COOLDOWN"):
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
 
@@ -283,7 +316,10 @@ class Config:
             from wikimem.host.cluster import Peers
 
             try:
-                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind)
+                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind,
+                                       connect_timeout=float(self.peer_connect_timeout),
+                                       timeout=float(self.peer_timeout), cooldown=float(self.peer_cooldown),
+                                       state_dir=Path(self.data_root) / PEER_STATE)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "peer_set", peer_set)
