@@ -31,10 +31,15 @@ def _asset_folder(name: str) -> str:
 
 
 def _readyz():
-    """Ready to serve: the data root is usable and, with a remote, the remote answers (else 503)."""
-    ready, remote = get_host().ready()
-    response = jsonify(ready=ready, remote=remote)
-    if not ready:
+    """Ready to serve: the data root's disk is writable and not full and, with a remote, the remote answers
+    (else 503). Paths and messages (``details``) only for a bearer token with the admin scope."""
+    from webapp.auth import bearer_principal
+
+    settings = current_app.config["HOST_CONFIG"]
+    state = get_host().ready(min_free=int(settings.ready_min_free) * 1024 * 1024)
+    principal = bearer_principal()
+    response = jsonify(state.to_dict(details=principal is not None and principal.has("admin")))
+    if not state.ready:
         response.status_code = 503
         response.headers["Retry-After"] = "5"
     return response

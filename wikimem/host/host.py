@@ -34,6 +34,7 @@ from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 
 __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 
@@ -180,13 +181,15 @@ class Host:
                 raise NotFound(f"no owner {owner.id!r}")
         return owner
 
-    def ready(self) -> tuple[bool, str]:
-        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
-        if not os.access(self.owners_dir, os.W_OK):
-            return False, f"data root {self.owners_dir} is not writable"
+    def ready(self, min_free: int = DEFAULT_MIN_FREE) -> Readiness:
+        """Whether the host can serve: its data root's disk is writable with ``min_free`` bytes left, and the
+        remote (if any) answers (:class:`~wikimem.host.readiness.Readiness`)."""
+        disk, details = disk_state(self.owners_dir, min_free)
         if self.replication is None:
-            return True, "none"
-        return self.replication.ready()
+            return Readiness(disk, "none", {"disk": details})
+        reachable, message = self.replication.ready()
+        return Readiness(disk, "reachable" if reachable else "unreachable",
+                         {"disk": details, "remote": {"url": self.replication.shown(), "state": message}})
 
     def replication_status(self) -> dict:
         """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
