@@ -70,7 +70,7 @@ def _register_ui(app: Flask, api_bp) -> None:
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
-    from webapp import api, auth, errors
+    from webapp import api, audit, auth, errors, requestid
     from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
     from wikimem.host import build_host
@@ -95,6 +95,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         n = int(config["PROXIES"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     app.wsgi_app = AbortAsJson(app.wsgi_app)  # type: ignore[method-assign]  # (Flask's way to wrap it)
+    requestid.init_app(app)  # first: every later hook, log line and error has the request's id
+    audit.init_app(app)
     auth.init_app(app)
     errors.init_app(app)
     app.after_request(security_headers)

@@ -1,7 +1,8 @@
 """The one place where errors become HTTP responses.
 
-For ``/api/`` paths every error is JSON ``{"error": {"code", "message"}}``
-(plus ``conflicts`` on 409 and ``current`` on 412); elsewhere an HTML page.
+For ``/api/`` paths every error is JSON ``{"error": {"code", "message",
+"request_id"}}`` (plus ``conflicts`` on 409 and ``current`` on 412; the
+request id is :mod:`webapp.requestid`'s); elsewhere an HTML page.
 No response ever carries a traceback: unexpected exceptions are logged and
 answered with a plain 500.
 
@@ -55,6 +56,7 @@ from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden
+from .requestid import current_request_id
 
 __all__ = ["init_app", "error_status", "error_body"]
 
@@ -128,7 +130,7 @@ def error_body(exc: BaseException, status: int) -> dict:
         code = code or "invalid_value"
     else:
         code, message = getattr(exc, "code", "error"), str(exc)
-    err: dict = {"code": code, "message": message}
+    err: dict = {"code": code, "message": message, "request_id": current_request_id()}
     if isinstance(exc, Conflict):
         err["conflicts"] = [_plain(c) for c in exc.conflicts]
     if isinstance(exc, PreconditionFailed):

@@ -12,6 +12,7 @@ from webapp import get_host
 from webapp.auth import require
 from webapp.params import idempotency_key, int_in_range, json_body, opt_bool, opt_int, opt_str, query_int, query_str
 from webapp.peering import forward_for, listing_scope
+from webapp.requestid import current_request_id
 from wikimem.host import RunQuery
 
 from .blueprint import bp
@@ -50,7 +51,7 @@ def bulk_rollback():
         return jsonify(preview.to_dict(limit=limit, offset=offset))
     job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
                                                force=opt_bool(data, "force", False), actor=principal.name,
-                                               idempotency_key=idempotency_key())
+                                               idempotency_key=idempotency_key(), request_id=current_request_id())
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

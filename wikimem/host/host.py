@@ -404,11 +404,13 @@ class Host:
             runner = self._runner
         return runner.start()
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, **memorize_kwargs):
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, request_id: str | None = None,
+                        **memorize_kwargs):
         """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
+        ``request_id`` (the submitting request's) is kept in the job's params.
         """
         from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
@@ -426,7 +428,7 @@ class Host:
                 turn, ctx=WriteContext(idempotency_key=key, **given),
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, request_id=request_id, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

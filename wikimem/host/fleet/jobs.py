@@ -538,7 +538,7 @@ _CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprin
 
 
 def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None,
-                    **memorize_kwargs: Any) -> tuple[Job, bool]:
+                    request_id: str | None = None, **memorize_kwargs: Any) -> tuple[Job, bool]:
     """Submit a memorize of one turn as a one-step job; ``(job, created)``.
 
     ``memorize_kwargs`` are :meth:`Owner.memorize`'s (``character``,
@@ -549,6 +549,7 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
     known at once. ``key`` (the request's Idempotency-Key) is scoped to the
     owner, names the job, and is the memorize's own idempotency key, so a
     memorize already applied under it synchronously is replayed, not redone.
+    ``request_id`` (the submitting request's) is kept in the job's params.
     """
     from wikimem.format import normalize_ts
     from wikimem.host.owner import new_run_id
@@ -561,8 +562,8 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
         params["idempotency_key"] = key
     step = {"owner": owner, "turn": turn, **params}
     scoped = None if key is None else f"{MEMORIZE}\n{owner}\n{key}"
-    return store.submit(MEMORIZE, [step], params={"owner": owner, "run": params["run"]}, key=scoped,
-                        request=request)
+    meta = {"owner": owner, "run": params["run"], **({"request_id": request_id} if request_id else {})}
+    return store.submit(MEMORIZE, [step], params=meta, key=scoped, request=request)
 
 
 def memorize_handler(host: Any) -> Handler:
