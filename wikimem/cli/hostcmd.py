@@ -168,6 +168,9 @@ def cmd_serve(args) -> int:
         # The development server keeps its session key next to the admin token,
         # so a restart does not sign every operator out.
         config.update(ENV="development", SECRET_KEY=_kept_secret(data / SECRET_KEY_FILE, lambda: secrets.token_hex(32)))
+    from webapp.logs import configure
+
+    configure(settings.log_format or "text")  # WIKIMEM_LOG_FORMAT; plain text by default here
     app = create_app(config)
     if args.demo:
         from wikimem.host import bad_run_hint, seed_demo
