@@ -18,7 +18,10 @@ default here) or plain text (``text``), each with its request id.
 The master checks the configuration once before starting any worker
 (:func:`on_starting`): a missing ``WIKIMEM_SECRET_KEY`` or another bad
 ``WIKIMEM_*`` value is one line on stderr and exit status 1, not a
-traceback per worker.
+traceback per worker. It also empties the folder where every worker
+writes its metrics (``WIKIMEM_METRICS_DIR``; ``prometheus_client``'s
+multiprocess mode, ``GET /metrics`` sums them) and names it to the workers;
+:func:`child_exit` marks a dead worker's gauges gone.
 
 No ``preload_app``: each worker imports ``webapp.wsgi`` itself and so opens
 its own repositories, locks and indexes after the fork (dulwich objects and
@@ -119,6 +122,7 @@ for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 def on_starting(server) -> None:
     """In the master, before any worker: refuse a configuration that cannot run, in one line."""
     from webapp.config import ConfigError, flask_config, host_config
+    from wikimem.host import prepare_metrics_dir
 
     try:
         config = host_config(flask_config())  # the host's and Flask's checks, as each worker will make them
@@ -127,3 +131,16 @@ def on_starting(server) -> None:
     if float(config.llm_timeout) >= server.cfg.timeout:
         raise SystemExit(f"wikimem: WIKIMEM_LLM_TIMEOUT ({config.llm_timeout:g} s) must be below the "
                          f"worker timeout WIKIMEM_TIMEOUT ({server.cfg.timeout} s)")
+    try:
+        # Every worker writes its metrics there (prometheus_client's multiprocess mode); emptied for this run.
+        folder = prepare_metrics_dir(config)
+    except OSError as exc:
+        raise SystemExit(f"wikimem: cannot prepare the metrics folder (WIKIMEM_METRICS_DIR): {exc}") from None
+    server.log.info("metrics of every worker in %s", folder)
+
+
+def child_exit(server, worker) -> None:
+    """In the master, when a worker exits: its live gauges (the embedding backlog) stop counting."""
+    from wikimem.host import mark_worker_dead
+
+    mark_worker_dead(worker.pid)

@@ -54,9 +54,10 @@ def get_host():
             host = app.extensions.get(_HOST)
             if host is None:
                 from webapp.config import host_config
+                from webapp.metrics import metrics_of
                 from wikimem.host import build_host
 
-                host = app.extensions[_HOST] = build_host(host_config(app.config))
+                host = app.extensions[_HOST] = build_host(host_config(app.config), metrics=metrics_of(app))
     return host
 
 
@@ -70,10 +71,10 @@ def _register_ui(app: Flask, api_bp) -> None:
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
-    from webapp import api, audit, auth, errors, requestid
+    from webapp import api, audit, auth, errors, metrics, requestid
     from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
-    from wikimem.host import build_host
+    from wikimem.host import build_host, build_metrics
 
     config = flask_config(test_config)
     settings = host_config(config)
@@ -84,11 +85,12 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     json_provider.ensure_ascii = False  # CJK memory reads as text in curl and logs
     app.url_map.merge_slashes = False  # /api/v1//x is a 404 in JSON, not a redirect page
     app.extensions["wikimem.host_lock"] = threading.Lock()
+    metrics.init_app(app, build_metrics(settings))  # the process's instruments, shared with its host; times requests
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]
     elif settings.replication_settings is not None and settings.replication_settings.mode == "async":
         # at once, not on the first request: a restarted host resumes pushing what is not on the remote
-        app.extensions[_HOST] = build_host(settings)
+        app.extensions[_HOST] = build_host(settings, metrics=metrics.metrics_of(app))
     if int(config.get("PROXIES") or 0):
         from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -139,7 +139,7 @@ def error_body(exc: BaseException, status: int) -> dict:
 
 
 def _wants_json() -> bool:
-    return request.path.startswith("/api/")
+    return request.path.startswith("/api/") or request.path == "/metrics"  # (/metrics: Prometheus reads it)
 
 
 def _handle(exc: BaseException):

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from .access import OwnerQuota
 from .auditlog import AUDIT_LOGGER, audit, result_of
-from .config import Config, ConfigError, build_host, load_config, read_setting
+from .config import (
+    Config,
+    ConfigError,
+    build_host,
+    build_metrics,
+    load_config,
+    mark_worker_dead,
+    prepare_metrics_dir,
+    read_setting,
+)
 from .demo import bad_run_hint, seed_demo
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .fleet import RunQuery
@@ -27,4 +36,5 @@ __all__ = [
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
+    "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
 ]

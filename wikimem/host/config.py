@@ -6,7 +6,10 @@
   its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
   recall options, quotas, replication, peers and index cache;
 - :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
-  a tokens file, gunicorn's bind).
+  a tokens file, gunicorn's bind);
+- :func:`prepare_metrics_dir` (gunicorn's master), :func:`build_metrics` (each
+  process), :func:`mark_worker_dead` (gunicorn's ``child_exit``): the metrics
+  of every worker in one folder (``PROMETHEUS_MULTIPROC_DIR``, set here).
 
 The Flask app (``webapp``), gunicorn's master check and every CLI command get
 their host or their settings here; ``webapp.config`` derives Flask's own keys
@@ -94,10 +97,12 @@ if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
     from wikimem.host.cluster import Peers, Settings
     from wikimem.host.host import Host
+    from wikimem.host.metrics import Metrics
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
-           "build_llm", "TOKENIZERS", "EMBEDDERS"]
+           "build_llm", "build_metrics", "prepare_metrics_dir", "mark_worker_dead", "metrics_folder", "TOKENIZERS",
+           "EMBEDDERS"]
 
 
 class ConfigError(RuntimeError, ValueError):
@@ -454,10 +459,67 @@ def build_llm(config: Config):
                       timeout=float(config.llm_timeout))
 
 
-def build_host(config: Config) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
+def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+
+    ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
+    """
     from wikimem.host.host import Host
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set)
+                replication=config.replication_settings, peers=config.peer_set,
+                metrics=metrics if metrics is not None else build_metrics(config))
+
+
+# -- metrics (wikimem/host/metrics.py) ------------------------------------------------------
+
+MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own: set, every process writes its files there
+
+
+def metrics_folder(config: Config) -> Path:
+    """Where gunicorn's workers keep their metric files: ``WIKIMEM_METRICS_DIR``, else a folder of this data
+    root under the system's temporary folder (``wikimem-metrics-<hash of the data root>``)."""
+    if config.metrics_dir:
+        return Path(config.metrics_dir)
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(os.fsencode(os.path.abspath(config.data_root))).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"wikimem-metrics-{tag}"
+
+
+def prepare_metrics_dir(config: Config) -> Path:
+    """In gunicorn's master, before any worker: an empty metrics folder for this run, named in the environment
+    (``PROMETHEUS_MULTIPROC_DIR``) so that every worker's :func:`build_metrics` writes its files there.
+
+    Emptied because files of an earlier run would be summed in as if their workers still ran.
+    """
+    import shutil
+
+    folder = metrics_folder(config)
+    if folder.is_dir():
+        for leftover in folder.glob("*.db"):
+            leftover.unlink()
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(mode=0o700, parents=True)
+    os.environ[MULTIPROC_VAR] = str(folder)
+    return folder
+
+
+def mark_worker_dead(pid: int) -> None:
+    """gunicorn's ``child_exit``: a dead worker's live gauges stop counting (its counters are kept)."""
+    if os.environ.get(MULTIPROC_VAR):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+def build_metrics(config: Config | None = None) -> Metrics:
+    """The process's :class:`~wikimem.host.metrics.Metrics`: every worker's folder when gunicorn's master
+    prepared one (:func:`prepare_metrics_dir`), else this process alone."""
+    from wikimem.host.metrics import Metrics
+
+    return Metrics(os.environ.get(MULTIPROC_VAR) or None)

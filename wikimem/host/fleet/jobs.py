@@ -385,6 +385,11 @@ class JobStore:
                    "finished = CASE WHEN done + 1 < total THEN NULL ELSE ? END WHERE id = ?",
                    (failed, now, failed, now, job_id))
 
+    def stats(self) -> list[tuple[str, str, int, float]]:
+        """``(kind, state, jobs, oldest created)`` for every kind and state held (what metrics show)."""
+        rows = self._db().execute("SELECT kind, state, COUNT(*), MIN(created) FROM jobs GROUP BY kind, state")
+        return [(str(k), str(s), int(n), float(t)) for k, s, n, t in rows]
+
     def prune(self, *, now: float | None = None) -> int:
         """Delete jobs finished more than ``retention`` seconds ago; how many."""
         cutoff = (time.time() if now is None else now) - self.retention
