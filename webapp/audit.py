@@ -15,6 +15,7 @@ joins every log line. Views know nothing of this.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import Flask, g, request
@@ -22,6 +23,8 @@ from flask import Flask, g, request
 from wikimem.host import audit, result_of
 
 __all__ = ["AUDITED", "init_app"]
+
+log = logging.getLogger(__name__)
 
 AUDITED: dict[tuple[str, str], str] = {
     ("session.login", "POST"): "sign-in",
@@ -43,6 +46,7 @@ AUDITED: dict[tuple[str, str], str] = {
 # What a route names besides its owner (URL parts, then JSON body fields).
 _TARGETS = ("commit", "run", "point", "file", "name")
 _BODY_TARGETS = ("commit", "run", "to", "force", "actor", "source_conv", "since", "until", "owner_prefix")
+_EVENT_KEYS = {"audit", "actor", "owner", "result", "status"}  # the event's own fields
 
 
 def _action() -> str | None:
@@ -75,8 +79,8 @@ def _fields(response) -> dict[str, Any]:
     args = request.view_args or {}
     fields: dict[str, Any] = {k: args[k] for k in _TARGETS if args.get(k) is not None}
     body = request.get_json(silent=True) if request.is_json else None
-    if isinstance(body, dict):
-        fields.update({f"target_{k}" if k in fields else k: body[k] for k in _BODY_TARGETS
+    if isinstance(body, dict):  # (a bulk selection's "actor" is whose runs, not who acted: prefixed)
+        fields.update({f"target_{k}" if k in fields or k in _EVENT_KEYS else k: body[k] for k in _BODY_TARGETS
                        if isinstance(body.get(k), (str, int, float, bool))})
     answer = response.get_json(silent=True) if response.is_json else None
     if isinstance(answer, dict):
@@ -92,18 +96,24 @@ def _fields(response) -> dict[str, Any]:
 def _after(response):
     pending = g.pop("audit", None)
     if pending is not None:
-        action, actor = pending
-        if action == "sign-in" and response.status_code < 400:
-            from .session import current_operator
-
-            signed_in = current_operator()
-            actor = signed_in.name if signed_in is not None else actor
-        result = result_of(response.status_code)
-        if actor == "-" and action != "sign-in" and result == "ok":
-            result = "refused"  # nobody signed in: the admin UI sent them to the sign-in page
-        audit(action, actor=actor, owner=(request.view_args or {}).get("owner_id"), result=result,
-              status=response.status_code, **_fields(response))
+        try:
+            _record(*pending, response)
+        except Exception:  # the action is done: a failing audit line must not turn it into a 500
+            log.exception("audit event of %s %s not logged", request.method, request.path)
     return response
+
+
+def _record(action: str, actor: str, response) -> None:
+    if action == "sign-in" and response.status_code < 400:
+        from .session import current_operator
+
+        signed_in = current_operator()
+        actor = signed_in.name if signed_in is not None else actor
+    result = result_of(response.status_code)
+    if actor == "-" and action != "sign-in" and result == "ok":
+        result = "refused"  # nobody signed in: the admin UI sent them to the sign-in page
+    audit(action, actor=actor, owner=(request.view_args or {}).get("owner_id"), result=result,
+          status=response.status_code, **_fields(response))
 
 
 def init_app(app: Flask) -> None:

@@ -134,3 +134,16 @@ def test_every_audited_route_exists(tmp_path):
     app, _ = _app(tmp_path)
     routes = {(rule.endpoint, method) for rule in app.url_map.iter_rules() for method in rule.methods or ()}
     assert set(AUDITED) <= routes
+
+
+def test_a_bulk_rollback_by_actor_is_audited_with_its_selection(tmp_path, caplog):
+    _, client = _app(tmp_path)
+    client.put(O + "/items/people/mia", json={"content": "likes tea", "actor": "Elaina", "run": "r1"},
+               headers=auth(ADMIN))
+    with caplog.at_level(logging.INFO, logger="wikimem.audit"):
+        r = client.post("/api/v1/bulk/rollback", json={"actor": "Elaina"}, headers=auth(ADMIN))
+        client.post("/api/v1/bulk/rollback", json={"actor": "Elaina", "preview": True}, headers=auth(ADMIN))
+    assert r.status_code == 202
+    [event] = [r for r in caplog.records if r.name == "wikimem.audit"]  # the preview changes nothing: no event
+    assert (event.audit, event.actor, event.target_actor, event.result) == ("bulk-rollback", "admin", "Elaina", "ok")
+    assert event.job.startswith("job_")
