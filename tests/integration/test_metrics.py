@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from apiworld import ADMIN, auth
 from fakes import FakeOpenAI
 
@@ -125,3 +126,21 @@ def test_metrics_need_the_admin_scope_and_count_requests_by_route(tmp_path):
     assert got['wikimem_http_requests_total{method="GET",route="/api/v1/owners/<owner_id>/items/<file>/'
                '<path:name>",status="404"}'] == 1
     assert got['wikimem_http_requests_total{method="GET",route="/metrics",status="401"}'] == 1
+
+
+def test_the_shipped_alerts_and_scrape_config_name_metrics_the_host_exports():
+    import re
+    from pathlib import Path
+
+    yaml = pytest.importorskip("yaml")  # (PyYAML comes with the dev tools)
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    rules = yaml.safe_load((deploy / "prometheus-alerts.yml").read_text())["groups"][0]["rules"]
+    assert {r["alert"] for r in rules} == {"WikimemReplicationLag", "WikimemJobQueueAge", "WikimemHighErrorRate"}
+    scrape = yaml.safe_load((deploy / "prometheus.yml").read_text())["scrape_configs"][0]
+    assert scrape["metrics_path"] == "/metrics" and scrape["authorization"]["type"] == "Bearer"
+    collector = HostCollector(lambda: [("memorize", "queued", 1, time.time())], lambda: {"user:a": 1})
+    text = Metrics().exposition(collector).decode()
+    exported = set(re.findall(r"^# TYPE (\w+)", text, re.M))
+    exported |= {name + suffix for name in exported for suffix in ("_total", "_count", "_sum", "_bucket")}
+    used = {name for r in rules for name in re.findall(r"\bwikimem_\w+", r["expr"])}
+    assert used and used <= exported, used - exported
