@@ -94,10 +94,10 @@ def _fields(response) -> dict[str, Any]:
 
 
 def _after(response):
-    pending = g.pop("audit", None)
+    pending: tuple[str, str] | None = g.pop("audit", None)
     if pending is not None:
         try:
-            _record(*pending, response)
+            _record(pending[0], pending[1], response)
         except Exception:  # the action is done: a failing audit line must not turn it into a 500
             log.exception("audit event of %s %s not logged", request.method, request.path)
     return response

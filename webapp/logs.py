@@ -89,8 +89,9 @@ class AccessJsonFormatter(AppJsonFormatter):
                 log_data["status"] = int(log_data["status"])
             except (TypeError, ValueError):
                 pass
-        if isinstance(dict.get(atoms, "D"), int):
-            log_data["duration_ms"] = round(dict.get(atoms, "D") / 1000, 3)
+        micros = dict.get(atoms, "D")
+        if isinstance(micros, int):
+            log_data["duration_ms"] = round(micros / 1000, 3)
         log_data.setdefault("request_id", "-")
 
 

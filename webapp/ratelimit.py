@@ -166,9 +166,12 @@ def _storage(config, state: AuthState) -> Storage:
     if not uri:
         return AuthStateStorage(state)
     try:
-        return storage_from_string(uri)
+        storage = storage_from_string(uri)
     except Exception as exc:  # unknown scheme, or its client library is missing
         raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: {exc}") from None
+    if not isinstance(storage, Storage):  # (an async storage: the limiters are synchronous)
+        raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} is an async storage; use its synchronous scheme")
+    return storage
 
 
 def make_login_limiter(config, state: AuthState) -> LoginLimiter:

@@ -86,25 +86,24 @@ class Metrics(NullMetrics):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.multiprocess_dir = multiprocess_dir
-        self.registry = CollectorRegistry()
-        reg = {"registry": self.registry}
+        self.registry = reg = CollectorRegistry()
         self._requests = Counter("wikimem_http_requests", "HTTP requests served", ["route", "method", "status"],
-                                 **reg)
+                                 registry=reg)
         self._latency = Histogram("wikimem_http_request_duration_seconds", "HTTP request latency",
-                                  ["route", "method"], buckets=_FAST, **reg)
-        self._commits = Counter("wikimem_commits", "commits made", **reg)
+                                  ["route", "method"], buckets=_FAST, registry=reg)
+        self._commits = Counter("wikimem_commits", "commits made", registry=reg)
         self._write = Histogram("wikimem_write_duration_seconds", "a write: lock, files, commit, push",
-                                buckets=_SLOW, **reg)
+                                buckets=_SLOW, registry=reg)
         self._retrieve = Histogram("wikimem_retrieve_duration_seconds", "retrieve latency by phase", ["phase"],
-                                   buckets=_FAST, **reg)
-        self._cache = Counter("wikimem_owner_cache", "owners' LRU events", ["event"], **reg)
+                                   buckets=_FAST, registry=reg)
+        self._cache = Counter("wikimem_owner_cache", "owners' LRU events", ["event"], registry=reg)
         self._backlog = Gauge("wikimem_embedding_backlog", "indexes waiting for background embedding",
-                              multiprocess_mode="livesum", **reg)
-        self._steps = Counter("wikimem_job_steps", "job steps run", ["kind", "outcome"], **reg)
+                              multiprocess_mode="livesum", registry=reg)
+        self._steps = Counter("wikimem_job_steps", "job steps run", ["kind", "outcome"], registry=reg)
         self._push_failures = Counter("wikimem_replication_push_failures", "pushes to the remote that failed",
-                                      ["mode"], **reg)
-        self._signin = Counter("wikimem_signin_failures", "refused sign-ins", ["status"], **reg)
-        self._limited = Counter("wikimem_rate_limited", "answers 429 (rate or quota)", ["route"], **reg)
+                                      ["mode"], registry=reg)
+        self._signin = Counter("wikimem_signin_failures", "refused sign-ins", ["status"], registry=reg)
+        self._limited = Counter("wikimem_rate_limited", "answers 429 (rate or quota)", ["route"], registry=reg)
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
         self._requests.labels(route, method, str(status)).inc()

@@ -282,12 +282,14 @@ def revoke_tokens(path: Path | str, selector: str, *, every: bool = False) -> li
     def edit(rows: list[dict | str]) -> list[dict | str]:
         hits = _matching(rows, selector)
         if len(hits) > 1 and not every:
-            ids = ", ".join(token_id(rows[i]["sha256"]) for i in hits)
+            ids = ", ".join(token_id(_row(rows, i)["sha256"]) for i in hits)
             raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); "
                              "give an id, or --all to revoke them all")
         for i in hits:
-            rows[i] = {**rows[i], "revoked": stamp}
-            done.append(_parse_entry(rows[i]))
+            rows[i] = revoked = {**_row(rows, i), "revoked": stamp}
+            entry = _parse_entry(revoked)
+            assert entry is not None
+            done.append(entry)
         return rows
 
     edit_lines(path, edit)
@@ -303,6 +305,13 @@ def _matching(rows: list[dict | str], selector: str, *, replaced_by_name: bool =
 
     return [i for i, row in enumerate(rows) if isinstance(row, dict)
             and (e := _parse_entry(row)) is not None and not e.revoked and matches(e)]
+
+
+def _row(rows: list[dict | str], i: int) -> dict:
+    """The JSON object at index ``i`` (one :func:`_matching` found)."""
+    row = rows[i]
+    assert isinstance(row, dict)
+    return row
 
 
 @dataclass(frozen=True)
@@ -332,12 +341,11 @@ def rotate_token(path: Path | str, selector: str, *, grace: float = 86400.0) -> 
     def edit(rows: list[dict | str]) -> list[dict | str]:
         hits = _matching(rows, selector, replaced_by_name=False)  # by name: the token in use, not one on its way out
         if len(hits) > 1:
-            ids = ", ".join(token_id(rows[i]["sha256"]) for i in hits)
+            ids = ", ".join(token_id(_row(rows, i)["sha256"]) for i in hits)
             raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); give the id of the one to rotate")
         if not hits:
             return rows
-        row = rows[hits[0]]
-        assert isinstance(row, dict)
+        row = _row(rows, hits[0])
         old = _parse_entry(row)
         assert old is not None
         now = time.time()
@@ -346,8 +354,8 @@ def rotate_token(path: Path | str, selector: str, *, grace: float = 86400.0) -> 
         secret, entry = mint_token(old.principal.name, old.principal.scopes, old.principal.owner_prefix,
                                    expires_in=lifetime if lifetime and lifetime > 0 else None)
         until = now + grace if old.expires_at is None else min(old.expires_at, now + grace)
-        rows[hits[0]] = {**row, "expires": _stamp(until), "rotated": token_id(entry["sha256"])}
-        new, changed = _parse_entry(entry), _parse_entry(rows[hits[0]])
+        rows[hits[0]] = replaced = {**row, "expires": _stamp(until), "rotated": token_id(entry["sha256"])}
+        new, changed = _parse_entry(entry), _parse_entry(replaced)
         assert new is not None and changed is not None
         done.append(Rotation(secret, new, changed))
         return [*rows, entry]

@@ -243,7 +243,7 @@ class Peers:
             return data if isinstance(data, dict) else None
 
         answers = self._gather(one, targets)
-        return [a for a in answers if a is not None], [b for b, a in zip(targets, answers) if a is None]
+        return [a for a in answers if isinstance(a, dict)], [b for b, a in zip(targets, answers) if a is None]
 
     def post(self, path: str, body: dict, headers: dict, targets: list[str] | None = None) -> list[str]:
         """POST ``body`` (JSON) to ``path`` of every other peer (or of ``targets``) at once: the URLs of peers that
