@@ -51,7 +51,8 @@ _EVENT_KEYS = {"audit", "actor", "owner", "result", "status"}  # the event's own
 
 def _action() -> str | None:
     action = AUDITED.get((request.endpoint or "", request.method))
-    if action == "bulk-rollback" and (request.get_json(silent=True) or {}).get("preview"):
+    body = request.get_json(silent=True) if action == "bulk-rollback" else None
+    if isinstance(body, dict) and body.get("preview"):
         return None  # a preview changes nothing
     return action
 
@@ -70,9 +71,12 @@ def _actor() -> str:
 
 
 def _before() -> None:
-    action = _action()
-    if action is not None:
-        g.audit = (action, _actor())
+    try:
+        action = _action()
+        if action is not None:
+            g.audit = (action, _actor())
+    except Exception:  # whatever the request holds, the view still runs and says what is wrong with it
+        log.exception("audit: cannot tell who sends %s %s", request.method, request.path)
 
 
 def _fields(response) -> dict[str, Any]:

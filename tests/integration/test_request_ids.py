@@ -147,3 +147,10 @@ def test_a_bulk_rollback_by_actor_is_audited_with_its_selection(tmp_path, caplog
     [event] = [r for r in caplog.records if r.name == "wikimem.audit"]  # the preview changes nothing: no event
     assert (event.audit, event.actor, event.target_actor, event.result) == ("bulk-rollback", "admin", "Elaina", "ok")
     assert event.job.startswith("job_")
+
+
+def test_a_malformed_body_to_an_audited_route_is_still_the_views_400(tmp_path):
+    _, client = _app(tmp_path)
+    for body in ([1, 2], "x", None, {"preview": [1]}):
+        r = client.post("/api/v1/bulk/rollback", json=body, headers=auth(ADMIN))
+        assert r.status_code in (400, 404, 422), (body, r.status_code)
