@@ -414,8 +414,7 @@ def init_app(app: Flask, *, exempt=()) -> None:
     app.config["SESSION_REFRESH_EACH_REQUEST"] = False
     app.session_interface = SessionInterface()
     root = Path(app.config["DATA_ROOT"])
-    state = AuthState(root)
-    app.extensions[_STATE] = state
+    state = app.extensions.setdefault(_STATE, AuthState(root))  # (webapp.auth made it first: one per app)
     app.extensions[_OPERATORS] = OperatorsFile(app.config.get("OPERATORS_FILE"))
     app.extensions[_LIMITER] = make_login_limiter(app.config, state)
     app.extensions[_HASH_SLOT] = FileLock(root / "auth" / "password.lock", timeout=PASSWORD_WAIT)

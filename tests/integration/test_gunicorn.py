@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeOpenAI
-from gunicorn_env import Gunicorn
+from gunicorn_env import Gunicorn, access_pids
 
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
@@ -75,9 +75,8 @@ def _raw(base: str, method: str, path: str, *, token: str | None, body: bytes | 
 
 
 def _worker_pids(log: Path, needle: str) -> set[str]:
-    """Pids of the workers whose access-log lines contain ``needle`` (format: host, <pid>, request …)."""
-    lines = log.read_text(errors="replace").splitlines()
-    return {line.split()[1] for line in lines if needle in line and len(line.split()) > 2}
+    """Pids of the workers whose access-log lines contain ``needle`` (JSON or text lines)."""
+    return access_pids(log.read_text(errors="replace"), needle)
 
 
 def test_version_answers(host):

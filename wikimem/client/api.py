@@ -286,8 +286,9 @@ class Client:
         return bool((self._call("GET", "/healthz") or {}).get("ok"))
 
     def ready(self) -> dict[str, Any]:
-        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state}`` — ``ready`` is false
-        (the host answered 503) until the data root is writable and the remote, if any, answers."""
+        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state, "disk": state}`` — ``ready`` is
+        false (the host answered 503) while the data root's disk is full or read-only, or the remote, if any,
+        does not answer (``details``, with paths, for an admin token only)."""
         try:
             return self._call("GET", "/readyz", retries=0)
         except ClientError as exc:
