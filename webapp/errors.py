@@ -1,8 +1,9 @@
 """The one place where errors become HTTP responses.
 
 For ``/api/`` paths, ``/mcp`` and the probes (``/healthz``, ``/readyz``)
-every error is JSON ``{"error": {"code", "message"}}`` (plus ``conflicts``
-on 409 and ``current`` on 412); elsewhere an HTML page. No response ever
+every error is JSON ``{"error": {"code", "message", "request_id"}}`` (plus
+``conflicts`` on 409 and ``current`` on 412; the request id is
+:mod:`webapp.requestid`'s); elsewhere an HTML page. No response ever
 carries a traceback: unexpected exceptions are logged and answered with a
 plain 500.
 
@@ -64,6 +65,7 @@ from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden
+from .requestid import current_request_id
 
 __all__ = ["init_app", "error_status", "error_body"]
 
@@ -138,11 +140,11 @@ def error_body(exc: BaseException, status: int) -> dict:
         if status == 413:
             message = f"request body larger than {request.max_content_length} bytes"
     elif status == 422:
-        code, message = getattr(exc, "code", None) if isinstance(exc, WikimemError) else None, str(exc)
-        code = code or "invalid_value"
+        code = (getattr(exc, "code", None) if isinstance(exc, WikimemError) else None) or "invalid_value"
+        message = str(exc)
     else:
         code, message = getattr(exc, "code", "error"), str(exc)
-    err: dict = {"code": code, "message": message}
+    err: dict = {"code": code, "message": message, "request_id": current_request_id()}
     if isinstance(exc, Conflict):
         err["conflicts"] = [_plain(c) for c in exc.conflicts]
     if isinstance(exc, PreconditionFailed):
@@ -152,7 +154,7 @@ def error_body(exc: BaseException, status: int) -> dict:
     return {"error": err}
 
 
-JSON_PATHS = ("/healthz", "/readyz", "/mcp")  # besides /api/: what programs call, never a browser
+JSON_PATHS = ("/healthz", "/readyz", "/mcp", "/metrics")  # besides /api/: what programs call, never a browser
 
 
 def _wants_json() -> bool:
@@ -171,8 +173,8 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
-    elif isinstance(exc, RemoteError) and getattr(exc, "retry_after", None):  # the remote down, or moved
-        response.headers["Retry-After"] = str(int(exc.retry_after))
+    elif isinstance(exc, RemoteError) and (retry := getattr(exc, "retry_after", None)):  # the remote down, or moved
+        response.headers["Retry-After"] = str(int(retry))
     elif status in RETRY_AFTER:
         response.headers["Retry-After"] = RETRY_AFTER[status]
     elif isinstance(exc, QuotaExceeded) and exc.retry_after:

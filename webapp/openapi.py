@@ -410,8 +410,12 @@ _ROOT_SERVER = [{"url": "/", "description": "the host's root (the probes are not
 def _probe_paths() -> dict[str, dict]:
     """``GET /healthz`` (liveness) and ``GET /readyz`` (readiness), no token needed."""
     ready = _obj({"ready": {"type": "boolean"},
-                  "remote": {"type": "string", "description": "none (no remote), or the remote's state"}},
-                 ["ready", "remote"])
+                  "remote": {"type": "string", "enum": ["none", "reachable", "unreachable"]},
+                  "disk": {"type": "string", "enum": ["ok", "full", "read-only"],
+                           "description": "the data root's disk: full below WIKIMEM_READY_MIN_FREE MiB free"},
+                  "details": {"type": "object", "description": "paths, free bytes and the remote's message: "
+                                                               "only for a bearer token with the admin scope"}},
+                 ["ready", "remote", "disk"])
     return {
         "/healthz": {"servers": deepcopy(_ROOT_SERVER), "get": {
             "summary": "liveness: the process answers", "tags": ["service"], "security": [],
@@ -419,7 +423,8 @@ def _probe_paths() -> dict[str, dict]:
             "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": _obj(
                 {"ok": {"type": "boolean", "enum": [True]}}, ["ok"])}}}}}},
         "/readyz": {"servers": deepcopy(_ROOT_SERVER), "get": {
-            "summary": "readiness: the data root is writable and the remote (if any) answers", "tags": ["service"],
+            "summary": "readiness: the data root's disk is writable and not full, the remote (if any) answers",
+            "tags": ["service"],
             "security": [],
             "description": "No token needed. 503 with Retry-After until the host can take writes.",
             "responses": {
@@ -647,8 +652,8 @@ def _named(**cases: tuple[str, Any]) -> _Named:
 # operationId → {"request": an example body, or _named(...) cases; "<status>": the answer's example}
 EXAMPLES: dict[str, dict[str, Any]] = {
     "healthz": {"200": {"ok": True}},
-    "readyz": {"200": {"ready": True, "remote": "none"},
-               "503": {"ready": False, "remote": "unreachable: git@backup:wikimem/user_3aann.git"}},
+    "readyz": {"200": {"ready": True, "remote": "none", "disk": "ok"},
+               "503": {"ready": False, "remote": "reachable", "disk": "full"}},
     "version": {"200": {"version": wikimem.__version__, "api": 1}},
     "openapi": {"200": {"openapi": "3.0.3", "info": {"title": "wikimem host API", "version": wikimem.__version__},
                         "paths": {"/version": {"get": {"operationId": "version"}}}}},

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Collection
+from typing import Any, overload
 
 from flask import request
 
@@ -32,7 +33,7 @@ _POINT_RE = re.compile(r"[0-9A-Za-z:+.\-_~^ ]{1,64}")
 MAX_FIELD_CHARS = 200
 
 
-def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_body: bool = False,
+def json_body(allowed: set[str], required: Collection[str] = frozenset(), *, optional_body: bool = False,
               one_of: tuple[str, ...] = ()) -> dict[str, Any]:
     """The request's JSON object, with only ``allowed`` keys, every ``required`` one, and exactly one of ``one_of``."""
     raw = request.get_data(cache=True)
@@ -137,6 +138,10 @@ def query_int(name: str, default: int, lo: int, hi: int) -> int:
     return int_in_range(request.args.get(name), name, default, lo, hi)
 
 
+@overload
+def int_in_range(raw: str | None, name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def int_in_range(raw: str | None, name: str, default: None, lo: int, hi: int) -> int | None: ...
 def int_in_range(raw: str | None, name: str, default: int | None, lo: int, hi: int) -> int | None:
     """A whole number from ``lo`` to ``hi`` given as text (a query or form field); blank → ``default``."""
     text = (raw or "").strip()

@@ -45,21 +45,30 @@ def _revocations() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="wikimem-peer-revoked")
 
 
+# Seconds a logout waits for its notice's first round to reach the peers (it goes on in the background).
+NOTICE_WAIT = 0.5
+
+
 def tell_revoked(sid: str, until: float) -> list[str]:
-    """Tell every peer that session ``sid`` ended (a logout on this host): the peers that did not take it.
+    """Tell every peer that session ``sid`` ended (a logout on this host): the peers that had not taken it
+    within :data:`NOTICE_WAIT` (they are retried in the background until the session would have ended).
 
     Sessions are valid on every host of a cluster, logouts are recorded per
     data root: without this a cookie signed out on one host would still be
-    accepted by the others until its lifetime ends.
+    accepted by the others until its lifetime ends. A peer that is down
+    costs a logout at most :data:`NOTICE_WAIT`, never the peer timeout.
     """
     peers = current_app.config.get("PEER_SET")
     if peers is None:
         return []
-    token = _revocations().dumps({"sid": sid, "until": float(until)})
-    missed = peers.post(REVOKED_PATH, {"token": token}, {})
-    if missed:
-        current_app.logger.warning("logout of session %s not recorded by peers %s (they accept it until it expires)",
-                                   sid[:8], ", ".join(missed))
+    signer = _revocations()
+    delivery = peers.deliver(REVOKED_PATH, lambda: {"token": signer.dumps({"sid": sid, "until": float(until)})},
+                             until=float(until))
+    if delivery.wait(NOTICE_WAIT):
+        return []
+    missed = list(delivery.missing)
+    current_app.logger.warning("logout of session %s not taken by peers %s yet; retrying in the background",
+                               sid[:8], ", ".join(missed))
     return missed
 
 

@@ -127,10 +127,10 @@ def sanitize_item_name(name: str) -> str:
             raise InvalidName(f"invalid item name {clean!r}: may not contain {bad!r}")
     if len(clean) > MAX_ITEM_NAME_LEN:
         raise InvalidName(f"item name longer than {MAX_ITEM_NAME_LEN} characters")
-    bad = unsafe_chars(clean)
-    if bad:
+    unsafe = unsafe_chars(clean)
+    if unsafe:
         raise InvalidName(f"item name {clean!r} contains control, format or bidi characters "
-                          f"({', '.join(sorted(set(bad))[:5])})")
+                          f"({', '.join(sorted(set(unsafe))[:5])})")
     if _mixes_lookalike_scripts(clean):
         raise InvalidName(f"item name {clean!r} mixes Latin letters with look-alike letters of another "
                           "script in one word")

@@ -119,7 +119,8 @@ def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path):
             rng = random.Random(99)
             while time.monotonic() < stop_load and kills < MAX_KILLS:
                 time.sleep(rng.uniform(0.5, 2.5))  # workers must live long enough to take requests
-                children = subprocess.run(["pgrep", "-P", str(master.pid)], capture_output=True, text=True).stdout.split()
+                pgrep = subprocess.run(["pgrep", "-P", str(master.pid)], capture_output=True, text=True)
+                children = pgrep.stdout.split()
                 if children:
                     try:
                         os.kill(int(rng.choice(children)), signal.SIGKILL)

@@ -108,7 +108,7 @@ def test_add_refuses_an_existing_item_and_a_bad_name(app):
                                               "content": "overwrite?"})
     assert r.status_code == 412 and "already exists" in r.get_data(as_text=True)
     r = client.post(f"{BASE}/new-item", data={"csrf_token": token, "file": "Bad File", "name": "x", "content": "y"})
-    assert r.status_code == 400 and owner(app).head() == head
+    assert r.status_code == 422 and owner(app).head() == head  # a refused name: 422
 
 
 def test_delete_an_item_with_its_etag(app):

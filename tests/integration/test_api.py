@@ -301,7 +301,7 @@ def test_an_unexpected_failure_is_a_500_without_a_traceback(world, monkeypatch):
     monkeypatch.setattr(type(host), "list_owners", broken)
     r = client.get("/api/v1/owners", headers=_auth(ADMIN))
     err = _error(r, 500)
-    assert err == {"code": "internal", "message": "internal server error"}
+    assert err == {"code": "internal", "message": "internal server error", "request_id": r.headers["X-Request-Id"]}
     assert "shadow" not in r.get_data(as_text=True)
 
 

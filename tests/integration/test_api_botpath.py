@@ -239,7 +239,8 @@ def test_memorize_with_respond_async_is_a_job(chat, llm):
     job = r.get_json()
     assert r.headers["Location"] == f"/api/v1/jobs/{job['id']}"
     assert r.headers["Preference-Applied"] == "respond-async"
-    assert job["kind"] == "memorize" and job["total"] == 1 and job["params"] == {"owner": OWNER, "run": "run_j"}
+    assert job["kind"] == "memorize" and job["total"] == 1
+    assert job["params"] == {"owner": OWNER, "run": "run_j", "request_id": r.headers["X-Request-Id"]}
     done = _wait_job(world, r.headers["Location"])
     assert done["state"] == "done" and done["done"] == 1
     result = done["results"][0]["result"]

@@ -96,7 +96,8 @@ def test_a_one_entry_memorize_still_says_which_day_and_time_it_wrote(app, llm):
     message = subprocess.run(["git", "-C", str(owner(app).root), "log", "-1", "--format=%B", made["memorize-1"]],
                              capture_output=True, text=True, check=True).stdout
     assert "Wikimem-Action: memorize" in message and f"Wikimem-Date: {entry.date}" in message
-    assert "Wikimem-Run: run_mem1" in message and "Wikimem-Actor: Elaina" in message
+    # the token's name: one default actor
+    assert "Wikimem-Run: run_mem1" in message and "Wikimem-Actor: admin" in message
 
 
 @pytest.mark.parametrize(("action", "expected"), [

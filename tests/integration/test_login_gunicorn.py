@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from gunicorn_env import access_pids, stop_process
 from gunicorn_env import free_port as _free_port
 from gunicorn_env import gunicorn_command as _gunicorn
-from gunicorn_env import stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -84,8 +84,7 @@ class Host:
             return list(pool.map(lambda _: call(), range(n)))
 
     def pids(self, needle: str) -> set[str]:
-        lines = self.log.read_text(errors="replace").splitlines()
-        return {line.split()[1] for line in lines if needle in line and len(line.split()) > 2}
+        return access_pids(self.log.read_text(errors="replace"), needle)
 
 
 def _cookie(headers: dict) -> str:

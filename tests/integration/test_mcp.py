@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
+from fresh_thread import on_fresh_thread
 
 pytest.importorskip("mcp")
 
@@ -71,7 +72,7 @@ def session(served: Served, token: str | None, script: Callable[[ClientSession],
                     await s.initialize()
                     return await script(s)
 
-    return asyncio.run(main())
+    return on_fresh_thread(lambda: asyncio.run(main()))
 
 
 def call(served: Served, token: str, tool: str, **arguments) -> Any:
@@ -224,7 +225,7 @@ def test_mcp_under_gunicorn_with_several_workers(tmp_path):
             async with httpx2.AsyncClient(headers=auth(g.token), timeout=60, trust_env=False) as http:
                 return await asyncio.gather(*(one(n, http) for n in range(12)))
 
-        results = asyncio.run(main())
+        results = on_fresh_thread(lambda: asyncio.run(main()))
         assert [r.is_error for r in results] == [False] * 12
         day = httpx2.get(f"{g.base}/api/v1/owners/{OWNER}/diary/2026-12-03", headers=auth(g.token),
                          trust_env=False).json()["entries"]

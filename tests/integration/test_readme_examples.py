@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from fakes import FakeOpenAI
-from gunicorn_env import free_port
+from fresh_thread import on_fresh_thread
+from gunicorn_env import free_port, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -76,12 +76,7 @@ class DevServer:
         raise AssertionError(f"the host did not start:\n{self.log.read_text()}")
 
     def __exit__(self, *exc) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
@@ -159,7 +154,8 @@ def test_the_mcp_example_works_as_written(tmp_path, capsys):
         cwd = os.getcwd()
         os.chdir(tmp_path)  # the example reads var/data/admin-token from the current folder
         try:
-            exec(compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec"), {})
+            example = compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec")
+            on_fresh_thread(lambda: exec(example, {}))  # its asyncio.run needs a thread without a loop
         finally:
             os.chdir(cwd)
     assert f"- [diary {last_wednesday()} " in capsys.readouterr().out

@@ -236,7 +236,9 @@ ENVIRONMENT_READERS = {"wikimem/host/config.py", "webapp/config.py"}
 def environment_reads(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+        # os.environ, not a WSGI request's environ (request.environ is the request, not the process)
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
+                and not ast.unparse(node.value).endswith("request"):
             out.append(f"{ast.unparse(node)} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and node.module == "os":
             out += [f"from os import {a.name}" for a in node.names if a.name in ("environ", "getenv")]

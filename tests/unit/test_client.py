@@ -14,6 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from parallel import run_threads
 
 from wikimem.client import (
     BadRequestError,
@@ -450,11 +451,7 @@ def test_each_thread_gets_its_own_connection(recording_server):
         for _ in range(4):
             c.files()
 
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(work, [()] * 3) == []
     c.close()
     assert len(recording_server.requests) == 12
     assert len(_ports(recording_server)) == 3

@@ -44,7 +44,8 @@ def test_explicit_window_adds_its_entries_and_keeps_the_wiki(store):
     got = hits(result)
     diary = [h for h in got if h[0] == "diary"]
     # both same-minute entries, as distinct items; nothing from outside the window
-    assert sorted(h[3] for h in diary) == ["Second note in the same minute about the sea.", "Talked about the sea again."]
+    assert sorted(h[3] for h in diary) == ["Second note in the same minute about the sea.",
+                                           "Talked about the sea again."]
     assert all(h[1] == "2026-07-21" and h[2] == "21:00" for h in diary)
     assert ("wiki", "preferences", "likes-the-sea", "Loves the sea.") in got  # the wiki is not filtered
 

@@ -45,4 +45,4 @@ def _zone() -> dict:
 # Presentation helpers (see :mod:`.present`): long diary days in parts, which time a diary HH:MM is.
 bp.add_app_template_global(day_parts, "day_parts")
 bp.add_app_template_global(clock_of, "clock_of")
-bp.add_app_template_global(GROUP_FROM, "diary_group_from")
+bp.record_once(lambda state: state.app.jinja_env.globals.update(diary_group_from=GROUP_FROM))  # a value, not a function

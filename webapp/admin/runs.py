@@ -14,6 +14,7 @@ from flask import g, redirect, render_template, request, url_for
 from webapp import get_host
 from webapp.errors import error_status
 from webapp.peering import forward_for
+from webapp.requestid import current_request_id
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
@@ -76,7 +77,8 @@ def bulk_start():
     chosen = selection_args(request.form)
     job = get_host().fleet.start_bulk_rollback(run_query(chosen), within=operator.owner_prefix,
                                                force=request.form.get("force") == "on", actor=operator.name,
-                                               idempotency_key=request.form.get("request_id") or None)
+                                               idempotency_key=request.form.get("request_id") or None,
+                                               request_id=current_request_id())
     return redirect(url_for("admin.job", job_id=job["id"]))
 
 

@@ -20,6 +20,7 @@ from webapp.params import (
     query_str,
     req_str,
 )
+from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
 from .blueprint import OWNER, bp, committed, context_of, owner_for, with_etag
@@ -131,7 +132,8 @@ def memorize(owner_id: str):
     turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
     ctx = context_of(data)  # the actor defaults to the token's name, as for every write
     if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
-        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, character=character,
+        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, request_id=current_request_id(),
+                                            character=character,
                                             prompt=prompt, run=ctx.run, actor=ctx.actor,
                                             source_conv=ctx.source_conv, **when)
         response = jsonify(job.to_dict())

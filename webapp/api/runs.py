@@ -21,6 +21,7 @@ from webapp.params import (
     query_str,
 )
 from webapp.peering import forward_for, listing_scope
+from webapp.requestid import current_request_id
 from wikimem.host import RunQuery
 
 from .blueprint import bp
@@ -59,7 +60,7 @@ def bulk_rollback():
         return jsonify(preview.to_dict(limit=limit, offset=offset))
     job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
                                                force=opt_bool(data, "force", False), actor=principal.name,
-                                               idempotency_key=idempotency_key())
+                                               idempotency_key=idempotency_key(), request_id=current_request_id())
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

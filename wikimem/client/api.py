@@ -57,7 +57,7 @@ server closed while idle is replaced without counting as a retry.
 
 This module is not imported by ``import wikimem``. The errors live in
 :mod:`wikimem.client.errors`, the result types in :mod:`wikimem.client.results`,
-the connections in :mod:`wikimem.client.transport`; import them from here.
+the connections in :mod:`wikimem.client.transport`; import them from :mod:`wikimem.client`.
 """
 
 from __future__ import annotations
@@ -73,32 +73,11 @@ from typing import Any
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.recall import RetrievalResult
 
-from .errors import (
-    BadRequestError,
-    BusyError,
-    ClientError,
-    ConflictError,
-    ForbiddenError,
-    InvalidNameError,
-    InvalidValueError,
-    NotFoundError,
-    PreconditionFailedError,
-    RateLimitedError,
-    ServerError,
-    TooLargeError,
-    TransportError,
-    UnauthorizedError,
-    error_for,
-)
+from .errors import ClientError, TransportError, error_for
 from .results import Fetched, Memorized, Page, Written, diary_item, memorized, recall_item, retrieval_result
-from .transport import API, Headers, Transport, describe_error, no_answer, refused, retry_after, split_base_url
+from .transport import API, Transport, describe_error, no_answer, refused, retry_after, split_base_url
 
-__all__ = [
-    "Client", "Written", "Fetched", "Page", "Memorized",
-    "ClientError", "TransportError", "BadRequestError", "InvalidNameError", "UnauthorizedError", "ForbiddenError",
-    "NotFoundError", "ConflictError", "PreconditionFailedError", "TooLargeError", "InvalidValueError",
-    "RateLimitedError", "ServerError", "BusyError", "Headers",
-]
+__all__ = ["Client"]
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # The host's probes are outside the API: request() sends these paths to the host's root.
@@ -307,8 +286,9 @@ class Client:
         return bool((self._call("GET", "/healthz") or {}).get("ok"))
 
     def ready(self) -> dict[str, Any]:
-        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state}`` — ``ready`` is false
-        (the host answered 503) until the data root is writable and the remote, if any, answers."""
+        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state, "disk": state}`` — ``ready`` is
+        false (the host answered 503) while the data root's disk is full or read-only, or the remote, if any,
+        does not answer (``details``, with paths, for an admin token only)."""
         try:
             return self._call("GET", "/readyz", retries=0)
         except ClientError as exc:

@@ -6,7 +6,10 @@
   its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
   recall options, quotas, replication, peers and index cache;
 - :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
-  a tokens file, gunicorn's bind).
+  a tokens file, gunicorn's bind);
+- :func:`prepare_metrics_dir` (gunicorn's master), :func:`build_metrics` (each
+  process), :func:`mark_worker_dead` (gunicorn's ``child_exit``): the metrics
+  of every worker in one folder (``PROMETHEUS_MULTIPROC_DIR``, set here).
 
 The Flask app (``webapp``), gunicorn's master check and every CLI command get
 their host or their settings here; ``webapp.config`` derives Flask's own keys
@@ -54,11 +57,20 @@ environment                         meaning (default)
 ``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
 ``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
+``WIKIMEM_PEER_CONNECT_TIMEOUT``    seconds to connect to a peer (0.5)
+``WIKIMEM_PEER_TIMEOUT``            seconds a peer may take to answer (2)
+``WIKIMEM_PEER_COOLDOWN``           seconds a peer that failed is skipped before it is tried again (30)
 ``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
 ``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in counters live (unset: shared, at the data root; web)
+``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in and API counters live (unset: shared, at the data root; web)
+``WIKIMEM_API_LIMIT``               API requests per token, admin tokens exempt (``1200/minute``; empty: none; web)
 ``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
 ``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
+``WIKIMEM_LOG_FORMAT``              ``json`` (one object a line) or ``text`` (json under gunicorn, text for
+                                    ``wikimem serve``)
+``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
+                                    root under the system's temporary folder; a tmpfs is best)
+``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
 =================================== ==================================================================
 
 A variable's key (in :func:`load_config`'s overrides and a test config) is its name
@@ -78,16 +90,19 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
     from wikimem.host.cluster import Peers, Settings
     from wikimem.host.host import Host
+    from wikimem.host.metrics import Metrics
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
-           "build_llm", "TOKENIZERS", "EMBEDDERS"]
+           "build_llm", "build_metrics", "prepare_metrics_dir", "mark_worker_dead", "metrics_folder", "TOKENIZERS",
+           "EMBEDDERS"]
 
 
 class ConfigError(RuntimeError, ValueError):
@@ -141,17 +156,27 @@ ENV_VARS = {
     "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
     "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
     "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
+    "WIKIMEM_PEER_CONNECT_TIMEOUT": "PEER_CONNECT_TIMEOUT",
+    "WIKIMEM_PEER_TIMEOUT": "PEER_TIMEOUT",
+    "WIKIMEM_PEER_COOLDOWN": "PEER_COOLDOWN",
+    "WIKIMEM_API_LIMIT": "API_LIMIT",
+    "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
+    "WIKIMEM_METRICS_DIR": "METRICS_DIR",
+    "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+         "REPLICATION_MAX_LAG", "READY_MIN_FREE"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
+           "PEER_TIMEOUT", "PEER_COOLDOWN"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
+LOG_FORMATS = ("json", "text")
+PEER_STATE = Path("run") / "peers"  # under the data root: the peers' breaker records, shared by the workers
 # Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
 KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 
@@ -214,6 +239,13 @@ class Config:
     login_limit_storage: str | None = None
     quota_owners: int = 10_000
     quota_owners_per_minute: int = 120
+    peer_connect_timeout: float = 0.5
+    peer_timeout: float = 2.0
+    peer_cooldown: float = 30.0
+    api_limit: str = "1200/minute"
+    log_format: str | None = None  # None: json under gunicorn, text for the development server
+    metrics_dir: str | None = None  # None: see metrics_folder()
+    ready_min_free: int = 64  # MiB
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -234,6 +266,12 @@ class Config:
             raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
         if bool(self.embed_url) != bool(self.embed_model):
             raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+        if self.log_format not in (None, "", *LOG_FORMATS):
+            raise ConfigError(f"WIKIMEM_LOG_FORMAT must be json or text, got {self.log_format!r}")
+        for key in ("PEER_CONNECT_TIMEOUT", "PEER_TIMEOUT", "PEER_COOLDOWN"):
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
 
@@ -283,7 +321,10 @@ class Config:
             from wikimem.host.cluster import Peers
 
             try:
-                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind)
+                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind,
+                                       connect_timeout=float(self.peer_connect_timeout),
+                                       timeout=float(self.peer_timeout), cooldown=float(self.peer_cooldown),
+                                       state_dir=Path(self.data_root) / PEER_STATE)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "peer_set", peer_set)
@@ -418,10 +459,67 @@ def build_llm(config: Config):
                       timeout=float(config.llm_timeout))
 
 
-def build_host(config: Config) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
+def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+
+    ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
+    """
     from wikimem.host.host import Host
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set)
+                replication=config.replication_settings, peers=config.peer_set,
+                metrics=metrics if metrics is not None else build_metrics(config))
+
+
+# -- metrics (wikimem/host/metrics.py) ------------------------------------------------------
+
+MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own: set, every process writes its files there
+
+
+def metrics_folder(config: Config) -> Path:
+    """Where gunicorn's workers keep their metric files: ``WIKIMEM_METRICS_DIR``, else a folder of this data
+    root under the system's temporary folder (``wikimem-metrics-<hash of the data root>``)."""
+    if config.metrics_dir:
+        return Path(config.metrics_dir)
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(os.fsencode(os.path.abspath(config.data_root))).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"wikimem-metrics-{tag}"
+
+
+def prepare_metrics_dir(config: Config) -> Path:
+    """In gunicorn's master, before any worker: an empty metrics folder for this run, named in the environment
+    (``PROMETHEUS_MULTIPROC_DIR``) so that every worker's :func:`build_metrics` writes its files there.
+
+    Emptied because files of an earlier run would be summed in as if their workers still ran.
+    """
+    import shutil
+
+    folder = metrics_folder(config)
+    if folder.is_dir():
+        for leftover in folder.glob("*.db"):
+            leftover.unlink()
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(mode=0o700, parents=True)
+    os.environ[MULTIPROC_VAR] = str(folder)
+    return folder
+
+
+def mark_worker_dead(pid: int) -> None:
+    """gunicorn's ``child_exit``: a dead worker's live gauges stop counting (its counters are kept)."""
+    if os.environ.get(MULTIPROC_VAR):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+def build_metrics(config: Config | None = None) -> Metrics:
+    """The process's :class:`~wikimem.host.metrics.Metrics`: every worker's folder when gunicorn's master
+    prepared one (:func:`prepare_metrics_dir`), else this process alone."""
+    from wikimem.host.metrics import Metrics
+
+    return Metrics(os.environ.get(MULTIPROC_VAR) or None)

@@ -32,8 +32,10 @@ from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Erasure, Fleet, JobRunner
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
+from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 
 __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 
@@ -55,7 +57,7 @@ class Host:
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
-                 peers: Peers | None = None):
+                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -63,6 +65,11 @@ class Host:
         self.staging_dir = self.root / "staging"
         self.cache_dir = self.root / "cache"
         self.index_cache = index_cache
+        # What the host reports (wikimem/host/metrics.py); with real metrics the embedder is timed per request.
+        self.metrics = metrics
+        if metrics.enabled and embedder is not None:
+            embedder = TimedEmbedder(embedder)
+            self._watch_embedding_backlog()
         self.embedder = embedder
         self.llm = llm
         self.quota = quota or OwnerQuota()
@@ -77,7 +84,7 @@ class Host:
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
-        self.replication = Replication(replication) if replication is not None else None
+        self.replication = Replication(replication, metrics=metrics) if replication is not None else None
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
@@ -102,8 +109,9 @@ class Host:
 
     def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
         owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall)
+                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall, metrics=self.metrics)
         owner.vstore.on_commit.append(self.run_index.listener(owner))
+        owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
         if self.replication is not None:
             self.replication.attach(owner, folder)
         return owner
@@ -153,7 +161,9 @@ class Host:
                     del self._owners[owner_id]  # deleted, or its history rewritten, by another process
                     cached = None
         if cached is not None:
+            self.metrics.owner_cache("hit")
             return self._fresh(cached)
+        self.metrics.owner_cache("miss")
         if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
             raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
                            "(Client.create_owner(), Host.create_owner())")
@@ -163,6 +173,7 @@ class Host:
             self._owners.move_to_end(owner_id)
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
+                self.metrics.owner_cache("eviction")
         return self._fresh(owner)
 
     def _revived(self, owner_id: str) -> bool:
@@ -194,13 +205,15 @@ class Host:
             raise NotFound(f"no owner {owner.id!r}")
         return owner
 
-    def ready(self) -> tuple[bool, str]:
-        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
-        if not os.access(self.owners_dir, os.W_OK):
-            return False, f"data root {self.owners_dir} is not writable"
+    def ready(self, min_free: int = DEFAULT_MIN_FREE) -> Readiness:
+        """Whether the host can serve: its data root's disk is writable with ``min_free`` bytes left, and the
+        remote (if any) answers (:class:`~wikimem.host.readiness.Readiness`)."""
+        disk, details = disk_state(self.owners_dir, min_free)
         if self.replication is None:
-            return True, "none"
-        return self.replication.ready()
+            return Readiness(disk, "none", {"disk": details})
+        reachable, message = self.replication.ready()
+        return Readiness(disk, "reachable" if reachable else "unreachable",
+                         {"disk": details, "remote": {"url": self.replication.shown(), "state": message}})
 
     def replication_status(self) -> dict:
         """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
@@ -464,18 +477,50 @@ class Host:
         with self._lock:
             if self._runner is None:
                 self._runner = JobRunner(jobs, threads=threads)
-                self._runner.register(MEMORIZE, memorize_handler(self))
-                self._runner.register(BULK_ROLLBACK, bulk_handler(self.owner))
-                self._runner.register(ERASE, self.erasure.run_erase)
-                self._runner.register(FORGET, self.erasure.run_forget)
+                self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
+                self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
+                self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
+                self._runner.register(FORGET, self._counted(FORGET, self.erasure.run_forget))
             runner = self._runner
         return runner.start()
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, **memorize_kwargs):
+    def _counted(self, kind: str, handler):
+        """``handler``, its outcomes counted in the metrics (done, failed, retry)."""
+        from wikimem.host.fleet import RetryLater
+
+        def run(step):
+            try:
+                result = handler(step)
+            except RetryLater:
+                self.metrics.job_step(kind, "retry")
+                raise
+            except Exception:
+                self.metrics.job_step(kind, "failed")
+                raise
+            self.metrics.job_step(kind, "done")
+            return result
+
+        return run
+
+    def metrics_collector(self) -> HostCollector:
+        """What a scrape reads from the shared files (jobs, replication lag): see :mod:`wikimem.host.metrics`."""
+        def lags() -> dict[str, int] | None:
+            return None if self.replication is None else self.replication.lags(self._folders())
+
+        return HostCollector(lambda: self.jobs.stats(), lags)
+
+    def _watch_embedding_backlog(self) -> None:
+        from wikimem.vectors import shared_worker
+
+        shared_worker().on_backlog.append(self.metrics.embedding_backlog)
+
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, request_id: str | None = None,
+                        **memorize_kwargs):
         """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
+        ``request_id`` (the submitting request's) is kept in the job's params.
         """
         from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
@@ -495,7 +540,7 @@ class Host:
                 turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, request_id=request_id, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import overload
 
 from wikimem.errors import InvalidValue
 from wikimem.format import OutsideCalendar, utc_instant
@@ -32,6 +33,10 @@ def parse_instant(text: str | None, what: str, *, end_of_day: bool = False) -> i
     return int(moment.timestamp())
 
 
+@overload
+def iso_instant(ts: int) -> str: ...
+@overload
+def iso_instant(ts: None) -> None: ...
 def iso_instant(ts: int | None) -> str | None:
     """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ``."""
     if ts is None:

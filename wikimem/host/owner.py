@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import InvalidValue, NotFound, RemoteMoved
+from wikimem.errors import InvalidValue, NotFound, RemoteError, RemoteMoved
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
@@ -23,6 +23,7 @@ from wikimem.models import DiaryItem, RecallItem
 from .batchops import Op, check_content, parse_ops
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
+from .metrics import NULL_METRICS, NullMetrics
 from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record, settings_summary
 
@@ -150,7 +151,7 @@ class Owner:
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
-                 recall=None):
+                 recall=None, metrics: NullMetrics = NULL_METRICS):
         from wikimem.versioned import VersionedStore
 
         self.id = owner_id
@@ -161,6 +162,7 @@ class Owner:
         self.llm = llm
         self._cache_dir = cache_dir
         self.recall = recall  # RecallOptions of the host (None: the library's defaults)
+        self.metrics = metrics  # what the host reports (wikimem/host/metrics.py): write and retrieve latency
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
@@ -184,13 +186,23 @@ class Owner:
         are kept, one after the other. After :data:`MOVED_ATTEMPTS` the
         :class:`~wikimem.errors.RemoteMoved` goes to the caller (retriable).
         """
-        for attempt in range(MOVED_ATTEMPTS):
-            try:
-                return write()
-            except RemoteMoved:
-                if attempt == MOVED_ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
+        start = time.perf_counter()
+        try:
+            for attempt in range(MOVED_ATTEMPTS):
+                try:
+                    return write()
+                except RemoteMoved:
+                    self.metrics.push_failed("sync")
+                    if attempt == MOVED_ATTEMPTS - 1:
+                        raise
+                    time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
+            raise AssertionError("unreachable")  # (the loop returns or raises)
+        except RemoteError as exc:
+            if not isinstance(exc, RemoteMoved):
+                self.metrics.push_failed("sync")  # the remote down or refusing: the write failed
+            raise
+        finally:
+            self.metrics.write(time.perf_counter() - start)
 
     @property
     def store(self):
@@ -362,9 +374,19 @@ class Owner:
             query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
+        start = time.perf_counter()
         index = self.index() if as_of is None else self._index_as_of(as_of)
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
-        return index.retrieve(query, **retrieve_kwargs)
+        ready = time.perf_counter()
+        take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
+        if callable(take):
+            take()
+        result = index.retrieve(query, **retrieve_kwargs)
+        end = time.perf_counter()
+        embedding = take() if callable(take) else 0.0
+        self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,
+                               "ranking": max(0.0, end - ready - embedding), "total": end - start})
+        return result
 
     def _index_as_of(self, point: str):
         commit = self.vstore.resolve(point)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 
 from wikimem.naming import is_unsafe
-from wikimem.store import UnitInfo
+from wikimem.store import UnitInfo, parse_record
 
 __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
            "trailer_values", "MAX_UNDO_ITEMS"]
@@ -118,11 +118,7 @@ def parse_trailers(message: str) -> tuple[str, dict[str, str], list[dict]]:
             continue
         name = key[len("Wikimem-"):]
         if name == "Journal":
-            try:
-                rec = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
+            if (rec := parse_record(value)) is not None:
                 journal.append(rec)
         else:
             trailers.setdefault(name, value.strip())

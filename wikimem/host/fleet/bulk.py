@@ -164,25 +164,27 @@ class StepFailed(WikimemError):
 
 
 def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
-           actor: str = "operator", key: str | None = None) -> tuple[Job, bool]:
+           actor: str = "operator", key: str | None = None, request_id: str | None = None) -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
 
     A retry under the same key gets its job even when the job has since
-    rolled everything back (the selection is empty by then).
+    rolled everything back (the selection is empty by then). ``request_id``
+    (the submitting request's) is kept in the job's params, not compared.
     :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
     scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
     existing = None if scoped is None else jobs.by_key(scoped)
     if existing is not None:
-        if existing.params != request:
+        if {k: v for k, v in existing.params.items() if k != "request_id"} != request:
             raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
                                        "use a new key for a new request")
         return existing, False
     parts = select(index, query, within=within)
     if not parts:
         raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
-    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+    params = {**request, "request_id": request_id} if request_id else request
+    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=params, key=scoped, request=request)
 
 
 def handler(owner: Callable[[str], Owner]) -> Handler:

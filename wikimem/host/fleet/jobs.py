@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound, StoreBusy, WikimemError
 
@@ -113,6 +113,10 @@ def _new_job_id() -> str:
     return f"job_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(6)}"
 
 
+@overload
+def _iso(t: float) -> str: ...
+@overload
+def _iso(t: None) -> None: ...
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
@@ -385,6 +389,11 @@ class JobStore:
                    "finished = CASE WHEN done + 1 < total THEN NULL ELSE ? END WHERE id = ?",
                    (failed, now, failed, now, job_id))
 
+    def stats(self) -> list[tuple[str, str, int, float]]:
+        """``(kind, state, jobs, oldest created)`` for every kind and state held (what metrics show)."""
+        rows = self._db().execute("SELECT kind, state, COUNT(*), MIN(created) FROM jobs GROUP BY kind, state")
+        return [(str(k), str(s), int(n), float(t)) for k, s, n, t in rows]
+
     def prune(self, *, now: float | None = None) -> int:
         """Delete jobs finished more than ``retention`` seconds ago; how many."""
         cutoff = (time.time() if now is None else now) - self.retention
@@ -538,7 +547,7 @@ _CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprin
 
 
 def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None,
-                    **memorize_kwargs: Any) -> tuple[Job, bool]:
+                    request_id: str | None = None, **memorize_kwargs: Any) -> tuple[Job, bool]:
     """Submit a memorize of one turn as a one-step job; ``(job, created)``.
 
     ``memorize_kwargs`` are :meth:`Owner.memorize`'s (``character``,
@@ -549,6 +558,7 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
     known at once. ``key`` (the request's Idempotency-Key) is scoped to the
     owner, names the job, and is the memorize's own idempotency key, so a
     memorize already applied under it synchronously is replayed, not redone.
+    ``request_id`` (the submitting request's) is kept in the job's params.
     """
     from wikimem.format import normalize_ts
     from wikimem.host.owner import new_run_id
@@ -561,8 +571,8 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
         params["idempotency_key"] = key
     step = {"owner": owner, "turn": turn, **params}
     scoped = None if key is None else f"{MEMORIZE}\n{owner}\n{key}"
-    return store.submit(MEMORIZE, [step], params={"owner": owner, "run": params["run"]}, key=scoped,
-                        request=request)
+    meta = {"owner": owner, "run": params["run"], **({"request_id": request_id} if request_id else {})}
+    return store.submit(MEMORIZE, [step], params=meta, key=scoped, request=request)
 
 
 def memorize_handler(host: Any) -> Handler:

@@ -116,15 +116,16 @@ class Fleet:
                 for p in self.bulk_parts(query, within=within)]
 
     def start_bulk_rollback(self, query: RunQuery, *, within: str = "", force: bool = False,
-                            actor: str = "operator", idempotency_key: str | None = None) -> dict:
+                            actor: str = "operator", idempotency_key: str | None = None,
+                            request_id: str | None = None) -> dict:
         """Queue a bulk rollback of ``query`` as a durable job (one step per owner); the job as a dict.
 
         The selection is frozen now (the preview's owners and runs); each
         step re-reads its runs under the owner's lock. The same
-        ``idempotency_key`` returns the same job.
+        ``idempotency_key`` returns the same job; ``request_id`` is kept in its params.
         """
         job, _ = submit(self._jobs(), self._run_index, query, within=within, force=force, actor=actor,
-                        key=idempotency_key)
+                        key=idempotency_key, request_id=request_id)
         self._run_jobs().wake()
         return job.to_dict()
 

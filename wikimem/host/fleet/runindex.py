@@ -30,7 +30,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -118,7 +118,8 @@ class RunQuery:
         prefix = scope_prefix(within, self.owner_prefix)
         if prefix is None:
             return None
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         for column, value in (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -184,14 +185,14 @@ class RunPage:
     unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
 
     def to_dict(self) -> dict:
-        out = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
-               "complete": self.complete}
+        out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
+                               "complete": self.complete}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> RunPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> RunPage:
         """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
         page = merge_pages(pages, limit)
         return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
@@ -207,13 +208,13 @@ class OwnerCountPage:
     unreachable: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        out = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
+        out: dict[str, Any] = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> OwnerCountPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> OwnerCountPage:
         """One page from every host's page: owners in id order (one host's copy each: the newest), cut at ``limit``."""
         best: dict[str, dict] = {}
         more = False
@@ -225,7 +226,8 @@ class OwnerCountPage:
                     best[row["owner"]] = row
         ids = sorted(best)
         kept, more = ids[:limit], more or len(ids) > limit
-        return cls([OwnerCount(**{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__}) for i in kept],
+        rows: list[dict[str, Any]] = [{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__} for i in kept]
+        return cls([OwnerCount(**row) for row in rows],
                    encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
@@ -391,11 +393,8 @@ class RunIndex:
                 seq = row[1] if row and reached else 0
                 if known is not None and not reached:
                     db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
-                for entry in reversed(new):
-                    seq = self._add(db, owner, entry, seq)
-                if new:
-                    db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-            return sum(1 for e in new if e.action != "init")
+                added = self._add_all(db, owner, new, seq)
+            return added
 
     def reindex(self, owner: Owner) -> int:
         """Index one owner from scratch (its rows are replaced in one transaction); how many commits."""
@@ -403,12 +402,8 @@ class RunIndex:
             db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
             db.execute("DELETE FROM owners WHERE owner=?", (owner.id,))
             new, _ = _newer_than(owner, None)
-            seq = 0
-            for entry in reversed(new):
-                seq = self._add(db, owner, entry, seq)
-            if new:
-                db.execute("INSERT INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-        return sum(1 for e in new if e.action != "init")
+            added = self._add_all(db, owner, new, 0)
+        return added
 
     def forget(self, owner_id: str) -> None:
         """Drop a deleted owner's rows (logged, never raised: ``refresh`` drops them later)."""
@@ -426,6 +421,15 @@ class RunIndex:
         for owner_id in gone:
             self.forget(owner_id)
         return len(gone)
+
+    def _add_all(self, db: sqlite3.Connection, owner: Owner, new: list, seq: int) -> int:
+        """Index ``new`` (newest first) after position ``seq`` and record the owner's newest indexed commit;
+        how many commits were indexed (the first one, ``init``, is not a run and not counted)."""
+        for entry in reversed(new):
+            seq = self._add(db, owner, entry, seq)
+        if new:
+            db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
+        return sum(1 for e in new if e.action != "init")
 
     def _add(self, db: sqlite3.Connection, owner: Owner, entry, seq: int) -> int:
         """Index one commit (oldest first) at position ``seq + 1``; the position reached."""
