@@ -2,8 +2,10 @@
 
 :data:`AUDITED` maps a route (its endpoint and method) to an audit action:
 sign-in and sign-out, the admin UI's revert, rollback, restore, bulk
-rollback, item edits and deletions and owner deletion, and the API's
-revert, rollback, restore, bulk rollback and owner deletion. Who acted is
+rollback, item edits and deletions, owner deletion, erasure and forgetting,
+and the API's revert, rollback, restore, bulk rollback, owner deletion,
+erasure and forgetting (an erasure names the owner by its keyed digest, a
+forget never names the item). Who acted is
 read before the view runs (the signed-in operator, or the bearer token's
 name; for a sign-in, the account name typed — never a token or password),
 the result after it, from the response's status: ``ok``, ``refused``
@@ -42,6 +44,11 @@ AUDITED: dict[tuple[str, str], str] = {
     ("api.restore", "POST"): "restore",
     ("api.bulk_rollback", "POST"): "bulk-rollback",
     ("api.delete_owner", "DELETE"): "delete-owner",
+    ("admin.erase_owner", "POST"): "erase-owner",
+    ("api.erase_owner", "POST"): "erase-owner",
+    ("admin.forget_item", "POST"): "forget",
+    ("admin.forget_entry", "POST"): "forget",
+    ("api.forget", "POST"): "forget",
 }
 # What a route names besides its owner (URL parts, then JSON body fields).
 _TARGETS = ("commit", "run", "point", "file", "name")
@@ -116,8 +123,14 @@ def _record(action: str, actor: str, response) -> None:
     result = result_of(response.status_code)
     if actor == "-" and action != "sign-in" and result == "ok":
         result = "refused"  # nobody signed in: the admin UI sent them to the sign-in page
-    audit(action, actor=actor, owner=(request.view_args or {}).get("owner_id"), result=result,
-          status=response.status_code, **_fields(response))
+    owner, fields = (request.view_args or {}).get("owner_id"), _fields(response)
+    if action == "erase-owner" and owner:  # the event names the erasure as its receipt does: by digest
+        from webapp import get_host
+
+        owner = get_host().erasure.digest(owner)
+    elif action == "forget":
+        fields.pop("name", None)  # what was forgotten is named by its file (or day), never by the item's name
+    audit(action, actor=actor, owner=owner, result=result, status=response.status_code, **fields)
 
 
 def init_app(app: Flask) -> None:

@@ -43,7 +43,7 @@ def forget(owner_id: str):
     principal = require("admin", owner_id)
     validate_owner_id(owner_id)
     data = json_body({"file", "name", "date", "time", "index", "actor"})
-    target = {k: opt_str(data, k, limit=200) for k in ("file", "name", "date", "time")}
+    target: dict[str, str | int | None] = {k: opt_str(data, k, limit=200) for k in ("file", "name", "date", "time")}
     target["index"] = opt_int(data, "index", minimum=0, maximum=1000)
     job, _ = get_host().forget(owner_id, {k: v for k, v in target.items() if v is not None},
                                actor=opt_str(data, "actor", limit=200) or principal.name,

@@ -40,7 +40,7 @@ def write_bundle_of(root: Path | str, out: BinaryIO) -> dict[str, str]:
     repo = Repo(str(root))
     try:
         heads = {}
-        for name in repo.refs.keys(base=b"refs/heads/"):
+        for name in repo.refs.keys(base=ref(b"refs/heads/")):
             full = ref(b"refs/heads/" + name)
             try:
                 heads[full] = repo.refs[full]

@@ -130,7 +130,7 @@ class Forgetting:
 
     def _refs(self) -> dict[bytes, bytes]:
         refs = self.git.repo.refs
-        out = {}
+        out: dict[bytes, bytes] = {}
         for name in refs.allkeys():
             if name == b"HEAD":
                 continue
@@ -152,16 +152,17 @@ class Forgetting:
         scrub what lies outside the folder while the texts are still known)."""
         head = self.git.head()
         old_head = head.decode() if head else ""
-        if key is not None and self.db.idem(key) is not None:
-            return self._finish(self._replayed(target, self.db.idem(key)[0], old_head))
+        known = self.db.idem(key) if key is not None else None
+        if known is not None:
+            return self._done(self._replayed(target, known[0], old_head))
         if head is None or (target.kind == "diary" and target.content is None):
-            return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+            return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         refs = self._refs()
         order = reachable(self.git, set(refs.values()))
         rewriter = Rewriter(self.git, target)
         texts = rewriter.collect(order)
         if not texts:
-            return self._finish(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+            return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         if before is not None:
             before(set(texts), set(rewriter.runs))
         rewriter.run(order)
@@ -173,7 +174,7 @@ class Forgetting:
         remote = self._move(head, marker, refs, rewriter.commits)
         done = Forgotten(target.where(), True, len(texts), old_head, marker.decode(), rewriter.touched,
                          marker.decode(), remote, None)
-        return self._finish(done, target)
+        return self._done(done, target)
 
     def _replayed(self, target: Target, marker: str, head: str) -> Forgotten:
         """What a forget already made under this key did (read back from its marker commit)."""
@@ -207,7 +208,7 @@ class Forgetting:
                 continue
             mapped = commits.get(value, value)
             if mapped != value:
-                self.git.repo.refs.set_if_equals(name, oid(value), oid(mapped))
+                self.git.repo.refs.set_if_equals(ref(name), oid(value), oid(mapped))
         self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
         self.intent.clear()
         return remote
@@ -239,21 +240,26 @@ class Forgetting:
         switch_to(self.git, self.root, tip)
         self.git.repo.refs.remove_if_equals(REPLACED, None)
         self._scrub_journal(lambda file, item: any(_forgot(v, file, item) for v in barrier.forgot))
-        self._finish(None)
+        self._finish()
         return True
 
     # -- what the old history left ------------------------------------------------------------
 
-    def _finish(self, done: Forgotten | None, target: Target | None = None) -> Forgotten | None:
-        """History index rebuilt, journal scrubbed, generation changed, unreachable objects pruned."""
+    def _done(self, done: Forgotten, target: Target | None = None) -> Forgotten:
+        """:meth:`_finish`, then ``done`` with what the prune did."""
         if target is not None and target.kind == "wiki":
             self._scrub_journal(lambda file, item: file == target.file and item == target.name)
+        pruned = self._finish()
+        return Forgotten(**{**asdict(done), "pruned": pruned.to_dict()})
+
+    def _finish(self) -> Pruned:
+        """History index rebuilt, generation changed, unreachable objects pruned."""
         self._reset_history()
         bump_generation(self.root)
-        pruned: Pruned = prune(self.root)
+        pruned = prune(self.root)
         self.git.reopen()
         bump_generation(self.root)
-        return None if done is None else Forgotten(**{**asdict(done), "pruned": pruned.to_dict()})
+        return pruned
 
     def _reset_history(self) -> None:
         self.db.close()

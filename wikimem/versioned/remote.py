@@ -420,10 +420,11 @@ class Remote:
                                           self.shown, head=_hex(current), expected=expected)
                     return {BRANCH: want}
 
-                def pack_data(_have, _wants, ofs_delta=True, progress=None, **_):
+                def pack_data(_have, _want, *, ofs_delta=True, progress=None, **_):  # GeneratePackDataFunc
                     return local.object_store.generate_pack_data(have, [oid(want)])
 
-                result = self.client().send_pack(self.path, update_refs, pack_data)
+                # str path: as in push (dulwich's stubs say bytes; its clients encode a str themselves)
+                result = self.client().send_pack(self.path, update_refs, pack_data)  # type: ignore[arg-type]
                 status = (result.ref_status or {}).get(BRANCH)
                 if status is not None:
                     raise RemoteRejected(f"replace: {self.shown} refused main: {status} (a server that denies "

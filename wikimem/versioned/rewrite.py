@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from wikimem.format import DIARY_DIR, WIKI_DIR, parse_blocks, parse_day, parse_wiki, render_day, render_wiki
 
@@ -118,7 +118,7 @@ class Rewriter:
     _blobs: dict[bytes, bytes | None] = field(default_factory=dict)
     _trees: dict[bytes, bytes | None] = field(default_factory=dict)
     _found: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
-    _new: dict[bytes, object] = field(default_factory=dict)
+    _new: dict[bytes, ShaFile] = field(default_factory=dict)
 
     # -- what the target held ----------------------------------------------------
 
@@ -226,7 +226,7 @@ class Rewriter:
         found = self.commits.get(old.encode("ascii", "replace"))
         return old if found is None else found.decode("ascii")
 
-    def add(self, obj) -> None:
+    def add(self, obj: ShaFile) -> None:
         """One more object to write with the rewrite (the marker commit)."""
         self._new[obj.id] = obj
 
