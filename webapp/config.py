@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from wikimem.host import Config, ConfigError, load_config
@@ -56,6 +57,7 @@ def flask_config(test_config: Mapping[str, Any] | None = None,
     host = load_config({k: given.pop(k) for k in list(given) if k in Config.KEYS}, environ=environ)
     config: dict[str, Any] = {key: host.value(key) for key in FLASK_KEYS}
     config["PEER_SET"] = host.peer_set
+    config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=float(host.session_hours))  # (a logout's record as long)
     config.update(given)
     config[HOST_CONFIG] = host
     check_secret(config)

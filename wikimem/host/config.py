@@ -55,6 +55,8 @@ environment                         meaning (default)
 ``WIKIMEM_REMOTE_FRESHNESS``        staleness bound of reads, seconds (2)
 ``WIKIMEM_REMOTE_TIMEOUT``          seconds per remote operation (10)
 ``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
+``WIKIMEM_REMOTE_HOOK``             a command run as ``HOOK erase URL`` / ``HOOK prune URL`` for a git server the
+                                    remote's transport cannot delete from or prune (http(s), git://; none)
 ``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
 ``WIKIMEM_PEER_CONNECT_TIMEOUT``    seconds to connect to a peer (0.5)
@@ -71,6 +73,10 @@ environment                         meaning (default)
 ``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
                                     root under the system's temporary folder; a tmpfs is best)
 ``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
+``WIKIMEM_IDEMPOTENCY_DAYS``        days an Idempotency-Key replays its write; older stored results purged (30)
+``WIKIMEM_JOBS_KEEP_DAYS``          days a finished job (parameters, turns, results) is kept (7)
+``WIKIMEM_ERASURE_RECEIPT_DAYS``    days an erasure's or a forget's receipt is kept (365)
+``WIKIMEM_SESSION_HOURS``           an operator session's lifetime; a logout's record is kept as long (12; web)
 =================================== ==================================================================
 
 A variable's key (in :func:`load_config`'s overrides and a test config) is its name
@@ -98,6 +104,7 @@ if TYPE_CHECKING:
     from wikimem.host.cluster import Peers, Settings
     from wikimem.host.host import Host
     from wikimem.host.metrics import Metrics
+    from wikimem.host.retention import Retention
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
@@ -163,6 +170,11 @@ ENV_VARS = {
     "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
     "WIKIMEM_METRICS_DIR": "METRICS_DIR",
     "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
+    "WIKIMEM_REMOTE_HOOK": "REMOTE_HOOK",
+    "WIKIMEM_IDEMPOTENCY_DAYS": "IDEMPOTENCY_DAYS",
+    "WIKIMEM_JOBS_KEEP_DAYS": "JOBS_KEEP_DAYS",
+    "WIKIMEM_ERASURE_RECEIPT_DAYS": "ERASURE_RECEIPT_DAYS",
+    "WIKIMEM_SESSION_HOURS": "SESSION_HOURS",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
@@ -170,7 +182,9 @@ _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_
 _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
 _FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
-           "PEER_TIMEOUT", "PEER_COOLDOWN"}
+           "PEER_TIMEOUT", "PEER_COOLDOWN", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS",
+           "SESSION_HOURS"}
+_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
@@ -232,6 +246,11 @@ class Config:
     remote_freshness: float = 2.0
     remote_timeout: float = 10.0
     ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
+    remote_hook: str | None = None
+    idempotency_days: float = 30.0
+    jobs_keep_days: float = 7.0
+    erasure_receipt_days: float = 365.0
+    session_hours: float = 12.0
     peers: str | None = None
     self_url: str | None = None
     login_limit_address: str = "10/minute;50/hour"
@@ -274,6 +293,10 @@ class Config:
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
+        for key in _RETENTIONS:  # (issue 27: what is kept, and how long)
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number, got {value!r}")
 
     def _check_recall(self) -> None:
         """The tokenizer, the embedder choice and their switches (issue 17)."""
@@ -311,7 +334,8 @@ class Config:
             try:
                 settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
-                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command)
+                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command,
+                                    hook=self.remote_hook or None)
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)
@@ -349,6 +373,13 @@ class Config:
             embed_in_background=self.embedder == "local" if background is None else bool(background),
             fusion_weight=float(self.fusion_weight),
         )
+
+    def retention(self) -> Retention:
+        """How long the host keeps idempotency results, finished jobs and receipts (:mod:`wikimem.host.retention`)."""
+        from wikimem.host.retention import DAY, Retention
+
+        return Retention(idempotency=self.idempotency_days * DAY, jobs=self.jobs_keep_days * DAY,
+                         receipts=self.erasure_receipt_days * DAY)
 
     def quota(self) -> OwnerQuota:
         """The owner-creation limits of the host."""
@@ -469,7 +500,7 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
                 replication=config.replication_settings, peers=config.peer_set,
-                metrics=metrics if metrics is not None else build_metrics(config))
+                metrics=metrics if metrics is not None else build_metrics(config), retention=config.retention())
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

@@ -36,6 +36,7 @@ from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
+from .retention import Retention
 
 __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 
@@ -57,10 +58,11 @@ class Host:
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
-                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS):
+                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, retention: Retention | None = None):
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
+        self.retention = retention or Retention()  # how long idempotency results, jobs and receipts are kept
         self.owners_dir = self.root / "owners"
         self.staging_dir = self.root / "staging"
         self.cache_dir = self.root / "cache"
@@ -93,7 +95,7 @@ class Host:
         # Erasing owners everywhere and forgetting items with their history (jobs; see fleet/erase.py).
         self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
                                drop_local=self.drop_if_here, replication=self.replication,
-                               wake=lambda: self.start_jobs().wake())
+                               wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
@@ -112,6 +114,7 @@ class Host:
                       cache_dir=self.cache_dir / (folder or path.name), recall=self.recall, metrics=self.metrics)
         owner.vstore.on_commit.append(self.run_index.listener(owner))
         owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
+        owner.vstore.idempotency_ttl = self.retention.idempotency
         if self.replication is not None:
             self.replication.attach(owner, folder)
         return owner
@@ -463,7 +466,7 @@ class Host:
         if jobs is None:
             with self._lock:
                 if self._jobs is None:
-                    self._jobs = JobStore.at(self.root)
+                    self._jobs = JobStore.at(self.root, retention=self.retention.jobs)
                 jobs = self._jobs
         return jobs
 

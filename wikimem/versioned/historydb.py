@@ -335,12 +335,14 @@ class HistoryDB:
                                      (ts,)).fetchone()
         return row[0] if row else None
 
-    def idem(self, key: str) -> tuple[str, dict | None, str | None] | None:
-        """``(commit, stored result or None, request hash or None)`` of an applied request with this key."""
+    def idem(self, key: str, since: int | None = None) -> tuple[str, dict | None, str | None] | None:
+        """``(commit, stored result or None, request hash or None)`` of an applied request with this key (made at
+        or after ``since``, epoch seconds, when given: an older key is past its retention, as if never seen)."""
         self.sync()
         with self._lock:
-            row = self._db().execute("SELECT commit_id, result, request FROM idem WHERE key=?", (key,)).fetchone()
-        if row is None:
+            row = self._db().execute("SELECT i.commit_id, i.result, i.request, c.time FROM idem i LEFT JOIN commits c"
+                                     " ON c.id = i.commit_id WHERE i.key=?", (key,)).fetchone()
+        if row is None or (since is not None and row[3] is not None and row[3] < since):
             return None
         return row[0], (json.loads(row[1]) if row[1] else None), row[2]
 
@@ -371,6 +373,12 @@ class HistoryDB:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+
+    def expire_results(self, before: int) -> int:
+        """Drop the keys (and stored results) of requests committed before ``before`` (epoch seconds); how many."""
+        with self._lock:
+            return self._db().execute("DELETE FROM idem WHERE commit_id IN (SELECT id FROM commits WHERE time < ?)",
+                                      (int(before),)).rowcount
 
     def since_pack(self) -> int:
         with self._lock:

@@ -24,6 +24,7 @@ import logging
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, replace
@@ -112,6 +113,8 @@ class VersionedStore:
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
+        # Seconds an idempotency key replays its write (the host's retention); None: for ever.
+        self.idempotency_ttl: float | None = None
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
         self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal,
                                      replica=lambda: self.replica)
@@ -459,7 +462,8 @@ class VersionedStore:
         derived, and may be rebuilt from git) is derived again from the
         commit, so a replay always answers.
         """
-        found = self.db.idem(key)
+        since = None if self.idempotency_ttl is None else int(time.time() - self.idempotency_ttl)
+        found = self.db.idem(key, since=since)
         if found is None:
             return None
         commit, stored, stored_request = found
@@ -695,6 +699,8 @@ class VersionedStore:
         else:
             self.git.store.pack_loose_objects()
         self.db.reset_since_pack()
+        if self.idempotency_ttl is not None:  # retention: stored results (they hold what was written) go
+            self.db.expire_results(int(time.time() - self.idempotency_ttl))
 
     def verify(self) -> list[str]:
         """Problems found: a missing branch or unreadable objects at the branch's tip (hand edits are not problems)."""
