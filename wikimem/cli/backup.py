@@ -5,7 +5,7 @@ changed since the last backup in DEST, the non-derived databases and a
 manifest; ``wikimem restore SRC --data ROOT`` (the history command
 ``restore``, given a backup folder) makes an empty data root equal to the
 newest backup in SRC (``--owner ID``: that owner only, into an existing data
-root), then rebuilds the derived run index. See :mod:`wikimem.host.backup`.
+root), then rebuilds the derived run index. See :mod:`wikimem.host.backups`.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ def is_backup(path: str) -> bool:
 
 
 def cmd_backup(args) -> int:
-    from wikimem.host.backup import backup
+    from wikimem.host import make_backup
 
     host = open_host(args)
-    report = backup(host.root, args.dest, erased=host.erasure.erased, keep=args.keep)
+    report = make_backup(host.root, args.dest, erased=host.erasure.erased, keep=args.keep)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -59,10 +59,10 @@ def cmd_backup(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    from wikimem.host.backup import restore
+    from wikimem.host import restore_backup
 
     root = open_host(args).root
-    report = restore(args.point, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
+    report = restore_backup(args.point, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
     host = open_host(args)  # a host over the restored data root: its derived run index made again
     if args.restore_owner:
         host.run_index.reindex(host.owner(args.restore_owner))

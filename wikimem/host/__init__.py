@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .access import OwnerQuota
 from .auditlog import AUDIT_LOGGER, audit, result_of
+from .backups import make_backup, restore_backup
 from .config import (
     Config,
     ConfigError,
@@ -31,6 +32,7 @@ from .review import HISTORY_FILTERS
 from .settings import SETTINGS_FIELDS
 
 __all__ = [
+    "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS",
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",

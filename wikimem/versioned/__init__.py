@@ -12,12 +12,12 @@ from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
 from .outcomes import CommitDiff, Committed, Outcome
 from .plans import Plan
-from .prune import Pruned, prune
+from .pruning import Pruned, prune
 from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
 from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
-from .tombstone import bury
+from .tombstones import bury
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
 from .versions import blame, item_versions

@@ -43,7 +43,7 @@ from .historydb import DB_NAME, HistoryDB
 from .intent import Intent
 from .messages import parse_trailers
 from .objects import BRANCH, GitRepo, oid, ref
-from .prune import Pruned, prune
+from .pruning import Pruned, prune
 from .replica import Replica, tracking
 from .rewrite import (
     PLACEHOLDER,

@@ -453,7 +453,7 @@ class Remote:
         """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
         over a shell); False when the scheme cannot (the server's own housekeeping must)."""
         if self.scheme == "file":
-            from .prune import prune
+            from .pruning import prune
 
             prune(self.path)
             return True

@@ -16,7 +16,7 @@ meanwhile). Derived state is left out — history indexes, the run index,
 vector caches — and made again after a restore. A PostgreSQL database
 (``WIKIMEM_DATABASE_URL``) is not copied: ``pg_dump`` it.
 
-:func:`restore` makes a data root from a backup: every owner (onto an empty
+:func:`restore_backup` makes a data root from a backup: every owner (onto an empty
 data root) or one (``owner=``, into an existing one), each folder built in
 ``staging/`` and renamed into place, its bundle's checksum checked first.
 Owners an erasure reached are purged from the backup folder by the next
@@ -43,7 +43,7 @@ from wikimem.fsio import atomic_write
 
 from .owner_ids import decode_owner_id, encode_owner_id, validate_owner_id
 
-__all__ = ["backup", "restore", "BackupReport", "RestoreReport", "DATABASES", "latest_manifest", "FORMAT"]
+__all__ = ["make_backup", "restore_backup", "BackupReport", "RestoreReport", "DATABASES", "latest_manifest", "FORMAT"]
 
 FORMAT = "wikimem-backup"
 VERSION = 1
@@ -142,7 +142,7 @@ def _owner_folders(root: Path) -> list[tuple[str, Path]]:
 
 # -- backup ---------------------------------------------------------------------------------------------
 
-def backup(root: Path | str, dest: Path | str, *, erased: Callable[[str], bool] | None = None,
+def make_backup(root: Path | str, dest: Path | str, *, erased: Callable[[str], bool] | None = None,
            keep: int | None = None) -> BackupReport:
     """Back up the data root ``root`` into the backup folder ``dest`` (made if missing); see the module docstring.
 
@@ -268,7 +268,7 @@ def _keep_newest(dest: Path, keep: int) -> None:
 
 # -- restore --------------------------------------------------------------------------------------------
 
-def restore(src: Path | str, root: Path | str, *, owner: str | None = None, manifest: str | None = None,
+def restore_backup(src: Path | str, root: Path | str, *, owner: str | None = None, manifest: str | None = None,
             replace: bool = False) -> RestoreReport:
     """Restore the backup folder ``src`` into the data root ``root`` (see the module docstring).
 
