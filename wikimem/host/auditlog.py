@@ -12,7 +12,8 @@ Actions (:data:`ACTIONS`): ``sign-in``, ``sign-out``, ``revert``,
 ``rollback``, ``restore``, ``bulk-rollback``, ``edit``, ``delete-item``,
 ``delete-owner``, ``token-mint``, ``token-revoke``, ``token-rotate``,
 ``operator-add``, ``operator-remove``, ``operator-role``,
-``operator-passwd``. Results: ``ok``, ``refused`` (a 4xx: no right, a
+``operator-passwd``, ``erase-owner`` (the owner named by the erasure's
+keyed digest), ``forget`` (never the item's name). Results: ``ok``, ``refused`` (a 4xx: no right, a
 conflict, a wrong password) or ``failed`` (the host's fault). Never a
 secret, a password or memory content.
 """
@@ -27,7 +28,7 @@ __all__ = ["AUDIT_LOGGER", "ACTIONS", "audit", "result_of"]
 AUDIT_LOGGER = "wikimem.audit"
 ACTIONS = ("sign-in", "sign-out", "revert", "rollback", "restore", "bulk-rollback", "edit", "delete-item",
            "delete-owner", "token-mint", "token-revoke", "token-rotate", "operator-add", "operator-remove",
-           "operator-role", "operator-passwd")
+           "operator-role", "operator-passwd", "erase-owner", "forget")
 # Record attributes logging itself owns: an event field of one of these names would clash.
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
