@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "folder_head"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -59,6 +59,26 @@ def _person(name: str | None) -> bytes:
     clean = " ".join(text.replace("<", "").replace(">", "").split()) or "wikimem"
     local = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in clean).strip("-") or "actor"
     return f"{clean} <{local[:64]}@wikimem>".encode()
+
+
+def folder_head(root: Path | str) -> str | None:
+    """The commit ``main`` of a memory folder points at, read from its ref files without opening the repository
+    (a cheap look at many owners: is an index behind?); None when there is none."""
+    git = Path(root) / ".git"
+    try:
+        value = (git / "refs" / "heads" / "main").read_bytes().strip()
+        if len(value) == 40:
+            return value.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    try:
+        for line in (git / "packed-refs").read_bytes().splitlines():
+            sha, _, name = line.partition(b" ")
+            if name == BRANCH and len(sha) == 40:
+                return sha.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    return None
 
 
 class GitRepo:
