@@ -162,12 +162,14 @@ class StepFailed(WikimemError):
 
 
 def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
-           actor: str = "operator", key: str | None = None) -> tuple[Job, bool]:
+           actor: str = "operator", key: str | None = None, tenant: str = "") -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
 
     A retry under the same key gets its job even when the job has since
     rolled everything back (the selection is empty by then).
     :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
+    On a shared index each step's home is the host that indexed its owner
+    last (the one holding it).
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
     scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
@@ -180,7 +182,12 @@ def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = ""
     parts = select(index, query, within=within)
     if not parts:
         raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
-    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+    homes = None
+    if index.shared:
+        held = index.holders([p.owner for p in parts])
+        homes = [held.get(p.owner) for p in parts]
+    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request,
+                       tenant=tenant, homes=homes)
 
 
 def handler(owner: Callable[[str], Owner]) -> Handler:
