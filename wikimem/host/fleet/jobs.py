@@ -453,7 +453,7 @@ class JobStore:
                     break
                 tx.execute(f"DELETE FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
         if self.size() > budget:
-            raise QueueFull(f"the jobs database is over its size budget ({budget // (1024 * 1024)} MiB) with "
+            raise QueueFull(f"the jobs database is over its size budget ({budget / (1024 * 1024):g} MiB) with "
                             "unfinished jobs: wait for some to finish", retry_after=60)
 
     def by_key(self, key: str) -> Job | None:
