@@ -81,6 +81,7 @@ process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -469,6 +470,12 @@ def build_llm(config: Config):
 def build_host(config: Config) -> Host:
     """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
     from wikimem.host.host import Host
+
+    if config.peer_set is not None and not config.database_url:
+        logging.getLogger(__name__).warning(
+            "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
+            "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
+            "share one PostgreSQL database for the cluster's runs and jobs")
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),

@@ -198,7 +198,7 @@ class RunPage:
         """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
         page = merge_pages(pages, limit)
         return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
-                   page["next"], page["total"], all(p.get("complete", True) for p in pages), list(unreachable))
+                   page["next"], page["total"], page["complete"], list(unreachable))
 
 
 @dataclass
@@ -273,14 +273,26 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     """One page from the pages several hosts answered to the same search and cursor (their JSON).
 
     Rows are merged in the search's global order and cut at ``limit``;
-    totals are summed (owners live on one host each). ``next`` continues
-    every host after the last row kept.
+    ``next`` continues every host after the last row kept. This is the
+    gathering of a cluster *without* a shared database: each host indexes the
+    owners it holds, so an owner that moved between hosts may be known to
+    two of them. A run seen twice is kept once (the copy indexed further),
+    and then the totals — summed over hosts — are not exact: ``complete`` is
+    False. (A cluster that shares ``WIKIMEM_DATABASE_URL`` needs no gathering.)
     """
-    rows = sorted((r for p in pages for r in p.get("runs", [])), key=_order)
+    best: dict[tuple, dict] = {}
+    for row in (r for p in pages for r in p.get("runs", [])):
+        key = (row["owner"], row.get("run") or "@" + str(row.get("commit")))
+        seen = best.get(key)
+        if seen is None or int(row["seq"]) > int(seen["seq"]):
+            best[key] = row
+    twice = sum(len(p.get("runs", [])) for p in pages) - len(best)
+    rows = sorted(best.values(), key=_order)
     more = len(rows) > limit or any(p.get("next") for p in pages)
     kept = rows[:limit]
     total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
-    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total}
+    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total,
+            "complete": twice == 0 and all(p.get("complete", True) for p in pages)}
 
 
 class RunIndex:
