@@ -111,3 +111,35 @@ def _wait(host: Host, job_id: str, timeout: float = 60.0):
             return job
         assert time.monotonic() < deadline, job
         time.sleep(0.1)
+
+
+def test_the_job_store_on_postgresql_migrates_claims_in_turns_caps_and_cancels(database_url):
+    """The SQL of the jobs runs unchanged on PostgreSQL (one dialect-neutral layer)."""
+    from wikimem.host.errors import QueueFull
+    from wikimem.host.fleet.jobs import SCHEMA_VERSION, JobRunner, JobStore, Limits
+
+    jobs = JobStore(database_url, host="east", limits=Limits(per_tenant=30, per_owner=0, turn_keep=0))
+    assert jobs.db.version() == SCHEMA_VERSION and JobStore(database_url).db.version() == SCHEMA_VERSION
+    for i in range(30):
+        jobs.submit("memorize", [{"owner": "user:a", "turn": f"t{i}"}], params={"owner": "user:a"}, tenant="user:a")
+    with pytest.raises(QueueFull):
+        jobs.submit("memorize", [{"owner": "user:a", "turn": "x"}], params={"owner": "user:a"}, tenant="user:a")
+    order: list[str] = []
+    runner = JobRunner(jobs, lease=30, poll=0.05, host="east")
+    runner.register("memorize", lambda step: order.append(step.params["owner"]) or {"ok": 1})
+    assert runner.run_once()
+    calm, _ = jobs.submit("memorize", [{"owner": "user:b", "turn": "hi"}], params={"owner": "user:b"},
+                          tenant="user:b")
+    late, _ = jobs.submit("memorize", [{"owner": "user:c", "turn": "hi"}], params={"owner": "user:c"},
+                          tenant="user:c")
+    assert jobs.cancel(late.id).state == "cancelled"
+    while runner.run_once():
+        pass
+    assert order.index("user:b") == 1 and "user:c" not in order and len(order) == 31
+    assert jobs.get(calm.id).state == "done" and jobs.forget_turns(now=time.time() + 1) == 32  # (the cancelled one too)
+    listed = jobs.list(JobQuery(owner_prefix="user:b"), admin=True)
+    assert [j.id for j in listed.jobs] == [calm.id]
+    page1 = jobs.list(JobQuery(), admin=True, limit=20)
+    page2 = jobs.list(JobQuery(), admin=True, limit=20, cursor=page1.next)
+    assert len({j.id for j in page1.jobs + page2.jobs}) == 32 and page2.next is None
+    assert jobs.size() > 0
