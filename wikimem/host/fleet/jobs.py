@@ -338,7 +338,7 @@ class JobStore:
             return
         old = "jobs" in self._tables()
         db.script(_SCHEMA)
-        with db.write() as tx:
+        with db.write(schema=True) as tx:
             if db.version() == SCHEMA_VERSION:
                 return  # another process migrated meanwhile
             if old:

@@ -352,7 +352,7 @@ class RunIndex:
         if db.version() >= SCHEMA_VERSION:
             return
         db.script(_SCHEMA)
-        with db.write() as tx:
+        with db.write(schema=True) as tx:
             if "host" not in db.columns("owners"):
                 tx.execute("ALTER TABLE owners ADD COLUMN host TEXT")
             db.set_version(tx, SCHEMA_VERSION)
@@ -376,6 +376,8 @@ class RunIndex:
         with self._db().write() as tx:
             tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
                        "excluded.value", (self._complete_key, "1" if complete else "0"))
+            if complete:
+                tx.execute("DELETE FROM meta WHERE key = 'complete'")  # the flag of an index before version 2
 
     def complete(self) -> bool:
         """Whether every host that uses the index has it complete (its owners swept since it started)."""

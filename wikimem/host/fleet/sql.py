@@ -56,6 +56,7 @@ class Database:
         self.synchronous = synchronous
         self._local = threading.local()
         self._lock_key = zlib.crc32(f"wikimem:{name}".encode()) & 0x7FFFFFFF
+        self._schema_key = zlib.crc32(b"wikimem:schema") & 0x7FFFFFFF  # every store's DDL, one at a time
         self.errors: tuple[type[BaseException], ...] = (sqlite3.Error,)  # what a failed statement raises
         if self.postgres:
             import psycopg
@@ -88,6 +89,8 @@ class Database:
         """This thread's connection (a new one after a fork)."""
         local = self._local
         conn = getattr(local, "conn", None)
+        if conn is not None and self.postgres and (conn.closed or conn.broken):
+            conn = None  # the server restarted or the link dropped: a new connection
         if conn is None or local.pid != os.getpid():
             conn = self._connect()
             local.conn, local.pid = conn, os.getpid()
@@ -139,19 +142,20 @@ class Database:
         """Run a schema script (``;``-separated statements, ``{text_c}`` and ``{real}`` filled in)."""
         ddl = ddl.format(text_c='TEXT COLLATE "C"' if self.postgres else "TEXT",
                          real="DOUBLE PRECISION" if self.postgres else "REAL")
-        with self.write() as tx:
+        with self.write(schema=True) as tx:
             for statement in (s.strip() for s in ddl.split(";")):
                 if statement:
                     tx.execute(statement)
 
     @contextmanager
-    def write(self) -> Iterator[Tx]:
-        """One write transaction, the only one of this store at a time (a claim never races)."""
+    def write(self, *, schema: bool = False) -> Iterator[Tx]:
+        """One write transaction, the only one of this store at a time (a claim never races); ``schema``: the
+        only one changing any store's tables (PostgreSQL's concurrent ``CREATE … IF NOT EXISTS`` can collide)."""
         conn = self.connection()
         if self.postgres:
             conn.execute("BEGIN")
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._schema_key if schema else self._lock_key,))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -173,7 +177,10 @@ class Database:
         """The schema version of this store (0: none yet)."""
         if not self.postgres:
             return int(self.one("PRAGMA user_version")[0])
-        self.execute("CREATE TABLE IF NOT EXISTS wikimem_schema (name TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        if self.one("SELECT to_regclass('wikimem_schema')")[0] is None:
+            with self.write(schema=True) as tx:
+                tx.execute("CREATE TABLE IF NOT EXISTS wikimem_schema (name TEXT PRIMARY KEY, "
+                           "version INTEGER NOT NULL)")
         row = self.one("SELECT version FROM wikimem_schema WHERE name = ?", (self.name,))
         return 0 if row is None else int(row[0])
 
