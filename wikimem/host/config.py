@@ -260,7 +260,7 @@ class Config:
     def _check_jobs(self) -> None:
         """The shared database and the limits of the job queue (issues 22 and 25)."""
         if self.database_url:
-            from wikimem.host.fleet.sql import is_url
+            from wikimem.host.fleet import is_url
 
             if not is_url(self.database_url):
                 raise ConfigError("WIKIMEM_DATABASE_URL must be a postgresql:// URL (unset: SQLite in the data root)")

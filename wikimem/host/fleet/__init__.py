@@ -49,7 +49,7 @@ from .runindex import (
     merge_pages,
     row_cursor,
 )
-from .sql import Database
+from .sql import Database, is_url
 
 __all__ = [
     "MEMORIZE", "job_visible",
@@ -70,6 +70,7 @@ __all__ = [
     "JobPage",
     "Limits",
     "Database",
+    "is_url",
     "Step",
     "RetryLater",
     "Handler",
