@@ -90,6 +90,19 @@ def test_a_bulk_rollback_sent_to_one_host_covers_every_hosts_owners_with_one_job
     assert [j.id for j in listed.jobs] == [undo["id"], job["id"]]  # one list for the cluster
 
 
+def test_an_owner_deleted_on_one_host_is_not_indexed_back_from_an_older_copy_on_another(pair):
+    east, west = pair
+    write(east, "user:gone", "run_1", "Hates tea.")
+    west.owner("user:gone")  # west keeps a copy of it
+    write(east, "user:gone", "run_2", "Hates coffee.")
+    east.delete_owner("user:gone")
+    assert west.exists("user:gone")  # (its copy is older than the deletion: it has not looked since)
+    west.fleet.sweep_run_index()
+    for host in (east, west):
+        assert host.fleet.find_runs(RunQuery.parse(owner_prefix="user:gone")).total["runs"] == 0
+    assert "user:gone" not in {p.owner for p in west.fleet.bulk_parts(RunQuery.parse(actor=BAD))}
+
+
 def test_a_step_whose_host_is_gone_is_taken_over_by_another(pair):
     east, west = pair
     write(west, "user:w", "run_w", "Hates tea.")

@@ -320,10 +320,12 @@ class Host:
         (no write of another process is half-way through), then removed.
         """
         owner = self.owner(owner_id)
+        buried = None
         if self.replication is not None:  # on the remote first, so that no host clones it back
             owner.delete_everywhere()
+            buried = owner.head()
         self.drop_local(owner_id, owner)
-        self.run_index.forget(owner_id)
+        self.run_index.bury(owner_id, buried)  # (a host with an older copy must not index it back)
 
     def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
         """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""

@@ -436,7 +436,7 @@ class RunIndex:
                 row = tx.one("SELECT head, seq FROM owners WHERE owner = ?", (owner.id,))
                 if (row[0] if row else None) != known:
                     continue  # a rebuild or another listener moved it meanwhile: look again
-                seq = row[1] if row and reached else 0
+                seq = max(row[1], 0) if row and reached else 0
                 if known is not None and not reached:
                     tx.execute("DELETE FROM runs WHERE owner = ?", (owner.id,))
                 for entry in reversed(new):
@@ -479,6 +479,17 @@ class RunIndex:
         except self.db.errors:
             log.exception("run index: could not drop the rows of deleted owner %s", owner_id)
 
+    def bury(self, owner_id: str, head: str | None) -> None:
+        """A deleted owner: its runs go. On a shared index the owner keeps a row at ``head`` (the commit that
+        deleted it everywhere, ``seq`` -1), so a host still holding an older copy never indexes it back."""
+        if not self.shared or not head:
+            self.forget(owner_id)
+            return
+        with self._db().write() as tx:
+            tx.execute("DELETE FROM runs WHERE owner = ?", (owner_id,))
+            tx.execute("INSERT INTO owners (owner, head, seq, host) VALUES (?, ?, -1, ?) ON CONFLICT (owner) DO "
+                       "UPDATE SET head = excluded.head, seq = -1, host = excluded.host", (owner_id, head, self.host))
+
     def forget_copy(self, owner_id: str) -> None:
         """This host dropped its copy of an owner that lives on (elsewhere): its rows go only if the index is
         this host's alone."""
@@ -491,7 +502,7 @@ class RunIndex:
         On a shared index only the owners this host indexed last are
         considered (the others are other hosts' to keep).
         """
-        sql = "SELECT owner, host FROM owners"
+        sql = "SELECT owner, host FROM owners WHERE seq >= 0"  # (a buried owner keeps its row)
         known = {o for o, by in self._db().rows(sql) if not self.shared or by in (None, self.host)}
         if not self.shared:
             known |= {r[0] for r in self._db().rows("SELECT DISTINCT owner FROM runs")}
