@@ -40,4 +40,5 @@ def jobs():
 def cancel_job(job_id: str):
     operator = require_role("operator")
     get_host().fleet.cancel_job(job_id, within=operator.owner_prefix, admin=operator.may("admin"))
-    return redirect(url_for("admin.jobs", **_chosen(request.form)))
+    chosen: dict = _chosen(request.form)
+    return redirect(url_for("admin.jobs", **chosen))

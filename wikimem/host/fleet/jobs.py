@@ -167,8 +167,8 @@ def _scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
     if isinstance(owner, str) and kind != "bulk-rollback":
         return owner, owner
     within = str(params.get("within") or "")
-    selection = params.get("selection") if isinstance(params.get("selection"), dict) else {}
-    narrower = str(selection.get("owner_prefix") or "")
+    selection = params.get("selection")
+    narrower = str(selection.get("owner_prefix") or "") if isinstance(selection, dict) else ""
     return (narrower if narrower.startswith(within) else within), None
 
 
@@ -424,14 +424,14 @@ class JobStore:
     def _check_caps(self, tx: Tx, tenant: str, owner: str | None) -> None:
         limits = self.limits
         if limits.per_tenant:
-            open_jobs = tx.one("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND tenant = ?",
-                               (tenant,))[0]
+            open_jobs = tx.scalar("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND tenant = ?",
+                                  (tenant,))
             if open_jobs >= limits.per_tenant:
                 raise QueueFull(f"{open_jobs} jobs of owner prefix {tenant!r} are queued or running (the cap is "
                                 f"{limits.per_tenant}): wait for some to finish", retry_after=limits.retry_after)
         if limits.per_owner and owner is not None:
-            open_jobs = tx.one("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND owner = ?",
-                               (owner,))[0]
+            open_jobs = tx.scalar("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND owner = ?",
+                                  (owner,))
             if open_jobs >= limits.per_owner:
                 raise QueueFull(f"{open_jobs} jobs of owner {owner!r} are queued or running (the cap is "
                                 f"{limits.per_owner}): wait for some to finish", retry_after=limits.retry_after)
@@ -488,8 +488,8 @@ class JobStore:
     @staticmethod
     def _job(row: tuple, results: list) -> Job:
         return Job(id=row[0], kind=row[1], state=row[2], done=row[3], failed=row[4], total=row[5],
-                   results=results, params=json.loads(row[6]), created=_iso(row[7]), updated=_iso(row[8]),
-                   finished=_iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
+                   results=results, params=json.loads(row[6]), created=_iso(row[7]) or "",
+                   updated=_iso(row[8]) or "", finished=_iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
 
     def list(self, query: JobQuery | None = None, *, within: str = "", admin: bool = False, limit: int = 50,
              cursor: str | None = None) -> JobPage:
@@ -501,7 +501,8 @@ class JobStore:
         prefix = scope_prefix(within, query.owner_prefix)
         if prefix is None:
             return JobPage()
-        where, args = ["substr(scope, 1, ?) = ?"], [len(prefix), prefix]
+        where: list[str] = ["substr(scope, 1, ?) = ?"]
+        args: list[Any] = [len(prefix), prefix]
         if not admin:
             where.append("owner IS NOT NULL")
         for column, value in (("kind", query.kind), ("state", query.state)):
@@ -558,7 +559,7 @@ class JobStore:
         if not self.db.one("SELECT 1 FROM steps WHERE state IN ('pending', 'running') AND not_before <= ? LIMIT 1",
                            (now,)):
             return None  # nothing to do: no write lock taken (every idle runner polls this)
-        where_home, home_args = "s.home IS NULL", []
+        where_home, home_args = "s.home IS NULL", []  # type: str, list[Any]
         if host:
             where_home = "(s.home IS NULL OR s.home = ?"
             home_args = [host]

@@ -134,6 +134,11 @@ class Database:
         row = self.execute(sql, args, conn).fetchone()
         return None if row is None else tuple(row)
 
+    def scalar(self, sql: str, args: Sequence[Any] = (), conn=None) -> Any:
+        """The first column of the first row (a count, a pragma)."""
+        row = self.one(sql, args, conn)
+        return None if row is None else row[0]
+
     def many(self, sql: str, rows: Sequence[Sequence[Any]], conn=None) -> None:
         cursor = (conn or self.connection()).cursor()
         cursor.executemany(self._sql(sql), [tuple(r) for r in rows])
@@ -176,8 +181,8 @@ class Database:
     def version(self) -> int:
         """The schema version of this store (0: none yet)."""
         if not self.postgres:
-            return int(self.one("PRAGMA user_version")[0])
-        if self.one("SELECT to_regclass('wikimem_schema')")[0] is None:
+            return int(self.scalar("PRAGMA user_version"))
+        if self.scalar("SELECT to_regclass('wikimem_schema')") is None:
             with self.write(schema=True) as tx:
                 tx.execute("CREATE TABLE IF NOT EXISTS wikimem_schema (name TEXT PRIMARY KEY, "
                            "version INTEGER NOT NULL)")
@@ -198,11 +203,10 @@ class Database:
         if self.postgres:
             total = 0
             for table in tables:
-                row = self.one("SELECT pg_total_relation_size(to_regclass(?))", (table,))
-                total += int(row[0] or 0) if row else 0
+                total += int(self.scalar("SELECT pg_total_relation_size(to_regclass(?))", (table,)) or 0)
             return total
-        pages = self.one("PRAGMA page_count")[0] - self.one("PRAGMA freelist_count")[0]
-        return int(pages) * int(self.one("PRAGMA page_size")[0])
+        pages = int(self.scalar("PRAGMA page_count")) - int(self.scalar("PRAGMA freelist_count"))
+        return pages * int(self.scalar("PRAGMA page_size"))
 
     def compact(self) -> None:
         """Give freed space back (SQLite: checkpoint the WAL; PostgreSQL's autovacuum does it there)."""
@@ -232,6 +236,9 @@ class Tx:
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple | None:
         return self.db.one(sql, args, self.conn)
+
+    def scalar(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self.db.scalar(sql, args, self.conn)
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.db.many(sql, rows, self.conn)
