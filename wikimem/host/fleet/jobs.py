@@ -222,10 +222,12 @@ class JobQuery:
         from wikimem.host.instants import parse_instant
 
         for value, what in ((kind, "kind"), (state, "state"), (owner_prefix, "owner_prefix"), (since, "since")):
-            if value is not None and (not isinstance(value, str) or len(value) > 128):
-                raise BadRequest(f"{what} must be a string of at most 128 characters")
+            if value is not None and not isinstance(value, str):
+                raise BadRequest(f"{what} must be a string")
+            if value is not None and len(value) > 128:
+                raise ValueError(f"{what} is longer than 128 characters")  # well-formed, refused: 422
         if state not in (None, "", *JOB_STATES):
-            raise BadRequest(f"state must be one of {', '.join(JOB_STATES)}")
+            raise ValueError(f"state must be one of {', '.join(JOB_STATES)}, got {state!r}")
         when = parse_instant(since or None, "since")
         return cls(kind or None, state or None, owner_prefix or "", None if when is None else float(when))
 
