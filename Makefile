@@ -55,6 +55,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/quality.py
 	$(PY) bench/cluster.py
 	$(PY) bench/bulk.py
+	$(PY) bench/jobs.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache tests/screenshots

@@ -113,11 +113,12 @@ SCHEMAS: dict[str, dict] = {
                       "character": {**_NSTR, "description": "memorize's character when a request names none"}},
                      ["tz", "character"]),
     "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
-                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
                  "done": {"type": "integer", "description": "finished steps (done or failed)"},
                  "failed": {"type": "integer"}, "total": {"type": "integer"},
                  "results": _arr(_obj({"step": {"type": "integer"},
-                                       "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
+                                       "state": {"type": "string",
+                                                 "enum": ["pending", "running", "done", "failed", "cancelled"]},
                                        "result": {"description": "the step's result (memorize: entries, run, "
                                                                  "commit, replayed)"},
                                        "error": _obj({"code": {"type": "string"}, "message": {"type": "string"}})},
@@ -125,6 +126,13 @@ SCHEMAS: dict[str, dict] = {
                  "params": {"type": "object"}, "created": {"type": "string"}, "updated": {"type": "string"},
                  "finished": _NSTR},
                 ["id", "kind", "state", "done", "total", "results"]),
+    "JobSummary": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
+                        "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
+                        "done": {"type": "integer"}, "failed": {"type": "integer"}, "total": {"type": "integer"},
+                        "params": {"type": "object"}, "owner": {**_NSTR, "description": "a one-owner job's owner"},
+                        "scope": {"type": "string", "description": "its owner, or the owner prefix of a bulk job"},
+                        "created": {"type": "string"}, "updated": {"type": "string"}, "finished": _NSTR},
+                       ["id", "kind", "state", "done", "total", "created"]),
     "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
                              "budget_tokens": {"type": "integer", "nullable": True},
                              "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
@@ -362,6 +370,23 @@ def _paths() -> dict[str, dict]:
                            "get": _op("a background job: state, progress, each step's result (kept a week after "
                                       "it finished; a token sees the jobs of owners it reaches, admins all)",
                                       "read", _ok(_ref("Job")), tag="memorize")},
+        "/jobs": {"get": _op(
+            "background jobs, newest first: a token sees the jobs of the owners its prefix reaches, bulk jobs "
+            "only with the admin scope; in a cluster with a shared database, the jobs of every host", "read",
+            _ok(_obj({"jobs": _arr(_ref("JobSummary")), "next": _NSTR}, ["jobs", "next"])),
+            params=[_param("kind", "query", {"type": "string", "maxLength": 128}),
+                    _param("state", "query", {"type": "string",
+                                              "enum": ["queued", "running", "done", "failed", "cancelled"]}),
+                    _param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
+                    _param("since", "query", {"type": "string", "maxLength": 64,
+                                              "description": "created at or after (a date or ISO-8601 time)"}),
+                    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                    _param("cursor", "query", {"type": "string", "maxLength": 200})], tag="memorize")},
+        "/jobs/{job_id}/cancel": {
+            "parameters": [_param("job_id", "path", {"type": "string",
+                                                     "pattern": r"^job_\d{8}T\d{6}Z_[0-9a-f]{12}$"})],
+            "post": _op("cancel a job that has not started (409 once a step runs): a write token for the jobs of "
+                        "its owners, the admin scope for bulk jobs", "write", _ok(_ref("Job")), tag="memorize")},
         owner + "/history": {"parameters": [_OWNER], "get": _op(
             "commits, newest first (filters; older with cursor, newer with after; at jumps to a date)", "read",
             _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR, "prev": _NSTR,
@@ -557,6 +582,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/retrieve"): "retrieve",
     ("post", "/owners/{owner_id}/memorize"): "memorize",
     ("get", "/jobs/{job_id}"): "job",
+    ("get", "/jobs"): "jobs",
+    ("post", "/jobs/{job_id}/cancel"): "cancel_job",
     ("get", "/owners/{owner_id}/history"): "history",
     ("get", "/owners/{owner_id}/commits/{commit}"): "commit",
     ("get", "/owners/{owner_id}/diff"): "diff",
@@ -713,6 +740,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                          "run": "run_20260721T070200Z_8d1e", "commit": _C3, "replayed": False},
                  "202": _EX_MEMORIZE_JOB},
     "job": {"200": _EX_BULK_JOB},
+    "jobs": {"200": {"jobs": [{k: v for k, v in _EX_MEMORIZE_JOB.items() if k != "results"}
+                              | {"owner": "user:ann", "scope": "user:ann"}], "next": None}},
+    "cancel_job": {"200": {**_EX_MEMORIZE_JOB, "state": "cancelled", "results": [{"step": 0, "state": "cancelled"}],
+                           "finished": _EX_WHEN["created"]}},
     "erase_owner": {"request": {"confirm": "user:ann"}, "202": _EX_ERASE_JOB},
     "forget": {"request": _named(item=("a wiki item", {"file": "preferences", "name": "likes-the-sea"}),
                                  entry=("a diary entry", {"date": "2026-07-21", "time": "14:30"})),
@@ -807,7 +838,10 @@ below); 422 a well-formed request with a value refused by its rules: invalid_nam
 item, owner, date, time or provenance value), invalid_value (a time zone, a range such as
 retrieve's limit, a choice, a length), idempotency_key_reused (the same Idempotency-Key with
 another request); 429
-quota_exceeded with Retry-After (owners created per minute per token prefix), 403
+quota_exceeded with Retry-After (owners created per minute per token prefix), 429
+queue_full with Retry-After (a new background job past the open jobs one token prefix
+(WIKIMEM_JOBS_PER_PREFIX, 100) or one owner (WIKIMEM_JOBS_PER_OWNER, 20) may have, or the
+jobs database past its size budget), 403
 quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
 Retry-After, 507 storage_full with Retry-After.
 

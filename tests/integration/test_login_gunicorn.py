@@ -106,7 +106,11 @@ def host(tmp_path_factory):
     for name in ("alice", "bob"):
         _wikimem("operator", "add", name, "--role", "operator", input=f"{name} password\n", env=env)
     with open(log, "wb") as out:
-        proc = subprocess.Popen(_gunicorn() + ["-c", str(CONF)], cwd=REPO, env=env, stdout=out,
+        # Sync workers (one thread: gunicorn turns a threaded sync worker into gthread) take one connection at
+        # a time, so concurrent sign-ins must spread over the processes; threaded workers may all be served by
+        # whichever process wakes first. What is tested, counters shared by processes, is the same.
+        single = ["--worker-class", "sync", "--threads", "1"]
+        proc = subprocess.Popen(_gunicorn() + ["-c", str(CONF), *single], cwd=REPO, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     h = Host(port, env, log)
     try:

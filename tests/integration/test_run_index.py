@@ -107,7 +107,7 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     fresh = Host(tmp_path / "data")
-    assert fresh.fleet.find_runs(query).total["runs"] == 0
+    assert fresh.run_index.search(query).total["runs"] == 0  # the file itself starts empty
     counts = fresh.fleet.refresh_run_index()
     assert counts["owners"] == 5 and counts["commits"] == 5 * 2 + 1
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
@@ -115,20 +115,32 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
 
 
-def test_an_index_younger_than_the_owners_says_so_until_rebuilt(host, tmp_path):
+def test_an_index_younger_than_the_owners_is_incomplete_until_a_read_or_a_sweep_catches_it_up(host, tmp_path):
     bad_deploy(host, 2, conflict=False)
     assert host.fleet.find_runs(RunQuery.parse()).complete
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     upgraded = Host(tmp_path / "data")  # a host upgraded over existing owners
-    page = upgraded.fleet.find_runs(RunQuery.parse())
-    assert not page.complete and page.total["runs"] == 0
-    upgraded.owner(owner_name(1)).add("notes", "n", "x", ctx=WriteContext(actor="bot"))
-    assert upgraded.fleet.find_runs(RunQuery.parse()).total["owners"] == 1  # that owner, whole, at its next write
-    assert upgraded.fleet.find_runs(RunQuery.parse(owner_prefix=owner_name(1))).total["runs"] == 3
-    upgraded.fleet.refresh_run_index()
-    page = upgraded.fleet.find_runs(RunQuery.parse())
-    assert page.complete and page.total["owners"] == 2
+    assert not upgraded.run_index.complete() and upgraded.run_index.search(RunQuery.parse()).total["runs"] == 0
+    page = upgraded.fleet.find_runs(RunQuery.parse())  # the read indexes the owners beyond the index first
+    assert page.total == {"owners": 2, "runs": 4, "commits": 4}
+    assert not page.complete  # ...but only a sweep of every owner makes the index say it is whole
+    assert upgraded.fleet.sweep_run_index()
+    assert upgraded.fleet.find_runs(RunQuery.parse()).complete
+
+
+def test_a_read_beyond_its_time_budget_says_incomplete(host, monkeypatch):
+    from wikimem.host.fleet import operations
+
+    bad_deploy(host, 3, conflict=False)
+    for owner_id in host.owner_ids():
+        host.run_index.forget(owner_id)  # as if three commits had reached the host without a listener
+    monkeypatch.setattr(operations, "INLINE_CATCH_UP", 0.0)
+    page = host.fleet.find_runs(RunQuery.parse(), limit=5)
+    assert not page.complete
+    host.fleet.sweep_run_index()
+    page = host.fleet.find_runs(RunQuery.parse())
+    assert page.complete and page.total["owners"] == 3
 
 
 def test_a_hand_edit_is_indexed_by_the_owners_next_write(host):

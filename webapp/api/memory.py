@@ -7,6 +7,7 @@ from dataclasses import asdict
 from flask import jsonify
 
 from webapp import get_host
+from webapp.auth import current_principal
 from webapp.params import (
     WRITE_FIELDS,
     json_body,
@@ -137,7 +138,8 @@ def memorize(owner_id: str):
         job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, request_id=current_request_id(),
                                             character=character,
                                             prompt=prompt, run=ctx.run, actor=ctx.actor,
-                                            source_conv=ctx.source_conv, **when)
+                                            source_conv=ctx.source_conv,
+                                            tenant=current_principal().owner_prefix, **when)
         response = jsonify(job.to_dict())
         response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
         response.headers["Preference-Applied"] = "respond-async"

@@ -60,7 +60,8 @@ def bulk_rollback():
         return jsonify(preview.to_dict(limit=limit, offset=offset))
     job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
                                                force=opt_bool(data, "force", False), actor=principal.name,
-                                               idempotency_key=idempotency_key(), request_id=current_request_id())
+                                               idempotency_key=idempotency_key(), request_id=current_request_id(),
+                                               tenant=principal.owner_prefix)
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

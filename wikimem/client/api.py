@@ -463,16 +463,31 @@ class Client:
         return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
 
     def job(self, job_id: str) -> dict[str, Any]:
-        """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
+        """A background job: ``state`` (queued, running, done, failed, cancelled), ``done``/``total``,
+        ``results``."""
         return self._call("GET", f"/jobs/{_q(job_id)}")
 
+    def jobs(self, *, kind: str | None = None, state: str | None = None, owner_prefix: str | None = None,
+             since: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """Background jobs the token may see, newest first (``GET /jobs``): entries are dicts with ``id``,
+        ``kind``, ``state``, ``done``/``total``, ``owner`` (one owner's job) or ``scope`` (a bulk job's owner
+        prefix); bulk jobs only with the admin scope."""
+        data = self._call("GET", "/jobs", query={"kind": kind, "state": state, "owner_prefix": owner_prefix,
+                                                  "since": since, "limit": str(limit), "cursor": cursor})
+        return _page(data, "jobs")
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job none of whose steps has started: the job, ``state`` ``cancelled`` (a
+        :class:`~wikimem.errors.Conflict` once it runs)."""
+        return self._call("POST", f"/jobs/{_q(job_id)}/cancel", write=True)
+
     def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
-        """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
+        """Poll a job until it is done, failed or cancelled (``TimeoutError`` after ``timeout`` seconds)."""
         job_id = job if isinstance(job, str) else job["id"]
         deadline = time.monotonic() + timeout
         while True:
             found = self.job(job_id)
-            if found.get("state") in ("done", "failed"):
+            if found.get("state") in ("done", "failed", "cancelled"):
                 return found
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")

@@ -22,8 +22,8 @@ from .config import (
     read_setting,
 )
 from .demo import bad_run_hint, seed_demo
-from .errors import BadRequest, LLMNotConfigured, ToolCallError
-from .fleet import RunQuery
+from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
+from .fleet import JobQuery, RunQuery
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
@@ -36,7 +36,8 @@ __all__ = [
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS",
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
+    "RunQuery", "JobQuery",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
     "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
 ]

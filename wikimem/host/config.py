@@ -73,6 +73,12 @@ environment                         meaning (default)
 ``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
                                     root under the system's temporary folder; a tmpfs is best)
 ``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
+``WIKIMEM_DATABASE_URL``            ``postgresql://…`` shared by a cluster's hosts for the run index and
+                                    the jobs (unset: SQLite files in the data root)
+``WIKIMEM_JOBS_PER_PREFIX``         open jobs one token prefix may have (100; 0 = no limit)
+``WIKIMEM_JOBS_PER_OWNER``          open jobs of one owner (20; 0 = no limit)
+``WIKIMEM_JOBS_MAX_MB``             size budget of the jobs database, MiB (256; 0 = no limit)
+``WIKIMEM_JOBS_TURN_KEEP``          seconds a finished memorize job keeps its raw turn (600)
 ``WIKIMEM_IDEMPOTENCY_DAYS``        days an Idempotency-Key replays its write; older stored results purged (30)
 ``WIKIMEM_JOBS_KEEP_DAYS``          days a finished job (parameters, turns, results) is kept (7)
 ``WIKIMEM_ERASURE_RECEIPT_DAYS``    days an erasure's or a forget's receipt is kept (365)
@@ -93,6 +99,7 @@ process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,6 +109,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
     from wikimem.host.cluster import Peers, Settings
+    from wikimem.host.fleet import Limits
     from wikimem.host.host import Host
     from wikimem.host.metrics import Metrics
     from wikimem.host.retention import Retention
@@ -170,6 +178,11 @@ ENV_VARS = {
     "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
     "WIKIMEM_METRICS_DIR": "METRICS_DIR",
     "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
+    "WIKIMEM_DATABASE_URL": "DATABASE_URL",
+    "WIKIMEM_JOBS_PER_PREFIX": "JOBS_PER_PREFIX",
+    "WIKIMEM_JOBS_PER_OWNER": "JOBS_PER_OWNER",
+    "WIKIMEM_JOBS_MAX_MB": "JOBS_MAX_MB",
+    "WIKIMEM_JOBS_TURN_KEEP": "JOBS_TURN_KEEP",
     "WIKIMEM_REMOTE_HOOK": "REMOTE_HOOK",
     "WIKIMEM_IDEMPOTENCY_DAYS": "IDEMPOTENCY_DAYS",
     "WIKIMEM_JOBS_KEEP_DAYS": "JOBS_KEEP_DAYS",
@@ -178,12 +191,13 @@ ENV_VARS = {
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG", "READY_MIN_FREE"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE"}
+         "REPLICATION_MAX_LAG", "READY_MIN_FREE", "JOBS_PER_PREFIX", "JOBS_PER_OWNER", "JOBS_MAX_MB"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE", "JOBS_PER_PREFIX",
+                "JOBS_PER_OWNER", "JOBS_MAX_MB"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
 _FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
-           "PEER_TIMEOUT", "PEER_COOLDOWN", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS",
-           "SESSION_HOURS"}
+           "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS",
+           "ERASURE_RECEIPT_DAYS", "SESSION_HOURS"}
 _RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -265,6 +279,11 @@ class Config:
     log_format: str | None = None  # None: json under gunicorn, text for the development server
     metrics_dir: str | None = None  # None: see metrics_folder()
     ready_min_free: int = 64  # MiB
+    database_url: str | None = field(default=None, repr=False)  # may hold a password
+    jobs_per_prefix: int = 100
+    jobs_per_owner: int = 20
+    jobs_max_mb: int = 256
+    jobs_turn_keep: float = 600.0
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -293,10 +312,26 @@ class Config:
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
+        self._check_jobs()
         for key in _RETENTIONS:  # (issue 27: what is kept, and how long)
             value = getattr(self, _field_of(key))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number, got {value!r}")
+
+    def _check_jobs(self) -> None:
+        """The shared database and the limits of the job queue (issues 22 and 25)."""
+        if self.database_url:
+            from wikimem.host.fleet import is_url
+
+            if not is_url(self.database_url):
+                raise ConfigError("WIKIMEM_DATABASE_URL must be a postgresql:// URL (unset: SQLite in the data root)")
+            try:
+                import psycopg  # noqa: F401
+            except ImportError:
+                raise ConfigError("WIKIMEM_DATABASE_URL needs psycopg: pip install 'wikimem[postgres]'") from None
+        keep = self.jobs_turn_keep
+        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 <= keep < float("inf"):
+            raise ConfigError(f"WIKIMEM_JOBS_TURN_KEEP must be a number of seconds >= 0, got {keep!r}")
 
     def _check_recall(self) -> None:
         """The tokenizer, the embedder choice and their switches (issue 17)."""
@@ -380,6 +415,20 @@ class Config:
 
         return Retention(idempotency=self.idempotency_days * DAY, jobs=self.jobs_keep_days * DAY,
                          receipts=self.erasure_receipt_days * DAY)
+
+    def job_limits(self) -> Limits:
+        """What one tenant may queue, and the jobs database's budget."""
+        from wikimem.host.fleet import Limits
+
+        return Limits(per_tenant=self.jobs_per_prefix, per_owner=self.jobs_per_owner,
+                      max_bytes=self.jobs_max_mb * 1024 * 1024, turn_keep=float(self.jobs_turn_keep))
+
+    def host_name(self) -> str | None:
+        """This host's name in a cluster's shared database: its entry in ``PEERS`` (None: the machine's name and
+        the data root)."""
+        if self.self_url:
+            return self.self_url
+        return self.peer_set.self_url if self.peer_set is not None else None
 
     def quota(self) -> OwnerQuota:
         """The owner-creation limits of the host."""
@@ -497,10 +546,18 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
     """
     from wikimem.host.host import Host
 
+    if config.peer_set is not None and not config.database_url:
+        logging.getLogger(__name__).warning(
+            "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
+            "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
+            "share one PostgreSQL database for the cluster's runs and jobs")
+
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
                 replication=config.replication_settings, peers=config.peer_set,
-                metrics=metrics if metrics is not None else build_metrics(config), retention=config.retention())
+                metrics=metrics if metrics is not None else build_metrics(config),
+                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
+                retention=config.retention())
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

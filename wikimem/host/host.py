@@ -6,7 +6,11 @@ Layout::
     ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
-    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see jobs.py
+    ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
+    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
+
+(With ``WIKIMEM_DATABASE_URL`` the run index and the jobs live in the
+PostgreSQL database the hosts of a cluster share instead.)
 
 Each process keeps an LRU of :class:`Owner` objects (each with its
 ``MemoryIndex``), bounded by ``index_cache``; every lookup checks that the
@@ -18,9 +22,11 @@ Nothing a client sends reaches the file system except through
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
+import socket
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -28,7 +34,18 @@ from pathlib import Path
 from wikimem.errors import Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
-from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Erasure, Fleet, JobRunner, JobStore, RunIndex, copy_time
+from wikimem.host.fleet import (
+    INDEX_PATH,
+    JOBS_FILE,
+    UNFINISHED,
+    Erasure,
+    Fleet,
+    JobRunner,
+    JobStore,
+    Limits,
+    RunIndex,
+    copy_time,
+)
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
@@ -44,6 +61,8 @@ __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 EXPORT_TYPES = {**FORMATS, "bundle": "application/x-git-bundle"}
 JOB_THREADS = 2  # background job threads per host process
 
+log = logging.getLogger(__name__)
+
 MAX_PAGE = 1000
 # The newest commit of an owner that is gone everywhere: deleted (its history kept), or erased (a tombstone).
 GONE_ACTIONS = ("delete-owner", "erase-owner")
@@ -58,7 +77,12 @@ class Host:
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
-                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, retention: Retention | None = None):
+                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
+                 name: str | None = None, job_limits: Limits | None = None,
+                 retention: Retention | None = None):
+        """``database``: the ``postgresql://`` URL of the database a cluster's hosts share for the run index and
+        the jobs (None: SQLite files in the data root); ``name`` names this host there (default: the machine's
+        name and the data root); ``job_limits`` bound what one tenant may queue."""
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -80,9 +104,13 @@ class Host:
         self._lock = threading.Lock()
         self._jobs: JobStore | None = None  # opened on first use
         self._runner: JobRunner | None = None  # this process's
+        self.database = database
+        self.name = name or f"{socket.gethostname()}:{self.root.resolve()}"
+        self.job_limits = job_limits or Limits()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
-        # Runs of every owner, fed at commit time (see wikimem/host/fleet/runindex.py); derived, rebuildable.
-        self.run_index = RunIndex(self.root / INDEX_PATH)
+        # Runs of every owner, fed whenever an owner's main moves (see wikimem/host/fleet/runindex.py);
+        # derived, rebuildable. On a cluster's shared database, one row per run whichever host holds the owner.
+        self.run_index = RunIndex(database or self.root / INDEX_PATH, host=self.name)
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
@@ -90,7 +118,8 @@ class Host:
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
-                           run_jobs=self.start_jobs, peers=peers)
+                           run_jobs=self.start_jobs, peers=peers, peek=self.peek, heads=self.owner_heads,
+                           lock_dir=self.root / INDEX_PATH.parent)
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
         # Erasing owners everywhere and forgetting items with their history (jobs; see fleet/erase.py).
         self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
@@ -167,10 +196,15 @@ class Host:
             self.metrics.owner_cache("hit")
             return self._fresh(cached)
         self.metrics.owner_cache("miss")
-        if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
-            raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
-                           "(Client.create_owner(), Host.create_owner())")
+        cloned = False
+        if not (path / ".git").is_dir():
+            cloned = self._from_remote(owner_id, path)
+            if not cloned:
+                raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
+                               "(Client.create_owner(), Host.create_owner())")
         opened = self._open(owner_id, path)
+        if cloned:  # its commits reached this host without a write: the run index learns of them now
+            self._learn(opened)
         with self._lock:
             owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
             self._owners.move_to_end(owner_id)
@@ -178,6 +212,36 @@ class Host:
                 self._owners.popitem(last=False)
                 self.metrics.owner_cache("eviction")
         return self._fresh(owner)
+
+    def _learn(self, owner: Owner) -> None:
+        try:
+            self.run_index.catch_up(owner)
+        except Exception:  # derived: a search or the next sweep catches it up
+            log.exception("run index: could not index the cloned owner %s", owner.id)
+
+    def peek(self, owner_id: str) -> Owner:
+        """The owner as this host's disk holds it (no catch-up with the remote, the LRU left as it is);
+        :class:`NotFound` if this host has no copy."""
+        with self._lock:
+            owner = self._owners.get(owner_id)
+        if owner is not None and owner.exists():
+            return owner
+        path = self.owner_path(owner_id)
+        if not (path / ".git").is_dir():
+            raise NotFound(f"no owner {owner_id!r} on this host")
+        return self._open(owner_id, path)
+
+    def owner_heads(self, prefix: str = "") -> dict[str, str]:
+        """``{owner id: the commit its main points at}`` of every owner held here under ``prefix`` (ref files
+        only: cheap for many owners)."""
+        from wikimem.versioned import folder_head
+
+        out = {}
+        for owner_id in self.owner_ids(prefix):
+            head = folder_head(self.owner_path(owner_id))
+            if head is not None:
+                out[owner_id] = head
+        return out
 
     def _revived(self, owner_id: str) -> bool:
         """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
@@ -298,9 +362,12 @@ class Host:
         (no write of another process is half-way through), then removed.
         """
         owner = self.owner(owner_id)
+        buried = None
         if self.replication is not None:  # on the remote first, so that no host clones it back
             owner.delete_everywhere()
+            buried = owner.head()
         self.drop_local(owner_id, owner)
+        self.run_index.bury(owner_id, buried)  # (a host with an older copy must not index it back)
 
     def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
         """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
@@ -320,7 +387,7 @@ class Host:
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
-        self.run_index.forget(owner_id)
+        self.run_index.forget_copy(owner_id)  # (a cluster's shared index keeps it: the owner lives elsewhere)
         if self.replication is not None:
             self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
@@ -466,7 +533,8 @@ class Host:
         if jobs is None:
             with self._lock:
                 if self._jobs is None:
-                    self._jobs = JobStore.at(self.root, retention=self.retention.jobs)
+                    self._jobs = JobStore(self.database or self.root / JOBS_FILE, host=self.name,
+                                          limits=self.job_limits, retention=self.retention.jobs)
                 jobs = self._jobs
         return jobs
 
@@ -479,7 +547,11 @@ class Host:
         jobs = self.jobs  # (takes the lock itself)
         with self._lock:
             if self._runner is None:
-                self._runner = JobRunner(jobs, threads=threads)
+                # With a remote this host can act on any owner: it takes over the steps of a host that is gone.
+                self._runner = JobRunner(jobs, threads=threads, host=self.name,
+                                         foreign=self.replication is not None,
+                                         maintenance=[self.fleet.sweep_run_index, self.erasure.maintain,
+                                                      lambda: self.erasure.sweep(self._folders())])
                 self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
                 self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
@@ -517,12 +589,15 @@ class Host:
 
         shared_worker().on_backlog.append(self.metrics.embedding_backlog)
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, request_id: str | None = None,
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, tenant: str = "",
+                        request_id: str | None = None,
                         **memorize_kwargs):
         """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
+        ``tenant`` (the submitting token's owner prefix) is its fair share and
+        cap (:class:`~wikimem.host.errors.QueueFull` past it).
         ``request_id`` (the submitting request's) is kept in the job's params.
         """
         from wikimem.context import WriteContext
@@ -543,7 +618,8 @@ class Host:
                 turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, request_id=request_id, **memorize_kwargs)
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, tenant=tenant, request_id=request_id,
+                                       **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

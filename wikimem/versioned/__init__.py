@@ -10,6 +10,7 @@ from .catchup import is_ancestor
 from .forget import Forgotten
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
+from .objects import folder_head
 from .outcomes import CommitDiff, Committed, Outcome
 from .plans import Plan
 from .pruning import Pruned, prune
@@ -26,7 +27,7 @@ from .vstore import PACK_EVERY, VersionedStore
 __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
-    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links",
-    "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
+    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
+    "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
 ]

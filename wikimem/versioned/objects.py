@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "init_repo"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "init_repo", "folder_head"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -79,6 +79,26 @@ def init_repo(root: Path, *, bare: bool = False) -> Repo:
         repo.close()
         raise
     return repo
+
+
+def folder_head(root: Path | str) -> str | None:
+    """The commit ``main`` of a memory folder points at, read from its ref files without opening the repository
+    (a cheap look at many owners: is an index behind?); None when there is none."""
+    git = Path(root) / ".git"
+    try:
+        value = (git / "refs" / "heads" / "main").read_bytes().strip()
+        if len(value) == 40:
+            return value.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    try:
+        for line in (git / "packed-refs").read_bytes().splitlines():
+            sha, _, name = line.partition(b" ")
+            if name == BRANCH and len(sha) == 40:
+                return sha.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    return None
 
 
 class GitRepo:

@@ -108,8 +108,9 @@ class VersionedStore:
         self.diary = self.store.diary
         self.writer = self.store.writer
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
-        # Called with each new commit id of a unit, still inside the owner lock, once the history
-        # index holds it (derived indexes above this folder, background replication).
+        # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
+        # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
+        # once the history index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
@@ -155,12 +156,25 @@ class VersionedStore:
 
     def _settle(self) -> None:
         """Under the lock: what a killed writer left (git locks, its write in flight, temp files), then
-        what the remote is known to hold (see :meth:`_reconcile`)."""
+        what the remote is known to hold (see :meth:`_reconcile`). A commit recovery finishes, a
+        fast-forward or a replay is told to the :attr:`on_commit` listeners like a write."""
         self.git.clear_stale_locks()
         self.recover()
         sweep_temp_files(self.root)
         if self.replica is not None:
+            before = self.git.head()
             self._reconcile(self.replica)
+            head = self.git.head()
+            if head is not None and head != before:
+                self._tell(head.decode())
+
+    def _tell(self, cid: str) -> None:
+        """Tell the :attr:`on_commit` listeners that ``main`` is at ``cid`` (a failing one is logged)."""
+        for listener in self.on_commit:
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
 
     def _reconcile(self, replica: Replica) -> None:
         """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
@@ -207,6 +221,22 @@ class VersionedStore:
         with self.writer.lock, self._lock.hold():
             self._settle()
         return self.head()
+
+    def relation(self, commit: str) -> str:
+        """Where ``commit`` stands to ``main``: ``"head"``, ``"ancestor"`` (main went on from it), ``"descendant"``
+        (main is behind it: another copy went further), ``"diverged"``, or ``"unknown"`` (no such commit here)."""
+        head = self.git.head()
+        try:
+            sha = commit.encode("ascii")
+        except UnicodeEncodeError:
+            return "unknown"
+        if head is not None and sha == head:
+            return "head"
+        if not _HEX_RE.fullmatch(commit) or len(commit) != 40 or oid(sha) not in self.git.store:
+            return "unknown"
+        if head is None or is_ancestor(self.git, head, sha):
+            return "descendant"
+        return "ancestor" if is_ancestor(self.git, sha, head) else "diverged"
 
     def replica_known(self) -> str | None:
         """The commit this folder knows its remote to hold (its tracking ref), or None."""
@@ -288,13 +318,9 @@ class VersionedStore:
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
         cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
                                            touches=_touches(records), result=result)
-        if finished:
+        self._tell(cid)
+        if finished:  # after the listeners: a writer killed before they ran leaves the intent, and recovery tells them
             self.intent.clear()
-        for listener in self.on_commit:
-            try:
-                listener(cid)
-            except Exception:  # the commit stands; what listens is derived and catches up later
-                log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             try:
                 self._pack_locked()
@@ -354,6 +380,7 @@ class VersionedStore:
             tree = self.git.commit_tree(head.encode())
             shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
             self._after_move(head, shas, None, found.get("result") if isinstance(found.get("result"), dict) else None)
+            self._tell(head)  # the listeners never heard of it: the writer died first
             outcome = "finished"
         else:
             if head != found.get("head"):

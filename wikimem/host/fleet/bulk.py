@@ -164,13 +164,16 @@ class StepFailed(WikimemError):
 
 
 def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
-           actor: str = "operator", key: str | None = None, request_id: str | None = None) -> tuple[Job, bool]:
+           actor: str = "operator", key: str | None = None, tenant: str = "",
+           request_id: str | None = None) -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
 
     A retry under the same key gets its job even when the job has since
     rolled everything back (the selection is empty by then). ``request_id``
     (the submitting request's) is kept in the job's params, not compared.
     :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
+    On a shared index each step's home is the host that indexed its owner
+    last (the one holding it).
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
     scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
@@ -184,7 +187,12 @@ def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = ""
     if not parts:
         raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
     params = {**request, "request_id": request_id} if request_id else request
-    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=params, key=scoped, request=request)
+    homes = None
+    if index.shared:
+        held = index.holders([p.owner for p in parts])
+        homes = [held.get(p.owner) for p in parts]
+    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=params, key=scoped, request=request,
+                       tenant=tenant, homes=homes)
 
 
 def handler(owner: Callable[[str], Owner]) -> Handler:

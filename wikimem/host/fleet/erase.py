@@ -43,7 +43,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ from wikimem.errors import InvalidValue, RemoteMoved, RemoteUnavailable, StoreBu
 from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
 
 from .jobs import RetryLater, Step
-from .register import ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
+from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
 
 __all__ = ["Erasure", "ERASE", "FORGET", "parse_target", "copy_time"]
 
@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 ERASE = "erase-owner"
 FORGET = "forget"
 _AUTH_STATE = Path("auth") / "state.sqlite3"
-_RUN_INDEX = Path("index") / "runs.sqlite3"
 
 
 def _iso(t: float | None) -> str | None:
@@ -104,8 +103,15 @@ class Erasure:
         self._drop_local = drop_local
         self.replication = replication
         self._wake = wake
-        self.register = ErasureRegister(self.root / "jobs.sqlite3",
-                                        **({"retention": retention} if retention is not None else {}))
+        self._retention = DEFAULT_RECEIPT_RETENTION if retention is None else float(retention)
+        self._register: ErasureRegister | None = None
+
+    @property
+    def register(self) -> ErasureRegister:
+        """The erasure register, in the jobs database (a cluster's shared one: every host sees it)."""
+        if self._register is None:
+            self._register = ErasureRegister(self._jobs().db, retention=self._retention)
+        return self._register
 
     # -- asking ------------------------------------------------------------------------
 
@@ -131,7 +137,8 @@ class Erasure:
         copy = self.register.begin(digest, ERASE, actor, copy_time(self.root / "owners" / encode_owner_id(owner_id)))
         params = {"erasure": digest, "actor": actor, "within": within}
         job, created = self._jobs().submit(ERASE, [{**params, "owner": owner_id}], params=params,
-                                           key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy])
+                                           key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
+                                           tenant=within)
         self._wake()
         return job, created
 
@@ -145,7 +152,7 @@ class Erasure:
         params = {"owner": owner_id, "forget": digest, "target": _described(target), "actor": actor,
                   "within": within}
         job, created = self._jobs().submit(FORGET, [{**params, "target": target}], params=params,
-                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest])
+                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest], tenant=within)
         self._wake()
         return job, created
 
@@ -180,8 +187,7 @@ class Erasure:
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
         receipt = self.register.finish(digest, self._receipt(digest, ERASE, params.get("actor")))
-        redact_job(self.root / "jobs.sqlite3", step.job, {k: params[k] for k in ("erasure", "actor", "within")
-                                                           if k in params})
+        redact_job(self._jobs().db, step.job, {k: params[k] for k in ("erasure", "actor", "within") if k in params})
         return receipt
 
     def _place(self, digest: str, place: str, act: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -223,11 +229,11 @@ class Erasure:
 
     def _erase_run_index(self, owner_id: str) -> dict[str, Any]:
         self.run_index.forget(owner_id)
-        vacuum(self.root / _RUN_INDEX)
+        vacuum(self.run_index.db, ("runs", "owners"))
         return {"state": "rows removed"}
 
     def _erase_jobs(self, owner_id: str, keep: str, digest: str) -> dict[str, Any]:
-        erase_jobs(self.root / "jobs.sqlite3", owner_id, keep=keep, mask=digest)
+        erase_jobs(self._jobs().db, owner_id, keep=keep, mask=digest)
         return {"state": "its jobs removed (turns, results); its id replaced by the erasure digest in other jobs"}
 
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
@@ -260,7 +266,7 @@ class Erasure:
         def before(texts: set[str], runs: set[str]) -> None:
             from wikimem.versioned import PLACEHOLDER
 
-            scrub_jobs(self.root / "jobs.sqlite3", owner_id, texts, runs, placeholder=PLACEHOLDER)
+            scrub_jobs(self._jobs().db, owner_id, texts, runs, placeholder=PLACEHOLDER)
 
         try:
             done = owner.forget(target["kind"], actor=actor, key=step.key, before=before, **where)
@@ -280,7 +286,7 @@ class Erasure:
         receipt = self.register.finish(digest, receipt)
         kept = {**params, "target": {**_described(target), **({"name_digest": digest} if target["kind"] == "wiki"
                                                               else {})}}
-        redact_job(self.root / "jobs.sqlite3", step.job, kept)
+        redact_job(self._jobs().db, step.job, kept)
         return receipt
 
     def _reindex(self, owner) -> dict[str, Any]:
@@ -306,8 +312,21 @@ class Erasure:
         """Receipts older than their retention deleted (the job runner's housekeeping)."""
         gone = self.register.prune()
         if gone:
-            vacuum(self.root / "jobs.sqlite3")
+            vacuum(self._jobs().db, ("erasures",))
         return gone
+
+    def sweep(self, owners: Iterable[tuple[str, Path]]) -> list[str]:
+        """Drop this host's copies of owners erased on another host (a cluster's shared register names them,
+        after the copy was made); the ids dropped. Run by the job runner's housekeeping when the jobs database
+        is shared: a copy nobody looks up goes too."""
+        if not self._jobs().db.postgres:
+            return []  # one data root: the erase job removed the copy itself
+        dropped = []
+        for owner_id, folder in owners:
+            if self.register.erased(owner_id, copy_time(folder)) and self._drop_local(owner_id):
+                self.run_index.forget(owner_id)
+                dropped.append(owner_id)
+        return dropped
 
 
 def copy_time(folder: Path) -> float | None:
