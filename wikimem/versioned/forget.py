@@ -152,15 +152,21 @@ class Forgetting:
         scrub what lies outside the folder while the texts are still known)."""
         head = self.git.head()
         old_head = head.decode() if head else ""
-        known = self.db.idem(key) if key is not None else None
-        if known is not None:
-            return self._done(self._replayed(target, known[0], old_head))
+        if _ref_value(self.git, REPLACED) is not None:  # the folder is settled: a note left by a cut-short run
+            self.git.repo.refs.remove_if_equals(REPLACED, None)
         if head is None or (target.kind == "diary" and target.content is None):
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         refs = self._refs()
         order = reachable(self.git, set(refs.values()))
         rewriter = Rewriter(self.git, target)
         texts = rewriter.collect(order)
+        known = self.db.idem(key) if key is not None else None
+        if known is not None:  # this key's marker is on main: a run cut short after main moved
+            if texts:  # … before the other refs followed
+                rewriter.run(order)
+                rewriter.write()
+                self._move_others(refs, rewriter.commits, skip_tracking=False)
+            return self._done(self._replayed(target, known[0], old_head), target)
         if not texts:
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         if before is not None:
@@ -199,19 +205,26 @@ class Forgetting:
         remote = "none"
         if replica is not None:
             known = tracking(self.git.repo)
+            if known is not None:  # killed once the remote is replaced: the next settle follows it (see follow)
+                self.git.repo.refs.set_if_equals(REPLACED, None, oid(known))
             replica.replace(self.git, new, known)  # RemoteMoved / RemoteUnavailable: nothing here moved
             remote = "replaced"
         if not self.git.move_ref(head, new):
             raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+        self._move_others(refs, commits, skip_tracking=replica is not None)
+        self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
+        self.git.repo.refs.remove_if_equals(REPLACED, None)
+        self.intent.clear()
+        return remote
+
+    def _move_others(self, refs: dict[bytes, bytes], commits: dict[bytes, bytes], *, skip_tracking: bool) -> None:
+        """Every ref but ``main`` (and the tracking ref the push set) to its rewritten commit."""
         for name, value in refs.items():
-            if name == BRANCH or (replica is not None and name == b"refs/remotes/origin/main"):
+            if name in (BRANCH, REPLACED) or (skip_tracking and name == b"refs/remotes/origin/main"):
                 continue
             mapped = commits.get(value, value)
             if mapped != value:
                 self.git.repo.refs.set_if_equals(ref(name), oid(value), oid(mapped))
-        self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
-        self.intent.clear()
-        return remote
 
     # -- a history replaced on the remote ------------------------------------------------------
 

@@ -61,6 +61,9 @@ def _count(git_dir: Path) -> int:
 def prune(path: Path | str) -> Pruned:
     """Delete every object no ref reaches in the repository at ``path`` (a work tree or a bare repository)."""
     git_dir = git_dir_of(path)
+    for leftover in (git_dir / "objects" / "pack").glob("*"):
+        if leftover.name.startswith(("tmp_", ".tmp-")):  # a pack a killed writer or repack left half-made
+            leftover.unlink(missing_ok=True)
     for name in _STALE:
         target = git_dir / name
         if target.is_dir():

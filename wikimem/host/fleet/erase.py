@@ -219,8 +219,8 @@ class Erasure:
         remote = replication.remote(folder)
         shown = replication.shown()
         buried = bury(remote, self.root / "staging")
-        if buried == "absent":
-            return {"where": shown, "state": "deleted (there was no repository)"}
+        if buried == "absent":  # (never replicated, or deleted by a run of this job that was cut short)
+            return {"where": shown, "state": "deleted"}
         if remote.delete() or replication.run_hook("erase", remote.url):
             return {"where": shown, "state": "deleted"}
         return {"where": shown, "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
