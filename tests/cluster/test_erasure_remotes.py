@@ -1,10 +1,14 @@
 """Erasure and forgetting against each transport: file://, smart HTTP (nginx + git http-backend), git://.
 
-Two hosts share the remote. One erases (or forgets); the other, which
-holds a copy, finds out on its next look. Where the transport can delete
-(file://) the repository goes; where it cannot (http, git://) its ``main``
-is replaced by the erasure tombstone — no text, no id — and the receipt
-says what the git server must still do.
+Hosts share the remote and, as a cluster should, one PostgreSQL database
+(the run index, the jobs, the erasure register). One erases (or forgets);
+another, which holds a copy, finds out on its next look — from the
+tombstone on the remote, or, where the repository is gone, from the shared
+register — and a third, which nobody asks, drops its copy in its
+housekeeping sweep. Where the transport can delete (file://) the
+repository goes; where it cannot (http, git://) its ``main`` is replaced by
+the erasure tombstone — no text, no id — and the receipt says what the git
+server must still do.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ def _template(kind: str, tmp_path, request) -> tuple[str, object]:
     return server.template(), lambda: server.repo(encode_owner_id(OWNER))
 
 
-def _hosts(tmp_path, template: str):
-    return [build_host(load_config({"DATA_ROOT": str(tmp_path / n), "REMOTE": template, "REMOTE_FRESHNESS": 0.0}))
-            for n in ("a", "b")]
+def _hosts(tmp_path, template: str, database: str, names: str = "ab"):
+    return [build_host(load_config({"DATA_ROOT": str(tmp_path / n), "REMOTE": template, "REMOTE_FRESHNESS": 0.0,
+                                    "DATABASE_URL": database, "SELF": f"http://127.0.0.1:{9000 + i}"}))
+            for i, n in enumerate(names)]
 
 
 def _done(host, job, timeout: float = 60.0):
@@ -47,11 +52,12 @@ def _done(host, job, timeout: float = 60.0):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["file", "http", "git"])
-def test_erasing_with_each_transport_and_the_other_host_drops_its_copy(kind, tmp_path, request):
+def test_erasing_with_each_transport_and_the_other_hosts_drop_their_copies(kind, tmp_path, request, database_url):
     template, bare = _template(kind, tmp_path, request)
-    a, b = _hosts(tmp_path, template)
+    a, b, c = _hosts(tmp_path, template, database_url, "abc")
     a.create_owner(OWNER).add("prefs", "secret", SECRET)
-    assert b.owner(OWNER).item("prefs", "secret").content == SECRET  # b holds a copy
+    for other in (b, c):
+        assert other.owner(OWNER).item("prefs", "secret").content == SECRET  # b and c hold copies
     job = _done(a, a.erase_owner(OWNER)[0])
     assert job.state == "done", job.results
     receipt = job.results[0]["result"]
@@ -65,18 +71,18 @@ def test_erasing_with_each_transport_and_the_other_host_drops_its_copy(kind, tmp
         assert SECRET not in log and OWNER not in log and "erased" in log
     with pytest.raises(NotFound):
         b.owner(OWNER)  # the tombstone (or the missing repository and the register) says erased: b's copy goes
-    if kind != "file":  # (file://: b's own register does not know of a's erasure: a cluster shares a database)
-        assert traces([tmp_path / "b"], [SECRET, OWNER, encode_owner_id(OWNER)]) == []
-    assert traces([tmp_path / "a"], [SECRET, OWNER, encode_owner_id(OWNER)]) == []
+    assert c.erasure.sweep(c._folders()) == [OWNER]  # c's housekeeping: a copy nobody asks for goes too
+    for name in "abc":
+        assert traces([tmp_path / name], [SECRET, OWNER, encode_owner_id(OWNER)]) == [], name
     fresh = a.create_owner(OWNER)  # the id may be used again: a new, empty owner
     assert fresh.items() == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["file", "http", "git"])
-def test_forgetting_with_each_transport_replaces_the_remote_history(kind, tmp_path, request):
+def test_forgetting_with_each_transport_replaces_the_remote_history(kind, tmp_path, request, database_url):
     template, bare = _template(kind, tmp_path, request)
-    a, b = _hosts(tmp_path, template)
+    a, b = _hosts(tmp_path, template, database_url)
     owner = a.create_owner(OWNER)
     owner.add("prefs", "secret", SECRET)
     owner.add("prefs", "sea", "likes the sea")

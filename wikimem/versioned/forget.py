@@ -239,7 +239,9 @@ class Forgetting:
         if is_ancestor(self.git, replaced, known):  # the remote went back to a descendant: nothing replaced
             self.git.repo.refs.remove_if_equals(REPLACED, None)
             return False
-        barrier = rewrite_barrier(self.git, known, None)
+        # (down to what both histories hold: a tombstone this copy grew from — an owner made again after its
+        # erasure — is no news)
+        barrier = rewrite_barrier(self.git, known, merge_base(self.git, head, known) if head is not None else None)
         if barrier.erased:
             raise Erased(f"{self.root.name}: erased everywhere (its remote holds the erasure's tombstone)")
         tip = known
