@@ -180,3 +180,19 @@ def test_the_cli_erases_with_the_id_typed_or_yes(tmp_path, capsys):
     receipt = json.loads(capsys.readouterr().out)
     assert receipt["kind"] == "erase-owner" and GONE not in json.dumps(receipt)
     assert traces([tmp_path], [GONE, encode_owner_id(GONE), TEXTS[0]]) == []
+
+
+def test_the_erase_and_forget_audit_events_name_neither_the_owner_nor_the_item(world, caplog):
+    import logging
+
+    from apiworld import OWNER
+
+    client = world.client
+    client.put(f"/api/v1/owners/{OWNER}/items/prefs/secret-name", headers=auth(ADMIN), json={"content": "x"})
+    with caplog.at_level(logging.INFO, logger="wikimem.audit"):
+        client.post(f"/api/v1/owners/{OWNER}/forget", headers=auth(ADMIN), json={"file": "prefs", "name": "secret-name"})
+        client.post(f"/api/v1/owners/{OWNER}/erase", headers=auth(ADMIN), json={"confirm": OWNER})
+    forget, erase = [r for r in caplog.records if r.name == "wikimem.audit"]
+    assert (forget.audit, forget.owner, erase.audit) == ("forget", OWNER, "erase-owner")
+    assert "secret-name" not in json.dumps(forget.__dict__, default=str)
+    assert erase.owner.startswith("er_") and OWNER not in json.dumps(erase.__dict__, default=str)
