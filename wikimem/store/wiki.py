@@ -14,14 +14,12 @@ from wikimem.format import (
     WIKI_DIR,
     clean_content,
     clean_meta_value,
-    memory_entries,
     memory_path,
     normalize_ts,
     parse_wiki,
     render_wiki,
     wiki_path,
 )
-from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
@@ -83,7 +81,7 @@ class MemoryStore:
 
     def files(self) -> list[str]:
         """Sorted RecallFile names: one per ``wiki/*.md``."""
-        return sorted(e.name[:-3] for e in memory_entries(self.root, WIKI_DIR))
+        return [name[:-3] for name in self.writer.door.names(WIKI_DIR)]
 
     def items(self, file: str | None = None) -> list[RecallItem]:
         """All items, or those of one RecallFile, in file order."""
@@ -102,23 +100,20 @@ class MemoryStore:
                 return item
         return None
 
-    def _path(self, file: str) -> Path:
-        return self.wiki_dir / f"{safe_stem(file)}.md"
-
     def _read(self, file: str) -> list[RecallItem]:
         """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them)."""
         rel = wiki_path(safe_stem(file))
         if self.writer.active:
             staged = self.writer.read(rel)
             return parse_wiki(staged, file)
-        path = self.root / rel
-        key = stat_stamp(path)
+        door = self.writer.door
+        key = door.stamp(rel)
         if key is None:
             return []
         cached = self._cache.get(file)
         if cached is not None and cached[0] == key:
             return cached[1]
-        data = read_bytes(path)
+        data = door.read(rel)
         items = parse_wiki(data, file)
         with self._cache_lock:
             self._cache[file] = (key, items)
@@ -201,7 +196,7 @@ class MemoryStore:
         # enclosing unit the file is not written yet: nothing to remember.
         if self.writer.active or not items:
             return
-        key = stat_stamp(self._path(file))
+        key = self.writer.door.stamp(wiki_path(safe_stem(file)))
         if key is None:
             return
         with self._cache_lock:
