@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from wikimem.errors import InvalidName, NotFound, RemoteMoved
+from wikimem.errors import DamagedFolder, InvalidName, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
 from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Fleet, JobRunner, JobStore, RunIndex
@@ -74,7 +74,8 @@ class Host:
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
-        self.replication = Replication(replication) if replication is not None else None
+        self.replication = (Replication(replication, state_dir=self.root / "replication")
+                            if replication is not None else None)
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
@@ -359,6 +360,8 @@ class Host:
             return owner.stats()
         except (NotFound, FileNotFoundError):  # deleted meanwhile
             return None
+        except DamagedFolder as exc:  # listed all the same: one damaged folder never hides the others
+            return OwnerStats(owner_id, 0, 0, 0, None, None, damaged=str(exc))
 
     # -- export ------------------------------------------------------------
 
