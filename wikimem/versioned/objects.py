@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
+from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
 from wikimem.naming import is_unsafe
 
@@ -97,11 +98,24 @@ class GitRepo:
     # -- reading ------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The branch tip, read from disk every time (other processes move it)."""
+        """The branch tip, read from disk every time (other processes move it).
+
+        A branch that names no commit of this repository (a garbage ref file,
+        a commit lost with its objects) is :class:`~wikimem.errors.DamagedFolder`:
+        ``wikimem repair`` moves it back to the last good commit.
+        """
         try:
-            return self.repo.refs[BRANCH]
+            value = self.repo.refs[BRANCH]
         except KeyError:
             return None
+        except Exception as exc:  # (dulwich on an unreadable ref file)
+            raise DamagedFolder(f"{self.root.name}: .git/refs/heads/main cannot be read ({exc}); run "
+                                "`wikimem repair` on this owner") from None
+        if len(value) != 40 or value.strip(b"0123456789abcdef") or oid(value) not in self.store:
+            raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
+                                "of this repository; run `wikimem repair` on this owner (it moves the branch back "
+                                "to the last good commit)")
+        return value
 
     def commit(self, commit_id: bytes) -> Commit:
         obj = self.store[oid(commit_id)]
