@@ -6,6 +6,7 @@ Layout::
     ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
+    ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
     └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see jobs.py
 
 Each process keeps an LRU of :class:`Owner` objects (each with its

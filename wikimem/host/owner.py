@@ -149,7 +149,7 @@ class Owner:
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
-        self._settings: tuple[tuple | None, OwnerSettings] = (None, OwnerSettings())
+        self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dulwich.errors import ObjectFormatException
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from wikimem.errors import RemoteRefused
 from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, memory_path, parse_settings
@@ -80,7 +80,7 @@ def _reason(exc: BaseException) -> str:
     return f"is malformed ({type(exc).__name__}: {exc})"
 
 
-def _load(store, sha: bytes, kind: type, what: str):
+def _load(store, sha: bytes, kind: type[ShaFile], what: str):
     try:
         obj = store[oid(sha)]
     except KeyError:

@@ -123,8 +123,11 @@ class Replication:
 
         vstore = owner.vstore
         name = folder or owner.root.name
-        vstore.replica = Replica(self.remote(name), self.settings.mode, max_lag=self.settings.max_lag,
-                                 report=lambda refusal: self.note(name, refusal))
+
+        def report(refusal: RemoteRefused | None) -> None:
+            self.note(name, refusal)
+
+        vstore.replica = Replica(self.remote(name), self.settings.mode, max_lag=self.settings.max_lag, report=report)
         if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
             vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
             if vstore.replication_lag():
