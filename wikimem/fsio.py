@@ -216,17 +216,22 @@ def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".
     removed = []
     for folder in folders:
         try:
-            entries = os.scandir(Path(root) / folder)
-        except (FileNotFoundError, NotADirectoryError):
+            fd = open_folder(Path(root) / folder)
+        except DamagedFolder:  # a link in the folder's place: never swept through (reads report it)
             continue
-        with entries:
-            for entry in entries:
-                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
-                    try:
-                        os.unlink(entry.path)
-                        removed.append(f"{folder}/{entry.name}")
-                    except FileNotFoundError:
-                        pass
+        if fd is None:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                        try:
+                            os.unlink(entry.name, dir_fd=fd)
+                            removed.append(f"{folder}/{entry.name}")
+                        except FileNotFoundError:
+                            pass
+        finally:
+            os.close(fd)
     return removed
 
 

@@ -20,6 +20,7 @@ from wikimem.format import (
     render_wiki,
     wiki_path,
 )
+from wikimem.fsio import Stamp
 from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
@@ -88,8 +89,9 @@ class MemoryStore:
         if file is not None:
             return list(self._read(file))
         out: list[RecallItem] = []
-        for name in self.files():
-            out.extend(self._read(name))
+        stamps = self.writer.door.stamps(WIKI_DIR)  # one listing for every file's cache check
+        for name in sorted(stamps):
+            out.extend(self._read(name[:-3], stamps[name]))
         return out
 
     def get(self, file: str, name: str) -> RecallItem | None:
@@ -100,14 +102,15 @@ class MemoryStore:
                 return item
         return None
 
-    def _read(self, file: str) -> list[RecallItem]:
-        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them)."""
+    def _read(self, file: str, key: Stamp | None = None) -> list[RecallItem]:
+        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them);
+        ``key`` is its stamp when the caller listed the folder already."""
         rel = wiki_path(safe_stem(file))
         if self.writer.active:
             staged = self.writer.read(rel)
             return parse_wiki(staged, file)
         door = self.writer.door
-        key = door.stamp(rel)
+        key = door.stamp(rel) if key is None else key
         if key is None:
             return []
         cached = self._cache.get(file)
