@@ -313,7 +313,9 @@ class VersionedStore:
             self.intent.current = None
             return None
         head = self.head()
-        paths = [p for p in found["paths"] if isinstance(p, str) and memory_path(p) is not None]
+        # (settings.json too: a settings write killed half-way is undone or finished like a memory write)
+        paths = [p for p in found["paths"] if isinstance(p, str) and (memory_path(p) is not None
+                                                                       or p == SETTINGS_PATH)]
         if found.get("state") == "committing" and found.get("commit") == head:
             tree = self.git.commit_tree(head.encode())
             shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
