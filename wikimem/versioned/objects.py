@@ -71,6 +71,7 @@ class GitRepo:
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._lock = threading.Lock()
+        self._checked_head: bytes | None = None  # the last head found to name a commit of the store
 
     @classmethod
     def init(cls, root: Path) -> GitRepo:
@@ -111,10 +112,13 @@ class GitRepo:
         except Exception as exc:  # (dulwich on an unreadable ref file)
             raise DamagedFolder(f"{self.root.name}: .git/refs/heads/main cannot be read ({exc}); run "
                                 "`wikimem repair` on this owner") from None
+        if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
+            return value
         if len(value) != 40 or value.strip(b"0123456789abcdef") or oid(value) not in self.store:
             raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
                                 "of this repository; run `wikimem repair` on this owner (it moves the branch back "
                                 "to the last good commit)")
+        self._checked_head = value
         return value
 
     def commit(self, commit_id: bytes) -> Commit:
