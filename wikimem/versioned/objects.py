@@ -84,12 +84,13 @@ class GitRepo:
         config.write_to_path()
         repo.close()
         self = cls(root)
-        ignore = root / ".gitignore"
-        if not ignore.exists():
-            from wikimem.fsio import atomic_write
+        from wikimem.store import GITIGNORE_NAME, Door
 
-            atomic_write(ignore, GITIGNORE)
-        data = ignore.read_bytes()
+        door = Door(root)  # (a folder made by hand may hold a link or a FIFO there: refused, never read)
+        data = door.read(GITIGNORE_NAME)
+        if data is None:
+            data = GITIGNORE
+            door.write(GITIGNORE_NAME, data)
         tree = self.write_tree(None, {".gitignore": data})
         commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
         self.move_ref(None, commit)
