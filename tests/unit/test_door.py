@@ -143,3 +143,13 @@ def test_writing_over_a_link_replaces_the_link_and_leaves_its_target_alone(folde
     os.symlink(secret, store.root / "wiki" / "gone.md")
     Door(store.root).remove("wiki/gone.md")
     assert secret.exists() and not os.path.lexists(store.root / "wiki" / "gone.md")
+
+
+def test_a_linked_lock_file_is_refused_not_followed(folder, tmp_path):
+    store, _ = folder
+    elsewhere = tmp_path / "other-owner.lock"
+    elsewhere.write_text("")
+    os.unlink(store.root / ".wikimem.lock")
+    os.symlink(elsewhere, store.root / ".wikimem.lock")
+    with pytest.raises(DamagedFolder, match="symbolic link"):
+        store.add("notes", "b", "second")
