@@ -78,11 +78,15 @@ def hand_made(kind: str, a: Path, b: Path, outside: Path) -> None:
     elif kind == "linked_journal":
         os.unlink(a / "journal.jsonl")
         os.symlink(outside, a / "journal.jsonl")
+    elif kind == "linked_lock":
+        os.unlink(a / ".wikimem.lock")
+        os.symlink(b / ".wikimem.lock", a / ".wikimem.lock")  # would lock (and stall) another owner
     else:
         raise AssertionError(kind)
 
 
-KINDS = ["passwd_link", "other_owner_link", "linked_wiki", "fifo", "dev_zero", "oversized", "linked_journal"]
+KINDS = ["passwd_link", "other_owner_link", "linked_wiki", "fifo", "dev_zero", "oversized", "linked_journal",
+         "linked_lock"]
 
 
 @pytest.fixture
@@ -133,7 +137,7 @@ def test_a_hostile_hand_made_file_is_a_clear_error_for_its_owner_only(host, tmp_
         assert r.status_code in (200, 500), r.get_data()
         assert r.status_code == 200 or damaged(r)
         assert BOB_SECRET.encode() not in r.get_data() and b"root:x:0:0" not in r.get_data()
-    if kind != "linked_journal":  # (reads never touch the journal)
+    if kind not in ("linked_journal", "linked_lock"):  # (reads take neither)
         assert damaged(finishes(lambda: host.get(base + "/items", headers=auth(ADMIN))))
     others_keep_answering(host)
     # nothing was committed, nothing was read into history, nothing outside the folder changed

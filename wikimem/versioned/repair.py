@@ -112,8 +112,11 @@ def move_branch(git: GitRepo, new: bytes) -> None:
         raise DamagedFolder(f"{git.root.name}: cannot move the branch main to {new.decode()[:12]}")
 
 
-def quarantine(root: Path) -> list[str]:
-    """Move what the door refuses out of the work tree (never following a link); the paths moved."""
+def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
+    """Move what the door refuses out of the work tree (never following a link); the paths moved.
+
+    ``only``: just these names at the top (the lock file, before the lock can be taken).
+    """
     root = Path(root)
     aside = root / ".git" / QUARANTINE / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     moved: list[str] = []
@@ -124,11 +127,11 @@ def quarantine(root: Path) -> list[str]:
         os.rename(root / rel, target)
         moved.append(f"{rel} ({why})")
 
-    for rel in TOP_FILES:
-        why = _refused(root / rel, None if rel == "journal.jsonl" else MAX_SETTINGS_BYTES)
+    for rel in only or TOP_FILES:
+        why = _refused(root / rel, MAX_SETTINGS_BYTES if rel in TOP_FILES and rel != "journal.jsonl" else None)
         if why:
             move(rel, why)
-    for folder in MEMORY_DIRS:
+    for folder in () if only else MEMORY_DIRS:
         try:
             st = os.lstat(root / folder)
         except FileNotFoundError:

@@ -679,7 +679,8 @@ class VersionedStore:
         """
         from . import repair
 
-        done: list[str] = []
+        # A link or a FIFO in place of the lock file: moved first, or the lock could never be taken.
+        done = [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in repair.quarantine(self.root, (LOCK_NAME,))]
         with self.writer.lock, self._lock.hold():
             self.git.clear_stale_locks()
             new, why = repair.good_head(self.git, self.db.known_heads())
