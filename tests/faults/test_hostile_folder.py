@@ -261,3 +261,21 @@ def test_a_fifo_blocks_no_thread_of_a_gunicorn_host(tmp_path):
             assert status == 500 and body["error"]["code"] == "folder_damaged", body
             assert "x.md is a FIFO" in body["error"]["message"]
         assert "x.md is a FIFO" in g.output()  # logged
+
+
+def test_a_linked_settings_file_is_never_read_and_repair_puts_the_branch_version_back(host):
+    a = folder(host.data, A)
+    base = f"/api/v1/owners/{A}"
+    assert host.put(base + "/settings", headers=auth(ADMIN), json={"tz": "Asia/Shanghai"}).status_code == 200
+    os.unlink(a / "settings.json")
+    os.symlink("/etc/passwd", a / "settings.json")
+    got = host.get(base + "/settings", headers=auth(ADMIN))
+    assert got.status_code == 200 and got.get_json()["settings"]["tz"] == "Asia/Shanghai"  # from the branch
+    r = host.put(base + "/settings", headers=auth(ADMIN), json={"character": "Elaina"})
+    assert damaged(r) and "settings.json is a symbolic link" in r.get_json()["error"]["message"]
+    done = repair(host.data, A)
+    assert done.returncode == 0 and "settings.json (a symbolic link)" in done.stdout, done.stdout + done.stderr
+    assert not (a / "settings.json").is_symlink()
+    assert json.loads((a / "settings.json").read_text()) == {"tz": "Asia/Shanghai"}
+    assert host.put(base + "/settings", headers=auth(ADMIN), json={"character": "Elaina"}).status_code == 200
+    assert "root:x:0:0" not in git(a, "log", "-p") and git(a, "status", "--porcelain") == ""

@@ -38,7 +38,7 @@ from wikimem.fsio import Stamp, sweep_temp_files
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
+from wikimem.store import GITIGNORE_NAME, LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
@@ -689,9 +689,9 @@ class VersionedStore:
                 done.append(f"branch main moved to {new.decode()[:12]}: {why}")
             moved = repair.quarantine(self.root)
             done += [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in moved]
-            if moved:
-                self._put_back(sorted(self.git.tracked(self.git.commit_tree(self.git.head()))), self.head(),
-                               only_missing=True)
+            if moved:  # the files they stood for, as the branch has them (settings.json and .gitignore too)
+                tracked = sorted(self.git.tracked(self.git.commit_tree(self.git.head())))
+                self._put_back(tracked + [SETTINGS_PATH, GITIGNORE_NAME], self.head(), only_missing=True)
             if new is not None or not self.db.healthy():
                 self.db.rebuild()
                 done.append("history index rebuilt from git")
