@@ -39,7 +39,7 @@ from .incoming import check_incoming
 from .objects import BRANCH, GitRepo, oid
 from .remote import TRACKING
 
-__all__ = ["good_head", "quarantine", "readable_settings", "QUARANTINE"]
+__all__ = ["good_head", "move_branch", "quarantine", "readable", "readable_settings", "QUARANTINE"]
 
 QUARANTINE = "wikimem-quarantine"  # under .git/: never part of the work tree, never committed
 
@@ -159,6 +159,17 @@ def _refused(path: Path, limit: int | None) -> str | None:
     if limit is not None and st.st_size > limit:
         return f"{st.st_size:,} bytes, over the limit of {limit:,}"
     return None
+
+
+def readable(data: bytes | None, rel: str) -> bool:
+    """Whether a file at the top of a folder (``settings.json``, ``.gitignore``) with these bytes passes the door."""
+    if data is None or len(data) > MAX_SETTINGS_BYTES:
+        return False
+    try:
+        parse_settings(data) if rel == SETTINGS_PATH else None
+    except ValueError:
+        return False
+    return True
 
 
 def readable_settings(git: GitRepo, head: bytes) -> tuple[bytes | None, str] | None:

@@ -689,9 +689,11 @@ class VersionedStore:
                 done.append(f"branch main moved to {new.decode()[:12]}: {why}")
             moved = repair.quarantine(self.root)
             done += [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in moved]
-            if moved:  # the files they stood for, as the branch has them (settings.json and .gitignore too)
-                tracked = sorted(self.git.tracked(self.git.commit_tree(self.git.head())))
-                self._put_back(tracked + [SETTINGS_PATH, GITIGNORE_NAME], self.head(), only_missing=True)
+            if moved:  # the files they stood for, as the branch has them (settings.json and .gitignore too,
+                # unless the branch's own copy is unreadable: the settings are replaced below)
+                tree = self.git.commit_tree(self.git.head())
+                tops = [t for t in (SETTINGS_PATH, GITIGNORE_NAME) if repair.readable(self.git.blob_at(tree, t), t)]
+                self._put_back(sorted(self.git.tracked(tree)) + tops, self.head(), only_missing=True)
             if new is not None or not self.db.healthy():
                 self.db.rebuild()
                 done.append("history index rebuilt from git")
