@@ -72,7 +72,9 @@ SCHEMAS: dict[str, dict] = {
     "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR,
                         "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
-                                        ["embedded", "total"])},
+                                        ["embedded", "total"]),
+                        "damaged": {"type": "string", "description": "in a listing: why this owner's folder "
+                                    "cannot be read (counts are 0); see wikimem repair"}},
                        ["id", "items", "files", "diary_days"]),
     "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
     "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
@@ -223,7 +225,13 @@ def _paths() -> dict[str, dict]:
                                                      "owners": {"type": "object",
                                                                 "additionalProperties": {"type": "integer"}}}),
                                         "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
-                                        "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+                                        "queued": {"type": "integer"},
+                                        "refused": {"type": "object", "description": "owners whose remote main "
+                                                    "was refused (never applied): the commit, why, when",
+                                                    "additionalProperties": _obj({
+                                                        "commit": _NSTR, "reason": {"type": "string"},
+                                                        "at": {"type": "string"}}, ["reason"])}},
+                                       ["mode"])), tag="service")},
         "/peer/revoked": {"post": {
             "summary": "host to host: a peer's logout notice (a session ended there ends here too)",
             "tags": ["service"], "security": [],
@@ -633,7 +641,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                         "paths": {"/version": {"get": {"operationId": "version"}}}}},
     "replication": {"200": {"mode": "async", "remote": "ssh://git@backup/srv/wikimem/{owner}.git",
                             "lag": {"total": 3, "owners": {"user:ann": 3}}, "max_lag": 3, "freshness": 1.5,
-                            "queued": 1}},
+                            "queued": 1, "refused": {}}},
     "peer_revoked": {"request": {"token": "eyJzaWQiOiAiLi4uIn0.ZkVx1g.signature"}},
     "owners": {"200": {"owners": [_EX_STATS], "next": None}},
     "create_owner": {"201": {"owner": {**_EX_STATS, "items": 0, "files": 0, "diary_days": 0, "head": _C0},
