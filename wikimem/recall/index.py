@@ -22,14 +22,16 @@ from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
 from .assembly import cut, entries, expand
+from .bm25 import B
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import Contents, IndexVectors
-from .stopwords import content_terms
+from .stopwords import LANGUAGES, check_languages, content_terms, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
+from .window import window_order
 
 __all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES"]
 
@@ -100,7 +102,9 @@ class MemoryIndex:
     diary index (``diary="all"``) follows the diary folder day by day.
 
     Options beyond the seed (all off by default, the seed's behaviour):
-    ``query_stopwords`` drops function words from query terms;
+    ``query_stopwords`` drops function words from query terms (True, or
+    the languages whose words go: ``"en"``, ``"zh"``); ``bm25_b`` is BM25's
+    length normalisation (the seed's 0.75);
     ``neighbour_context`` (True or a :class:`~wikimem.vectors.NeighbourContext`)
     scores items with their neighbours too; ``embed_in_background`` moves
     every embedding of memory off the request path (``worker``: the
@@ -115,7 +119,7 @@ class MemoryIndex:
                  vectors_dir: Path | str | None = None, fusion_weight: float = 0.5,
                  binary_threshold: int = 10_000, query_stopwords: bool = False,
                  neighbour_context: Any = False, embed_in_background: bool = False,
-                 diary: str = "window", worker: Any = None):
+                 diary: str = "window", worker: Any = None, bm25_b: float = B):
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
@@ -127,12 +131,16 @@ class MemoryIndex:
         self.vectors_dir = Path(vectors_dir) if vectors_dir is not None else Path(store.root)
         self.fusion_weight = float(fusion_weight)
         self.binary_threshold = binary_threshold
-        self.query_stopwords = bool(query_stopwords)
+        self.stop_languages = check_languages(query_stopwords)
+        self.query_stopwords = _stop_option(self.stop_languages)
+        if isinstance(bm25_b, bool) or not isinstance(bm25_b, (int, float)) or not 0.0 <= bm25_b <= 1.0:
+            raise ValueError(f"bm25_b must be a number in [0, 1], got {bm25_b!r}")
+        self.bm25_b = float(bm25_b)
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
         self._lock = threading.RLock()
-        self.wiki = WikiIndex(store, use_jieba=self.use_jieba)
+        self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
         self._diary_index: DiaryIndex | None = None  # built by the first use of diary="all"
         self.vectors: IndexVectors | None = None
         self._hybrid: HybridRanker | None = None
@@ -178,7 +186,7 @@ class MemoryIndex:
 
     def _diary_fresh(self) -> DiaryIndex:
         if self._diary_index is None:
-            self._diary_index = DiaryIndex(self.store.diary, use_jieba=self.use_jieba)
+            self._diary_index = DiaryIndex(self.store.diary, use_jieba=self.use_jieba, b=self.bm25_b)
         self._diary_index.refresh()
         return self._diary_index
 
@@ -206,7 +214,9 @@ class MemoryIndex:
            widened by one day on each side, once. The wiki is never filtered by time.
         2. query terms — the tokens of the text; with ``query_stopwords`` the
            function words are dropped (:func:`~wikimem.recall.stopwords.content_terms`,
-           all kept when nothing else is left). The index is never filtered.
+           all kept when nothing else is left). A time question keeps only the
+           terms of its topic (:func:`~wikimem.recall.stopwords.topic_terms`:
+           "what did I do yesterday?" has none). The index is never filtered.
         3. rank — BM25 over the wiki plus the diary entries in play, or, with an
            embedder, the fusion of BM25 and cosine scores. Which diary entries:
            ``diary="window"`` (the seed's behaviour, the default) — the window's
@@ -215,8 +225,11 @@ class MemoryIndex:
            wiki (statistics over both; a window then filters the diary's
            candidates), optionally with a recency prior (``recency_half_life``).
            A query without terms returns the window's entries newest first, or
-           what the embedding path ranks, or nothing. Only the query is embedded
-           on the request path when ``embed_in_background``.
+           what the embedding path ranks, or nothing. With a window, its entries
+           are always candidates (:func:`~wikimem.recall.window.window_order`):
+           those that match first, then the others newest first, before wiki
+           items that match no word. Only the query is embedded on the request
+           path when ``embed_in_background``.
         4. the top ``limit`` hits; then each hit's link targets right after it
            (``source="link"``, no recursion). The first entry in injection order
            survives: a target linked from an earlier hit stays ``"link"`` even when
@@ -236,8 +249,10 @@ class MemoryIndex:
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
         text = self._gate(query, time_range, tz, result)
         terms = tokenize(text, use_jieba=self.use_jieba)
-        if self.query_stopwords:
-            terms = content_terms(terms)
+        if result.time_range is not None:
+            terms = topic_terms(terms)
+        elif self.stop_languages:
+            terms = content_terms(terms, self.stop_languages)
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
         if result.time_range:
@@ -281,6 +296,7 @@ class MemoryIndex:
                 result.time_range, result.time_range_widened = _widen(window), True
                 entries = self.store.diary.window(*result.time_range)
             q.window = [as_recall_item(e) for e in entries]
+            q.window_keys = [(i.file, i.name, n) for n, i in enumerate(q.window)]
             return
         with self._lock:
             index = self._diary_fresh()
@@ -291,18 +307,22 @@ class MemoryIndex:
                 keyed = index.keyed(*window)
         q.dates = window
         q.window = [item for _, item in keyed]
+        q.window_keys = [key for key, _ in keyed]
 
     def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        if q.terms:
-            return self._rank(q, limit, result)
-        if q.window:  # a window and nothing to search for: the window, newest first
-            return [Candidate((i.file, i.name, n), i, "diary") for n, i in enumerate(q.window)][::-1][:limit]
-        return self._rank(q, limit, result)  # the embedding path alone
+        window = [Candidate(k, i, "diary") for k, i in zip(q.window_keys, q.window)]
+        if not q.window:
+            return self._rank(q, limit, result)[:limit]  # BM25 or fused, or the embedding path alone
+        if not q.terms:  # a window and nothing to search for: the window, newest first
+            return window[::-1][:limit]
+        return window_order(self._rank(q, limit, result), window, limit)
 
     def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        """The top ``limit`` candidates: BM25, or fused with cosine when an embedder works."""
+        """The ranked candidates, best first (at least the top ``limit``): BM25, or fused with cosine."""
         wide = self.vectors is not None or q.half_life is not None
         pool = max(limit * _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN) if wide else limit
+        if q.window:
+            pool += len(q.window)  # every entry of the window that matches, whatever the wiki holds
         if q.mode == "window":
             q.extra.extend(((i.file, i.name, n), cached_terms(item_text(i), self.use_jieba))
                            for n, i in enumerate(q.window))
@@ -311,12 +331,12 @@ class MemoryIndex:
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
             lagging = self._lagging(q.mode)
         if self._hybrid is None or not limit:
-            return self._prior(cands, q)[:limit]
+            return self._prior(cands, q)
         fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
         if fused is None:
-            return self._prior(cands, q)[:limit]
+            return self._prior(cands, q)
         result.embedding_used = True
-        return self._prior(fused, q)[:limit]
+        return self._prior(fused, q)
 
     def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:
@@ -424,6 +444,13 @@ class MemoryIndex:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
+
+
+def _stop_option(languages: tuple[str, ...]) -> bool | str:
+    """``query_stopwords`` as given back: True (every language), False, or the languages."""
+    if set(languages) == set(LANGUAGES):
+        return True
+    return ",".join(languages) if languages else False
 
 
 def _tzinfo(tz: Any):

@@ -133,9 +133,10 @@ class Query:
     text: str
     terms: list[str]
     mode: str
-    window: list[RecallItem]  # the window's entries ("window" mode: extra BM25 documents)
+    window: list[RecallItem]  # the window's entries, in time order ("window" mode: extra BM25 documents)
     dates: tuple[str, str] | None  # "all" mode: the window that filters diary candidates
     half_life: float | None
     tz: Any
     extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
+    window_keys: list = field(default_factory=list)  # the candidate key of each window entry
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from wikimem.models import RecallItem
 
-from .bm25 import BM25Index
+from .bm25 import B, BM25Index
 from .tokenizer import cached_terms, est_tokens, item_text, tokenize
 
 __all__ = ["WikiIndex"]
@@ -24,10 +24,11 @@ class WikiIndex:
     Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
     """
 
-    def __init__(self, store: Any, *, use_jieba: bool):
+    def __init__(self, store: Any, *, use_jieba: bool, b: float = B):
         self.store = store
         self.use_jieba = use_jieba
-        self.bm25 = BM25Index()
+        self.b = b  # BM25's length normalisation
+        self.bm25 = BM25Index(b=b)
         self.built = False
         self.generation = 0
         self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
@@ -78,7 +79,7 @@ class WikiIndex:
     def rebuild(self) -> None:
         """Read the whole store again."""
         revision = self.store.revision
-        bm25 = BM25Index()
+        bm25 = BM25Index(b=self.b)
         files: dict[str, dict[str, RecallItem]] = {}
         items = self.store.items()
         for item in items:
