@@ -70,12 +70,12 @@ def bulk_job(host: Host, query: RunQuery, *, durable: bool) -> tuple[float, list
     durable job: steps claimed from the job store by the host's runner threads), or owner by owner in
     this thread (``durable=False``: what ``wikimem bulk-rollback`` does)."""
     if not durable:
-        seconds, results = timed(lambda: host.bulk_rollback_now(query, job="bench_job", actor="bench"))
+        seconds, results = timed(lambda: host.fleet.bulk_rollback_now(query, job="bench_job", actor="bench"))
         return seconds, results, "bench_job"
     t = time.perf_counter()
-    job = host.start_bulk_rollback(query, actor="bench")
+    job = host.fleet.start_bulk_rollback(query, actor="bench")
     while True:
-        found = host.bulk_job(job["id"])
+        found = host.fleet.bulk_job(job["id"])
         if found["state"] in ("done", "failed"):
             seconds = time.perf_counter() - t
             host.start_jobs().stop()
@@ -117,11 +117,11 @@ def main() -> None:
 
         host = Host(tmp / "b")
         query = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
-        t_search, page = timed(lambda: host.find_runs(query, limit=50))
-        t_preview, preview = timed(lambda: host.preview_bulk_rollback(query))
+        t_search, page = timed(lambda: host.fleet.find_runs(query, limit=50))
+        t_preview, preview = timed(lambda: host.fleet.preview_bulk_rollback(query))
         t_job, results, job_run = bulk_job(host, query, durable=not args.in_process)
         done = sum(1 for r in results if r["status"] == "done")
-        t_undo_preview, undo = timed(lambda: host.preview_bulk_rollback(RunQuery.parse(run=job_run)))
+        t_undo_preview, undo = timed(lambda: host.fleet.preview_bulk_rollback(RunQuery.parse(run=job_run)))
         without, with_index = commit_cost(tmp / "c", args.samples)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

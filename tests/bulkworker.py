@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--die-after-step", type=int, default=None)
     args = ap.parse_args()
     host = Host(args.root)
-    run = handler(host)
+    run = handler(host.owner)
 
     def step_then_maybe_die(step: Step):
         result = run(step)

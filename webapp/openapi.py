@@ -1,8 +1,12 @@
 """The OpenAPI 3.0 document of ``/api/v1``, served at ``/api/v1/openapi.json``.
 
 Written by hand next to :mod:`webapp.api` (one entry per route of the SPEC §7
-table); ``tests/test_openapi.py`` checks that it lists exactly the app's
-routes, and fuzzes the running app against it with schemathesis (no 5xx, no
+table, plus the probes ``/healthz`` and ``/readyz`` at the host's root). Every
+operation has a stable ``operationId`` (:data:`OPERATION_IDS`: the name of the
+:class:`wikimem.client.Client` method that calls it) and examples of its JSON
+bodies (:data:`EXAMPLES`). ``tests/integration/test_openapi.py`` checks that
+the document's calls are exactly the app's routes, that the examples fit their
+schemas, and fuzzes the running app against it with schemathesis (no 5xx, no
 response outside the schema).
 """
 
@@ -14,7 +18,7 @@ from typing import Any
 import wikimem
 from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
 
-__all__ = ["document", "OWNER_ID_PATTERN", "FILE_PATTERN"]
+__all__ = ["document", "OPERATION_IDS", "EXAMPLES", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
 OWNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
@@ -29,10 +33,12 @@ def _ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _obj(props: dict, required: list[str] | None = None, *, extra: bool = True) -> dict:
+def _obj(props: dict, required: list[str] | None = None, *, extra: bool = True, description: str = "") -> dict:
     out: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         out["required"] = required
+    if description:
+        out["description"] = description
     if not extra:
         out["additionalProperties"] = False
     return out
@@ -108,13 +114,25 @@ SCHEMAS: dict[str, dict] = {
                  "finished": _NSTR},
                 ["id", "kind", "state", "done", "total", "results"]),
     "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
+                             "budget_tokens": {"type": "integer", "nullable": True},
                              "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
-                             "dropped": _arr(_ref("RetrievedItem"))}, ["items"]),
+                             "dropped": _arr(_ref("RetrievedItem")),
+                             "time_range": {**_arr({"type": "string"}), "nullable": True,
+                                            "description": "the diary window searched (local dates), if any"},
+                             "time_range_source": _NSTR, "time_range_widened": {"type": "boolean"},
+                             "query_terms": _arr({"type": "string"}),
+                             "diary": {"type": "string", "enum": ["window", "all"],
+                                       "description": "present when the diary was ranked with the wiki (all)"},
+                             "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
+                                             description="with an embedder and explain: how many items had "
+                                                         "their vectors")},
+                            ["items"]),
 }
 
 
-def _body(props: dict, required: list[str] | None = None) -> dict:
-    return {"required": True, "content": {"application/json": {"schema": _obj(props, required, extra=False)}}}
+def _body(props: dict, required: list[str] | None = None, *, optional: bool = False) -> dict:
+    return {"required": not optional,
+            "content": {"application/json": {"schema": _obj(props, required, extra=False)}}}
 
 
 def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: bool = False) -> dict:
@@ -133,11 +151,11 @@ def _param(name: str, where: str, schema: dict, *, required: bool = False, descr
     return out
 
 
-_OWNER = _param("owner_id", "path", {"type": "string", "pattern": OWNER_ID_PATTERN, "example": "user:xnne"},
-                description="owner id, e.g. user:xnne")
+_OWNER = _param("owner_id", "path", {"type": "string", "pattern": OWNER_ID_PATTERN, "example": "user:ann"},
+                description="owner id, e.g. user:ann")
 _FILE = _param("file", "path", {"type": "string", "pattern": FILE_PATTERN, "maxLength": 128,
                                 "example": "preferences"})
-_NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 200, "example": "likes the sea"},
+_NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 200, "example": "likes-the-sea"},
                description="item name")
 _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
                        description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
@@ -232,7 +250,7 @@ def _paths() -> dict[str, dict]:
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
-                          params=[_HDR_IF_MATCH, _HDR_IDEM]),
+                          params=[_HDR_IF_MATCH, _HDR_IDEM], body=_body(dict(_WRITE), optional=True)),
         },
         owner + "/diary": {
             "parameters": [_OWNER],
@@ -361,6 +379,34 @@ def _paths() -> dict[str, dict]:
                                   "responses": {"200": {"description": "OpenAPI 3.0",
                                                         "content": {"application/json": {"schema": {
                                                             "type": "object"}}}}}}},
+        **_probe_paths(),
+    }
+
+
+# The probes live at the host's root, outside /api/v1: their path items name that server.
+_ROOT_SERVER = [{"url": "/", "description": "the host's root (the probes are not under /api/v1)"}]
+
+
+def _probe_paths() -> dict[str, dict]:
+    """``GET /healthz`` (liveness) and ``GET /readyz`` (readiness), no token needed."""
+    ready = _obj({"ready": {"type": "boolean"},
+                  "remote": {"type": "string", "description": "none (no remote), or the remote's state"}},
+                 ["ready", "remote"])
+    return {
+        "/healthz": {"servers": deepcopy(_ROOT_SERVER), "get": {
+            "summary": "liveness: the process answers", "tags": ["service"], "security": [],
+            "description": "No token needed. A load balancer's liveness check; see /readyz for readiness.",
+            "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": _obj(
+                {"ok": {"type": "boolean", "enum": [True]}}, ["ok"])}}}}}},
+        "/readyz": {"servers": deepcopy(_ROOT_SERVER), "get": {
+            "summary": "readiness: the data root is writable and the remote (if any) answers", "tags": ["service"],
+            "security": [],
+            "description": "No token needed. 503 with Retry-After until the host can take writes.",
+            "responses": {
+                "200": {"description": "ready", "content": {"application/json": {"schema": ready}}},
+                "503": {"description": "not ready yet",
+                        "headers": {"Retry-After": {"schema": {"type": "string"}, "description": "seconds"}},
+                        "content": {"application/json": {"schema": deepcopy(ready)}}}}}},
     }
 
 
@@ -416,6 +462,250 @@ def _operator_paths() -> dict[str, dict]:
     return {"/runs": {"get": runs}, "/bulk/rollback": {"post": bulk}}
 
 
+# -- operation ids -----------------------------------------------------------------
+# One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
+# except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
+# generated client), healthz / readyz (Client.health / ready) and peer_revoked (host to host, no Client
+# method). A route without an id here makes document() fail: ids are never invented.
+
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("get", "/healthz"): "healthz",
+    ("get", "/readyz"): "readyz",
+    ("get", "/version"): "version",
+    ("get", "/openapi.json"): "openapi",
+    ("get", "/replication"): "replication",
+    ("post", "/peer/revoked"): "peer_revoked",
+    ("get", "/owners"): "owners",
+    ("put", "/owners/{owner_id}"): "create_owner",
+    ("get", "/owners/{owner_id}"): "owner_stats",
+    ("delete", "/owners/{owner_id}"): "delete_owner",
+    ("get", "/owners/{owner_id}/export"): "export",
+    ("get", "/owners/{owner_id}/settings"): "settings",
+    ("put", "/owners/{owner_id}/settings"): "set_settings",
+    ("get", "/owners/{owner_id}/files"): "files",
+    ("get", "/owners/{owner_id}/items"): "items",
+    ("get", "/owners/{owner_id}/items/{file}/{name}"): "get_item",
+    ("put", "/owners/{owner_id}/items/{file}/{name}"): "put_item",
+    ("delete", "/owners/{owner_id}/items/{file}/{name}"): "delete_item",
+    ("post", "/owners/{owner_id}/diary"): "diary_append",
+    ("get", "/owners/{owner_id}/diary"): "diary_window",
+    ("get", "/owners/{owner_id}/diary/dates"): "diary_dates",
+    ("get", "/owners/{owner_id}/diary/{day}"): "diary_day",
+    ("post", "/owners/{owner_id}/diary-tool"): "diary_tool",
+    ("post", "/owners/{owner_id}/batch"): "batch",
+    ("post", "/owners/{owner_id}/retrieve"): "retrieve",
+    ("post", "/owners/{owner_id}/memorize"): "memorize",
+    ("get", "/jobs/{job_id}"): "job",
+    ("get", "/owners/{owner_id}/history"): "history",
+    ("get", "/owners/{owner_id}/commits/{commit}"): "commit",
+    ("get", "/owners/{owner_id}/diff"): "diff",
+    ("post", "/owners/{owner_id}/revert"): "revert",
+    ("post", "/owners/{owner_id}/rollback"): "rollback",
+    ("post", "/owners/{owner_id}/restore"): "restore",
+    ("get", "/runs"): "runs",
+    ("post", "/bulk/rollback"): "bulk_rollback",
+}
+
+# -- examples ------------------------------------------------------------------------
+# One memory, user:ann, seen through every operation. Each example is checked against its schema
+# (tests/integration/test_openapi.py) and each request example is sent to the real app there.
+
+_C0, _C1, _C2, _C3 = ("5b7c4e40d56cc9685ea177ec06bec101db229a37", "4377991b5003c0c0e32d74809f614b917b34da6b",
+                      "1225e4fe881d1a6580865d6d5fe99ccb161b3b9b", "77eb1d7dc1d39166470a2eca1f9afc39bd718d3f")
+_JOB_ID = "job_20260721T063000Z_02e9e046d924"
+_TS = "2026-07-21T14:30:00+08:00"
+_EX_ITEM = {"file": "preferences", "name": "likes-the-sea", "content": "Likes the sea; see [[people:mia]].",
+            "owner": "user:ann", "source_conv": "conv_101", "ts": _TS}
+_EX_MIA = {"file": "people", "name": "mia", "content": "A friend who surfs.", "owner": "user:ann",
+           "source_conv": None, "ts": _TS}
+_EX_ENTRY = {"date": "2026-07-21", "time": "14:30", "content": "Went to the beach with [[people:mia]].",
+             "owner": "user:ann", "source_conv": "conv_101", "ts": _TS}
+_EX_STATS = {"id": "user:ann", "items": 2, "files": 2, "diary_days": 1, "last_change": "2026-07-21T06:30:00Z",
+             "head": _C2}
+_EX_ENTRY_LOG = {"id": _C2, "parents": [_C1], "time": "2026-07-21T06:30:00Z", "actor": "Elaina", "run": "run_1",
+                 "action": "diary", "file": None, "item": None, "date": "2026-07-21", "time_of_day": "14:30",
+                 "owner": "user:ann", "source_conv": "conv_101", "summary": "diary 2026-07-21 14:30", "changes": 1}
+_EX_ITEM_LOG = {**_EX_ENTRY_LOG, "id": _C1, "parents": [_C0], "action": "add", "file": "preferences",
+                "item": "likes-the-sea", "date": None, "time_of_day": None, "summary": "add preferences/likes-the-sea"}
+_EX_DIARY_GONE = {"kind": "diary", "status": "removed", "file": None, "name": None, "date": "2026-07-21",
+                  "time": "14:30", "before": _EX_ENTRY["content"], "after": None}
+_EX_ITEM_GONE = {"kind": "wiki", "status": "removed", "file": "preferences", "name": "likes-the-sea", "date": None,
+                 "time": None, "before": _EX_ITEM["content"], "after": None}
+_EX_ITEM_ADDED = {**_EX_ITEM_GONE, "status": "added", "before": None, "after": _EX_ITEM["content"]}
+_EX_PATCH = ("--- /dev/null\n+++ b/wiki/preferences.md\n@@ -0,0 +1,7 @@\n+# preferences\n+\n+## likes-the-sea\n+\n"
+             "+Likes the sea; see [[people:mia]].\n+\n+<!-- wikimem: owner=user:ann | source_conv=conv_101 | "
+             f"ts={_TS} -->\n")
+_EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91, "cos_score": None, "via": None,
+           "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
+_EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
+                            "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
+_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
+                 "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
+                 "time_range_widened": False, "query_terms": ["sea"]}
+_EX_WHEN = {"created": "2026-07-21T06:30:00+00:00", "updated": "2026-07-21T06:30:02+00:00"}
+_EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done": 0, "failed": 0, "total": 1,
+                    "results": [{"step": 0, "state": "pending"}],
+                    "params": {"owner": "user:ann", "run": "run_20260721T063000Z_5f0c"},
+                    "created": _EX_WHEN["created"], "updated": _EX_WHEN["created"], "finished": None}
+_EX_BULK_PARAMS = {"actor": "admin", "force": False, "selection": {"run": "run_1"}, "within": ""}
+_EX_BULK_JOB = {"id": _JOB_ID, "kind": "bulk-rollback", "state": "done", "done": 1, "failed": 0, "total": 1,
+                "results": [{"step": 0, "state": "done", "result": {
+                    "owner": "user:ann", "status": "done", "runs": ["run_1"], "commits": [], "changes": 2,
+                    "commit": _C3, "replayed": False}}],
+                "params": _EX_BULK_PARAMS, **_EX_WHEN, "finished": _EX_WHEN["updated"]}
+_EX_RUN = {"owner": "user:ann", "run": "run_1", "commit": _C2, "actor": "Elaina", "source_conv": "conv_101",
+           "first": "2026-07-21T06:29:58Z", "last": "2026-07-21T06:30:00Z", "commits": 2, "changes": 2,
+           "actions": ["add", "diary"], "seq": 3, "rolled_back_by": None}
+_EX_PLAN = {"target": "run_1", "changes": [_EX_DIARY_GONE, _EX_ITEM_GONE], "conflicts": []}
+_EX_ERROR = {"error": {"code": "not_found", "message": "no item 'likes-the-sea' in 'preferences'"}}
+
+
+class _Named(dict):
+    """Several named examples (OpenAPI ``examples``) rather than one (``example``)."""
+
+
+def _named(**cases: tuple[str, Any]) -> _Named:
+    """OpenAPI ``examples``: name → (summary, value)."""
+    return _Named({name: {"summary": summary, "value": value} for name, (summary, value) in cases.items()})
+
+
+# operationId → {"request": an example body, or _named(...) cases; "<status>": the answer's example}
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "healthz": {"200": {"ok": True}},
+    "readyz": {"200": {"ready": True, "remote": "none"},
+               "503": {"ready": False, "remote": "unreachable: git@backup:wikimem/user_3aann.git"}},
+    "version": {"200": {"version": wikimem.__version__, "api": 1}},
+    "openapi": {"200": {"openapi": "3.0.3", "info": {"title": "wikimem host API", "version": wikimem.__version__},
+                        "paths": {"/version": {"get": {"operationId": "version"}}}}},
+    "replication": {"200": {"mode": "async", "remote": "ssh://git@backup/srv/wikimem/{owner}.git",
+                            "lag": {"total": 3, "owners": {"user:ann": 3}}, "max_lag": 3, "freshness": 1.5,
+                            "queued": 1}},
+    "peer_revoked": {"request": {"token": "eyJzaWQiOiAiLi4uIn0.ZkVx1g.signature"}},
+    "owners": {"200": {"owners": [_EX_STATS], "next": None}},
+    "create_owner": {"201": {"owner": {**_EX_STATS, "items": 0, "files": 0, "diary_days": 0, "head": _C0},
+                             "created": True},
+                     "200": {"owner": _EX_STATS, "created": False}},
+    "owner_stats": {"200": {**_EX_STATS, "vectors": {"embedded": 2, "total": 2}}},
+    "delete_owner": {"200": {"deleted": "user:ann"}},
+    "settings": {"200": {"settings": {"tz": "Asia/Shanghai", "character": None}}},
+    "set_settings": {"request": {"tz": "Asia/Shanghai"},
+                     "200": {"settings": {"tz": "Asia/Shanghai", "character": None}, "commit": _C0,
+                             "replayed": False}},
+    "files": {"200": {"files": ["people", "preferences"]}},
+    "items": {"200": {"items": [_EX_MIA, _EX_ITEM]}},
+    "get_item": {"200": {"item": _EX_ITEM}},
+    "put_item": {"request": {"content": _EX_ITEM["content"], "source_conv": "conv_101", "run": "run_1",
+                             "actor": "Elaina"},
+                 "201": {"item": _EX_ITEM, "commit": _C1, "replayed": False},
+                 "200": {"item": _EX_ITEM, "commit": _C1, "replayed": True}},
+    "delete_item": {"request": {"run": "run_3", "actor": "Elaina"},
+                    "200": {"removed": True, "commit": _C3, "replayed": False}},
+    "diary_append": {"request": {"content": _EX_ENTRY["content"], "date": "2026-07-21", "time": "14:30",
+                                 "tz": "Asia/Shanghai", "source_conv": "conv_101", "run": "run_1",
+                                 "actor": "Elaina"},
+                     "201": {"entry": _EX_ENTRY, "commit": _C2, "replayed": False}},
+    "diary_window": {"200": {"entries": [_EX_ENTRY]}},
+    "diary_dates": {"200": {"dates": ["2026-07-21"]}},
+    "diary_day": {"200": {"entries": [_EX_ENTRY]}},
+    "diary_tool": {"request": {"arguments": {"content": "Went to the beach with [[people:mia]]."},
+                               "tz": "Asia/Shanghai", "source_conv": "conv_101", "run": "run_1"},
+                   "201": {"entry": _EX_ENTRY, "commit": _C2, "replayed": False}},
+    "batch": {"request": {"ops": [{"op": "add", "file": "people", "name": "mia", "content": _EX_MIA["content"]},
+                                  {"op": "diary", "content": "Met Mia.", "date": "2026-07-22", "time": "09:00"}],
+                          "run": "run_2", "actor": "importer", "message": "import from the old bot"},
+              "200": {"results": [{"op": "add", "item": _EX_MIA},
+                                  {"op": "diary", "entry": {**_EX_ENTRY, "date": "2026-07-22", "time": "09:00",
+                                                            "content": "Met Mia.", "source_conv": None}}],
+                      "commit": _C3, "replayed": False}},
+    "retrieve": {"request": _named(
+                     query=("a query within a token budget", {"query": "does she like the sea?",
+                                                              "budget_tokens": 300}),
+                     messages=("the chat so far, diary ranked with the wiki",
+                               {"messages": [{"role": "user", "content": "Shall we go to the sea this weekend?"},
+                                             {"role": "assistant", "content": "Sounds lovely!"}],
+                                "messages_last": 2, "diary": "all", "recency_half_life": 30,
+                                "budget_tokens": 300, "budget_strict": True})),
+                 "200": _EX_RETRIEVED},
+    "memorize": {"request": {"turn": "user: I started learning to surf\nassistant: How exciting!",
+                             "character": "Elaina", "tz": "Asia/Shanghai", "source_conv": "conv_102"},
+                 "200": {"entries": [{**_EX_ENTRY, "time": "15:02", "content": "Started learning to surf.",
+                                      "source_conv": "conv_102"}],
+                         "run": "run_20260721T070200Z_8d1e", "commit": _C3, "replayed": False},
+                 "202": _EX_MEMORIZE_JOB},
+    "job": {"200": _EX_BULK_JOB},
+    "history": {"200": {"entries": [_EX_ENTRY_LOG, _EX_ITEM_LOG], "next": _C1, "prev": None, "reverted_by": {}}},
+    "commit": {"200": {"entry": _EX_ITEM_LOG, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
+    "diff": {"200": {"entry": None, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
+    "revert": {"request": _named(apply=("undo one commit", {"commit": _C1, "actor": "operator"}),
+                                 preview=("what it would change", {"commit": _C1, "preview": True})),
+               "200": _named(applied=("the new commit", {"commit": _C3, "replayed": False}),
+                             preview=("the plan (preview)", {"plan": {**_EX_PLAN, "target": _C1,
+                                                                      "changes": [_EX_ITEM_GONE]}}))},
+    "rollback": {"request": _named(apply=("undo a run", {"run": "run_1", "actor": "operator"}),
+                                   preview=("what it would change", {"run": "run_1", "preview": True}),
+                                   force=("over later edits", {"run": "run_1", "force": True})),
+                 "200": _named(applied=("the new commit", {"commit": _C3, "replayed": False}),
+                               preview=("the plan (preview)", {"plan": _EX_PLAN}))},
+    "restore": {"request": _named(apply=("back to a time", {"to": "2026-07-21T06:00:00Z"}),
+                                  preview=("what it would change", {"to": "HEAD~2", "preview": True})),
+                "200": _named(applied=("the new commit", {"commit": _C3, "replayed": False}),
+                              preview=("the plan (preview)", {"plan": {**_EX_PLAN, "target": _C0}}))},
+    "runs": {"200": _named(runs=("runs, newest first", {"runs": [_EX_RUN], "next": None,
+                                                        "total": {"runs": 1, "owners": 1, "commits": 2},
+                                                        "complete": True}),
+                           by_owner=("by=owner: counts per owner", {"owners": [{
+                               "owner": "user:ann", "runs": 1, "commits": 2, "first": _EX_RUN["first"],
+                               "last": _EX_RUN["last"]}], "next": None}))},
+    "bulk_rollback": {"request": _named(
+                          preview=("the plan, writing nothing", {"actor": "bad-bot", "since": "2026-07-21",
+                                                                 "owner_prefix": "user:", "preview": True}),
+                          start=("start the job", {"actor": "bad-bot", "since": "2026-07-21",
+                                                   "owner_prefix": "user:"})),
+                      "200": {"selection": {"actor": "bad-bot", "since": "2026-07-21", "owner_prefix": "user:"},
+                              "total": {"owners": 1, "runs": 1, "changes": 2, "changes_if_forced": 2, "conflicts": 0,
+                                        "owners_with_conflicts": 0, "owners_with_nothing_to_do": 0},
+                              "owners": [{"owner": "user:ann", "runs": ["run_1"], "commits": [],
+                                          "changes": [_EX_DIARY_GONE, _EX_ITEM_GONE], "conflicts": [],
+                                          "conflict_count": 0, "error": None}],
+                              "next": None},
+                      "202": {**_EX_BULK_JOB, "state": "queued", "done": 0,
+                              "results": [{"step": 0, "state": "pending"}],
+                              "params": {**_EX_BULK_PARAMS, "selection": {
+                                  "actor": "bad-bot", "since": "2026-07-21", "owner_prefix": "user:"}},
+                              "updated": _EX_WHEN["created"], "finished": None}},
+}
+
+
+def _media(target: dict) -> dict | None:
+    return (target.get("content") or {}).get("application/json")
+
+
+def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
+    """Give every operation its id and examples (``KeyError`` for a route without an id)."""
+    for path, item in paths.items():
+        for verb, op in item.items():
+            if verb not in ("get", "put", "post", "delete", "patch"):
+                continue
+            op_id = OPERATION_IDS.get((verb, path))
+            if op_id is None:
+                raise KeyError(f"no operationId for {verb.upper()} {path}: add one to OPERATION_IDS")
+            op["operationId"] = op_id
+            examples = EXAMPLES.get(op_id, {})
+            for where, value in examples.items():
+                target = op.get("requestBody") if where == "request" else op["responses"][where]
+                media = _media(target)
+                if media is None:
+                    raise KeyError(f"{op_id}: no JSON body for the {where} example")
+                if isinstance(value, _Named):
+                    media["examples"] = {name: deepcopy(dict(case)) for name, case in value.items()}
+                else:
+                    media["example"] = deepcopy(value)
+            error = _media(op["responses"].get("default") or {})
+            if error is not None:
+                error["example"] = deepcopy(_EX_ERROR)
+    return paths
+
+
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
 errors are {{"error": {{"code", "message"}}}}.
 
@@ -441,7 +731,7 @@ def document() -> dict[str, Any]:
                  "description": _DESCRIPTION},
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearer": []}],
-        "paths": _paths(),
+        "paths": _annotate(_paths()),
         "components": {"schemas": deepcopy(SCHEMAS),
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }

@@ -17,6 +17,38 @@ year word in front of it, 去年7月21号, picks the year). An explicit date
 (2026-07-01, 2026/7/1, 2026年7月1日, 7月21号) wins over a relative word
 elsewhere in the same text: "2026-07-01 那天，比昨天更早" is that day only
 (the relative word is still taken out of the text left to search).
+
+English, case-insensitive, on word boundaries (a CJK neighbour is one):
+today / yesterday / tomorrow, the day before yesterday, N days / weeks /
+months ago (digits or a, one..twelve; "two or three days ago", "over a week
+ago" are vague), last / this / next week and month, this morning /
+afternoon / evening and tonight (today), last night / last evening
+(yesterday, as 昨晚: a night filed under the date it began), last / this
+weekend (上周末 / 这周末; "this past weekend" too), next weekend, month-name
+dates (May 1, May 1st, 1 May 2022, the 3rd of March; "May" only capitalised,
+since "may" is a verb; "we march 5 miles" is no date), "on the 3rd" (of this
+/ last month; without it the most recent 3rd on or before today), weekdays:
+
+- "Wednesday", "on Wednesday": the most recent Wednesday, today if today is
+  one (as a month-day without a year) — but nothing in a sentence about the
+  future ("see you Monday", "we'll go on Saturday"), where that would be
+  the wrong Wednesday;
+- "Wednesday last week", "last week's Wednesday": that calendar week's, as 上周三;
+- "last Wednesday": last calendar week's (上周三); English also uses it for
+  this week's Wednesday once that is two or more days back (asked on a
+  Friday or a weekend), so then the window runs from one to the other
+  rather than guess; "next Wednesday" mirrors it; "this Wednesday" is this
+  calendar week's (这周三), or, once that is past, it up to the coming one;
+- "this past Wednesday" / "this coming Wednesday": the nearest before / after today.
+
+Words that name no one day are claimed (no later rule reads a day into
+them) but stay in the text to search: every Monday, a Monday, the Monday
+after, that Monday, by Friday, Monday to Friday, Good Friday,
+Sunday best, "monday morning meetings are boring", the last week / the
+last night of the trip (a rolling span, or a day named by another event).
+Abbreviations only where they are no English word (tues, thurs; not sat,
+sun, wed, mon). Vague words (recently, the other day, a while ago, some
+day, a few days ago) find nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +78,42 @@ _EN_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "a
 _EN_MONTH_RE = ("((?i:" + "|".join([m for m in _EN_MONTHS if m != "may"]
                                    + [m[:3] for m in _EN_MONTHS if m != "may"] + ["sept"])
                 + ")|May|MAY)")
+# Weekday names in full, any case; of the abbreviations only the two that are
+# not English words (sat, sun, wed, mon are, or are slang).
+_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_WEEKDAY = {**{name: i for i, name in enumerate(_EN_WEEKDAYS)}, "tues": 1, "thurs": 3}
+_WD = "(" + "|".join(_EN_WEEKDAY) + ")"
+_WD_NC = "(?:" + "|".join(_EN_WEEKDAY) + ")"
+_PART_OF_DAY = r"(?:morning|afternoon|evening|night)"
+# Words before a weekday that make it no one day: a habit (every Monday), an
+# unknown one (a Monday, one Monday), one named by another event (the Monday
+# after, that Monday), a deadline (by Friday) or a holiday that moves (Good
+# Friday, Black Friday...), or a name (Ruby Tuesday).
+_WD_NOT_ONE_DAY_BEFORE = ("every|each|any|some|one|a|an|the|that|by|until|till|til|black|good|cyber|super|"
+                          "ash|holy|maundy|easter|palm|whit|low|shrove|fat|blue|manic|bloody|ruby")
+# Words after a (bare) weekday that make it part of another noun: Sunday best,
+# Sunday school, Monday blues, Sunday papers...; the habit of Monday mornings;
+# the Wednesday before last (which one is not said).
+_WD_NOT_ONE_DAY_AFTER = (r"best|school|schools|paper|papers|roast|roasts|driver|drivers|blues|scaries|service|"
+                         r"services|mass|league|leagues|special|specials|mornings|afternoons|evenings|nights|"
+                         r"before\s+last")
+# A generic statement about such days: "monday morning meetings are boring".
+_WD_GENERIC = (rf"{_WD_NC}(?:\s+{_PART_OF_DAY})?\s+[a-z]+s\s+"
+               r"(?:are|suck|always|never|usually|tend|seem|feel|drag|get)")
+# A sentence that speaks of the future: a bare weekday in it is not a past day
+# ("see you Monday", "we'll go to the beach on Saturday").
+_FUTURE = re.compile(r"(?<![A-Za-z])(?:will|won'?t|shall|gonna|going\s+to|plan(?:s|ned|ning)?|let'?s|"
+                     r"see\s+you|hope\s+to|want\s+to|wanna|looking\s+forward|can'?t\s+wait)(?![A-Za-z])"
+                     r"|['’]ll(?![A-Za-z])", re.I)
+_SENTENCE_END = re.compile(r"[.!?;\n。！？；]")
+# Units that make "March 5" a march of five of them ("we march 5 miles").
+_NOT_A_DAY_AFTER = (r"(?!\s*(?:miles?|km|kilomet(?:er|re)s?|met(?:er|re)s?|blocks?|laps?|times|hours?|minutes?|mins?|"
+                    r"people|men|soldiers|steps|abreast|x)(?![A-Za-z]))")
+# Words that may follow "on the 3rd" for it to be a day of the month (not the
+# 3rd floor, the 2nd try...).
+_DAY_OF_MONTH_NEXT = (r"(?=\s*(?:$|[^\w\s]|(?:we|i|you|he|she|they|it|my|our|your|his|her|their|at|in|and|or|"
+                      r"when|was|were|did|is|then|too|after|before|for|with|to|there|so|but|morning|afternoon|"
+                      r"evening|night)(?![A-Za-z])))")
 # A count after 几/数/多/好 is vague (几十天前 "some tens of days ago").
 _COUNT = rf"(?<![几数多好\d{_CN_NUM}]){_NUM}"
 # Characters before 上/下 that make another word (马上 "soon", 晚上 "evening",
@@ -119,6 +187,56 @@ def _relative_days(today: date, n: int | None, sign: int) -> Range | None:
     return _day(today + timedelta(days=sign * n))
 
 
+def _no_day(m: re.Match, today: date) -> None:
+    """The resolver of text that names no one day: it claims its words, it opens no window."""
+    return None
+
+
+def _weekday_of_week(today: date, offset: int, weekday: int) -> date:
+    """The ``weekday`` (0 = Monday) of the calendar week ``offset`` weeks from today's."""
+    return _week(today)[0] + timedelta(days=7 * offset + weekday)
+
+
+def _en_shifted_weekday(today: date, shift: str, weekday: int) -> Range:
+    """last / next / this / this past / this coming + a weekday.
+
+    "this past" and "this coming" are the nearest one before / after today.
+    "last Friday" is last calendar week's Friday (上周五), and, when this
+    week's Friday is already two or more days behind (asked on a Sunday),
+    this week's too: English uses it for both, so the window holds both
+    rather than guess (the day before today would have been "yesterday").
+    "next" mirrors it; "this Monday" asked on a Wednesday is this week's
+    Monday or the coming one.
+    """
+    this_week = _weekday_of_week(today, 0, weekday)
+    if shift == "this past":
+        return _day(today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1))
+    if shift == "this coming":
+        return _day(today + timedelta(days=(weekday - today.weekday() - 1) % 7 + 1))
+    if shift == "last":
+        before = _weekday_of_week(today, -1, weekday)
+        return (before, this_week) if this_week <= today - timedelta(days=2) else _day(before)
+    if shift == "next":
+        after = _weekday_of_week(today, 1, weekday)
+        return (this_week, after) if this_week >= today + timedelta(days=2) else _day(after)
+    return _day(this_week) if this_week >= today else (this_week, this_week + timedelta(days=7))
+
+
+def _en_recent_weekday(m: re.Match, today: date) -> Range | None:
+    """A weekday on its own ("on Monday", "Wednesday"): the most recent one, today if it is that day.
+
+    None in a sentence about the future ("see you Monday", "we'll go on
+    Saturday"), where the most recent one would be the wrong one.
+    """
+    text = m.string
+    start = max((b.end() for b in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
+    after = _SENTENCE_END.search(text, m.end())
+    if _FUTURE.search(text[start:after.start() if after else len(text)]):
+        return None
+    weekday = _EN_WEEKDAY[m[1].lower()]
+    return _day(today - timedelta(days=(today.weekday() - weekday) % 7))
+
+
 _RELATIVE_DAY = {
     "大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "昨晚": -1, "昨夜": -1, "昨儿": -1,
     "今天": 0, "今日": 0, "今晚": 0, "今早": 0, "今儿": 0,
@@ -126,6 +244,7 @@ _RELATIVE_DAY = {
 }
 _YEAR_WORD = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}
 _EN_DAY = {"today": 0, "yesterday": -1, "tomorrow": 1, "tonight": 0}
+_EN_SHIFT = {"last": -1, "this": 0, "next": 1}
 
 
 def _en(pattern: str) -> str:
@@ -148,12 +267,47 @@ _EXPLICIT: list[_Rule] = [
      lambda m, t: _ymd(t.year + _YEAR_WORD[m[1]], cn_number(m[2]), cn_number(m[3]))),
     (re.compile(rf"(?<![\d年]){_NUM}\s*月\s*{_NUM}\s*[日号]"),
      lambda m, t: _recent_month_day(t, cn_number(m[1]), cn_number(m[2]))),
-    (re.compile(_en(rf"{_EN_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?")),
+    (re.compile(_en(rf"{_EN_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?") + _NOT_A_DAY_AFTER),
      lambda m, t: _en_date(t, m[1], m[2], m[3])),
     (re.compile(_en(rf"(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_EN_MONTH_RE}\.?(?:,?\s+(\d{{4}}))?")),
      lambda m, t: _en_date(t, m[2], m[1], m[3])),
+    # on the 3rd (of this / last month): without a month, the most recent 3rd.
+    (re.compile(_en(r"on\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?:\s+of\s+(this|last)\s+month)?") + _DAY_OF_MONTH_NEXT,
+                re.I),
+     lambda m, t: _day_of_month(t, int(m[1]), m[2] and m[2].lower())),
 ]
 _RELATIVE: list[_Rule] = [
+    # English weekdays, weekends and parts of the day. Wednesday last week,
+    # last week's Wednesday: that calendar week's day, as 上周三.
+    (re.compile(_en(rf"{_WD}\s+(?:of\s+)?(last|this|next)\s+week(?!\s*end)"), re.I),
+     lambda m, t: _day(_weekday_of_week(t, _EN_SHIFT[m[2].lower()], _EN_WEEKDAY[m[1].lower()]))),
+    (re.compile(_en(rf"(last|this|next)\s+week(?:'s)?\s+(?:on\s+)?{_WD}"), re.I),
+     lambda m, t: _day(_weekday_of_week(t, _EN_SHIFT[m[1].lower()], _EN_WEEKDAY[m[2].lower()]))),
+    (re.compile(_en(r"(?:this|the)\s+past\s+weekend"), re.I), lambda m, t: _weekend(t, -1)),
+    # Then the uses that name no one day (claimed, so that no later rule reads
+    # a day into them, but left in the text to search): the last week / the
+    # next Monday / the last evening of the trip (a rolling span, or a day named
+    # by another event), every Monday, Good Friday, Monday to Friday, Sunday
+    # best, "monday morning meetings are boring", two or three days ago.
+    (re.compile(_en(rf"the\s+(?:very\s+)?(?:last|past|next)\s+(?:{_PART_OF_DAY}|weekend|week|month|{_WD_NC})"),
+                re.I), _no_day),
+    (re.compile(_en(rf"(?:{_WD_NOT_ONE_DAY_BEFORE})\s+{_WD_NC}"), re.I), _no_day),
+    (re.compile(_en(rf"{_WD_NC}\s*(?:-|–|to|through|thru|till|until|til)\s*{_WD_NC}"), re.I), _no_day),
+    (re.compile(_en(rf"{_WD_NC}\s+(?:{_WD_NOT_ONE_DAY_AFTER})"), re.I), _no_day),
+    (re.compile(_en(_WD_GENERIC), re.I), _no_day),
+    (re.compile(_en(rf"{_EN_NUM_RE}\s*(?:or|to|-|–)\s*{_EN_NUM_RE}\s+(?:days?|weeks?|months?)\s+ago"), re.I),
+     _no_day),
+    (re.compile(_en(rf"(?:over|more\s+than|at\s+least|upwards\s+of)\s+{_EN_NUM_RE}\s+(?:days?|weeks?|months?)"
+                    r"\s+ago"), re.I), _no_day),
+    (re.compile(_en(rf"(last|next|this\s+past|this\s+coming|this)\s+{_WD}"), re.I),
+     lambda m, t: _en_shifted_weekday(t, " ".join(m[1].lower().split()), _EN_WEEKDAY[m[2].lower()])),
+    (re.compile(_en(r"last\s+weekend"), re.I), lambda m, t: _weekend(t, -1)),
+    (re.compile(_en(r"this\s+weekend"), re.I), lambda m, t: _weekend(t, 0)),
+    (re.compile(_en(r"next\s+weekend"), re.I), lambda m, t: _next_weekend(t)),
+    (re.compile(_en(rf"(?:on\s+)?{_WD}"), re.I), _en_recent_weekday),
+    (re.compile(_en(rf"this\s+{_PART_OF_DAY}"), re.I), lambda m, t: _day(t)),
+    (re.compile(_en(r"last\s+(?:night|evening)"), re.I), lambda m, t: _day(t - timedelta(days=1))),
+    (re.compile(_en(rf"{_EN_NUM_RE}\s+months?\s+ago"), re.I), lambda m, t: _months_ago(t, _en_number(m[1]))),
     (re.compile(_en(r"the\s+day\s+before\s+yesterday"), re.I), lambda m, t: _day(t - timedelta(days=2))),
     (re.compile(_en(r"the\s+day\s+after\s+tomorrow"), re.I), lambda m, t: _day(t + timedelta(days=2))),
     (re.compile(_en(rf"{_EN_NUM_RE}\s+days?\s+ago"), re.I),
@@ -196,7 +350,8 @@ _RULES: list[tuple[_Rule, bool]] = [(r, True) for r in _EXPLICIT] + [(r, False) 
 
 
 # Every rule needs one of these; a text without any is answered at once.
-_TRIGGER = re.compile(r"[\d天日周月年前后昨今明期拜]|today|yesterday|tomorrow|tonight|ago|week|month", re.I)
+_TRIGGER = re.compile(r"[\d天日周月年前后昨今明期拜]|day|tomorrow|tues|thurs|tonight|ago|week|month|morning|afternoon"
+                      r"|evening|night", re.I)  # (every weekday name, today, yesterday end in "day")
 # (English month-days need a digit, which the trigger already has.)
 
 
@@ -226,6 +381,26 @@ def _recent_month_day(today: date, month: int | None, day: int | None) -> Range 
 def _weekend(today: date, offset: int) -> Range:
     monday = _week(today)[0] + timedelta(days=7 * offset)
     return monday + timedelta(days=5), monday + timedelta(days=6)
+
+
+def _next_weekend(today: date) -> Range:
+    """Next calendar week's weekend, and this week's too while it is two or more days away (as "next Friday")."""
+    after = _weekend(today, 1)
+    this_saturday = _weekend(today, 0)[0]
+    return (this_saturday, after[1]) if this_saturday >= today + timedelta(days=2) else after
+
+
+def _day_of_month(today: date, day: int, which: str | None) -> Range | None:
+    """"on the 3rd": this or last month's 3rd when said, else the most recent 3rd on or before today."""
+    if which is not None:
+        first = _month(today.year, today.month, 0 if which == "this" else -1)[0]
+        return _ymd(first.year, first.month, day)
+    for back in range(13):  # the 31st may skip months; no day is more than a year back
+        first = _month(today.year, today.month, -back)[0]
+        found = _ymd(first.year, first.month, day)
+        if found is not None and found[0] <= today:
+            return found
+    return None
 
 
 def _weeks_ago(today: date, n: int | None) -> Range | None:
@@ -284,10 +459,25 @@ def scan_time(text: str, *, tz: tzinfo | str | None = None,
     """The time window of ``text`` with the spans that make it; None when there is none."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    now = _today(tz, today)
-    if not _TRIGGER.search(text):
+    ranges, spans = _scan(text, _today(tz, today))
+    if not ranges:
         return None
+    start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return TimeScan((start.isoformat(), end.isoformat()), tuple(sorted(spans)))
+
+
+def _scan(text: str, now: date) -> tuple[list[Range], list[tuple[int, int]]]:
+    """The ranges that count (explicit dates, else relative words) and the spans of time words.
+
+    The spans are every claimed expression but the words that name no day
+    (:func:`_no_day`): those stay in the text to search, and an impossible
+    date (2月30日) or a weekday in a sentence about the future, which open
+    no window, still count as time words.
+    """
+    if not _TRIGGER.search(text):
+        return [], []
     claimed: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
     explicit: list[Range] = []
     relative: list[Range] = []
     for (pattern, resolve), is_explicit in _RULES:
@@ -300,13 +490,11 @@ def scan_time(text: str, *, tz: tzinfo | str | None = None,
             except (ValueError, OverflowError):  # beyond the calendar
                 found = None
             claimed.append(span)  # an impossible date still claims its text: 2月30日 is not 30日
+            if resolve is not _no_day:  # "Sunday best" stays a thing to search for
+                spans.append(span)
             if found is not None:
                 (explicit if is_explicit else relative).append(found)
-    ranges = explicit or relative  # a date the text spells out beats a word relative to today
-    if not ranges:
-        return None
-    start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
-    return TimeScan((start.isoformat(), end.isoformat()), tuple(sorted(claimed)))
+    return explicit or relative, spans  # a date the text spells out beats a word relative to today
 
 
 def parse_time_range(text: str, *, tz: tzinfo | str | None = None,
@@ -324,15 +512,19 @@ def event_day(text: str, *, today: date | datetime | str, tz: tzinfo | str | Non
     """The day a text dates an event to: ``YYYY-MM-DD``, ``""`` or None.
 
     ``YYYY-MM-DD`` when the text's time expressions name one day that is
-    not after ``today`` (上周三, yesterday, 7月21号); ``""`` when the text
-    speaks of time but not of one past day (上周 is a week, 明天 the future:
-    a plan is not an event that happened tomorrow); None when it has no
-    time expression at all.
+    not after ``today`` (上周三, yesterday, last Wednesday, 7月21号); ``""``
+    when the text speaks of time but not of one past day (上周 is a week,
+    明天 the future: a plan is not an event that happened tomorrow; "see you
+    Saturday", "last Wednesday" asked on a Friday, which may be either of
+    two); None when it has no time expression at all.
     """
-    found = scan_time(text, tz=tz, today=today)
-    if found is None:
-        return None
-    start, end = found.range
-    if start != end or start > _today(tz, today).isoformat():
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {type(text).__name__}")
+    now = _today(tz, today)
+    ranges, spans = _scan(text, now)
+    if not ranges:
+        return "" if spans else None
+    start, end = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    if start != end or start > now:
         return ""
-    return start
+    return start.isoformat()

@@ -99,7 +99,7 @@ def test_a_worker_killed_after_an_owners_commit_leaves_no_second_commit(tmp_path
     root = tmp_path / "data"
     host = Host(root)
     deploy = bad_deploy(host, 6, conflict=False)
-    job, _ = submit(host, RunQuery.parse(actor=BAD_ACTOR), actor="alice")
+    job, _ = submit(host.jobs, host.run_index, RunQuery.parse(actor=BAD_ACTOR), actor="alice")
     first = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30", "--die-after-step", "2"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -36,7 +36,7 @@ def git(path, *args) -> str:
 def test_preview_shows_each_owners_changes_and_conflicts_and_writes_nothing(host):
     deploy = bad_deploy(host, 6)
     before = heads(host, deploy.owners)
-    preview = host.preview_bulk_rollback(BAD)
+    preview = host.fleet.preview_bulk_rollback(BAD)
     assert preview.total == {"owners": 6, "runs": 6, "changes": 5 * 2, "changes_if_forced": 6 * 2, "conflicts": 1,
                              "owners_with_conflicts": 1, "owners_with_nothing_to_do": 0}
     by_owner = {p.part.owner: p for p in preview.plans}
@@ -51,7 +51,7 @@ def test_preview_shows_each_owners_changes_and_conflicts_and_writes_nothing(host
 
 def test_bulk_rollback_skips_conflicts_and_makes_one_commit_per_owner(host):
     deploy = bad_deploy(host, 6)
-    results = host.bulk_rollback_now(BAD, job="job_a1", actor="alice")
+    results = host.fleet.bulk_rollback_now(BAD, job="job_a1", actor="alice")
     status = {r["owner"]: r["status"] for r in results}
     assert status.pop(deploy.conflicted) == "conflict" and set(status.values()) == {"done"}
     for owner_id in deploy.owners[1:]:
@@ -72,17 +72,17 @@ def test_bulk_rollback_skips_conflicts_and_makes_one_commit_per_owner(host):
 
 def test_a_forced_bulk_rollback_overwrites_the_conflicts(host):
     deploy = bad_deploy(host, 2)
-    results = host.bulk_rollback_now(BAD, job="job_f1", force=True)
+    results = host.fleet.bulk_rollback_now(BAD, job="job_f1", force=True)
     assert {r["status"] for r in results} == {"done"}
     assert host.owner(deploy.conflicted).item("preferences", "tea").content == "Drinks oolong tea every morning."
 
 
 def test_a_retried_step_writes_nothing_twice(host):
     deploy = bad_deploy(host, 2, conflict=False)
-    part = host.bulk_parts(BAD)[0]
-    first = host.bulk_rollback_part(part, job="job_r1")
+    part = host.fleet.bulk_parts(BAD)[0]
+    first = host.fleet.bulk_rollback_part(part, job="job_r1")
     head = host.owner(part.owner).head()
-    again = host.bulk_rollback_part(part, job="job_r1")  # the job runner retries after a crash
+    again = host.fleet.bulk_rollback_part(part, job="job_r1")  # the job runner retries after a crash
     assert again["commit"] == first["commit"] and again["replayed"] is True
     assert host.owner(part.owner).head() == head
     assert deploy.owners[0] == part.owner
@@ -90,45 +90,45 @@ def test_a_retried_step_writes_nothing_twice(host):
 
 def test_marks_follow_the_rollback_and_the_search_leaves_rolled_back_runs_out(host):
     deploy = bad_deploy(host, 3, conflict=False)
-    host.bulk_rollback_now(BAD, job="job_m1")
-    rows = host.find_runs(BAD).runs
+    host.fleet.bulk_rollback_now(BAD, job="job_m1")
+    rows = host.fleet.find_runs(BAD).runs
     assert len(rows) == 3 and all(r.rolled_back_by for r in rows)
     assert {host.owner(r.owner).head() for r in rows} == {r.rolled_back_by for r in rows}
-    assert host.bulk_parts(BAD) == []  # nothing left to roll back
-    assert host.preview_bulk_rollback(BAD).total["owners"] == 0
+    assert host.fleet.bulk_parts(BAD) == []  # nothing left to roll back
+    assert host.fleet.preview_bulk_rollback(BAD).total["owners"] == 0
     owner = host.owner(deploy.owners[0])
-    assert owner.run_rolled_back_by("run_bad_0") == [owner.head()]
+    assert owner.review.run_rolled_back_by("run_bad_0") == [owner.head()]
 
 
 def test_the_bulk_action_is_undone_as_a_whole(host):
     deploy = bad_deploy(host, 4, conflict=False)
-    host.bulk_rollback_now(BAD, job="job_u1")
+    host.fleet.bulk_rollback_now(BAD, job="job_u1")
     undo = RunQuery.parse(run="job_u1")
-    assert host.preview_bulk_rollback(undo).total["owners"] == 4
-    results = host.bulk_rollback_now(undo, job="job_u2")
+    assert host.fleet.preview_bulk_rollback(undo).total["owners"] == 4
+    results = host.fleet.bulk_rollback_now(undo, job="job_u2")
     assert {r["status"] for r in results} == {"done"}
     for owner_id in deploy.owners:
         owner = host.owner(owner_id)
         assert owner.item("preferences", "tea").content == "Hates tea."  # the bad run stands again
-        assert owner.run_rolled_back_by(f"run_bad_{int(owner_id[-4:])}") == []
-    rows = {r.run: r for r in host.find_runs(RunQuery.parse(owner_prefix=deploy.owners[0])).runs}
+        assert owner.review.run_rolled_back_by(f"run_bad_{int(owner_id[-4:])}") == []
+    rows = {r.run: r for r in host.fleet.find_runs(RunQuery.parse(owner_prefix=deploy.owners[0])).runs}
     assert rows["run_bad_0"].rolled_back_by is None
     assert rows["job_u1"].rolled_back_by == rows["job_u2"].commit
     # and the bad deploy can be rolled back again
-    assert host.preview_bulk_rollback(BAD).total["changes"] == 4 * 2
+    assert host.fleet.preview_bulk_rollback(BAD).total["changes"] == 4 * 2
 
 
 def test_a_bulk_rollback_needs_a_selective_search(host):
     bad_deploy(host, 1)
     with pytest.raises(BadRequest):
-        host.preview_bulk_rollback(RunQuery.parse(owner_prefix="user:"))
+        host.fleet.preview_bulk_rollback(RunQuery.parse(owner_prefix="user:"))
 
 
 def test_a_deleted_owner_is_reported_not_fatal(host):
     deploy = bad_deploy(host, 2, conflict=False)
-    parts = host.bulk_parts(BAD)
+    parts = host.fleet.bulk_parts(BAD)
     host.delete_owner(deploy.owners[0])
-    results = [host.bulk_rollback_part(p, job="job_d1") for p in parts]
+    results = [host.fleet.bulk_rollback_part(p, job="job_d1") for p in parts]
     assert [r["status"] for r in results] == ["missing", "done"]
 
 

@@ -28,27 +28,27 @@ def write(owner, name, content, **ctx):
 def test_filters_by_actor_and_action_and_pages_newer_and_older(owner):
     ids = [write(owner, f"n{i}", f"text {i}", actor="Elaina" if i % 2 else "Lumi") for i in range(7)]
     owner.remove("notes", "n0", ctx=WriteContext(actor="Lumi"))
-    lumi = owner.search_history(actor="Lumi", limit=2)
+    lumi = owner.review.search_history(actor="Lumi", limit=2)
     assert [e.actor for e in lumi.entries] == ["Lumi", "Lumi"] and lumi.prev is None
-    older = owner.search_history(actor="Lumi", limit=2, cursor=lumi.next)
+    older = owner.review.search_history(actor="Lumi", limit=2, cursor=lumi.next)
     assert older.prev is not None
-    newer = owner.search_history(actor="Lumi", limit=2, after=older.prev)
+    newer = owner.review.search_history(actor="Lumi", limit=2, after=older.prev)
     assert [e.id for e in newer.entries] == [e.id for e in lumi.entries]  # back where we were
-    assert [e.action for e in owner.search_history(action="remove").entries] == ["remove"]
-    everything = owner.search_history(actor="Elaina", limit=50).entries
+    assert [e.action for e in owner.review.search_history(action="remove").entries] == ["remove"]
+    everything = owner.review.search_history(actor="Elaina", limit=50).entries
     assert [e.id for e in everything] == [ids[5], ids[3], ids[1]]
 
 
 def test_a_time_window_and_a_jump_to_a_date(owner):
     write(owner, "a", "one", actor="bot")
-    assert owner.search_history(until="2000-01-01").entries == []
-    assert len(owner.search_history(since="2000-01-01").entries) == 2  # with the first commit
-    jumped = owner.search_history(at="2000-01-01")
+    assert owner.review.search_history(until="2000-01-01").entries == []
+    assert len(owner.review.search_history(since="2000-01-01").entries) == 2  # with the first commit
+    jumped = owner.review.search_history(at="2000-01-01")
     assert jumped.entries == [] and jumped.next is None
     today = owner.history(limit=1).entries[0].time[:10]
-    assert owner.search_history(at=today, limit=1).entries[0].summary == "add notes/a"
+    assert owner.review.search_history(at=today, limit=1).entries[0].summary == "add notes/a"
     with pytest.raises(BadRequest):
-        owner.search_history(since="last tuesday")
+        owner.review.search_history(since="last tuesday")
 
 
 def test_undo_commits_name_what_they_undid_and_marks_link_both_ways(owner):
@@ -59,16 +59,16 @@ def test_undo_commits_name_what_they_undid_and_marks_link_both_ways(owner):
                              text=True, check=True).stdout
     assert f"Wikimem-Reverts: {bad}\n" in message and "Wikimem-Reverts-Run: run_bad\n" in message
     assert "- changed notes/a\n" in message
-    page = owner.search_history(limit=10)
-    marks = owner.history_marks(page.entries)
+    page = owner.review.search_history(limit=10)
+    marks = owner.review.history_marks(page.entries)
     assert marks.reverted_by == {bad: [rollback]}
     assert marks.run_rolled_back_by == {"run_bad": [rollback]}
     assert marks.undoes[rollback].reverts == (bad,) and marks.undoes[rollback].runs == ("run_bad",)
     # undoing the undo: the run stands again, the rollback is marked reverted
     again = owner.undo("revert", rollback, ctx=WriteContext(actor="alice")).commit
     assert owner.item("notes", "a").content == "bad"
-    assert owner.run_rolled_back_by("run_bad") == []
-    assert owner.history_marks(owner.search_history(limit=10).entries).reverted_by[rollback] == [again]
+    assert owner.review.run_rolled_back_by("run_bad") == []
+    assert owner.review.history_marks(owner.review.search_history(limit=10).entries).reverted_by[rollback] == [again]
 
 
 def test_old_rollback_commits_with_short_ids_still_mark(owner):
@@ -77,8 +77,8 @@ def test_old_rollback_commits_with_short_ids_still_mark(owner):
     with owner.vstore.batch(actor="alice", action="rollback", message="roll back run run_old",
                             reverts=bad[:12]):  # what a rollback wrote before full ids
         owner.store.add("notes", "a", "good", owner=owner.id)
-    entries = owner.search_history(limit=5).entries
-    assert owner.undone_by(entries) == {bad: [owner.head()]}
+    entries = owner.review.search_history(limit=5).entries
+    assert owner.review.undone_by(entries) == {bad: [owner.head()]}
 
 
 def test_item_versions_and_blame_ignore_metadata_changes(owner):
@@ -86,14 +86,14 @@ def test_item_versions_and_blame_ignore_metadata_changes(owner):
     write(owner, "tea", "green", actor="Elaina", run="run_2")
     green = owner.history(limit=1).entries[0].id
     owner.add("notes", "tea", "green", ctx=WriteContext(actor="Elaina", source_conv="conv_9"))  # metadata only
-    versions, nxt = owner.item_versions("notes", "tea")
+    versions, nxt = owner.review.item_versions("notes", "tea")
     assert [v.content for v in versions] == ["green", "green", "oolong"] and nxt is None
     assert [v.status for v in versions] == ["changed", "changed", "added"]
     assert versions[0].source_conv == "conv_9"
-    assert owner.item_blame("notes", "tea").entry.id == green
+    assert owner.review.item_blame("notes", "tea").entry.id == green
     assert versions[-1].entry.id == first
     owner.remove("notes", "tea", ctx=WriteContext(actor="alice"))
-    assert owner.item_versions("notes", "tea")[0][0].status == "removed"
+    assert owner.review.item_versions("notes", "tea")[0][0].status == "removed"
 
 
 def test_blame_walks_past_one_page_and_knows_a_hand_edit(owner):
@@ -101,10 +101,10 @@ def test_blame_walks_past_one_page_and_knows_a_hand_edit(owner):
     for i in range(3):
         owner.add("notes", "tea", "same", ctx=WriteContext(actor="bot", source_conv=f"c{i}"))
     wrote = owner.history(limit=3).entries[-1].id  # the first "same"
-    assert owner.item_blame("notes", "tea").entry.id == wrote
+    assert owner.review.item_blame("notes", "tea").entry.id == wrote
     (owner.root / "wiki" / "notes.md").write_text("# notes\n\n## tea\n\nby hand\n", encoding="utf-8")
     owner.store.invalidate()
-    assert owner.item_blame("notes", "tea") is None
+    assert owner.review.item_blame("notes", "tea") is None
 
 
 def test_text_search_finds_every_word_in_wiki_and_diary(owner):
@@ -112,23 +112,23 @@ def test_text_search_finds_every_word_in_wiki_and_diary(owner):
     write(owner, "sea", "喜欢海边，尤其是傍晚的海风。", actor="bot")
     owner.diary_append("Went to the sea; had oolong after.", date="2026-07-20", time="18:00",
                        ctx=WriteContext(actor="bot"))
-    found = owner.text_search("oolong")
+    found = owner.review.text_search("oolong")
     assert found.total == 2 and [h.kind for h in found.hits] == ["wiki", "diary"]
     assert found.hits[0].content[slice(*found.hits[0].spans[0])] == "Oolong"
-    assert [h.name for h in owner.text_search("海风").hits] == ["sea"]
-    assert owner.text_search("oolong sea").total == 1  # both words, in one entry
-    assert owner.text_search("TEA").hits[0].name_spans == [(0, 3)]
-    assert owner.text_search("oolong", limit=1).total == 2
+    assert [h.name for h in owner.review.text_search("海风").hits] == ["sea"]
+    assert owner.review.text_search("oolong sea").total == 1  # both words, in one entry
+    assert owner.review.text_search("TEA").hits[0].name_spans == [(0, 3)]
+    assert owner.review.text_search("oolong", limit=1).total == 2
     for bad in ("", "   ", "x" * 201):
         with pytest.raises(BadRequest):
-            owner.text_search(bad)
+            owner.review.text_search(bad)
 
 
 def test_add_new_never_overwrites(owner):
-    assert owner.add_new("notes", "a", "one", ctx=WriteContext(actor="alice")).commit
+    assert owner.review.add_new("notes", "a", "one", ctx=WriteContext(actor="alice")).commit
     head = owner.head()
     with pytest.raises(PreconditionFailed):
-        owner.add_new("notes", "a", "two", ctx=WriteContext(actor="alice"))
+        owner.review.add_new("notes", "a", "two", ctx=WriteContext(actor="alice"))
     assert owner.head() == head and owner.item("notes", "a").content == "one"
 
 

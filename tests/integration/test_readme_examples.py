@@ -135,3 +135,7 @@ def test_the_python_client_example_works_as_written(tmp_path):
     (entry,) = done["results"][0]["result"]["entries"]
     assert entry["date"] == last_wednesday()
     assert env["run"].startswith("run_")
+    # The operators' lines: the spam bot's write was found and undone, the etag write went through.
+    assert env["plan"]["total"]["owners"] == 1 and env["plan"]["total"]["changes"] == 1
+    assert env["undone"]["state"] == "done" and env["undone"]["results"][0]["result"]["status"] == "done"
+    assert env["seen"].etag and env["seen"].item.content == "会冲浪的朋友。"

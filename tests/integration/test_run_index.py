@@ -24,7 +24,7 @@ def host(tmp_path):
 def all_pages(host, query, **kwargs):
     rows, cursor = [], None
     while True:
-        page = host.find_runs(query, cursor=cursor, **kwargs)
+        page = host.fleet.find_runs(query, cursor=cursor, **kwargs)
         rows += page.runs
         if page.next is None:
             return rows, page.total
@@ -35,7 +35,7 @@ def test_a_write_is_in_the_index_when_it_returns_and_a_second_host_sees_it(host,
     owner, _ = host.ensure_owner("user:ann")
     done = owner.add("preferences", "tea", "oolong", ctx=WriteContext(run="run_1", actor="Elaina"))
     other = Host(tmp_path / "data")  # another process over the same data root
-    rows = other.find_runs(RunQuery.parse(actor="Elaina")).runs
+    rows = other.fleet.find_runs(RunQuery.parse(actor="Elaina")).runs
     assert [(r.owner, r.run, r.commit, r.commits, r.actions) for r in rows] == [
         ("user:ann", "run_1", done.commit, 1, ["add"])]
 
@@ -48,15 +48,15 @@ def test_actor_and_time_window_find_the_bad_runs_of_every_owner(host):
     assert {r.run for r in rows} == {f"run_bad_{i}" for i in range(12)}
     assert all(r.changes == 2 and r.source_conv.endswith("_2") for r in rows)
     # a window that ends before the runs finds nothing; the good runs are another actor's
-    assert host.find_runs(RunQuery.parse(actor=BAD_ACTOR, until="2000-01-01")).total["runs"] == 0
-    assert host.find_runs(RunQuery.parse(actor=GOOD_ACTOR)).total["owners"] == 12
+    assert host.fleet.find_runs(RunQuery.parse(actor=BAD_ACTOR, until="2000-01-01")).total["runs"] == 0
+    assert host.fleet.find_runs(RunQuery.parse(actor=GOOD_ACTOR)).total["owners"] == 12
 
 
 def test_counts_per_owner_page_through_owners(host):
     bad_deploy(host, 7, conflict=False)
     seen, cursor = [], None
     while True:
-        page = host.runs_per_owner(RunQuery.parse(since="2000-01-01"), limit=3, cursor=cursor)
+        page = host.fleet.runs_per_owner(RunQuery.parse(since="2000-01-01"), limit=3, cursor=cursor)
         seen, cursor = seen + page.owners, page.next
         if cursor is None:
             break
@@ -68,7 +68,7 @@ def test_a_commit_without_a_run_is_a_run_of_its_own(host):
     owner, _ = host.ensure_owner("user:ann")
     first = owner.add("notes", "a", "one", ctx=WriteContext(actor="bot")).commit
     second = owner.add("notes", "b", "two", ctx=WriteContext(actor="bot")).commit
-    rows = host.find_runs(RunQuery.parse(actor="bot")).runs
+    rows = host.fleet.find_runs(RunQuery.parse(actor="bot")).runs
     assert [(r.run, r.commit) for r in rows] == [(None, second), (None, first)]
 
 
@@ -76,10 +76,11 @@ def test_scope_and_prefix_limit_what_a_search_sees(host):
     bad_deploy(host, 3, conflict=False)
     host.ensure_owner("team:zed")[0].add("p", "x", "y", ctx=WriteContext(actor=BAD_ACTOR))
     query = RunQuery.parse(actor=BAD_ACTOR)
-    assert host.find_runs(query).total["owners"] == 4
-    assert host.find_runs(query, within="team:").total["owners"] == 1
-    assert host.find_runs(RunQuery.parse(actor=BAD_ACTOR, owner_prefix="user:"), within="team:").total["runs"] == 0
-    assert host.find_runs(RunQuery.parse(actor=BAD_ACTOR, owner_prefix="user:d0001")).total["owners"] == 1
+    assert host.fleet.find_runs(query).total["owners"] == 4
+    assert host.fleet.find_runs(query, within="team:").total["owners"] == 1
+    outside = RunQuery.parse(actor=BAD_ACTOR, owner_prefix="user:")
+    assert host.fleet.find_runs(outside, within="team:").total["runs"] == 0
+    assert host.fleet.find_runs(RunQuery.parse(actor=BAD_ACTOR, owner_prefix="user:d0001")).total["owners"] == 1
 
 
 @pytest.mark.parametrize("field, value", [("since", "yesterday"), ("until", "2026-13-01"), ("actor", "x" * 201)])
@@ -90,7 +91,7 @@ def test_bad_search_values_are_a_clear_error(field, value):
 
 def test_a_forged_cursor_is_a_clear_error(host):
     with pytest.raises(BadRequest):
-        host.find_runs(RunQuery.parse(), cursor="bm90IGEgY3Vyc29y")
+        host.fleet.find_runs(RunQuery.parse(), cursor="bm90IGEgY3Vyc29y")
 
 
 def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
@@ -100,27 +101,27 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     fresh = Host(tmp_path / "data")
-    assert fresh.find_runs(query).total["runs"] == 0
-    counts = fresh.refresh_run_index()
+    assert fresh.fleet.find_runs(query).total["runs"] == 0
+    counts = fresh.fleet.refresh_run_index()
     assert counts["owners"] == 5 and counts["commits"] == 5 * 2 + 1
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
-    assert fresh.refresh_run_index()["commits"] == 0  # nothing new
+    assert fresh.fleet.refresh_run_index()["commits"] == 0  # nothing new
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
 
 
 def test_an_index_younger_than_the_owners_says_so_until_rebuilt(host, tmp_path):
     bad_deploy(host, 2, conflict=False)
-    assert host.find_runs(RunQuery.parse()).complete
+    assert host.fleet.find_runs(RunQuery.parse()).complete
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     upgraded = Host(tmp_path / "data")  # a host upgraded over existing owners
-    page = upgraded.find_runs(RunQuery.parse())
+    page = upgraded.fleet.find_runs(RunQuery.parse())
     assert not page.complete and page.total["runs"] == 0
     upgraded.owner(owner_name(1)).add("notes", "n", "x", ctx=WriteContext(actor="bot"))
-    assert upgraded.find_runs(RunQuery.parse()).total["owners"] == 1  # that owner, whole, at its next write
-    assert upgraded.find_runs(RunQuery.parse(owner_prefix=owner_name(1))).total["runs"] == 3
-    upgraded.refresh_run_index()
-    page = upgraded.find_runs(RunQuery.parse())
+    assert upgraded.fleet.find_runs(RunQuery.parse()).total["owners"] == 1  # that owner, whole, at its next write
+    assert upgraded.fleet.find_runs(RunQuery.parse(owner_prefix=owner_name(1))).total["runs"] == 3
+    upgraded.fleet.refresh_run_index()
+    page = upgraded.fleet.find_runs(RunQuery.parse())
     assert page.complete and page.total["owners"] == 2
 
 
@@ -129,14 +130,14 @@ def test_a_hand_edit_is_indexed_by_the_owners_next_write(host):
     owner.add("notes", "a", "one", ctx=WriteContext(actor="bot"))
     (owner.root / "wiki" / "notes.md").write_text("# notes\n\n## a\n\nedited by hand\n", encoding="utf-8")
     owner.add("notes", "b", "two", ctx=WriteContext(actor="bot"))  # commits the hand edit first
-    actions = [r.actions for r in host.find_runs(RunQuery.parse(owner_prefix="user:ann")).runs]
+    actions = [r.actions for r in host.fleet.find_runs(RunQuery.parse(owner_prefix="user:ann")).runs]
     assert ["external-edit"] in actions and len(actions) == 3
 
 
 def test_a_deleted_owner_leaves_the_index(host):
     bad_deploy(host, 2, conflict=False)
     host.delete_owner(owner_name(0))
-    assert {r.owner for r in host.find_runs(RunQuery.parse(actor=BAD_ACTOR)).runs} == {owner_name(1)}
+    assert {r.owner for r in host.fleet.find_runs(RunQuery.parse(actor=BAD_ACTOR)).runs} == {owner_name(1)}
 
 
 def test_a_broken_index_never_fails_a_write_and_a_rebuild_repairs_it(host, tmp_path):
@@ -150,8 +151,8 @@ def test_a_broken_index_never_fails_a_write_and_a_rebuild_repairs_it(host, tmp_p
     done = owner.add("notes", "a", "one", ctx=WriteContext(actor="bot"))
     assert done.commit and owner.item("notes", "a").content == "one"
     index_dir.unlink()
-    assert host.refresh_run_index()["commits"] == 1
-    assert host.find_runs(RunQuery.parse(actor="bot")).runs[0].commit == done.commit
+    assert host.fleet.refresh_run_index()["commits"] == 1
+    assert host.fleet.find_runs(RunQuery.parse(actor="bot")).runs[0].commit == done.commit
 
 
 def test_cli_finds_runs_and_rebuilds_the_index(host, tmp_path):
@@ -186,7 +187,7 @@ def test_pages_of_two_hosts_merge_into_the_pages_of_one(tmp_path):
     expected, _ = all_pages(one, query, limit=100)
     merged, cursor = [], None
     while True:
-        page = merge_pages([h.find_runs(query, limit=4, cursor=cursor).to_dict() for h in (east, west)], 4)
+        page = merge_pages([h.fleet.find_runs(query, limit=4, cursor=cursor).to_dict() for h in (east, west)], 4)
         merged += page["runs"]
         assert page["total"]["owners"] == 9
         if page["next"] is None:

@@ -522,3 +522,134 @@ def test_settings_are_read_and_set(server, client):
     put = server.requests[1]
     assert put["method"] == "PUT" and put["path"] == "/api/v1/owners/user%3Axnne/settings"
     assert put["body"] == {"tz": "Asia/Shanghai", "character": None} and put["headers"]["Idempotency-Key"]
+
+
+# -- paths, preconditions and the rest of the API (issue 24, item 11) ---------------------
+
+@pytest.mark.parametrize("path,sent", [
+    ("/owners/user:x/files", "/api/v1/owners/user:x/files"),  # relative to the API, as OpenAPI writes paths
+    ("/api/v1/owners/user:x/files", "/api/v1/owners/user:x/files"),  # the prefixed spelling still works
+    ("/api/v1/jobs/job_1", "/api/v1/jobs/job_1"),  # a Location header, followed as it is
+    ("/healthz", "/healthz"),  # the probes are at the host's root
+    ("/readyz", "/readyz"),
+    ("/version", "/api/v1/version"),
+])
+def test_request_paths_are_relative_to_the_api(server, client, path, sent):
+    server.script = [ok({"ok": True})]
+    client.request("GET", path)
+    assert server.requests[0]["path"] == sent
+
+
+def test_request_paths_under_a_sub_path_mount(server):
+    host, port = server.server_address
+    c = Client(f"http://{host}:{port}/wikimem", "t", owner="o", proxies={})
+    server.script = [ok({})] * 4
+    for path in ("/owners", "/api/v1/owners", "/wikimem/api/v1/owners", "/healthz"):
+        c.request("GET", path)
+    assert [r["path"] for r in server.requests] == ["/wikimem/api/v1/owners"] * 3 + ["/wikimem/healthz"]
+
+
+def test_request_merges_a_query_in_the_path_with_query_values(server, client):
+    server.script = [ok({})]
+    client.request("GET", "/owners?prefix=user:", query={"limit": 5, "cursor": None})
+    assert server.requests[0]["path"] == "/api/v1/owners?prefix=user:&limit=5"
+
+
+@pytest.mark.parametrize("path", ["owners", "", "http://127.0.0.1:1/api/v1/owners", None])
+def test_request_refuses_a_path_that_is_not_one(client, server, path):
+    with pytest.raises(ValueError):
+        client.request("GET", path)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("given,header", [
+    ("abc", '"abc"'), ('"abc"', '"abc"'), (' "abc" ', '"abc"'), ('W/"abc"', '"abc"'), ("*", "*"),
+    ("c0ffee" * 6 + "abcd", '"' + "c0ffee" * 6 + "abcd" + '"'),
+])
+def test_if_match_is_sent_quoted_whichever_way_it_was_given(server, client, given, header):
+    server.script = [ok({"item": {"file": "p", "name": "n", "content": "x"}, "commit": "c1"}),
+                     ok({"removed": True, "commit": "c2"}), ok({"results": [], "commit": "c3"})]
+    client.add("p", "n", "x", if_match=given)
+    client.remove("p", "n", if_match=given)
+    client.batch([{"op": "remove", "file": "p", "name": "n"}], if_match=given)
+    assert [r["headers"]["If-Match"] for r in server.requests] == [header] * 3
+
+
+@pytest.mark.parametrize("bad", ['"a", "b"', "a,b", 'a"b', "a b", '""', "W/", 'W/""', 42])
+def test_an_if_match_that_is_not_one_etag_is_a_value_error(server, client, bad):
+    with pytest.raises(ValueError):
+        client.add("p", "n", "x", if_match=bad)
+    assert server.requests == []
+
+
+def test_retrieve_sends_every_field_it_is_given_and_no_others(server, client):
+    result = {"items": [], "budget_tokens": 50, "budget_used": 0, "embedding_used": False, "dropped": [],
+              "unresolved_links": [], "time_range": None, "time_range_source": None, "time_range_widened": False,
+              "query_terms": ["sea"], "diary": "all"}
+    server.script = [ok(result), ok(result)]
+    chat = [{"role": "user", "content": "the sea?"}]
+    got = client.retrieve(messages=chat, messages_last=2, budget_tokens=50, budget_strict=True, diary="all",
+                          recency_half_life=14.0, tz="Asia/Shanghai", as_of="HEAD~1")
+    assert got.diary == "all" and got.to_dict() == result
+    assert server.requests[0]["body"] == {
+        "messages": chat, "messages_last": 2, "limit": 10, "budget_tokens": 50, "budget_strict": True,
+        "expand_links": True, "explain": False, "tz": "Asia/Shanghai", "as_of": "HEAD~1", "diary": "all",
+        "recency_half_life": 14.0}
+    client.retrieve("sea")
+    assert server.requests[1]["body"] == {"query": "sea", "limit": 10, "expand_links": True, "explain": False}
+    with pytest.raises(ValueError):
+        client.retrieve("sea", messages=chat)
+    with pytest.raises(ValueError):
+        client.retrieve()
+    assert len(server.requests) == 2
+
+
+def test_history_sends_its_filters_and_pages_both_ways(server, client):
+    server.script = [ok({"entries": [{"id": "c2"}], "next": "c1", "prev": "c3", "reverted_by": {"c2": ["c4"]}})]
+    page = client.history(actor="Elaina", action="diary", since="2026-07-01", until="2026-07-31T12:00:00Z",
+                          run="run_1", file="preferences", item="sea", limit=20, cursor="c9", after="c0",
+                          at="2026-07-15")
+    path = server.requests[0]["path"]
+    assert path.startswith("/api/v1/owners/user%3Axnne/history?")
+    from urllib.parse import parse_qs, urlsplit
+
+    assert {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()} == {
+        "file": "preferences", "item": "sea", "run": "run_1", "actor": "Elaina", "action": "diary",
+        "since": "2026-07-01", "until": "2026-07-31T12:00:00Z", "limit": "20", "cursor": "c9", "after": "c0",
+        "at": "2026-07-15"}
+    assert (page.entries, page.next, page.prev, page.extra) == ([{"id": "c2"}], "c1", "c3",
+                                                                {"reverted_by": {"c2": ["c4"]}})
+
+
+def test_runs_and_bulk_rollback_go_to_the_cross_owner_routes(server, client):
+    runs = {"runs": [{"owner": "user:a", "run": "r1"}], "next": "k", "total": {"runs": 1}, "complete": True}
+    server.script = [ok(runs), ok({"owners": [{"owner": "user:a", "runs": 1}], "next": None}),
+                     ok({"selection": {"actor": "bot"}, "total": {"owners": 1}, "owners": [], "next": None}),
+                     err(503, "busy", "busy"), ok(JOB, 202)]
+    page = client.runs(actor="bot", owner_prefix="user:", since="2026-07-01")
+    assert page.entries == runs["runs"] and page.next == "k" and page.extra == {"total": {"runs": 1},
+                                                                                "complete": True}
+    assert server.requests[0]["path"] == "/api/v1/runs?actor=bot&since=2026-07-01&owner_prefix=user%3A&limit=50"
+    assert client.runs(by="owner").entries == [{"owner": "user:a", "runs": 1}]
+    assert client.preview_bulk_rollback(actor="bot", limit=10)["total"] == {"owners": 1}
+    preview = server.requests[2]
+    assert preview["path"] == "/api/v1/bulk/rollback" and "Idempotency-Key" not in preview["headers"]
+    assert preview["body"] == {"actor": "bot", "limit": 10, "preview": True}
+    assert client.bulk_rollback(actor="bot", force=True)["id"] == JOB["id"]
+    first, second = server.requests[3:]
+    assert first["body"] == second["body"] == {"actor": "bot", "force": True}
+    assert first["headers"]["Idempotency-Key"] == second["headers"]["Idempotency-Key"]
+
+
+def test_ready_answers_a_503_without_retrying(server, client):
+    server.script = [("json", 503, {"ready": False, "remote": "unreachable"}, {"Retry-After": "5"}),
+                     ok({"ready": True, "remote": "none"})]
+    assert client.ready() == {"ready": False, "remote": "unreachable"}
+    assert len(server.requests) == 1 and server.requests[0]["path"] == "/readyz"
+    assert client.ready() == {"ready": True, "remote": "none"}
+
+
+def test_replication_and_openapi(server, client):
+    server.script = [ok({"mode": "none"}), ok({"openapi": "3.0.3"})]
+    assert client.replication() == {"mode": "none"} and client.openapi() == {"openapi": "3.0.3"}
+    assert [r["path"] for r in server.requests] == ["/api/v1/replication", "/api/v1/openapi.json"]

@@ -155,7 +155,7 @@ def test_role_arguments_are_checked(kwargs):
 
 def test_header_is_the_first_line_as_a_dict(tmp_path):
     cache = VectorCache(tmp_path)
-    assert cache.header() is None
+    assert cache.header() == {}  # no cache: an empty header, like a torn one
     cache.sync(entries(2), Counting())
     assert cache.header() == {"vectors_file": "vectors-000001.npy", "model": "fake-embed", "dim": DIM}
     first = json.loads((tmp_path / "vectors.keys.jsonl").read_text(encoding="utf-8").splitlines()[0])

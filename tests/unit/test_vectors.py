@@ -105,7 +105,8 @@ def test_http_embedder_records_the_served_model(fake, embedder):
     assert embedder.served_model == "fake-embed-2026-01"
 
 
-@pytest.mark.parametrize("extra,match", [(1, "returned 4 vectors for 3 inputs"), (-1, "returned 2 vectors for 3 inputs")])
+@pytest.mark.parametrize("extra,match", [(1, "returned 4 vectors for 3 inputs"),
+                                         (-1, "returned 2 vectors for 3 inputs")])
 def test_http_embedder_wrong_count(fake, embedder, extra, match):
     fake.wrong_count = extra
     with pytest.raises(EmbeddingError, match=match):
@@ -299,6 +300,79 @@ def test_legacy_header_is_accepted_then_upgraded_on_the_next_write(tmp_path):
     assert header(tmp_path) == {"vectors_file": "vectors-000002.npy", "model": "fake-embed", "dim": DIM}
 
 
+# -- peer compatibility: (keys, matrix) pairs, no-cache and legacy headers (issue 23 item 7) --
+
+
+class Unnamed:
+    """An embedder without a model name (the upstream tests' stub)."""
+
+    def embed(self, texts):
+        return [fake_embedding(t, DIM) for t in texts]
+
+
+def test_load_and_sync_return_a_keys_matrix_pair(tmp_path):
+    cache, emb = VectorCache(tmp_path), LocalEmbedder()
+    es = [(("c", "one"), "咖啡"), (("c", "two"), "海边")]
+    keys, matrix = cache.sync(es, emb)
+    assert [k["name"] for k in keys] == ["one", "two"]  # readable by field, like the upstream key dicts
+    assert [k["category"] for k in keys] == ["c", "c"] and keys[0]["hash"] == content_hash("咖啡")
+    assert matrix.shape == (2, DIM)
+    loaded_keys, loaded_matrix = VectorCache(tmp_path).load()
+    assert loaded_keys == keys and np.allclose(loaded_matrix, matrix)
+    keys2, matrix2 = cache.sync(es[:1], emb)
+    assert len(keys2) == 1 and matrix2.shape[0] == 1
+    got = cache.load()  # the attributes callers use are still there
+    assert (got.keys, got.rows, got.model, got.dim) == (keys2, 1, "fake-embed", DIM)
+    assert got.keys[0] == ("c", "one", content_hash("咖啡")) and got.keys[0].file == "c"
+    with pytest.raises(KeyError):
+        got.keys[0]["text"]
+
+
+def test_no_cache_loads_as_an_empty_pair(tmp_path):
+    cache = VectorCache(tmp_path / "absent")
+    assert cache.load() == ([], None)
+    keys, matrix = cache.load()
+    assert (keys, matrix) == ([], None) and cache.header() == {}
+
+
+def test_a_corrupt_key_line_is_no_cache_for_both_readers(tmp_path):
+    cache = VectorCache(tmp_path)
+    cache.sync([(("wiki", "a"), "hello"), (("wiki", "b"), "world")], Unnamed())
+    lines = cache.keys_path.read_text(encoding="utf-8").splitlines()
+    lines[2] = "{corrupt"  # a broken key row, the header line and the .npy intact
+    cache.keys_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert cache.load() == ([], None)
+    assert VectorCache(tmp_path).header() == {}
+
+
+def test_header_leaves_out_what_a_legacy_file_lacks_until_a_write_stamps_it(tmp_path):
+    es = entries(3)
+    VectorCache(tmp_path).sync(es, Unnamed())
+    assert header(tmp_path) == {"vectors_file": "vectors-000001.npy", "dim": DIM}  # no "model": null
+    cache = VectorCache(tmp_path)
+    assert cache.header() == {"vectors_file": "vectors-000001.npy", "dim": DIM}
+    keys_path = tmp_path / "vectors.keys.jsonl"
+    lines = keys_path.read_text(encoding="utf-8").splitlines()
+    legacy = {"vectors_file": "vectors-000001.npy"}
+    keys_path.write_text("\n".join([json.dumps(legacy)] + lines[1:]) + "\n", encoding="utf-8")
+    assert VectorCache(tmp_path).header() == legacy
+    named = LocalEmbedder(model="bge-m3")
+    VectorCache(tmp_path).sync(es, named)  # unlabelled is "unknown", not "wrong"; unchanged: no write
+    assert named.texts == [] and VectorCache(tmp_path).header() == legacy
+    VectorCache(tmp_path).sync(es + entries(1, "extra"), named)  # the next write stamps both fields
+    assert VectorCache(tmp_path).header() == {"vectors_file": "vectors-000002.npy", "model": "bge-m3", "dim": DIM}
+    assert named.texts == [entries(1, "extra")[0][2]]  # and re-embeds nothing else
+
+
+def test_a_header_with_null_fields_reads_as_lacking_them(tmp_path):
+    VectorCache(tmp_path).sync(entries(2), LocalEmbedder())
+    keys_path = tmp_path / "vectors.keys.jsonl"
+    lines = keys_path.read_text(encoding="utf-8").splitlines()
+    head = {"vectors_file": "vectors-000001.npy", "model": None, "dim": None}
+    keys_path.write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n", encoding="utf-8")
+    assert VectorCache(tmp_path).header() == {"vectors_file": "vectors-000001.npy"}
+
+
 def _tear(root: Path, how: str) -> None:
     keys = root / "vectors.keys.jsonl"
     lines = keys.read_text(encoding="utf-8").splitlines()
@@ -337,7 +411,7 @@ def test_torn_or_corrupt_state_is_no_cache_and_sync_rebuilds(tmp_path, how):
     VectorCache(tmp_path).sync(es, emb)
     _tear(tmp_path, how)
     cache = VectorCache(tmp_path)
-    assert cache.load() is None
+    assert cache.load() == ([], None)
     emb.texts.clear()
     got = cache.sync(es, emb)
     assert sorted(emb.texts) == sorted(t for _, _, t in es)
@@ -406,7 +480,7 @@ class BrokenEmbedder:
 def test_custom_embedder_failures_are_embedding_errors(tmp_path, result, match):
     with pytest.raises(EmbeddingError, match=match):
         VectorCache(tmp_path).sync(entries(2), BrokenEmbedder(result))
-    assert VectorCache(tmp_path).load() is None
+    assert VectorCache(tmp_path).load() == ([], None)
 
 
 def test_embedder_without_a_model_name(tmp_path):
@@ -415,7 +489,7 @@ def test_embedder_without_a_model_name(tmp_path):
             return [[1.0, float(len(t))] for t in texts]
 
     VectorCache(tmp_path).sync(entries(2), Plain())
-    assert header(tmp_path)["model"] is None and header(tmp_path)["dim"] == 2
+    assert header(tmp_path) == {"vectors_file": "vectors-000001.npy", "dim": 2}  # an unknown model is left out
 
 
 def test_ensure_adds_only_missing_hashes_and_keeps_the_rest(tmp_path):
@@ -579,7 +653,8 @@ def test_search_scores_the_top_k_and_every_candidate(tmp_path, fake, embedder):
     q = fake_embedding("那天我是不是很沮丧", DIM)
     for key, score in wiki.items():
         item = next(i for i in WIKI if (i.file, i.name) == key)
-        assert score == pytest.approx(float(np.dot(q, fake_embedding(embed_text(item.name, item.content), DIM))), abs=1e-5)
+        expected = float(np.dot(q, fake_embedding(embed_text(item.name, item.content), DIM)))
+        assert score == pytest.approx(expected, abs=1e-5)
     assert diary == []
     assert not (tmp_path / "diary-vectors").exists()  # no window reached the diary
 

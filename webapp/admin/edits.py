@@ -43,7 +43,7 @@ def new_item(owner_id: str):
     operator = require_role("operator")
     file, name, content = _form("file"), _form("name"), request.form.get("content") or ""
     try:
-        done = owner.add_new(file, name, content, ctx=WriteContext(actor=operator.name))
+        done = owner.review.add_new(file, name, content, ctx=WriteContext(actor=operator.name))
     except (PreconditionFailed, ValueError) as exc:  # exists already, or a name the library refuses
         return render_template("admin/new_item.html", owner=owner, file=file, name=name, content=content,
                                error=str(exc)), 412 if isinstance(exc, PreconditionFailed) else 400

@@ -42,8 +42,9 @@ def item(owner_id: str, file: str, name: str):
     found = owner.item(file, name)
     page = owner.history(file=file, item=found.name, limit=20)
     return render_template("admin/item.html", owner=owner, item=found, history=page.entries,
-                           blame=owner.item_blame(file, found.name), marks=owner.history_marks(page.entries),
-                           etag=owner.etag(found), wikitext=wikitext_for(owner))
+                           blame=owner.review.item_blame(file, found.name),
+                           marks=owner.review.history_marks(page.entries), etag=owner.etag(found),
+                           wikitext=wikitext_for(owner))
 
 
 @bp.get("/owners/<owner_id>/diary")

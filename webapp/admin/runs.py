@@ -46,11 +46,11 @@ def _page(query: RunQuery, by_owner: bool, cursor: str | None):
     host, within = get_host(), g.operator.owner_prefix
     forward = forward_for(within)
     if by_owner:
-        counts = host.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
-        first = host.find_runs(query, within=within, limit=1, forward=forward)
+        counts = host.fleet.runs_per_owner(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
+        first = host.fleet.find_runs(query, within=within, limit=1, forward=forward)
         return {"owners": counts.owners, "next": counts.next, "total": first.total, "complete": first.complete,
                 "unreachable": sorted({*counts.unreachable, *first.unreachable})}
-    found = host.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
+    found = host.fleet.find_runs(query, within=within, limit=PAGE_SIZE, cursor=cursor, forward=forward)
     return {"runs": found.runs, "next": found.next, "total": found.total, "complete": found.complete,
             "unreachable": found.unreachable}
 
@@ -58,7 +58,7 @@ def _page(query: RunQuery, by_owner: bool, cursor: str | None):
 @bp.get("/bulk/rollback")
 def bulk_preview():
     chosen = selection_args(request.args)
-    preview = get_host().preview_bulk_rollback(RunQuery.parse(**chosen), within=g.operator.owner_prefix)
+    preview = get_host().fleet.preview_bulk_rollback(RunQuery.parse(**chosen), within=g.operator.owner_prefix)
     # The form's request id is the job's idempotency key: a double submit starts one job.
     return render_template("admin/bulk_preview.html", chosen=chosen, preview=preview, inline_diff=DiffBudget(),
                            request_id="ui-" + secrets.token_hex(12))
@@ -68,13 +68,13 @@ def bulk_preview():
 def bulk_start():
     operator = require_role("admin")
     chosen = selection_args(request.form)
-    job = get_host().start_bulk_rollback(RunQuery.parse(**chosen), within=operator.owner_prefix,
-                                         force=request.form.get("force") == "on", actor=operator.name,
-                                         idempotency_key=request.form.get("request_id") or None)
+    job = get_host().fleet.start_bulk_rollback(RunQuery.parse(**chosen), within=operator.owner_prefix,
+                                               force=request.form.get("force") == "on", actor=operator.name,
+                                               idempotency_key=request.form.get("request_id") or None)
     return redirect(url_for("admin.job", job_id=job["id"]))
 
 
 @bp.get("/jobs/<job_id>")
 def job(job_id: str):
-    found = get_host().bulk_job(job_id, within=g.operator.owner_prefix)
+    found = get_host().fleet.bulk_job(job_id, within=g.operator.owner_prefix)
     return render_template("admin/job.html", job=found)

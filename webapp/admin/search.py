@@ -87,7 +87,7 @@ def find(owner_id: str):
     if not q.strip():
         return render_template("admin/find.html", owner=owner, q=q, found=None, error=None)
     try:
-        found = owner.text_search(q, limit=int_param(request.args, "limit", 50, 1, 500))
+        found = owner.review.text_search(q, limit=int_param(request.args, "limit", 50, 1, 500))
     except (WikimemError, ValueError) as exc:  # shown on the page itself, with the status the app gives it
         return render_template("admin/find.html", owner=owner, q=q, found=None, error=str(exc)), error_status(exc)
     return render_template("admin/find.html", owner=owner, q=q, found=found, error=None, marked=marked)

@@ -19,10 +19,10 @@ from .blueprint import OWNER, bp, context_of, owner_for
 
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
-    owner = owner_for(owner_id, "read")
-    page = owner.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
-                                cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
-    return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=owner.undone_by(page.entries))
+    review = owner_for(owner_id, "read").review
+    page = review.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
+                                 cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
+    return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=review.undone_by(page.entries))
 
 
 @bp.get(OWNER + "/commits/<commit>")

@@ -34,8 +34,8 @@ def runs():
     limit, cursor = query_int("limit", 50, 1, 1000), query_str("cursor", limit=1000)
     args = {"within": within, "limit": limit, "cursor": cursor, "forward": forward_for(within)}
     if query_str("by") == "owner":
-        return jsonify(get_host().runs_per_owner(query, **args).to_dict())
-    return jsonify(get_host().find_runs(query, **args).to_dict())
+        return jsonify(get_host().fleet.runs_per_owner(query, **args).to_dict())
+    return jsonify(get_host().fleet.find_runs(query, **args).to_dict())
 
 
 @bp.post("/bulk/rollback")
@@ -46,10 +46,11 @@ def bulk_rollback():
     if opt_bool(data, "preview", False):
         limit = int_in_range(str(opt_int(data, "limit") or 100), "limit", 100, 1, 1000)
         offset = int_in_range(opt_str(data, "cursor", limit=12), "cursor", 0, 0, 10**9)
-        preview = get_host().preview_bulk_rollback(query, within=principal.owner_prefix)
+        preview = get_host().fleet.preview_bulk_rollback(query, within=principal.owner_prefix)
         return jsonify(preview.to_dict(limit=limit, offset=offset))
-    job = get_host().start_bulk_rollback(query, within=principal.owner_prefix, force=opt_bool(data, "force", False),
-                                         actor=principal.name, idempotency_key=idempotency_key())
+    job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
+                                               force=opt_bool(data, "force", False), actor=principal.name,
+                                               idempotency_key=idempotency_key())
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

@@ -74,15 +74,15 @@ def _query(args):
 def cmd_runs(args) -> int:
     host, query = _host(args), _query(args)
     if args.by_owner:
-        found = host.runs_per_owner(query, limit=args.limit, cursor=args.cursor)
+        found = host.fleet.runs_per_owner(query, limit=args.limit, cursor=args.cursor)
         counts, nxt = found.owners, found.next
         for c in counts:
-            print(f"{c.owner}\t{c.runs} run{'s' if c.runs != 1 else ''}\t{c.commits} commit{'s' if c.commits != 1 else ''}"
-                  f"\t{c.first} … {c.last}")
+            print(f"{c.owner}\t{c.runs} run{'s' if c.runs != 1 else ''}"
+                  f"\t{c.commits} commit{'s' if c.commits != 1 else ''}\t{c.first} … {c.last}")
         if nxt:
             print(f"next: --cursor {nxt}", file=sys.stderr)
         return EXIT_OK if counts else EXIT_NOT_FOUND
-    page = host.find_runs(query, limit=args.limit, cursor=args.cursor)
+    page = host.fleet.find_runs(query, limit=args.limit, cursor=args.cursor)
     for r in page.runs:
         mark = f"  rolled back by {r.rolled_back_by[:12]}" if r.rolled_back_by else ""
         print(f"{r.last}  {r.owner}  {r.run or 'commit ' + r.commit[:12]}  {r.actor or '-'}  "
@@ -95,7 +95,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_index_rebuild(args) -> int:
-    counts = _host(args).refresh_run_index(full=args.full)
+    counts = _host(args).fleet.refresh_run_index(full=args.full)
     print(f"run index: {counts['owners']} owner(s), {counts['commits']} commit(s) indexed, "
           f"{counts['dropped']} deleted owner(s) dropped")
     return EXIT_OK
@@ -104,7 +104,7 @@ def cmd_index_rebuild(args) -> int:
 def cmd_bulk_rollback(args) -> int:
     host, query = _host(args), _query(args)
     if args.dry_run:
-        preview = host.preview_bulk_rollback(query)
+        preview = host.fleet.preview_bulk_rollback(query)
         for plan in preview.plans:
             print(f"{plan.part.owner}: {len(plan.changes)} change(s), {len(plan.conflicts)} conflict(s)"
                   + (f" ({plan.error})" if plan.error else ""))
@@ -113,7 +113,7 @@ def cmd_bulk_rollback(args) -> int:
               "conflicts", file=sys.stderr)
         return EXIT_OK if preview.plans else EXIT_NOT_FOUND
     job = f"bulk_cli_{secrets.token_hex(6)}"
-    results = host.bulk_rollback_now(query, job=job, force=args.force, actor=args.as_actor)
+    results = host.fleet.bulk_rollback_now(query, job=job, force=args.force, actor=args.as_actor)
     for r in results:
         print(f"{r['owner']}: {r['status']}" + (f" {r['commit']}" if r.get("commit") else ""))
     conflicts = sum(1 for r in results if r["status"] == "conflict")

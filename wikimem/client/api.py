@@ -9,10 +9,20 @@
     context = mem.retrieve("what does she like?", budget_tokens=400)   # a wikimem.RetrievalResult
 
 Method names mirror the library (``add``, ``remove``, ``get``, ``items``,
-``files``, ``retrieve``, ``diary_append``, …) and each one is one route of
-SPEC §7. Values come back as the library's types (``RecallItem``,
-``DiaryItem``, ``RetrievalResult``); writes return :class:`Written` with the
-commit id.
+``files``, ``retrieve``, ``diary_append``, …) and each one calls one operation
+of the API's OpenAPI document (``/api/v1/openapi.json``), whose
+``operationId`` is the method's name (``put_item``, ``get_item`` and
+``delete_item`` are :meth:`Client.add`, :meth:`Client.fetch` and
+:meth:`Client.remove`; ``healthz`` and ``readyz`` are :meth:`Client.health`
+and :meth:`Client.ready`). Values come back as the library's types
+(``RecallItem``, ``DiaryItem``, ``RetrievalResult``); writes return
+:class:`Written` with the commit id; listings return a :class:`Page`.
+:meth:`Client.request` calls anything else, with a path relative to the API
+(``"/owners/user:ann"``).
+
+Preconditions: ``if_match=`` takes an etag as the ``ETag`` header shows it
+(``"abc"``) or bare (``abc``), or a commit id; a weak ``W/"abc"`` (what a
+compressing proxy makes of an etag) is taken as ``abc``, as the host does.
 
 Retries: a request is retried (``retries`` times, exponential ``backoff``)
 on a connection error or timeout, on 502/503/504, on 429 after the
@@ -86,6 +96,8 @@ __all__ = [
 ]
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# The host's probes are outside the API: request() sends these paths to the host's root.
+ROOT_PATHS = ("/healthz", "/readyz")
 # Statuses that prove the server applied nothing (safe to retry a non-deduplicated operation).
 _NOTHING_DONE_STATUSES = frozenset({429, 503})
 USER_AGENT = "wikimem-client/1"
@@ -96,6 +108,27 @@ def _q(segment: str) -> str:
     if not isinstance(segment, str) or not segment:
         raise ValueError(f"a path segment must be a non-empty string, got {segment!r}")
     return urllib.parse.quote(segment, safe="")
+
+
+def _if_match_header(if_match: str) -> str:
+    """The ``If-Match`` header of an ``if_match=`` argument: ``"abc"``, ``abc`` and ``W/"abc"`` all send ``"abc"``.
+
+    The host compares etags by value and never makes weak ones; a proxy that compresses answers does
+    (``W/"abc"``), and the host takes it as ``abc``, so the client does too. ``*`` (any current
+    value) goes as it is. Several etags, or one with a quote, space or comma inside, are a ``ValueError``.
+    """
+    if not isinstance(if_match, str):
+        raise ValueError(f"if_match must be an etag or commit id (a string), got {type(if_match).__name__}")
+    value = if_match.strip()
+    if value == "*":
+        return value
+    if value[:2] in ("W/", "w/"):
+        value = value[2:]
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if not value or any(c in value for c in '",') or any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError(f"if_match must be one etag (\"abc\" or abc) or commit id, got {if_match!r}")
+    return f'"{value}"'
 
 
 def _unquote_etag(value: str | None) -> str | None:
@@ -148,19 +181,31 @@ class Client:
 
     # -- transport -------------------------------------------------------------
 
+    @property
+    def api_url(self) -> str:
+        """The API's base URL (``…/api/v1``): what :meth:`request` paths are relative to."""
+        return self.base_url + API
+
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 headers: Mapping[str, str] | None = None, write: bool = False, dedup: bool = True,
-                raw: bool = False) -> tuple[Any, Mapping[str, str]]:
+                raw: bool = False, retries: int | None = None) -> tuple[Any, Mapping[str, str]]:
         """``(decoded JSON or bytes, headers)`` of one call, retried as the module docstring says.
 
+        ``path`` is relative to the API (``"/owners/user:ann/files"``, as the
+        OpenAPI document writes paths); a path that already starts with
+        ``/api/v1`` (a ``Location`` header, e.g. ``/api/v1/jobs/<id>``) is
+        taken as it is, and ``/healthz`` and ``/readyz`` are the host's
+        probes at its root. ``query`` values that are not strings go as JSON.
         ``write`` adds an ``Idempotency-Key`` (one per call, the same on every
         retry); ``dedup=False`` marks a write the server does not deduplicate.
+        ``retries`` overrides the client's for this call.
         """
-        url = self._prefix + path
+        url = self._url(path)
         if query:
             pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in query.items() if v is not None]
             if pairs:
-                url += "?" + urllib.parse.urlencode(pairs)
+                url += ("&" if "?" in url else "?") + urllib.parse.urlencode(pairs)
+        retries = self.retries if retries is None else retries
         send = {"Accept": "application/json", "User-Agent": self.user_agent}
         if self.token:
             send["Authorization"] = f"Bearer {self.token}"
@@ -180,7 +225,7 @@ class Client:
                 return self._once(method, url, data, send, raw, fresh=write and not dedup)
             except ClientError as exc:
                 moved = exc.status == 409 and exc.code == "remote_moved"  # nothing applied: another host wrote
-                if attempt >= self.retries or (exc.status not in RETRY_STATUSES and not moved):
+                if attempt >= retries or (exc.status not in RETRY_STATUSES and not moved):
                     raise
                 if write and not dedup and exc.status not in _NOTHING_DONE_STATUSES and not moved:
                     raise
@@ -190,10 +235,23 @@ class Client:
             except (OSError, http.client.HTTPException) as exc:
                 if not no_answer(exc):
                     raise
-                if attempt >= self.retries or (write and not dedup and not refused(exc)):
-                    raise TransportError(f"{method} {self.base_url}{path}: {describe_error(exc)}", exc) from exc
+                if attempt >= retries or (write and not dedup and not refused(exc)):
+                    raise TransportError(f"{method} {self._transport.origin}{url}: {describe_error(exc)}",
+                                         exc) from exc
             attempt += 1
             self._sleep(delay)
+
+    def _url(self, path: str) -> str:
+        """The request target of a :meth:`request` path (see there)."""
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"path must start with / and be relative to the API base, e.g. '/owners/user:ann'; "
+                             f"got {path!r}")
+        bare = path.split("?", 1)[0]
+        if self._prefix and (bare == self._prefix + API or bare.startswith(self._prefix + API + "/")):
+            return path  # already the full target under a sub-path mount
+        if bare == API or bare.startswith(API + "/") or bare in ROOT_PATHS:
+            return self._prefix + path
+        return self._prefix + API + path
 
     def _backoff(self, attempt: int) -> float:
         return self.backoff * (2 ** attempt)
@@ -220,14 +278,14 @@ class Client:
         owner = owner or self.owner
         if not owner:
             raise ValueError("no owner: pass owner= to the call or to Client(...)")
-        return f"{API}/owners/{_q(owner)}"
+        return f"/owners/{_q(owner)}"
 
     def _item_path(self, owner: str | None, file: str, name: str) -> str:
         return f"{self._owner_path(owner)}/items/{_q(file)}/{_q(name)}"
 
     @staticmethod
     def _precondition(if_match: str | None) -> dict[str, str]:
-        return {"If-Match": f'"{if_match}"'} if if_match else {}
+        return {"If-Match": _if_match_header(if_match)} if if_match else {}
 
     @staticmethod
     def _fields(**kwargs: Any) -> dict[str, Any]:
@@ -236,18 +294,38 @@ class Client:
     # -- service ---------------------------------------------------------------
 
     def health(self) -> bool:
-        """Whether ``/healthz`` answers ``{"ok": true}``."""
+        """Whether ``/healthz`` answers ``{"ok": true}`` (liveness; no token needed)."""
         return bool((self._call("GET", "/healthz") or {}).get("ok"))
 
+    def ready(self) -> dict[str, Any]:
+        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state}`` — ``ready`` is false
+        (the host answered 503) until the data root is writable and the remote, if any, answers."""
+        try:
+            return self._call("GET", "/readyz", retries=0)
+        except ClientError as exc:
+            if exc.status == 503 and "ready" in exc.body:
+                return dict(exc.body)
+            raise
+
     def version(self) -> dict[str, Any]:
-        return self._call("GET", f"{API}/version")
+        """``{"version": the host's wikimem version, "api": 1}``."""
+        return self._call("GET", "/version")
+
+    def openapi(self) -> dict[str, Any]:
+        """The host's OpenAPI document (what this client's methods call, by ``operationId``)."""
+        return self._call("GET", "/openapi.json")
+
+    def replication(self) -> dict[str, Any]:
+        """Replication ``mode`` (none, sync, async), ``remote`` and ``lag`` per owner (admin)."""
+        return self._call("GET", "/replication")
 
     # -- owners ----------------------------------------------------------------
 
     def owners(self, *, prefix: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
-        """A page of owners: dicts with ``id``, ``items``, ``files``, ``diary_days``, ``last_change``, ``head``."""
-        data = self._call("GET", f"{API}/owners", query={"prefix": prefix, "limit": str(limit), "cursor": cursor})
-        return Page(data["owners"], data.get("next"))
+        """A page of owners: dicts with ``id``, ``items``, ``files``, ``diary_days``, ``last_change``, ``head``
+        (behind a cluster, ``extra["unreachable"]`` lists the hosts that did not answer)."""
+        data = self._call("GET", "/owners", query={"prefix": prefix, "limit": str(limit), "cursor": cursor})
+        return _page(data, "owners")
 
     def create_owner(self, owner: str | None = None) -> dict[str, Any]:
         """Create the owner (idempotent); ``{"owner": stats, "created": bool}``."""
@@ -344,13 +422,29 @@ class Client:
         return self._call("POST", self._owner_path(owner) + "/batch", body=body, write=True,
                           headers=self._precondition(if_match))
 
-    def retrieve(self, query: str, *, owner: str | None = None, limit: int = 10, budget_tokens: int | None = None,
-                 expand_links: bool = True, explain: bool = False, time_range: tuple[str, str] | None = None,
-                 tz: str | None = None, as_of: str | None = None) -> RetrievalResult:
-        """``MemoryIndex.retrieve`` on the host; ``as_of`` (a commit id or ISO time) searches the past."""
-        body = self._fields(query=query, limit=limit, budget_tokens=budget_tokens, expand_links=expand_links,
+    def retrieve(self, query: str | None = None, *, messages: Iterable[Mapping[str, Any]] | None = None,
+                 messages_last: int | None = None, owner: str | None = None, limit: int = 10,
+                 budget_tokens: int | None = None, budget_strict: bool = False, expand_links: bool = True,
+                 explain: bool = False, time_range: tuple[str, str] | None = None, tz: str | None = None,
+                 as_of: str | None = None, diary: str | None = None,
+                 recency_half_life: float | None = None) -> RetrievalResult:
+        """``MemoryIndex.retrieve`` on the host.
+
+        Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
+        dicts; the query is then its user turns, the last ``messages_last``).
+        ``budget_strict``: nothing over ``budget_tokens``, not even the first
+        entry. ``diary``: ``"window"`` (diary entries only through a time
+        window) or ``"all"`` (ranked with the wiki; ``recency_half_life`` in
+        days favours recent ones); default: the host's. ``as_of`` (a commit
+        id or ISO time) searches the past.
+        """
+        if (query is None) == (messages is None):
+            raise ValueError("give retrieve() either query or messages")
+        body = self._fields(query=query, messages=None if messages is None else [dict(m) for m in messages],
+                            messages_last=messages_last, limit=limit, budget_tokens=budget_tokens,
+                            budget_strict=True if budget_strict else None, expand_links=expand_links,
                             explain=explain, time_range=list(time_range) if time_range else None, tz=tz,
-                            as_of=as_of)
+                            as_of=as_of, diary=diary, recency_half_life=recency_half_life)
         return retrieval_result(self._call("POST", self._owner_path(owner) + "/retrieve", body=body))
 
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
@@ -379,7 +473,7 @@ class Client:
 
     def job(self, job_id: str) -> dict[str, Any]:
         """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
-        return self._call("GET", f"{API}/jobs/{_q(job_id)}")
+        return self._call("GET", f"/jobs/{_q(job_id)}")
 
     def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
         """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
@@ -409,11 +503,23 @@ class Client:
     # -- history ---------------------------------------------------------------
 
     def history(self, *, owner: str | None = None, file: str | None = None, item: str | None = None,
-                run: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
-        """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``, …)."""
+                run: str | None = None, actor: str | None = None, action: str | None = None,
+                since: str | None = None, until: str | None = None, limit: int = 50, cursor: str | None = None,
+                after: str | None = None, at: str | None = None) -> Page:
+        """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``, …).
+
+        Filters: ``file``, ``item``, ``run``, ``actor``, ``action`` (``add``,
+        ``diary``, ``batch``, ``rollback``, …), ``since`` / ``until`` (a date,
+        a whole UTC day, or an ISO time). Paging: ``cursor=page.next`` for
+        older commits, ``after=page.prev`` for newer ones, ``at`` (a date or
+        time) to start there. ``page.extra["reverted_by"]`` maps a commit id
+        to the commits that undid it.
+        """
         data = self._call("GET", self._owner_path(owner) + "/history",
-                          query={"file": file, "item": item, "run": run, "limit": str(limit), "cursor": cursor})
-        return Page(data["entries"], data.get("next"))
+                          query={"file": file, "item": item, "run": run, "actor": actor, "action": action,
+                                 "since": since, "until": until, "limit": str(limit), "cursor": cursor,
+                                 "after": after, "at": at})
+        return _page(data, "entries")
 
     def commit(self, id: str, *, owner: str | None = None) -> dict[str, Any]:
         """One commit: ``entry``, per-item ``changes`` (before / after) and the text ``patch``."""
@@ -451,3 +557,51 @@ class Client:
 
     def preview_restore(self, to: str, *, owner: str | None = None) -> Any:
         return self._operation("restore", "to", to, owner, preview=True)["plan"]
+
+    # -- across owners (operators) ------------------------------------------------
+
+    def runs(self, *, run: str | None = None, actor: str | None = None, source_conv: str | None = None,
+             action: str | None = None, since: str | None = None, until: str | None = None,
+             owner_prefix: str | None = None, by: str | None = None, limit: int = 50,
+             cursor: str | None = None) -> Page:
+        """Runs across the owners the token reaches, newest last commit first (``GET /runs``).
+
+        Entries are dicts with ``owner``, ``run``, ``actor``, ``commits``,
+        ``first``, ``last``, ``rolled_back_by``, …; ``page.extra`` has
+        ``total`` and ``complete``. ``by="owner"``: one entry per owner
+        (``owner``, ``runs``, ``commits``) instead. Not limited to the
+        client's ``owner``: narrow with ``owner_prefix``.
+        """
+        data = self._call("GET", "/runs", query={
+            "run": run, "actor": actor, "source_conv": source_conv, "action": action, "since": since,
+            "until": until, "owner_prefix": owner_prefix, "by": by, "limit": str(limit), "cursor": cursor})
+        return _page(data, "owners" if by == "owner" else "runs")
+
+    def bulk_rollback(self, *, run: str | None = None, actor: str | None = None, source_conv: str | None = None,
+                      action: str | None = None, since: str | None = None, until: str | None = None,
+                      owner_prefix: str | None = None, force: bool = False, key: str | None = None) -> dict[str, Any]:
+        """Roll back every matching run, one commit per owner, as a background job (admin): the job, at
+        once; follow it with :meth:`wait_job`. Owners with later edits are skipped (a conflict) unless
+        ``force``. The selection needs more than ``owner_prefix``. ``key`` is the Idempotency-Key (default:
+        a new one per call, the same on every retry): the same key is the same job."""
+        body = self._fields(run=run, actor=actor, source_conv=source_conv, action=action, since=since, until=until,
+                            owner_prefix=owner_prefix, force=True if force else None)
+        return self._call("POST", "/bulk/rollback", body=body, write=True,
+                          headers={"Idempotency-Key": key} if key else None)
+
+    def preview_bulk_rollback(self, *, run: str | None = None, actor: str | None = None,
+                              source_conv: str | None = None, action: str | None = None, since: str | None = None,
+                              until: str | None = None, owner_prefix: str | None = None, limit: int | None = None,
+                              cursor: str | None = None) -> dict[str, Any]:
+        """What :meth:`bulk_rollback` would do, writing nothing: ``selection``, ``total`` (owners, runs,
+        changes, conflicts, …) and a page of ``owners`` (each one's ``changes`` and ``conflicts``; ``next``
+        is the ``cursor`` of the following page)."""
+        body = self._fields(run=run, actor=actor, source_conv=source_conv, action=action, since=since, until=until,
+                            owner_prefix=owner_prefix, limit=limit, cursor=cursor, preview=True)
+        return self._call("POST", "/bulk/rollback", body=body)
+
+
+def _page(data: Mapping[str, Any], key: str) -> Page:
+    """A :class:`Page` of a listing's answer: its entries under ``key``, ``next``, ``prev``, the rest in ``extra``."""
+    extra = {k: v for k, v in data.items() if k not in (key, "next", "prev")}
+    return Page(list(data[key]), data.get("next"), data.get("prev"), extra)

@@ -115,8 +115,8 @@ def error_for(status: int, body: Any, headers: Mapping[str, str] | None = None,
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict):
         code, message, extra = str(err.get("code") or "error"), str(err.get("message") or reason), err
-    else:  # not our JSON: a proxy's HTML page, an empty body
-        code, message, extra = "http_error", reason or f"HTTP {status}", {}
+    else:  # not an error of ours: a proxy's HTML page, an empty body, or an answer such as /readyz's 503
+        code, message, extra = "http_error", reason or f"HTTP {status}", body if isinstance(body, dict) else {}
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ClientError)
     if cls is BadRequestError and code == InvalidName.code:
         cls = InvalidNameError

@@ -35,10 +35,16 @@ class Fetched:
 
 @dataclass
 class Page:
-    """One page of a listing; pass ``next`` as ``cursor=`` for the following one (None: the last)."""
+    """One page of a listing; pass ``next`` as ``cursor=`` for the following one (None: the last).
+
+    ``prev`` (history) is the ``after=`` of the newer page; ``extra`` holds the answer's other
+    fields (history: ``reverted_by``; runs: ``total``, ``complete``; cluster listings: ``unreachable``).
+    """
 
     entries: list[Any] = field(default_factory=list)
     next: str | None = None
+    prev: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,4 +101,6 @@ def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
         time_range_source=data.get("time_range_source"),
         time_range_widened=bool(data.get("time_range_widened")),
         query_terms=list(data.get("query_terms") or []),
+        diary=data.get("diary") or "window",
+        vectors=dict(data["vectors"]) if data.get("vectors") is not None else None,
     )

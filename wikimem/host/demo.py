@@ -107,6 +107,6 @@ def bad_run_hint(host) -> str | None:
         owner = host.owner(DEMO_OWNERS[0])
     except NotFound:
         return None
-    if not owner.history(run=BAD_RUN, limit=1).entries or owner.run_rolled_back_by(BAD_RUN):
+    if not owner.history(run=BAD_RUN, limit=1).entries or owner.review.run_rolled_back_by(BAD_RUN):
         return None
     return f"a bad memorize run to roll back: {BAD_RUN} (owner {owner.id}, History page)"

@@ -28,7 +28,7 @@ from pathlib import Path
 from wikimem.errors import InvalidName, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
-from wikimem.host.fleet import INDEX_PATH, Operations, RunIndex
+from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Fleet, JobRunner, JobStore, RunIndex
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
@@ -43,8 +43,12 @@ JOB_THREADS = 2  # background job threads per host process
 MAX_PAGE = 1000
 
 
-class Host(Operations):
-    """Owners → versioned stores and indexes, for one process."""
+class Host:
+    """Owners → versioned stores and indexes, for one process.
+
+    ``fleet`` holds what operators do across owners (:class:`~wikimem.host.fleet.Fleet`: run search,
+    the run index's refresh, bulk rollback).
+    """
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
@@ -62,8 +66,8 @@ class Host(Operations):
         self.recall = recall  # wikimem.recall.index.RecallOptions for every index (None: the library's defaults)
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
-        self._jobs = None  # JobStore, opened on first use
-        self._runner = None  # this process's JobRunner
+        self._jobs: JobStore | None = None  # opened on first use
+        self._runner: JobRunner | None = None  # this process's
         self.owners_dir.mkdir(parents=True, exist_ok=True)
         # Runs of every owner, fed at commit time (see wikimem/host/fleet/runindex.py); derived, rebuildable.
         self.run_index = RunIndex(self.root / INDEX_PATH)
@@ -73,6 +77,8 @@ class Host(Operations):
         self.replication = Replication(replication) if replication is not None else None
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
+        self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
+                           run_jobs=self.start_jobs, peers=peers)
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
         if self.replication is not None:
             self.replication.resume(self.owner, self._folders)
@@ -318,7 +324,7 @@ class Host(Operations):
             "/api/v1/owners", {"prefix": prefix or None, "limit": limit, "cursor": cursor}, forward)
         pages = [([r.to_dict() for r in rows], nxt)] + [(a.get("owners", []), a.get("next")) for a in answers]
         merged, nxt = merge_owner_pages(pages, limit)
-        return [OwnerStats(**{k: r.get(k) for k in OwnerStats.__dataclass_fields__}) for r in merged], nxt
+        return [OwnerStats.from_dict(r) for r in merged], nxt
 
     @property
     def last_unreachable(self) -> list[str]:
@@ -370,20 +376,20 @@ class Host(Operations):
     # -- background jobs ---------------------------------------------------
 
     @property
-    def jobs(self):
+    def jobs(self) -> JobStore:
         """The data root's :class:`~wikimem.host.fleet.jobs.JobStore` (shared by every process)."""
-        if self._jobs is None:
-            from wikimem.host.fleet import JobStore
-
+        jobs = self._jobs
+        if jobs is None:
             with self._lock:
                 if self._jobs is None:
                     self._jobs = JobStore.at(self.root)
-        return self._jobs
+                jobs = self._jobs
+        return jobs
 
-    def start_jobs(self, threads: int = JOB_THREADS):
+    def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
         from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
-        from wikimem.host.fleet import MEMORIZE, JobRunner, memorize_handler
+        from wikimem.host.fleet import MEMORIZE, memorize_handler
         from wikimem.host.fleet import handler as bulk_handler
 
         jobs = self.jobs  # (takes the lock itself)
@@ -391,7 +397,7 @@ class Host(Operations):
             if self._runner is None:
                 self._runner = JobRunner(jobs, threads=threads)
                 self._runner.register(MEMORIZE, memorize_handler(self))
-                self._runner.register(BULK_ROLLBACK, bulk_handler(self))
+                self._runner.register(BULK_ROLLBACK, bulk_handler(self.owner))
             runner = self._runner
         return runner.start()
 
@@ -424,6 +430,6 @@ class Host(Operations):
     def job(self, job_id: str):
         """A job (:class:`NotFound` if unknown); while it is unfinished, this process helps run it."""
         job = self.jobs.get(job_id)
-        if job.state in ("queued", "running"):
+        if job.state in UNFINISHED:
             self.start_jobs()  # e.g. the development server restarted: resume its jobs on the first look
         return job

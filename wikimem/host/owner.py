@@ -62,6 +62,12 @@ class OwnerStats:
             del out["vectors"]
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OwnerStats:
+        """Stats as :meth:`to_dict` gave them (e.g. a peer's listing); a field left out is None."""
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
+
 
 @dataclass
 class BatchResult:
@@ -114,14 +120,16 @@ def _last_change(vstore) -> str | None:
     return None
 
 
-class Owner(Review):
+class Owner:
     """One owner's memory, as the web layer and the CLI use it: the one service API of an owner.
 
     Reads come from the working tree (wiki, diary) and the history index;
     every write is one commit under the owner's inter-process lock, carrying
     a :class:`~wikimem.context.WriteContext`. Safe to share between the
-    threads of a process. ``vstore`` is the versioned store underneath, for
-    the library's own tools and tests — the web layer never reaches it.
+    threads of a process. ``review`` holds what operators do beyond reading
+    and writing (:class:`~wikimem.host.review.Review`: history filters, undo
+    marks, blame, text search). ``vstore`` is the versioned store underneath,
+    for the library's own tools and tests — the web layer never reaches it.
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
@@ -131,6 +139,7 @@ class Owner(Review):
         self.id = owner_id
         self.root = Path(root)
         self.vstore = VersionedStore(self.root)
+        self.review = Review(self.vstore, owner_id)
         self.embedder = embedder
         self.llm = llm
         self._cache_dir = cache_dir
@@ -415,7 +424,8 @@ class Owner(Review):
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
         character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        ctx = WriteContext.of(ctx, run=ctx.run or new_run_id(), actor=ctx.actor or character)
+        run = ctx.run or new_run_id()
+        ctx = WriteContext.of(ctx, run=run, actor=ctx.actor or character)
         if ctx.idempotency_key is not None:
             replay = self.vstore.replay(ctx.idempotency_key, "memorize",
                                         self.vstore.request_of(ctx, "memorize"))
@@ -431,8 +441,8 @@ class Owner(Review):
                 if b.replay is not None:
                     return _memorize_replay(b.replay)
                 entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-                b.result = {"entries": [asdict(e) for e in entries], "run": ctx.run}
-            return MemorizeResult(entries, ctx.run, b.commit)
+                b.result = {"entries": [asdict(e) for e in entries], "run": run}
+            return MemorizeResult(entries, run, b.commit)
 
         return self._write(write)
 
@@ -477,7 +487,7 @@ class Owner(Review):
         return self._write(write)
 
     def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
-        args = dict(op.args)
+        args: dict[str, Any] = dict(op.args)
         if op.kind == "add":
             args.setdefault("source_conv", source_conv)
             item: RecallItem = self.store.add(args.pop("file"), args.pop("name"), args.pop("content"),

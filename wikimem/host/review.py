@@ -1,23 +1,25 @@
 """What operators do with one owner beyond reading and writing: history with every filter, undo marks,
 item versions and blame, plain text search, creating an item that must not exist, rolling back a selection.
 
-Mixed into :class:`~wikimem.host.owner.Owner` (which holds ``vstore``, ``store``, ``diary`` and ``id``).
+:class:`Review` is held by each :class:`~wikimem.host.owner.Owner` as ``owner.review``, built over the
+owner's versioned store.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
 from wikimem.errors import NotFound, PreconditionFailed
+from wikimem.format import item_etag
 
 from .errors import BadRequest
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 
 if TYPE_CHECKING:
-    from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan
+    from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan, VersionedStore
 
 __all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
@@ -32,7 +34,7 @@ class HistoryMarks:
 
     reverted_by: dict[str, list[str]] = field(default_factory=dict)  # commit → the undo commits that undid it
     run_rolled_back_by: dict[str, list[str]] = field(default_factory=dict)  # run → standing rollbacks naming it
-    undoes: dict[str, object] = field(default_factory=dict)  # undo commit → UndoInfo (what it undid)
+    undoes: dict[str, Any] = field(default_factory=dict)  # undo commit → UndoInfo (what it undid)
 
     def to_dict(self) -> dict:
         return {"reverted_by": self.reverted_by, "run_rolled_back_by": self.run_rolled_back_by,
@@ -52,9 +54,13 @@ def _cursor(value: str | None, what: str) -> int | None:
 
 
 class Review:
-    """Operator views and actions of one owner (a mixin of :class:`~wikimem.host.owner.Owner`)."""
+    """Operator views and actions of one owner: its history with every filter, undo marks, item versions and
+    blame, text search, and the writes an operator makes (a new item, a rollback of a selection)."""
 
-    _links_cache: tuple | None = None
+    def __init__(self, vstore: VersionedStore, owner_id: str) -> None:
+        self._vstore = vstore
+        self._owner_id = owner_id
+        self._links_cache: tuple[str | None, Any] | None = None  # (head, UndoLinks)
 
     # -- history ---------------------------------------------------------------
 
@@ -66,10 +72,11 @@ class Review:
         a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
         (a date or time: the page that starts with the newest commit made by then)."""
         before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
-        if at:
-            found = self.vstore.db.seq_at(parse_instant(at, "at", end_of_day=True))
+        moment = parse_instant(at, "at", end_of_day=True)  # None when blank (a blank ``at`` jumps nowhere)
+        if moment is not None:
+            found = self._vstore.db.seq_at(moment)
             before = (found + 1) if found is not None else 0
-        return self.vstore.db.query(
+        return self._vstore.db.query(
             file=file, item=" ".join(item.split()) if item else None, run=run, actor=actor, action=action,
             since=parse_instant(since, "since"), until=parse_instant(until, "until", end_of_day=True),
             limit=max(1, int(limit)), before=before, after=None if before is not None else newer)
@@ -78,11 +85,11 @@ class Review:
         """The undo commits of this owner and what each undid (kept until the head moves)."""
         from wikimem.versioned import undo_links
 
-        head = self.vstore.head()
+        head = self._vstore.head()
         cached = self._links_cache
         if cached is not None and cached[0] == head:
             return cached[1]
-        links = undo_links(self.vstore.git, self.vstore.db.undo_commits())
+        links = undo_links(self._vstore.git, self._vstore.db.undo_commits())
         self._links_cache = (head, links)
         return links
 
@@ -105,7 +112,7 @@ class Review:
 
     def entry_at(self, point: str) -> HistoryEntry:
         """The history entry of a commit point (id, prefix, ``HEAD~N`` or a time)."""
-        entry = self.vstore.db.entry(self.vstore.resolve(point))
+        entry = self._vstore.db.entry(self._vstore.resolve(point))
         if entry is None:
             raise NotFound(f"no commit {point!r} in this history")
         return entry
@@ -114,7 +121,7 @@ class Review:
         """What an undo commit undid (:class:`~wikimem.versioned.undolinks.UndoInfo`; empty for other commits)."""
         from wikimem.versioned import undo_info
 
-        return undo_info(self.vstore.git, self.vstore.resolve(commit))
+        return undo_info(self._vstore.git, self._vstore.resolve(commit))
 
     def run_rolled_back_by(self, run: str) -> list[str]:
         """The rollback commits that name ``run`` and still stand (not undone in turn), newest first."""
@@ -128,14 +135,17 @@ class Review:
         from wikimem.versioned import item_versions
 
         name = " ".join(name.split())
-        page = self.vstore.db.query(file=file, item=name, limit=max(1, int(limit)), before=_cursor(cursor, "cursor"))
-        return item_versions(self.vstore.git, page.entries, file, name), page.next
+        page = self._vstore.db.query(file=file, item=name, limit=max(1, int(limit)), before=_cursor(cursor, "cursor"))
+        return item_versions(self._vstore.git, page.entries, file, name), page.next
 
     def item_blame(self, file: str, name: str):
-        """The version whose commit wrote the item's current text (None if the text is not committed yet)."""
+        """The version whose commit wrote the item's current text (None if the text is not committed yet);
+        :class:`NotFound` if there is no such item."""
         from wikimem.versioned import blame
 
-        current = self.item(file, name)
+        current = self._vstore.store.get(file, name)
+        if current is None:
+            raise NotFound(f"no item {name!r} in {file!r}")
         cursor, found = None, None
         while True:
             versions, cursor = self.item_versions(file, name, limit=100, cursor=cursor)
@@ -155,14 +165,14 @@ class Review:
         patterns = compile_query(query)
         hits: list[TextHit] = []
         total = 0
-        for it in self.store.items():
+        for it in self._vstore.store.items():
             if matches(patterns, it.name, it.content):
                 total += 1
                 if len(hits) < limit:
                     hits.append(TextHit("wiki", it.content, file=it.file, name=it.name,
                                         spans=spans(patterns, it.content), name_spans=spans(patterns, it.name)))
-        for day in reversed(self.diary.dates()) if diary else ():
-            for entry in self.diary.day(day):
+        for day in reversed(self._vstore.diary.dates()) if diary else ():
+            for entry in self._vstore.diary.day(day):
                 if matches(patterns, entry.content):
                     total += 1
                     if len(hits) < limit:
@@ -177,13 +187,15 @@ class Review:
         from wikimem.versioned import Committed
 
         ctx = WriteContext.of(ctx)
-        with self.vstore.batch(ctx, kind=f"add-new {file}/{name}") as b:
+        with self._vstore.batch(ctx, kind=f"add-new {file}/{name}") as b:
+            store = self._vstore.store
             if b.replay is not None:
-                return Committed(self.store.get(file, name), b.commit, True)
-            if self.store.get(file, name) is not None:
+                return Committed(store.get(file, name), b.commit, True)
+            existing = store.get(file, name)
+            if existing is not None:
                 raise PreconditionFailed(f"an item named {name!r} already exists in {file!r}: edit it instead",
-                                         current=self.etag(self.store.get(file, name)))
-            item = self.store.add(file, name, content, owner=self.id, source_conv=ctx.source_conv)
+                                         current=item_etag(existing))
+            item = store.add(file, name, content, owner=self._owner_id, source_conv=ctx.source_conv)
             b.result = {"value": asdict(item)}
         return Committed(item, b.commit)
 
@@ -195,12 +207,12 @@ class Review:
     def preview_selection(self, runs=(), commits=()) -> Plan:
         """What rolling back these runs and loose commits together would change now, and its conflicts
         (commits already undone by a standing revert or rollback are left out)."""
-        return self.vstore.preview_selection(list(runs), list(commits), self._already_undone())
+        return self._vstore.preview_selection(list(runs), list(commits), self._already_undone())
 
     def rollback_selection(self, runs=(), commits=(), *, force: bool = False, ctx: WriteContext | None = None,
                            message: str | None = None) -> Committed:
         """Undo these runs and loose commits as one commit (the step of a bulk rollback for this owner)."""
         if not runs and not commits:
             raise NotFound("nothing selected to roll back")
-        return self.vstore.rollback_selection(list(runs), list(commits), skip=self._already_undone(), force=force,
+        return self._vstore.rollback_selection(list(runs), list(commits), skip=self._already_undone(), force=force,
                                               ctx=ctx, message=message, kind="rollback-selection")

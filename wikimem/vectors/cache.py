@@ -3,8 +3,13 @@
 Re-embedding costs money or minutes, so vectors are kept: a row is reused
 while the sha256 of its text is unchanged (see the on-disk format seed).
 The keys file's first line is a header ``{vectors_file, model, dim}``
-(``model`` is the embedder's :func:`~wikimem.vectors.embedders.vector_space`), then
-one ``{file, name, hash}`` line per row of the matrix.
+(``model`` is the embedder's :func:`~wikimem.vectors.embedders.vector_space`;
+a field that is not known is left out, as in a legacy file), then one
+``{file, name, hash}`` line per row of the matrix.
+
+``load()`` and ``sync()`` return a ``(keys, matrix)`` pair, as the upstream
+library does (``load()`` gives ``([], None)`` when there is no usable
+cache); the pair also carries ``model``, ``dim`` and ``vectors_file``.
 
 Embedding happens *outside* the folder's lock: the lock is held to read
 what is there and again, briefly, to write the new version (re-reading
@@ -18,9 +23,8 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,8 +39,29 @@ __all__ = ["CachedVectors", "VectorCache", "KEYS_FILE", "embed_matrix"]
 KEYS_FILE = "vectors.keys.jsonl"
 _VECTORS_RE = re.compile(r"vectors-(\d{6})\.npy")
 _LOCK_FILE = "vectors.lock"  # matches the vectors* ignore rule of a versioned store
+_HEADER_FIELDS = ("vectors_file", "model", "dim")
 
-Key = tuple[str, str, str]  # (file, name, sha256 of the embedded text)
+
+class Key(NamedTuple):
+    """One row of the cache: ``(file, name, hash)``, the hash being the sha256 of the embedded text.
+
+    Also readable by field name, ``key["name"]``, like the upstream
+    library's key dicts (where ``file`` is called ``category``).
+    """
+
+    file: str
+    name: str
+    hash: str
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            if index not in _KEY_FIELDS:
+                raise KeyError(index)
+            index = _KEY_FIELDS[index]
+        return tuple.__getitem__(self, index)
+
+
+_KEY_FIELDS = {"file": 0, "category": 0, "name": 1, "hash": 2}
 
 
 def embed_matrix(embedder: Embedder, texts: list[str], batch_size: int) -> np.ndarray:
@@ -46,7 +71,7 @@ def embed_matrix(embedder: Embedder, texts: list[str], batch_size: int) -> np.nd
     parts = []
     for start in range(0, len(texts), batch_size):
         batch = texts[start:start + batch_size]
-        parts.append(_as_matrix(lambda: embedder.embed(batch), len(batch)))
+        parts.append(_as_matrix(lambda batch=batch: embedder.embed(batch), len(batch)))
         if len(parts) > 1 and parts[-1].shape[1] != parts[0].shape[1]:
             raise EmbeddingError(f"embedder changed dimension mid-run: {parts[0].shape[1]} then {parts[-1].shape[1]}")
     return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
@@ -67,16 +92,34 @@ def _as_matrix(call, count: int) -> np.ndarray:
     return part
 
 
-@dataclass
-class CachedVectors:
-    """A loaded cache: ``keys[i] = (file, name, hash)`` is the row ``matrix[i]``."""
-
+class _Pair(NamedTuple):
     keys: list[Key]
-    matrix: np.ndarray
-    model: str | None = None
-    dim: int | None = None
-    vectors_file: str | None = None
-    _by_hash: dict[str, int] | None = field(default=None, repr=False)
+    matrix: np.ndarray | None
+
+
+class CachedVectors(_Pair):
+    """A loaded cache, the pair ``(keys, matrix)``: ``keys[i] = (file, name, hash)`` is the row ``matrix[i]``.
+
+    ``keys, matrix = cache.load()`` unpacks it; ``model``, ``dim`` (None when
+    the header does not say) and ``vectors_file`` ride along as attributes.
+    ``matrix`` is None only for "no cache" (``([], None)``).
+    """
+
+    model: str | None
+    dim: int | None
+    vectors_file: str | None
+    _by_hash: dict[str, int] | None
+
+    def __new__(cls, keys: list[Key], matrix: np.ndarray | None, model: str | None = None,
+                dim: int | None = None, vectors_file: str | None = None) -> CachedVectors:
+        self = super().__new__(cls, keys, matrix)
+        self.model, self.dim, self.vectors_file = model, dim, vectors_file
+        self._by_hash = None
+        return self
+
+    def __repr__(self) -> str:
+        shape = None if self.matrix is None else tuple(self.matrix.shape)
+        return f"CachedVectors(rows={self.rows}, matrix={shape}, model={self.model!r}, dim={self.dim!r})"
 
     @property
     def rows(self) -> int:
@@ -84,15 +127,16 @@ class CachedVectors:
 
     def row_of_hash(self, digest: str) -> int | None:
         """A row whose text has this hash, or None."""
-        if self._by_hash is None:
-            self._by_hash = {h: i for i, (_, _, h) in enumerate(self.keys)}
-        return self._by_hash.get(digest)
+        return self._hash_rows().get(digest)
 
     def hashes(self) -> set[str]:
         """Every text hash the cache holds."""
+        return set(self._hash_rows())
+
+    def _hash_rows(self) -> dict[str, int]:
         if self._by_hash is None:
-            self.row_of_hash("")
-        return set(self._by_hash)
+            self._by_hash = {h: i for i, (_, _, h) in enumerate(self.keys)}
+        return self._by_hash
 
 
 def _empty(embedder: Embedder) -> CachedVectors:
@@ -130,21 +174,27 @@ class VectorCache:
 
     # -- reading -----------------------------------------------------------
 
-    def load(self) -> CachedVectors | None:
-        """The cache as on disk, or None if there is none (or it is torn)."""
-        if not self.keys_path.exists():
-            return None
-        with self._lock.hold():
-            return self._load()
+    def load(self) -> CachedVectors:
+        """The cache as on disk: ``(keys, matrix)``, or ``([], None)`` if there is none (or it is torn)."""
+        if self.keys_path.exists():
+            with self._lock.hold():
+                found = self._load()
+            if found is not None:
+                return found
+        return CachedVectors([], None)
 
-    def header(self) -> dict[str, Any] | None:
-        """The keys file's first line as a dict (``vectors_file``, ``model``, ``dim``), or None."""
-        try:
-            with open(self.keys_path, encoding="utf-8") as fh:
-                head = json.loads(fh.readline())
-        except (OSError, ValueError):
-            return None
-        return head if isinstance(head, dict) else None
+    def header(self) -> dict[str, Any]:
+        """The keys file's header as a dict (``vectors_file``, ``model``, ``dim``); ``{}`` without a usable cache.
+
+        Only the fields the file has are there: a legacy cache written
+        before ``model`` and ``dim`` were recorded (or by an embedder without
+        a model name) lacks them until the next write stamps them.
+        """
+        found = self.load()
+        if found.matrix is None:
+            return {}
+        head = {"vectors_file": found.vectors_file, "model": found.model, "dim": found.dim}
+        return {k: v for k, v in head.items() if v is not None}
 
     def _load(self) -> CachedVectors | None:
         try:
@@ -183,7 +233,7 @@ class VectorCache:
 
     def sync(self, entries: Iterable[Any], embedder: Embedder, batch_size: int = 64, *,
              max_new: int | None = None) -> CachedVectors:
-        """Make the cache hold exactly ``entries`` (in order), embedding only new texts.
+        """Make the cache hold exactly ``entries`` (in order), embedding only new texts; ``(keys, matrix)``.
 
         ``entries`` are RecallItems, ``(file, name, text)`` triples or
         ``((file, name), text)`` pairs. When every row is already there in
@@ -216,7 +266,7 @@ class VectorCache:
             h = content_hash(t)
             if h not in texts:
                 texts[h] = t
-                added.append((f, n, h))
+                added.append(Key(f, n, h))
 
         def keys_of(current: CachedVectors | None) -> list[Key]:
             have = current.keys if current is not None else []
@@ -265,7 +315,7 @@ class VectorCache:
         matrix = np.empty((len(keys), dim or 0), np.float32)
         src = np.array([_row(current, h) for _, _, h in keys], np.int64)
         kept = src >= 0
-        if kept.any():
+        if current is not None and current.matrix is not None and kept.any():
             matrix[kept] = current.matrix[src[kept]]
         if not kept.all():
             matrix[~kept] = np.stack([fresh[h] for (_, _, h), k in zip(keys, kept) if not k])
@@ -277,7 +327,8 @@ class VectorCache:
         self.root.mkdir(parents=True, exist_ok=True)
         name = f"vectors-{self._next_version():06d}.npy"
         _write_npy(self.root / name, matrix)
-        header = {"vectors_file": name, "model": model, "dim": dim}
+        keys = [Key(*k) for k in keys]
+        header = {k: v for k, v in zip(_HEADER_FIELDS, (name, model, dim)) if v is not None}
         lines = [json.dumps(header, ensure_ascii=False)]
         lines += [json.dumps({"file": f, "name": n, "hash": h}, ensure_ascii=False) for f, n, h in keys]
         atomic_write(self.keys_path, ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass"))
@@ -320,7 +371,7 @@ def _missing(current: CachedVectors | None, keys: list[Key]) -> list[str]:
 def _key_row(row: Any) -> Key:
     if not all(isinstance(row.get(k), str) for k in ("file", "name", "hash")):
         raise ValueError("bad key row")
-    return row["file"], row["name"], row["hash"]
+    return Key(row["file"], row["name"], row["hash"])
 
 
 def _open_matrix(path: Path) -> np.ndarray | None:
@@ -360,7 +411,8 @@ def _check_model(current: CachedVectors | None, embedder: Embedder) -> None:
 
 
 def _resulting_dim(current: CachedVectors | None, fresh: dict[str, np.ndarray]) -> int | None:
-    old = current.matrix.shape[1] if current is not None and current.rows else None
+    have = current.matrix if current is not None and current.rows else None
+    old = have.shape[1] if have is not None else None
     new = next(iter(fresh.values())).shape[0] if fresh else None
     if old is not None and new is not None and old != new:
         raise VectorMismatch(

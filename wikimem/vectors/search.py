@@ -183,14 +183,16 @@ class EmbeddingSearch:
         keys = [(f, n) for f, n, _ in cached.keys]
         row_of_key = {k: i for i, k in enumerate(keys)}
         hashes = {(f, n): h for f, n, h in cached.keys}
-        index = MemmapVectorIndex(cached.matrix, self.binary_threshold)
+        matrix = _matrix(cached)
+        index = MemmapVectorIndex(matrix, self.binary_threshold)
         if ctx is None:
             return _WikiState(index, keys, hashes, row_of_key)
-        if ctx.rows and cached.rows and ctx.matrix.shape[1] != cached.matrix.shape[1]:
-            self._guard(lambda: _raise_dim(cached.matrix.shape[1], ctx.matrix.shape[1]))
+        ctx_matrix = _matrix(ctx)
+        if ctx.rows and cached.rows and ctx_matrix.shape[1] != matrix.shape[1]:
+            self._guard(lambda: _raise_dim(matrix.shape[1], ctx_matrix.shape[1]))
         ctx_of = {(f, n): i for i, (f, n, _) in enumerate(ctx.keys)}
         mapping = np.array([ctx_of.get(k, -1) for k in keys], np.int64)
-        ctx_index = MemmapVectorIndex(ctx.matrix, self.binary_threshold)
+        ctx_index = MemmapVectorIndex(ctx_matrix, self.binary_threshold)
         w = self.context.item_weight
         mixed = None if index.binary or ctx_index.binary else _mixed_rows(index, ctx_index, mapping, w)
         return _WikiState(index, keys, hashes, row_of_key, ctx_index, mapping,
@@ -326,7 +328,8 @@ class EmbeddingSearch:
     def _diary_cache(self) -> CachedVectors | None:
         """The diary rows in memory (loaded from disk once; called under the diary lock)."""
         if not self._diary_loaded:
-            self._diary = self.diary_cache.load()
+            loaded = self.diary_cache.load()
+            self._diary = loaded if loaded.matrix is not None else None  # ([], None): no cache yet
             self._diary_loaded = True
             with self._lock:
                 self.version += 1
@@ -368,11 +371,12 @@ class EmbeddingSearch:
             cached = self._diary if self._diary_loaded else None
         if cached is None or not cached.rows:
             return [None] * len(diary)
-        if cached.matrix.shape[1] != q.shape[0]:
-            self._guard(lambda: _raise_dim(cached.matrix.shape[1], q.shape[0]))
+        matrix = _matrix(cached)
+        if matrix.shape[1] != q.shape[0]:
+            self._guard(lambda: _raise_dim(matrix.shape[1], q.shape[0]))
         rows = [cached.row_of_hash(h) for h in hashes]
         have = [r for r in rows if r is not None]
-        scores = iter(_cosines(cached.matrix, np.array(have, np.int64), q)) if have else iter(())
+        scores = iter(_cosines(matrix, np.array(have, np.int64), q)) if have else iter(())
         return [None if r is None else float(next(scores)) for r in rows]
 
     def diary_search(self, q: np.ndarray, top_k: int) -> list[tuple[str, float]]:
@@ -382,7 +386,7 @@ class EmbeddingSearch:
             if cached is None or not cached.rows:
                 return []
             if self._diary_index is None:
-                self._diary_index = MemmapVectorIndex(cached.matrix, self.binary_threshold)
+                self._diary_index = MemmapVectorIndex(_matrix(cached), self.binary_threshold)
             index = self._diary_index
         if q.shape[0] != index.dim:
             self._guard(lambda: _raise_dim(index.dim, q.shape[0]))
@@ -426,6 +430,13 @@ def _mixed_rows(items: MemmapVectorIndex, contexts: MemmapVectorIndex, ctx_row: 
             ctx[have] = np.asarray(contexts.matrix[rows[have]], np.float32) * contexts.inv_norms[rows[have], None]
         out[start:stop] = w * unit + (1.0 - w) * ctx
     return out
+
+
+def _matrix(cached: CachedVectors) -> np.ndarray:
+    """The matrix of a cache that exists (only ``load()`` of no cache gives ``([], None)``)."""
+    if cached.matrix is None:
+        raise EmbeddingError("no vector cache")  # unreachable: synced and loaded caches have a matrix
+    return cached.matrix
 
 
 def _cosines(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ mutation seam (:mod:`wikimem.store.writer`) and never changes the plain store's
 behaviour: a versioned folder is still an ordinary folder of markdown.
 """
 
-from .blame import blame, item_versions
+from .versions import blame, item_versions
 from .catchup import is_ancestor
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange

@@ -21,6 +21,7 @@ from .jobs import (
     JOB_STATES,
     JOBS_FILE,
     MEMORIZE,
+    UNFINISHED,
     Handler,
     Job,
     JobRunner,
@@ -31,7 +32,7 @@ from .jobs import (
     submit_memorize,
     validate_job_id,
 )
-from .operations import MAX_RUNS_PAGE, Operations, job_visible
+from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .runindex import (
     INDEX_PATH,
     MAX_FIELD,
@@ -68,6 +69,7 @@ __all__ = [
     "validate_job_id",
     "JOBS_FILE",
     "JOB_STATES",
+    "UNFINISHED",
     "Part",
     "OwnerPlan",
     "BulkPreview",
@@ -81,6 +83,6 @@ __all__ = [
     "MAX_BULK_OWNERS",
     "MAX_CONFLICTS_SHOWN",
     "JOB_KIND",
-    "Operations",
+    "Fleet",
     "MAX_RUNS_PAGE",
 ]

@@ -20,13 +20,20 @@ bulk rollback of ``run = <job id>``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict, IdempotencyKeyReused, NotFound, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest
 
 from .runindex import RunIndex, RunQuery
+
+if TYPE_CHECKING:
+    from wikimem.host.owner import Owner
+
+    from .jobs import Handler, Job, JobStore, Step
 
 __all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler",
            "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
@@ -109,12 +116,12 @@ def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
     return parts
 
 
-def preview(host, query: RunQuery, *, within: str = "") -> BulkPreview:
-    """Plan every owner's step of a bulk rollback of ``query``, writing nothing."""
+def preview(index: RunIndex, owner: Callable[[str], Owner], query: RunQuery, *, within: str = "") -> BulkPreview:
+    """Plan every owner's step of a bulk rollback of ``query``, writing nothing (``owner`` opens one by id)."""
     plans = []
-    for part in select(host.run_index, query, within=within):
+    for part in select(index, query, within=within):
         try:
-            plan = host.owner(part.owner).preview_selection(part.runs, part.commits)
+            plan = owner(part.owner).review.preview_selection(part.runs, part.commits)
         except NotFound as exc:
             plans.append(OwnerPlan(part, error=str(exc)))
             continue
@@ -122,8 +129,10 @@ def preview(host, query: RunQuery, *, within: str = "") -> BulkPreview:
     return BulkPreview(query, plans)
 
 
-def rollback_part(host, part: Part, *, job: str, force: bool = False, actor: str = "operator") -> dict:
-    """One owner's step of bulk rollback ``job``: the result as JSON-ready data (never raises a conflict).
+def rollback_part(owner: Callable[[str], Owner], part: Part, *, job: str, force: bool = False,
+                  actor: str = "operator") -> dict:
+    """One owner's step of bulk rollback ``job`` (``owner`` opens one by id): the result as JSON-ready data
+    (never raises a conflict).
 
     ``status``: ``done`` (a commit), ``nothing`` (nothing left to undo),
     ``conflict`` (skipped: items changed since; ``force`` writes over them),
@@ -131,9 +140,9 @@ def rollback_part(host, part: Part, *, job: str, force: bool = False, actor: str
     """
     out = {"owner": part.owner, "runs": part.runs, "commits": part.commits}
     try:
-        owner = host.owner(part.owner)
-        done = owner.rollback_selection(part.runs, part.commits, force=force, message=f"bulk rollback {job}",
-                                        ctx=WriteContext(run=job, actor=actor, idempotency_key=f"bulk:{job}"))
+        done = owner(part.owner).review.rollback_selection(
+            part.runs, part.commits, force=force, message=f"bulk rollback {job}",
+            ctx=WriteContext(run=job, actor=actor, idempotency_key=f"bulk:{job}"))
     except Conflict as exc:
         return {**out, "status": "conflict", "commit": None, "conflict_count": len(exc.conflicts),
                 "conflicts": exc.conflicts[:MAX_CONFLICTS_SHOWN]}
@@ -152,8 +161,8 @@ class StepFailed(WikimemError):
     code = "bulk_step_failed"
 
 
-def submit(host, query: RunQuery, *, within: str = "", force: bool = False, actor: str = "operator",
-           key: str | None = None):
+def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
+           actor: str = "operator", key: str | None = None) -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
 
     A retry under the same key gets its job even when the job has since
@@ -162,31 +171,31 @@ def submit(host, query: RunQuery, *, within: str = "", force: bool = False, acto
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
     scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
-    existing = None if scoped is None else host.jobs.by_key(scoped)
+    existing = None if scoped is None else jobs.by_key(scoped)
     if existing is not None:
         if existing.params != request:
             raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
                                        "use a new key for a new request")
         return existing, False
-    parts = select(host.run_index, query, within=within)
+    parts = select(index, query, within=within)
     if not parts:
         raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
-    return host.jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
 
 
-def handler(host):
-    """The ``bulk-rollback`` step handler: :func:`rollback_part` for the step's owner.
+def handler(owner: Callable[[str], Owner]) -> Handler:
+    """The ``bulk-rollback`` step handler: :func:`rollback_part` for the step's owner (``owner`` opens one by id).
 
     A busy owner is retried later; any other failure fails the step with a
     message that names the owner (the job goes on with the other owners).
     """
     from .jobs import RetryLater
 
-    def run(step) -> dict:
+    def run(step: Step) -> dict:
         part = Part.from_dict(step.params)
         params = step.job_params
         try:
-            return rollback_part(host, part, job=step.job, force=bool(params.get("force")),
+            return rollback_part(owner, part, job=step.job, force=bool(params.get("force")),
                                  actor=params.get("actor") or "operator")
         except StoreBusy as exc:
             raise RetryLater(str(exc), delay=1.0) from None
@@ -195,9 +204,10 @@ def handler(host):
     return run
 
 
-def job_view(job) -> dict:
+def job_view(job: Job) -> dict:
     """A bulk rollback job as its page shows it: the selection, progress, one row per owner, counts."""
-    rows, counts = [], {}
+    rows: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
     for entry in job.results:
         if "result" in entry:
             row = dict(entry["result"])

@@ -56,12 +56,14 @@ from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound, StoreBus
 __all__ = [
     "JobStore", "JobRunner", "Job", "Step", "RetryLater", "Handler",
     "memorize_handler", "submit_memorize", "validate_job_id", "JOBS_FILE", "JOB_STATES",
+    "UNFINISHED",
 ]
 
 log = logging.getLogger(__name__)
 
 JOBS_FILE = "jobs.sqlite3"
 JOB_STATES = ("queued", "running", "done", "failed")
+UNFINISHED = ("queued", "running")  # a process that looks at such a job helps run it
 JOB_ID_RE = re.compile(r"job_\d{8}T\d{6}Z_[0-9a-f]{12}")
 MAX_STEPS = 100_000
 MAX_KEY = 512

@@ -44,8 +44,8 @@ from wikimem.host.owner_ids import scope_prefix
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
 
-__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "INDEX_PATH", "MAX_FIELD", "row_cursor",
-           "merge_pages"]
+__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "INDEX_PATH", "MAX_FIELD",
+           "row_cursor", "merge_pages"]
 
 log = logging.getLogger(__name__)
 
@@ -443,7 +443,7 @@ class RunIndex:
     @staticmethod
     def _mark(db: sqlite3.Connection, owner: Owner, undo: str) -> None:
         """An undo commit: its targets are rolled back by it; whatever it undid is live again."""
-        info = owner.undo_of(undo)
+        info = owner.review.undo_of(undo)
         for target in info.reverts:
             # Undoing an undo: what that undo had rolled back stands again.
             db.execute("UPDATE runs SET undone_by = NULL WHERE owner=? AND substr(undone_by, 1, ?) = ?",
