@@ -81,6 +81,16 @@ class DiaryIndex:
         """Every entry, oldest day first, in file order within a day."""
         return [item for day in sorted(self._days) for _, item in self._days[day]]
 
+    def neighbours(self, key: Key) -> tuple[Key, ...]:
+        """The entries just before and after ``key`` on its day (a day is conversation-like)."""
+        day = self._days.get(key[0], [])
+        keys = [k for k, _ in day]
+        try:
+            at = keys.index(key)
+        except ValueError:
+            return ()
+        return tuple(keys[i] for i in (at - 1, at + 1) if 0 <= i < len(keys))
+
     def keyed(self, start: str | None = None, end: str | None = None) -> list[tuple[Key, RecallItem]]:
         """``(key, item)`` of the entries in the closed date range (all without one), in time order."""
         days = sorted(d for d in self._days if (start is None or d >= start) and (end is None or d <= end))

@@ -28,6 +28,7 @@ from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import Contents, IndexVectors
+from .smoothing import lexical_sides, smooth
 from .stopwords import LANGUAGES, check_languages, content_terms, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
@@ -104,7 +105,11 @@ class MemoryIndex:
     Options beyond the seed (all off by default, the seed's behaviour):
     ``query_stopwords`` drops function words from query terms (True, or
     the languages whose words go: ``"en"``, ``"zh"``); ``bm25_b`` is BM25's
-    length normalisation (the seed's 0.75);
+    length normalisation (the seed's 0.75); ``neighbour_smoothing`` (a
+    weight, 0 = off) lets a turn of a conversation-like file inherit that
+    share of its neighbours' BM25 score (:mod:`~wikimem.recall.smoothing`;
+    ``transcripts(file, items) -> bool`` replaces its detection of
+    conversation-like wiki files);
     ``neighbour_context`` (True or a :class:`~wikimem.vectors.NeighbourContext`)
     scores items with their neighbours too; ``embed_in_background`` moves
     every embedding of memory off the request path (``worker``: the
@@ -119,7 +124,8 @@ class MemoryIndex:
                  vectors_dir: Path | str | None = None, fusion_weight: float = 0.5,
                  binary_threshold: int = 10_000, query_stopwords: bool = False,
                  neighbour_context: Any = False, embed_in_background: bool = False,
-                 diary: str = "window", worker: Any = None, bm25_b: float = B):
+                 diary: str = "window", worker: Any = None, bm25_b: float = B,
+                 neighbour_smoothing: float = 0.0, transcripts: Callable[[str, list], bool] | None = None):
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
@@ -136,11 +142,17 @@ class MemoryIndex:
         if isinstance(bm25_b, bool) or not isinstance(bm25_b, (int, float)) or not 0.0 <= bm25_b <= 1.0:
             raise ValueError(f"bm25_b must be a number in [0, 1], got {bm25_b!r}")
         self.bm25_b = float(bm25_b)
+        if isinstance(neighbour_smoothing, bool) or not isinstance(neighbour_smoothing, (int, float)) \
+                or not 0.0 <= neighbour_smoothing <= 1.0:
+            raise ValueError(f"neighbour_smoothing must be a number in [0, 1], got {neighbour_smoothing!r}")
+        self.neighbour_smoothing = float(neighbour_smoothing)
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
         self._lock = threading.RLock()
         self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
+        if transcripts is not None:
+            self.wiki.transcripts = transcripts
         self._diary_index: DiaryIndex | None = None  # built by the first use of diary="all"
         self.vectors: IndexVectors | None = None
         self._hybrid: HybridRanker | None = None
@@ -346,19 +358,27 @@ class MemoryIndex:
     def _bm25_candidates(self, q: Query, pool: int) -> list[Candidate]:
         """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock)."""
         bm25 = self.wiki.bm25
+        seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         if q.mode == "window":
-            ranked = bm25.top_k(q.terms, pool, extra=q.extra)
-            return [self._candidate(key, score, q) for key, score in ranked]
+            ranked = bm25.top_k(q.terms, seeds, extra=q.extra)
+            return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
         diary = self._diary_made()
-        wiki = bm25.top_k(q.terms, pool, peers=[diary.bm25])
+        wiki = bm25.top_k(q.terms, seeds, peers=[diary.bm25])
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, pool, peers=[bm25])
+            days = diary.bm25.top_k(q.terms, seeds, peers=[bm25])
         else:
             start, end = q.dates
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(k, s) for k, s in every if start <= k[0] <= end]
-        ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:pool]
-        return [self._candidate(key, score, q) for key, score in ranked]
+        ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:seeds]
+        return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
+
+    def _smoothed(self, q: Query, ranked: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
+        """``ranked`` with neighbour smoothing, when it is on (called under the lock)."""
+        if not self.neighbour_smoothing or not ranked:
+            return ranked
+        diary = self._diary_made() if q.mode == "all" else None
+        return smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary))
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:
