@@ -110,8 +110,8 @@ class MemoryIndex:
     share of its neighbours' BM25 score (:mod:`~wikimem.recall.smoothing`;
     ``transcripts(file, items) -> bool`` replaces its detection of
     conversation-like wiki files);
-    ``neighbour_context`` (True or a :class:`~wikimem.vectors.NeighbourContext`)
-    scores items with their neighbours too; ``embed_in_background`` moves
+    ``neighbour_context`` (True, the item's weight as a number, or a
+    :class:`~wikimem.vectors.NeighbourContext`) scores items with their neighbours too; ``embed_in_background`` moves
     every embedding of memory off the request path (``worker``: the
     :class:`~wikimem.vectors.worker.EmbeddingWorker` to use, the
     process-wide one by default) — retrieval then scores with the vectors
@@ -129,8 +129,10 @@ class MemoryIndex:
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
-        if not isinstance(neighbour_context, bool) and not hasattr(neighbour_context, "item_weight"):
-            raise ValueError(f"neighbour_context must be True, False or a NeighbourContext, got {neighbour_context!r}")
+        if not isinstance(neighbour_context, bool) and not hasattr(neighbour_context, "item_weight") \
+                and not (isinstance(neighbour_context, (int, float)) and 0.0 <= neighbour_context <= 1.0):
+            raise ValueError("neighbour_context must be True, False, an item weight in [0, 1] or a NeighbourContext, "
+                             f"got {neighbour_context!r}")
         self.store = store
         self.use_jieba = jieba_available() if use_jieba is None else bool(use_jieba)
         self.embedder = embedder
