@@ -25,9 +25,13 @@ environment                config key             meaning (default)
 ``WIKIMEM_EMBED_BACKGROUND`` ``EMBED_BACKGROUND`` embed memory off the request path (on for local)
 ``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
 ``WIKIMEM_DIARY_RECALL``   ``DIARY_RECALL``       retrieve's default ``diary``: ``window`` (the seed's) or ``all``
-``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries (on)
+``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries: on, off, ``en`` or ``zh`` (on)
 ``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
-``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.5)
+``WIKIMEM_NEIGHBOUR_ITEM_WEIGHT`` ``NEIGHBOUR_ITEM_WEIGHT`` the item's own share against its neighbours' (0.6)
+``WIKIMEM_FUSION_WEIGHT``  ``FUSION_WEIGHT``      BM25's share of the fused score (0.3)
+``WIKIMEM_BM25_B``         ``BM25_B``             BM25's length normalisation (0.4)
+``WIKIMEM_NEIGHBOUR_SMOOTHING`` ``NEIGHBOUR_SMOOTHING`` a turn's share of its neighbours' BM25 (0.2; 0 with an embedder)
+``WIKIMEM_RECENCY_HALF_LIFE`` ``RECENCY_HALF_LIFE`` ``diary: "all"``: favour recent entries, days (0 = no prior)
 ``WIKIMEM_INDEX_CACHE``    ``INDEX_CACHE``        owners' indexes a process keeps (64)
 ``WIKIMEM_ENV``            ``ENV``                ``production`` (default) or ``development``
 ``WIKIMEM_MAX_BODY``       ``MAX_CONTENT_LENGTH`` largest request body in bytes (1 MiB)
@@ -88,7 +92,11 @@ DEFAULTS: dict[str, Any] = {
     "DIARY_RECALL": "window",
     "QUERY_STOPWORDS": True,
     "NEIGHBOUR_CONTEXT": True,
-    "FUSION_WEIGHT": 0.5,
+    "NEIGHBOUR_ITEM_WEIGHT": 0.6,
+    "FUSION_WEIGHT": 0.3,
+    "BM25_B": 0.4,
+    "NEIGHBOUR_SMOOTHING": None,  # None: 0.2 without an embedder, 0 with one (bench/quality.py)
+    "RECENCY_HALF_LIFE": 0.0,
     "INDEX_CACHE": 64,
     "ENV": "production",
     "MAX_CONTENT_LENGTH": 1024 * 1024,
@@ -133,6 +141,10 @@ ENV_VARS = {
     "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
     "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
     "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
+    "WIKIMEM_NEIGHBOUR_ITEM_WEIGHT": "NEIGHBOUR_ITEM_WEIGHT",
+    "WIKIMEM_BM25_B": "BM25_B",
+    "WIKIMEM_NEIGHBOUR_SMOOTHING": "NEIGHBOUR_SMOOTHING",
+    "WIKIMEM_RECENCY_HALF_LIFE": "RECENCY_HALF_LIFE",
     "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
     "WIKIMEM_ENV": "ENV",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
@@ -155,8 +167,10 @@ _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_
          "REPLICATION_MAX_LAG"}
 _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B",
+           "NEIGHBOUR_SMOOTHING", "RECENCY_HALF_LIFE"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
+_LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
@@ -187,8 +201,12 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
                 raise ConfigError(f"{var} must be a number, got {value!r}") from None
         elif key in _BOOLS:
             flag = value.strip().lower()
+            if key in _LANGUAGE_LISTS and flag in ("en", "zh", "en,zh", "zh,en"):
+                out[key] = flag
+                continue
             if flag not in _TRUE | _FALSE:
-                raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off, got {value!r}")
+                also = " (or en / zh)" if key in _LANGUAGE_LISTS else ""
+                raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off{also}, got {value!r}")
             out[key] = flag in _TRUE
         else:
             out[key] = value
@@ -215,11 +233,17 @@ def _check_recall(config: dict[str, Any]) -> None:
     threads = config["EMBED_THREADS"]
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
-    weight = config["FUSION_WEIGHT"]
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-        raise ConfigError(f"WIKIMEM_FUSION_WEIGHT must be a number in [0, 1], got {weight!r}")
+    for key in ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING"):
+        weight = config[key]
+        if weight is None and key == "NEIGHBOUR_SMOOTHING":
+            continue
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+            raise ConfigError(f"WIKIMEM_{key} must be a number in [0, 1], got {weight!r}")
+    half_life = config["RECENCY_HALF_LIFE"]
+    if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not 0 <= half_life < float("inf"):
+        raise ConfigError(f"WIKIMEM_RECENCY_HALF_LIFE must be a number of days (0: none), got {half_life!r}")
     for key in _BOOLS - {"EMBED_BACKGROUND"}:
-        if not isinstance(config[key], bool):
+        if not isinstance(config[key], bool) and not (key in _LANGUAGE_LISTS and config[key] in ("en", "zh")):
             raise ConfigError(f"{key} must be true or false, got {config[key]!r}")
 
 
@@ -268,21 +292,30 @@ def load_config(test_config: Mapping[str, Any] | None = None,
 def recall_options(config: Mapping[str, Any]):
     """How the host's indexes retrieve (:class:`wikimem.recall.index.RecallOptions`) for this configuration.
 
-    The defaults are what ``bench/quality.py`` measured best: character
-    bigrams for Chinese, function words dropped from queries, neighbour
-    context, memory embedded in the background with the local model.
+    The defaults are what ``bench/quality.py`` measured best (bench/README.md,
+    "Recall quality"): character bigrams for Chinese, function words dropped
+    from queries, BM25 ``b`` 0.4; with an embedder fusion weight 0.3 and
+    neighbour context (the item at 0.6), memory embedded in the background
+    with the local model; without one, lexical neighbour smoothing 0.2.
     """
     from wikimem.recall import RecallOptions
 
     local = config.get("EMBEDDER") == "local"
+    embedder = local or bool(config.get("EMBED_URL"))
     background = config.get("EMBED_BACKGROUND")
+    stopwords = config.get("QUERY_STOPWORDS", True)
+    smoothing = config.get("NEIGHBOUR_SMOOTHING")
+    context = bool(config.get("NEIGHBOUR_CONTEXT", True))
     return RecallOptions(
         use_jieba=config.get("TOKENIZER", "bigram") == "jieba",
         diary=config.get("DIARY_RECALL", "window"),
-        query_stopwords=bool(config.get("QUERY_STOPWORDS", True)),
-        neighbour_context=bool(config.get("NEIGHBOUR_CONTEXT", True)),
+        query_stopwords=stopwords if isinstance(stopwords, str) else bool(stopwords),
+        neighbour_context=float(config.get("NEIGHBOUR_ITEM_WEIGHT", 0.6)) if context else False,
         embed_in_background=local if background is None else bool(background),
-        fusion_weight=float(config.get("FUSION_WEIGHT", 0.5)),
+        fusion_weight=float(config.get("FUSION_WEIGHT", 0.3)),
+        bm25_b=float(config.get("BM25_B", 0.4)),
+        neighbour_smoothing=float((0.0 if embedder else 0.2) if smoothing is None else smoothing),
+        recency_half_life=float(config.get("RECENCY_HALF_LIFE") or 0) or None,
     )
 
 

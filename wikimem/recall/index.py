@@ -61,10 +61,12 @@ def _check_diary(mode: Any) -> str:
 
 
 def _check_half_life(value: Any) -> float | None:
-    if value is None:
+    """A half-life in days; None or 0: no recency prior."""
+    if value is None or (value == 0 and not isinstance(value, bool)):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-        raise ValueError(f"recency_half_life must be a positive number of days, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value \
+            or value == float("inf"):
+        raise ValueError(f"recency_half_life must be a positive number of days (0: none), got {value!r}")
     return float(value)
 
 
@@ -117,7 +119,8 @@ class MemoryIndex:
     process-wide one by default) — retrieval then scores with the vectors
     that exist (items not embedded yet are ranked by BM25 alone;
     ``RetrievalResult.vectors`` says how far embedding is); ``diary`` is the
-    default diary mode of :meth:`retrieve`.
+    default diary mode of :meth:`retrieve`, ``recency_half_life`` its default
+    recency prior (``diary="all"``).
     """
 
     def __init__(self, store: Any, *, use_jieba: bool | None = None, embedder: Any = None,
@@ -125,7 +128,8 @@ class MemoryIndex:
                  binary_threshold: int = 10_000, query_stopwords: bool = False,
                  neighbour_context: Any = False, embed_in_background: bool = False,
                  diary: str = "window", worker: Any = None, bm25_b: float = B,
-                 neighbour_smoothing: float = 0.0, transcripts: Callable[[str, list], bool] | None = None):
+                 neighbour_smoothing: float = 0.0, transcripts: Callable[[str, list], bool] | None = None,
+                 recency_half_life: float | None = None):
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
@@ -148,6 +152,7 @@ class MemoryIndex:
                 or not 0.0 <= neighbour_smoothing <= 1.0:
             raise ValueError(f"neighbour_smoothing must be a number in [0, 1], got {neighbour_smoothing!r}")
         self.neighbour_smoothing = float(neighbour_smoothing)
+        self.recency_half_life = _check_half_life(recency_half_life)
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
@@ -215,8 +220,9 @@ class MemoryIndex:
         raises because an optional path (jieba, embeddings) is missing or down.
 
         ``diary``: ``"window"`` or ``"all"`` (default: the index's ``diary``).
-        ``recency_half_life`` (days, ``diary="all"``): a diary entry's score
-        is multiplied by ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
+        ``recency_half_life`` (days, ``diary="all"``; default: the index's,
+        0 = none): a diary entry's score is multiplied by
+        ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
         the first entry does not survive a budget it alone exceeds. Invalid
         arguments raise ``ValueError``.
 
@@ -259,7 +265,7 @@ class MemoryIndex:
         limit = _check_count(limit, "limit")
         budget_tokens = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
         mode = self.diary if diary is None else _check_diary(diary)
-        half_life = _check_half_life(recency_half_life)
+        half_life = self.recency_half_life if recency_half_life is None else _check_half_life(recency_half_life)
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
         text = self._gate(query, time_range, tz, result)
         terms = tokenize(text, use_jieba=self.use_jieba)
