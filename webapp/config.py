@@ -24,7 +24,7 @@ environment                config key             meaning (default)
 ``WIKIMEM_EMBED_THREADS``  ``EMBED_THREADS``      threads of the local model (all cores)
 ``WIKIMEM_EMBED_BACKGROUND`` ``EMBED_BACKGROUND`` embed memory off the request path (on for local)
 ``WIKIMEM_TOKENIZER``      ``TOKENIZER``          Chinese terms: ``bigram`` (default) or ``jieba``
-``WIKIMEM_DIARY_RECALL``   ``DIARY_RECALL``       retrieve's default ``diary``: ``window`` (the seed's) or ``all``
+``WIKIMEM_DIARY_RECALL``   ``DIARY_RECALL``       retrieve's default ``diary``: ``all`` or ``window`` (the seed's) (all)
 ``WIKIMEM_QUERY_STOPWORDS`` ``QUERY_STOPWORDS``   drop function words from queries: on, off, ``en`` or ``zh`` (on)
 ``WIKIMEM_NEIGHBOUR_CONTEXT`` ``NEIGHBOUR_CONTEXT`` score items with their neighbours too (on)
 ``WIKIMEM_NEIGHBOUR_ITEM_WEIGHT`` ``NEIGHBOUR_ITEM_WEIGHT`` the item's own share against its neighbours' (0.6)
@@ -89,7 +89,7 @@ DEFAULTS: dict[str, Any] = {
     "EMBED_THREADS": None,
     "EMBED_BACKGROUND": None,  # None: on for the local model, off for an endpoint
     "TOKENIZER": "bigram",
-    "DIARY_RECALL": "window",
+    "DIARY_RECALL": "all",  # bench/quality_diary.py: topic recall of the diary
     "QUERY_STOPWORDS": True,
     "NEIGHBOUR_CONTEXT": True,
     "NEIGHBOUR_ITEM_WEIGHT": 0.6,
@@ -308,7 +308,7 @@ def recall_options(config: Mapping[str, Any]):
     context = bool(config.get("NEIGHBOUR_CONTEXT", True))
     return RecallOptions(
         use_jieba=config.get("TOKENIZER", "bigram") == "jieba",
-        diary=config.get("DIARY_RECALL", "window"),
+        diary=config.get("DIARY_RECALL", "all"),
         query_stopwords=stopwords if isinstance(stopwords, str) else bool(stopwords),
         neighbour_context=float(config.get("NEIGHBOUR_ITEM_WEIGHT", 0.6)) if context else False,
         embed_in_background=local if background is None else bool(background),
