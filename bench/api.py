@@ -115,6 +115,7 @@ def owner_id(i: int) -> str:
 # -- seeding ------------------------------------------------------------------
 
 def _seed_owner(args: tuple[str, int, int]) -> None:
+    from wikimem.context import WriteContext
     from wikimem.host import Host
 
     root, i, items = args
@@ -125,7 +126,7 @@ def _seed_owner(args: tuple[str, int, int]) -> None:
         return
     rng = random.Random(i)
     per_file = max(1, items // FILES)
-    with owner.vstore.batch(run="seed", actor="bench"):
+    with owner.vstore.batch(WriteContext(run="seed", actor="bench")):
         for f in range(FILES):
             for k in range(per_file):
                 owner.store.add(FILE_NAMES[f], f"note {k}", memory_text(rng, per_file), owner=oid)

@@ -42,7 +42,8 @@ def build(root: Path, owners: int) -> list[str]:
         owner, _ = host.ensure_owner(f"user:b{i:05d}")
         owner.add("preferences", "tea", "Drinks oolong tea every morning.",
                   ctx=WriteContext(run=f"run_good_{i}", actor="Elaina"))
-        with owner.vstore.batch(run=f"run_bad_{i}", actor=BAD_ACTOR, message="memorize: 1 fact, 1 diary entry"):
+        with owner.vstore.batch(WriteContext(run=f"run_bad_{i}", actor=BAD_ACTOR),
+                                message="memorize: 1 fact, 1 diary entry"):
             owner.store.add("preferences", "tea", "Hates tea.", owner=owner.id)
             owner.diary.append("Said they hate tea.", date="2026-07-21", time="14:30", owner=owner.id)
         ids.append(owner.id)

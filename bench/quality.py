@@ -207,7 +207,7 @@ HOST_VARIANT = LADDER[-1][1]
 BM25_HOST = LADDER[1][1]
 
 
-HOST = "fusion +stop +ctx w=0.3 b=0.4"  # the host default with WIKIMEM_EMBEDDER=local (webapp/config.py)
+HOST = "fusion +stop +ctx w=0.3 b=0.4"  # the host default with WIKIMEM_EMBEDDER=local (wikimem/host/config.py)
 PAIRS = [
     ("bm25 jieba", "bm25"),  # the tokenizer: jieba (the old host default) vs bigrams
     ("bm25", "bm25 +stop"),  # query stopwords, BM25 alone

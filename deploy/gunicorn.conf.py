@@ -1,6 +1,7 @@
 """gunicorn configuration of the wikimem host: ``gunicorn -c deploy/gunicorn.conf.py``.
 
-Everything comes from the environment (see ``deploy/env.example``):
+Everything comes from the environment (see ``deploy/env.example``); the app's
+variables are documented in ``wikimem/host/config.py``, gunicorn's own here:
 
 - ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
 - ``WIKIMEM_WORKERS``   worker processes (``cores + 1``, at most 8);
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+
+from wikimem.host import read_setting
 
 # The cap keeps a big machine from holding dozens of per-process index LRUs
 # (memory grows with workers × WIKIMEM_INDEX_CACHE); shard owners across hosts instead.
@@ -55,7 +58,7 @@ def _default_workers() -> int:
 
 
 wsgi_app = "webapp.wsgi:app"
-bind = [os.environ.get("WIKIMEM_BIND", "").strip() or "127.0.0.1:8000"]
+bind = [str(read_setting("BIND")).strip() or "127.0.0.1:8000"]  # WIKIMEM_BIND, read where the app reads it
 workers = _int_env("WIKIMEM_WORKERS", _default_workers())
 # Threaded workers: a memorize call waiting 20 s on a slow model holds one thread, while the
 # process's other threads keep serving retrieves (a sync worker would be blocked whole).
@@ -104,12 +107,12 @@ for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 def on_starting(server) -> None:
     """In the master, before any worker: refuse a configuration that cannot run, in one line."""
-    from webapp.config import ConfigError, load_config
+    from webapp.config import ConfigError, flask_config, host_config
 
     try:
-        config = load_config()
+        config = host_config(flask_config())  # the host's and Flask's checks, as each worker will make them
     except ConfigError as exc:
         raise SystemExit(f"wikimem: {exc}") from None  # printed as one line; exit status 1
-    if float(config["LLM_TIMEOUT"]) >= server.cfg.timeout:
-        raise SystemExit(f"wikimem: WIKIMEM_LLM_TIMEOUT ({config['LLM_TIMEOUT']:g} s) must be below the "
+    if float(config.llm_timeout) >= server.cfg.timeout:
+        raise SystemExit(f"wikimem: WIKIMEM_LLM_TIMEOUT ({config.llm_timeout:g} s) must be below the "
                          f"worker timeout WIKIMEM_TIMEOUT ({server.cfg.timeout} s)")

@@ -1,8 +1,9 @@
 """The Flask app: the JSON API (``/api/v1``), the admin UI (``/admin/``), ``/healthz``.
 
 ``create_app(test_config=None)`` is the only way to get an app (``wsgi.py``
-calls it once for gunicorn). Configuration: :mod:`webapp.config`. Views get
-the process's :class:`wikimem.host.Host` from :func:`get_host`.
+calls it once for gunicorn). Configuration: :mod:`webapp.config` (Flask's
+keys) over ``wikimem/host/config.py`` (everything else, and the host). Views
+get the process's :class:`wikimem.host.Host` from :func:`get_host`.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app, jsonify
+from flask.json.provider import DefaultJSONProvider
 
 __all__ = ["create_app", "get_host"]
 
@@ -26,42 +28,6 @@ def _asset_folder(name: str) -> str:
         if candidate.is_dir():
             return str(candidate)
     return str(_PACKAGE / name)
-
-
-def _make_host(config: Mapping[str, Any]):
-    from webapp.config import recall_options
-    from wikimem.host import Host, OwnerQuota
-
-    llm = None
-    if config.get("LLM_URL"):
-        from wikimem.llm import ChatClient
-
-        llm = ChatClient(config["LLM_URL"], config["LLM_MODEL"], api_key=config.get("LLM_API_KEY"),
-                         timeout=float(config["LLM_TIMEOUT"]))
-    quota = OwnerQuota(int(config["QUOTA_OWNERS"]), int(config["QUOTA_OWNERS_PER_MINUTE"]))
-    return Host(config["DATA_ROOT"], index_cache=int(config["INDEX_CACHE"]), embedder=_make_embedder(config),
-                llm=llm, recall=recall_options(config), quota=quota,
-                replication=config.get("REPLICATION_SETTINGS"), peers=config.get("PEER_SET"))
-
-
-def _make_embedder(config: Mapping[str, Any]):
-    """The bundled local model (``WIKIMEM_EMBEDDER=local``), an endpoint (``WIKIMEM_EMBED_URL``) or None.
-
-    Both are stdlib until used: numpy and the model load on the first retrieve.
-    """
-    if config.get("EMBEDDER") == "local":
-        from wikimem.vectors import LocalEmbedder
-
-        return LocalEmbedder(threads=config.get("EMBED_THREADS"))
-    if config.get("EMBED_URL") and config.get("EMBEDDER") != "none":
-        from wikimem.vectors import HttpEmbedder
-
-        return HttpEmbedder(config["EMBED_URL"], config["EMBED_MODEL"], api_key=config.get("EMBED_API_KEY"),
-                            timeout=float(config["EMBED_TIMEOUT"]), query_model=config.get("EMBED_QUERY_MODEL"),
-                            query_prefix=config.get("EMBED_QUERY_PREFIX") or "",
-                            passage_prefix=config.get("EMBED_PASSAGE_PREFIX") or "",
-                            input_type=bool(config.get("EMBED_INPUT_TYPE")))
-    return None
 
 
 def _readyz():
@@ -82,7 +48,10 @@ def get_host():
         with app.extensions["wikimem.host_lock"]:
             host = app.extensions.get(_HOST)
             if host is None:
-                host = app.extensions[_HOST] = _make_host(app.config)
+                from webapp.config import host_config
+                from wikimem.host import build_host
+
+                host = app.extensions[_HOST] = build_host(host_config(app.config))
     return host
 
 
@@ -97,27 +66,30 @@ def _register_ui(app: Flask, api_bp) -> None:
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """A new app: defaults → ``WIKIMEM_*`` environment → ``test_config``."""
     from webapp import api, auth, errors
-    from webapp.config import load_config
+    from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
+    from wikimem.host import build_host
 
-    config = load_config(test_config)
+    config = flask_config(test_config)
+    settings = host_config(config)
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
     app.config.update(config)
-    app.json.sort_keys = False
-    app.json.ensure_ascii = False  # CJK memory reads as text in curl and logs
+    json_provider = cast(DefaultJSONProvider, app.json)  # (Flask's own provider: these are its settings)
+    json_provider.sort_keys = False
+    json_provider.ensure_ascii = False  # CJK memory reads as text in curl and logs
     app.url_map.merge_slashes = False  # /api/v1//x is a 404 in JSON, not a redirect page
     app.extensions["wikimem.host_lock"] = threading.Lock()
     if config.get("HOST") is not None:  # tests may hand in a ready Host
         app.extensions[_HOST] = config["HOST"]
-    elif config.get("REPLICATION_SETTINGS") is not None and config["REPLICATION_SETTINGS"].mode == "async":
+    elif settings.replication_settings is not None and settings.replication_settings.mode == "async":
         # at once, not on the first request: a restarted host resumes pushing what is not on the remote
-        app.extensions[_HOST] = _make_host(app.config)
+        app.extensions[_HOST] = build_host(settings)
     if int(config.get("PROXIES") or 0):
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         n = int(config["PROXIES"])
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)
-    app.wsgi_app = AbortAsJson(app.wsgi_app)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
+    app.wsgi_app = AbortAsJson(app.wsgi_app)  # type: ignore[method-assign]  # (Flask's way to wrap it)
     auth.init_app(app)
     errors.init_app(app)
     app.after_request(security_headers)

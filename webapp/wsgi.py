@@ -1,6 +1,6 @@
 """The WSGI entry point for gunicorn: ``gunicorn -c deploy/gunicorn.conf.py webapp.wsgi:app``.
 
-Configured only by the ``WIKIMEM_*`` environment variables (:mod:`webapp.config`).
+Configured only by the ``WIKIMEM_*`` environment variables (``wikimem/host/config.py``).
 Each worker process imports this module once and so builds one app and one host,
 and starts the host's background job threads (:mod:`wikimem.host.fleet.jobs`): jobs
 left unfinished by a worker that died or a host that restarted are resumed.

@@ -71,12 +71,6 @@ class WriteContext:
             return self
         return replace(self, fingerprint=digest(*request, self.run, self.actor, self.source_conv))
 
-    def commit_info(self) -> dict[str, str]:
-        """The fields a commit records (run, actor, source_conv, idempotency key), without the empty ones."""
-        pairs = (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv),
-                 ("idempotency_key", self.idempotency_key))
-        return {k: v for k, v in pairs if v is not None}
-
 
 def digest(*parts: object) -> str:
     """A short, stable hash of JSON-able parts (a request's fingerprint)."""

@@ -58,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
-__all__ = ["parse_time_range", "scan_time", "TimeScan", "event_day", "local_today"]
+__all__ = ["parse_time_range", "scan_time", "TimeScan", "event_day", "local_today", "resolve_tz"]
 
 _CN_NUM = "零〇一二两三四五六七八九十百"
 _NUM = rf"(\d{{1,4}}|[{_CN_NUM}]{{1,4}})"
@@ -432,10 +432,22 @@ class TimeScan:
         return " ".join(p for p in out if p.strip())
 
 
+def resolve_tz(tz: tzinfo | str | None) -> tzinfo | None:
+    """A tzinfo from a tzinfo, an IANA name (``"Asia/Shanghai"``) or None (local)."""
+    if tz is None or isinstance(tz, tzinfo):
+        return tz
+    if isinstance(tz, str):
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {tz!r}") from None
+    raise ValueError(f"tz must be a tzinfo or a zone name, got {type(tz).__name__}")
+
+
 def local_today(tz: tzinfo | str | None = None) -> date:
     """The current date in ``tz`` (default local): what "today" means when nothing pins it."""
-    from wikimem.store import resolve_tz
-
     return datetime.now(resolve_tz(tz)).date()
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from wikimem.context import WriteContext
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, OWNER
@@ -97,7 +99,7 @@ CELLS_OUTSIDE = """wrap => {
 
 def test_owners_table_shows_every_column_at_both_widths(world, operator_page, screenshots):
     owner, _ = world.host.ensure_owner(LONG_OWNER)
-    owner.vstore.add("preferences", "tea", "Likes green tea.", owner=LONG_OWNER, actor="test")
+    owner.vstore.add("preferences", "tea", "Likes green tea.", owner=LONG_OWNER, ctx=WriteContext(actor="test"))
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(world.url + "/admin/")

@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from wikimem.context import WriteContext
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import OWNER
@@ -40,7 +42,7 @@ def utc_of(time_el) -> datetime:
 
 def add_summer_item(world) -> None:
     world.owner().vstore.add("events", "fourth-of-july", "Watched fireworks.", owner=OWNER,
-                             ts=SUMMER_TS, source_conv="conv_j", actor="Elaina")
+                             ts=SUMMER_TS, ctx=WriteContext(source_conv="conv_j", actor="Elaina"))
 
 
 def test_instants_are_utc_without_javascript(world, operator_page):
@@ -109,7 +111,8 @@ def test_diary_says_which_time_is_the_events_and_which_was_recorded(world, opera
 
 def test_a_long_day_comes_in_parts_of_the_day(world, operator_page, screenshots):
     vs = world.owner().vstore
-    with vs.batch(run="run_long_day", actor="Elaina", message="memorize a long day", source_conv="conv_long"):
+    with vs.batch(WriteContext(run="run_long_day", actor="Elaina", source_conv="conv_long"),
+                  message="memorize a long day"):
         for hhmm, text in LONG_EVENTS:
             vs.diary.append(text, date=LONG_DAY, time=hhmm, owner=OWNER, source_conv="conv_long")
     expected = {"night": 0, "morning": 0, "afternoon": 0, "evening": 0}

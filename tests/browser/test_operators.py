@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from wikimem.context import WriteContext
+
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
 from browser_seed import BAD_RUN, BAD_WORDS, OTHER, OWNER
@@ -168,7 +170,7 @@ def test_history_filters_compare_and_jump(world, operator_page, screenshots):
 def test_history_pages_newer_and_older(world, operator_page):
     owner = world.owner()
     for i in range(55):  # more than a page
-        owner.vstore.add("notes", f"n{i}", f"note {i}", owner=OWNER, actor="bot")
+        owner.vstore.add("notes", f"n{i}", f"note {i}", owner=OWNER, ctx=WriteContext(actor="bot"))
     page = operator_page("laptop")
     page.goto(owner_url(world, "/history"))
     first = page.locator("a.commit-link").first.inner_text()

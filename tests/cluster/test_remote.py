@@ -345,8 +345,7 @@ def test_ssh_remote_creates_pushes_and_fetches_through_the_ssh_command(tmp_path,
         exec sh -c "$*"
         """))
     shim.chmod(0o755)
-    monkeypatch.setenv("GIT_SSH_COMMAND", str(shim))
-    remote = Remote(f"ssh://git@backup.invalid:2222{tmp_path}/srv/owner.git")
+    remote = Remote(f"ssh://git@backup.invalid:2222{tmp_path}/srv/owner.git", ssh_command=str(shim))
     assert remote.create() is True and remote.create() is False
     writer.add("a", "b", "c")
     remote.push(writer.root, writer.head(), None)

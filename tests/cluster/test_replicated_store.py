@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from wikimem.context import WriteContext
 from wikimem.errors import WikimemError
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.remote import TRACKING, Remote, RemoteMoved, RemoteUnavailable
@@ -113,6 +114,7 @@ def test_a_vanished_remote_repository_is_never_silently_seeded_again(world, tmp_
 
 _KILLED_AFTER_PUSH = textwrap.dedent("""
     import os, sys
+    from wikimem.context import WriteContext
     from wikimem.versioned import VersionedStore
     from wikimem.versioned.remote import Remote
     from wikimem.versioned.replica import Replica
@@ -120,7 +122,7 @@ _KILLED_AFTER_PUSH = textwrap.dedent("""
     vs.replica = Replica(Remote(sys.argv[2]), "sync")
     real_move = vs.git.move_ref
     vs.git.move_ref = lambda old, new: os._exit(9)   # the machine dies right after the push
-    vs.diary_append("the killed write", date="2026-07-21", time="10:00", idempotency_key="key-1")
+    vs.diary_append("the killed write", date="2026-07-21", time="10:00", ctx=WriteContext(idempotency_key="key-1"))
 """)
 
 
@@ -135,7 +137,8 @@ def test_a_host_killed_between_push_and_branch_move_keeps_the_write_once(world):
     a = world("a")
     pushed = git(world.bare, "rev-parse", "main")
     assert a.head() != pushed  # the branch did not move before the kill
-    again = a.diary_append("the killed write", date="2026-07-21", time="10:00", idempotency_key="key-1")
+    again = a.diary_append("the killed write", date="2026-07-21", time="10:00",
+                           ctx=WriteContext(idempotency_key="key-1"))
     assert again.replayed and again.commit == pushed  # the client's retry: replayed, not written twice
     assert [e.content for e in a.diary.day("2026-07-21")] == ["the killed write"]
     assert a.head() == pushed and a.external_changes() == []
@@ -168,9 +171,9 @@ def test_async_two_hosts_writing_one_owner_keep_both_and_stay_linear(world):
     a.push_pending()
     b = world("b", "async")
     a.add("prefs", "tea", "green tea")
-    a.diary_append("A was here", date="2026-07-21", time="09:00", idempotency_key="from-a")
+    a.diary_append("A was here", date="2026-07-21", time="09:00", ctx=WriteContext(idempotency_key="from-a"))
     b.add("prefs", "coffee", "black coffee")
-    b.diary_append("B was here", date="2026-07-21", time="09:30", idempotency_key="from-b")
+    b.diary_append("B was here", date="2026-07-21", time="09:30", ctx=WriteContext(idempotency_key="from-b"))
     a.push_pending()
     assert b.push_pending() is True  # moved: replayed on top of a's commits, then pushed
     assert git(world.bare, "rev-parse", "main") == b.head()
@@ -187,11 +190,11 @@ def test_a_retry_on_another_host_replays_the_write_made_there(world):
     a = world("a")
     a.add("prefs", "sea", "likes the sea")
     b = world("b")
-    first = b.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
+    first = b.diary_append("only once", date="2026-07-21", time="10:00", ctx=WriteContext(idempotency_key="turn-7"))
     time.sleep(1.1)  # within the same second A would make the very same commit (same content, parent, time)
     with pytest.raises(RemoteMoved):  # A's copy is behind: its attempt is refused and rolled back...
-        a.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
-    again = a.diary_append("only once", date="2026-07-21", time="10:00", idempotency_key="turn-7")
+        a.diary_append("only once", date="2026-07-21", time="10:00", ctx=WriteContext(idempotency_key="turn-7"))
+    again = a.diary_append("only once", date="2026-07-21", time="10:00", ctx=WriteContext(idempotency_key="turn-7"))
     assert again.replayed and again.commit == first.commit  # ...and the retry finds B's commit
     assert again.value.content == "only once" and again.value.time == "10:00"
     assert [e.content for e in a.diary.day("2026-07-21")] == ["only once"]
@@ -224,11 +227,11 @@ def test_a_remove_retried_on_another_host_is_replayed_as_done(world):
     a = world("a")
     a.add("prefs", "sea", "likes the sea")
     b = world("b")
-    assert b.remove("prefs", "sea", idempotency_key="rm-1").value is True
+    assert b.remove("prefs", "sea", ctx=WriteContext(idempotency_key="rm-1")).value is True
     time.sleep(1.1)
     with pytest.raises(RemoteMoved):
-        a.remove("prefs", "sea", idempotency_key="rm-1")
-    again = a.remove("prefs", "sea", idempotency_key="rm-1")
+        a.remove("prefs", "sea", ctx=WriteContext(idempotency_key="rm-1"))
+    again = a.remove("prefs", "sea", ctx=WriteContext(idempotency_key="rm-1"))
     assert again.replayed and again.value is True and a.store.get("prefs", "sea") is None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from wikimem.context import WriteContext
 from wikimem.versioned import VersionedStore
 
 GIT = shutil.which("git")
@@ -39,12 +40,14 @@ STEPS = [
 COMMITTED = {"branch moved", "index updated", "history index fed"}
 
 WRITES = {
-    "add": "vs.add('preferences', 'tea', '喝乌龙茶。', actor='bot', idempotency_key=KEY)",
-    "diary": "vs.diary_append('下午去了海边。', date='2026-07-21', time='15:00', actor='bot', idempotency_key=KEY)",
+    "add": "vs.add('preferences', 'tea', '喝乌龙茶。', ctx=WriteContext(actor='bot', idempotency_key=KEY))",
+    "diary": "vs.diary_append('下午去了海边。', date='2026-07-21', time='15:00', "
+             "ctx=WriteContext(actor='bot', idempotency_key=KEY))",
 }
 
 CHILD = """
 import importlib, os, sys
+from wikimem.context import WriteContext
 from wikimem.versioned import VersionedStore
 module, path, write = sys.argv[2], sys.argv[3], sys.argv[4]
 owner_cls, _, name = path.partition(".")
@@ -73,7 +76,7 @@ def _git(root, *args) -> str:
 def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, kind):
     root = tmp_path / "owner"
     vs = VersionedStore(root)
-    vs.add("preferences", "sea", "喜欢海边。", actor="seed")  # something before, so undo has a base
+    vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))  # something before, so undo has a base
     vs.close()
     env = dict(os.environ, PYTHONPATH=str(REPO))
     child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind]], env=env,

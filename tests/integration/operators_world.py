@@ -33,8 +33,8 @@ def bad_deploy(host, n: int, *, conflict: bool = True) -> Deploy:
         owner, _ = host.ensure_owner(owner_name(i))
         owner.add("preferences", "tea", "Drinks oolong tea every morning.",
                   ctx=WriteContext(run=f"run_good_{i}", actor=GOOD_ACTOR, source_conv=f"conv_{i}_1"))
-        with owner.vstore.batch(run=f"run_bad_{i}", actor=BAD_ACTOR, message="memorize: 1 fact, 1 diary entry",
-                                source_conv=f"conv_{i}_2"):
+        with owner.vstore.batch(WriteContext(run=f"run_bad_{i}", actor=BAD_ACTOR, source_conv=f"conv_{i}_2"),
+                                message="memorize: 1 fact, 1 diary entry"):
             owner.store.add("preferences", "tea", "Hates tea.", owner=owner.id, source_conv=f"conv_{i}_2")
             owner.diary.append("Said they hate tea.", date="2026-07-21", time="14:30", owner=owner.id,
                                source_conv=f"conv_{i}_2")

@@ -7,15 +7,16 @@ import pytest
 pytest.importorskip("dulwich")
 
 from wikimem.cli import main  # noqa: E402
+from wikimem.context import WriteContext
 from wikimem.versioned import VersionedStore  # noqa: E402
 
 
 @pytest.fixture
 def folder(tmp_path):
     vs = VersionedStore(tmp_path / "m")
-    vs.add("prefs", "sea", "likes the sea", run="good", actor="Elaina")
-    vs.add("prefs", "sea", "hates the sea", run="bad", actor="Elaina")
-    vs.diary_append("a terrible day", ts="2026-07-21T09:00:00Z", run="bad", actor="Elaina")
+    vs.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="good", actor="Elaina"))
+    vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad", actor="Elaina"))
+    vs.diary_append("a terrible day", ts="2026-07-21T09:00:00Z", ctx=WriteContext(run="bad", actor="Elaina"))
     vs.close()
     return tmp_path / "m"
 
@@ -34,7 +35,7 @@ def test_log_and_filters(folder, capsys):
 
 
 def test_log_by_actor_action_and_time(folder, capsys):
-    VersionedStore(folder).add("prefs", "tea", "oolong", actor="alice")
+    VersionedStore(folder).add("prefs", "tea", "oolong", ctx=WriteContext(actor="alice"))
     assert run(folder, "log", "--actor", "alice") == 0
     assert [line.split()[2:4] for line in capsys.readouterr().out.splitlines()] == [["add", "prefs/tea"]]
     assert run(folder, "log", "--action", "diary") == 0
@@ -92,7 +93,7 @@ def test_owner_works_for_history_commands(tmp_path, capsys):
     from wikimem.host.owner_ids import encode_owner_id
 
     vs = VersionedStore(tmp_path / "data" / "owners" / encode_owner_id("user:ann"))
-    vs.add("prefs", "sea", "likes the sea", run="r1")
+    vs.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="r1"))
     vs.close()
     assert main(["--owner", "user:ann", "--data", str(tmp_path / "data"), "log"]) == 0
     assert "add prefs/sea" in capsys.readouterr().out

@@ -7,13 +7,13 @@ import pytest
 pytest.importorskip("flask")
 
 from webapp import create_app, get_host  # noqa: E402
-from webapp.config import ConfigError, load_config  # noqa: E402
+from wikimem.host import ConfigError, load_config  # noqa: E402
 
 BASE = {"WIKIMEM_ENV": "development", "WIKIMEM_LLM_URL": "http://127.0.0.1:9/v1", "WIKIMEM_LLM_MODEL": "m"}
 
 
 def test_the_default_is_below_the_worker_timeout():
-    assert load_config(environ={"WIKIMEM_ENV": "development"})["LLM_TIMEOUT"] < 60
+    assert load_config(environ={"WIKIMEM_ENV": "development"}).llm_timeout < 60
 
 
 def test_the_environment_sets_the_chat_clients_timeout(tmp_path, monkeypatch):

@@ -74,7 +74,7 @@ def test_undo_commits_name_what_they_undid_and_marks_link_both_ways(owner):
 def test_old_rollback_commits_with_short_ids_still_mark(owner):
     write(owner, "a", "good", actor="bot")
     bad = write(owner, "a", "bad", actor="bot", run="run_old")
-    with owner.vstore.batch(actor="alice", action="rollback", message="roll back run run_old",
+    with owner.vstore.batch(WriteContext(actor="alice"), action="rollback", message="roll back run run_old",
                             reverts=bad[:12]):  # what a rollback wrote before full ids
         owner.store.add("notes", "a", "good", owner=owner.id)
     entries = owner.review.search_history(limit=5).entries

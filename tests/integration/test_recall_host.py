@@ -11,22 +11,23 @@ from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
 
 from webapp import create_app, get_host
-from webapp.config import ConfigError, load_config, recall_options
+from wikimem.host import Config, ConfigError, load_config
 
-O = f"/api/v1/owners/{OWNER}"
+O = f"/api/v1/owners/{OWNER}"  # noqa: E741  (the owner's URL, as in every API test)
 
 
-def config(**env) -> dict:
-    return load_config({"TESTING": True}, environ={k: str(v) for k, v in env.items()})
+def config(**env) -> Config:
+    return load_config(environ={k: str(v) for k, v in env.items()})
 
 
 def test_the_defaults_are_the_measured_ones():
-    options = recall_options(config())
+    options = config().recall_options()
     assert (options.use_jieba, options.query_stopwords, options.neighbour_context) == (False, True, 0.6)
     assert options.embed_in_background is False  # no embedder, or an endpoint: as before
     # issue 23 (bench/quality.py): BM25 b 0.4; without an embedder, lexical neighbour smoothing 0.2
     assert (options.bm25_b, options.neighbour_smoothing, options.fusion_weight) == (0.4, 0.2, 0.3)
-    local = recall_options(config(WIKIMEM_EMBEDDER="local"))
+    assert (options.diary, options.recency_half_life) == ("all", None)  # bench/quality_diary.py
+    local = config(WIKIMEM_EMBEDDER="local").recall_options()
     assert local.embed_in_background is True
     assert (local.fusion_weight, local.neighbour_smoothing, local.bm25_b) == (0.3, 0.0, 0.4)
 
@@ -46,7 +47,7 @@ def test_the_defaults_are_the_measured_ones():
     ({"WIKIMEM_RECENCY_HALF_LIFE": "14"}, {"recency_half_life": 14.0}),
 ])
 def test_switches(env, expected):
-    options = recall_options(config(**env))
+    options = config(**env).recall_options()
     for key, value in expected.items():
         assert getattr(options, key) == value
 
@@ -103,7 +104,8 @@ def test_the_local_model_embeds_in_the_background_and_the_api_uses_it(tmp_path):
     for name, content in (("s1-t1", "Maya: we adopted a golden retriever puppy last weekend!"),
                           ("s1-t2", "Leo: the tax forms are due on Friday."),
                           ("s1-t3", "Maya: my sister is moving to Lisbon in May.")):
-        assert client.put(f"{O}/items/chat/{name}", headers=auth(ADMIN), json={"content": content}).status_code == 201  # created
+        created = client.put(f"{O}/items/chat/{name}", headers=auth(ADMIN), json={"content": content})
+        assert created.status_code == 201
     with app.app_context():
         index = get_host().owner(OWNER).index()
     assert index.embed_in_background and index.neighbour_context

@@ -18,6 +18,7 @@ import pytest
 
 from webapp import create_app, get_host
 from webapp.session import account_line, current_operator, require_role
+from wikimem.context import WriteContext
 from wikimem.host.access.operators import remove_account, update_account
 from wikimem.host.access.tokens import append_token, mint_token, revoke_tokens
 
@@ -94,8 +95,8 @@ def ui(tmp_path, files) -> UI:
     ui = make_app(tmp_path, files)
     with ui.app.app_context():
         owner, _ = get_host().ensure_owner(OWNER)
-        owner.vstore.add("prefs", "sea", "likes the sea", owner=OWNER, actor="bot")
-        owner.vstore.add("prefs", "sea", "hates the sea", owner=OWNER, actor="bot", run="run_bad")
+        owner.vstore.add("prefs", "sea", "likes the sea", owner=OWNER, ctx=WriteContext(actor="bot"))
+        owner.vstore.add("prefs", "sea", "hates the sea", owner=OWNER, ctx=WriteContext(actor="bot", run="run_bad"))
     return ui
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
+from wikimem.store import UnitInfo
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.messages import build_message, parse_trailers
 
@@ -18,7 +19,7 @@ def test_a_line_separator_inside_a_value_is_not_a_new_trailer():
 
 def test_values_that_slipped_past_validation_are_escaped_in_the_message():
     record = {"ts": "2026-07-21T00:00:00+00:00", "action": "add", "file": "f", "item": "a\u2028Wikimem-Run: x"}
-    message = build_message([record], {"actor": "eve\x1b[31m", "run": "r\x00", "source_conv": "c\u2029d"})
+    message = build_message([record], UnitInfo(actor="eve\x1b[31m", run="r\x00", source_conv="c\u2029d"))
     for bad in ("\x00", "\x1b", "\u2028", "\u2029", "\x85"):
         assert bad not in message
     _, trailers, journal = parse_trailers(message)

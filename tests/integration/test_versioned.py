@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("dulwich")
 
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
+from wikimem.context import WriteContext
 from wikimem.errors import Conflict, NotFound, PreconditionFailed  # noqa: E402
 from wikimem.format.codec import item_etag  # noqa: E402
 from wikimem.versioned import VersionedStore  # noqa: E402
@@ -53,10 +54,10 @@ def test_opening_initialises_a_clean_repository_on_main(vs):
 @needs_git
 def test_every_write_is_one_commit_with_trailers_and_the_actor_as_author(vs):
     root = vs.root
-    done = vs.add("preferences", "likes-the-sea", "She loves the sea.", owner="u1", source_conv="c7",
-                  run="run_42", actor="Elaina")
+    done = vs.add("preferences", "likes-the-sea", "She loves the sea.", owner="u1",
+                  ctx=WriteContext(source_conv="c7", run="run_42", actor="Elaina"))
     assert done.commit == vs.head() and not done.replayed
-    vs.diary_append("walked on the beach", ts="2026-07-21T06:30:00Z", actor="Elaina", run="run_42")
+    vs.diary_append("walked on the beach", ts="2026-07-21T06:30:00Z", ctx=WriteContext(actor="Elaina", run="run_42"))
     assert count_commits(root) == 3
     body = git(root, "log", "-1", "--format=%an%n%B", "HEAD~1")
     lines = body.splitlines()
@@ -80,19 +81,19 @@ def test_every_write_is_one_commit_with_trailers_and_the_actor_as_author(vs):
 @needs_git
 def test_a_batch_is_one_commit_and_an_empty_or_failed_batch_none(vs):
     head = vs.head()
-    with vs.batch(run="run_1", actor="Elaina", message="memorize 2 entries") as b:
+    with vs.batch(WriteContext(run="run_1", actor="Elaina"), message="memorize 2 entries") as b:
         vs.store.add("people", "mom", "a teacher")
         vs.diary.append("first", ts="2026-07-21T06:30:00Z")
         vs.diary.append("second", ts="2026-07-21T06:31:00Z")
     assert b.commit == vs.head() != head
     assert count_commits(vs.root) == 2
     assert git(vs.root, "log", "-1", "--format=%s").strip() == "memorize 2 entries"
-    with vs.batch(run="run_2") as empty:
+    with vs.batch(WriteContext(run="run_2")) as empty:
         pass
     assert empty.commit is None and count_commits(vs.root) == 2
     before = (vs.root / "wiki" / "people.md").read_bytes()
     with pytest.raises(RuntimeError):
-        with vs.batch(run="run_3"):
+        with vs.batch(WriteContext(run="run_3")):
             vs.store.add("people", "mom", "changed")
             vs.store.add("people", "dad", "new")
             raise RuntimeError("the worker died")
@@ -122,31 +123,31 @@ def test_if_match_guards_an_item_and_idempotency_key_replays(vs):
     first = vs.add("f", "a", "one")
     tag = item_etag(first.value)
     with pytest.raises(PreconditionFailed) as exc:
-        vs.add("f", "a", "two", if_match="0" * 20)
+        vs.add("f", "a", "two", ctx=WriteContext(if_match="0" * 20))
     assert exc.value.current == tag
     assert vs.store.get("f", "a").content == "one"
-    second = vs.add("f", "a", "two", if_match=tag)
+    second = vs.add("f", "a", "two", ctx=WriteContext(if_match=tag))
     assert second.value.content == "two"
     head = vs.head()
-    r1 = vs.diary_append("once", idempotency_key="k-1", ts="2026-01-01T10:00:00Z")
-    r2 = vs.diary_append("once", idempotency_key="k-1", ts="2026-01-01T10:00:00Z")
+    r1 = vs.diary_append("once", ctx=WriteContext(idempotency_key="k-1"), ts="2026-01-01T10:00:00Z")
+    r2 = vs.diary_append("once", ctx=WriteContext(idempotency_key="k-1"), ts="2026-01-01T10:00:00Z")
     assert r2.replayed and r2.commit == r1.commit and r2.value == r1.value
     assert len(vs.diary.day("2026-01-01")) == 1
     assert vs.history(limit=5).entries[1].id == head
     with pytest.raises(PreconditionFailed):
-        with vs.batch(if_match=head):
+        with vs.batch(WriteContext(if_match=head)):
             vs.store.add("f", "b", "x")
-    with vs.batch(if_match=vs.head()) as b:
+    with vs.batch(WriteContext(if_match=vs.head())) as b:
         vs.store.add("f", "b", "x")
     assert b.commit == vs.head()
 
 
 def test_idempotency_survives_a_deleted_history_index(vs):
-    r1 = vs.add("f", "a", "one", idempotency_key="key-9")
+    r1 = vs.add("f", "a", "one", ctx=WriteContext(idempotency_key="key-9"))
     vs.close()
     os.unlink(vs.root / ".git" / DB_NAME)
     again = VersionedStore(vs.root)
-    r2 = again.add("f", "a", "one", idempotency_key="key-9")
+    r2 = again.add("f", "a", "one", ctx=WriteContext(idempotency_key="key-9"))
     assert r2.replayed and r2.commit == r1.commit
     assert r2.value.content == "one"
     again.close()
@@ -155,11 +156,11 @@ def test_idempotency_survives_a_deleted_history_index(vs):
 # -- history --------------------------------------------------------------------
 
 def test_history_by_file_item_and_run_with_paging(vs):
-    vs.add("prefs", "sea", "likes the sea", run="r1", actor="A")
-    vs.add("prefs", "tea", "likes tea", run="r1", actor="A")
-    vs.add("people", "mom", "teacher", run="r2", actor="B")
-    vs.add("prefs", "sea", "hates the sea", run="r2", actor="B")
-    vs.remove("prefs", "tea", run="r3", actor="C")
+    vs.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="r1", actor="A"))
+    vs.add("prefs", "tea", "likes tea", ctx=WriteContext(run="r1", actor="A"))
+    vs.add("people", "mom", "teacher", ctx=WriteContext(run="r2", actor="B"))
+    vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="r2", actor="B"))
+    vs.remove("prefs", "tea", ctx=WriteContext(run="r3", actor="C"))
     sea = vs.history(file="prefs", item="sea")
     assert [e.summary for e in sea.entries] == ["update prefs/sea", "add prefs/sea"]
     assert [e.actor for e in sea.entries] == ["B", "A"]
@@ -190,7 +191,7 @@ def test_item_history_counts_only_commits_that_changed_that_block(vs):
 
 def test_history_index_is_rebuilt_when_missing_and_follows_git_cli_commits(vs):
     for i in range(3):
-        vs.add("f", f"n{i}", str(i), run="r")
+        vs.add("f", f"n{i}", str(i), ctx=WriteContext(run="r"))
     before = [e.to_dict() for e in vs.history().entries]
     vs.close()
     os.unlink(vs.root / ".git" / DB_NAME)
@@ -251,18 +252,18 @@ def test_per_item_diff_of_a_commit_and_between_commits(vs):
 def test_revert_puts_items_back_and_detects_conflicts_item_by_item(vs):
     vs.add("prefs", "sea", "likes the sea")
     vs.add("prefs", "tea", "likes tea")
-    with vs.batch(run="bad", message="bad run") as b:
+    with vs.batch(WriteContext(run="bad"), message="bad run") as b:
         vs.store.add("prefs", "sea", "hates the sea")
         vs.store.add("prefs", "tea", "hates tea")
     vs.add("prefs", "tea", "fixed by hand later")
     head = vs.head()
-    plan = vs.preview_revert(b.commit)
+    plan = vs.undo.preview_revert(b.commit)
     assert [(c["name"], c["reason"]) for c in plan.conflicts] == [("tea", "changed again later")]
     with pytest.raises(Conflict) as exc:
-        vs.revert(b.commit)
+        vs.undo.revert(b.commit)
     assert exc.value.conflicts[0]["name"] == "tea"
     assert vs.head() == head and vs.store.get("prefs", "sea").content == "hates the sea"
-    done = vs.revert(b.commit, force=True, actor="op")
+    done = vs.undo.revert(b.commit, force=True, ctx=WriteContext(actor="op"))
     assert vs.store.get("prefs", "sea").content == "likes the sea"
     assert vs.store.get("prefs", "tea").content == "likes tea"
     top = vs.history().entries[0]
@@ -273,25 +274,25 @@ def test_revert_of_a_diary_append_removes_exactly_that_entry(vs):
     vs.diary_append("same words", ts="2026-07-21T09:00:00Z")
     bad = vs.diary_append("same words", ts="2026-07-21T09:00:30Z").commit
     vs.diary_append("later", ts="2026-07-21T10:00:00Z")
-    vs.revert(bad)
+    vs.undo.revert(bad)
     day = vs.diary.day("2026-07-21")
     assert [(e.time, e.content, e.ts) for e in day] == [("09:00", "same words", "2026-07-21T09:00:00+00:00"),
                                                         ("10:00", "later", "2026-07-21T10:00:00+00:00")]
     # reverting the revert brings it back
-    vs.revert("HEAD")
+    vs.undo.revert("HEAD")
     assert len(vs.diary.day("2026-07-21")) == 3
 
 
 def test_rollback_of_a_run_is_one_commit_and_keeps_everything_else(vs):
-    vs.add("prefs", "sea", "likes the sea", run="good")
+    vs.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="good"))
     for i, text in enumerate(("hates the sea", "really hates the sea")):
-        vs.add("prefs", "sea", text, run="bad", actor="Bot")
-        vs.diary_append(f"bad entry {i}", ts=f"2026-07-21T0{i}:00:00Z", run="bad", actor="Bot")
-    vs.add("people", "mom", "teacher", run="other")
+        vs.add("prefs", "sea", text, ctx=WriteContext(run="bad", actor="Bot"))
+        vs.diary_append(f"bad entry {i}", ts=f"2026-07-21T0{i}:00:00Z", ctx=WriteContext(run="bad", actor="Bot"))
+    vs.add("people", "mom", "teacher", ctx=WriteContext(run="other"))
     n = count_commits(vs.root) if GIT else None
-    plan = vs.preview_rollback("bad")
+    plan = vs.undo.preview_rollback("bad")
     assert plan.conflicts == [] and {c.kind for c in plan.changes} == {"wiki", "diary"}
-    done = vs.rollback("bad", actor="operator")
+    done = vs.undo.rollback("bad", ctx=WriteContext(actor="operator"))
     assert vs.store.get("prefs", "sea").content == "likes the sea"
     assert vs.diary.day("2026-07-21") == []
     assert vs.store.get("people", "mom").content == "teacher"
@@ -299,16 +300,31 @@ def test_rollback_of_a_run_is_one_commit_and_keeps_everything_else(vs):
         assert count_commits(vs.root) == n + 1
     assert vs.history().entries[0].id == done.commit and "roll back run bad" in vs.history().entries[0].summary
     with pytest.raises(NotFound):
-        vs.rollback("no-such-run")
+        vs.undo.rollback("no-such-run")
 
 
 def test_rollback_conflicts_with_later_changes_from_other_runs(vs):
-    vs.add("prefs", "sea", "likes the sea", run="good")
-    vs.add("prefs", "sea", "hates the sea", run="bad")
-    vs.add("prefs", "sea", "operator fixed it", run="fix")
+    vs.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="good"))
+    vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad"))
+    vs.add("prefs", "sea", "operator fixed it", ctx=WriteContext(run="fix"))
     with pytest.raises(Conflict):
-        vs.rollback("bad")
+        vs.undo.rollback("bad")
     assert vs.store.get("prefs", "sea").content == "operator fixed it"
+
+
+def test_undo_by_kind_goes_through_the_one_table(vs):
+    from wikimem.host import UNDO_TARGETS
+    from wikimem.versioned import UNDO_KINDS
+
+    assert UNDO_TARGETS == {kind: entry.target for kind, entry in UNDO_KINDS.items()}
+    vs.add("prefs", "sea", "likes the sea")
+    bad = vs.add("prefs", "sea", "hates the sea", ctx=WriteContext(run="bad")).commit
+    assert [c.after for c in vs.undo.preview("revert", bad).changes] == ["likes the sea"]
+    assert vs.undo.preview("rollback", "bad") == vs.undo.preview_rollback("bad")
+    done = vs.undo.apply("restore", "HEAD~1", force=True, ctx=WriteContext(actor="op"))
+    assert vs.store.get("prefs", "sea").content == "likes the sea" and vs.history().entries[0].id == done.commit
+    with pytest.raises(ValueError, match="unknown undo operation 'squash'"):
+        vs.undo.preview("squash", "HEAD")
 
 
 def test_restore_to_a_commit_and_to_a_time(vs):
@@ -317,7 +333,7 @@ def test_restore_to_a_commit_and_to_a_time(vs):
     vs.add("prefs", "sea", "hates the sea")
     vs.add("people", "mom", "teacher")
     n_before = len(vs.history(limit=100).entries)
-    done = vs.restore(c1)
+    done = vs.undo.restore(c1)
     assert vs.store.items() == vs.snapshot(c1).items()
     assert vs.diary.dates() == [] and vs.store.files() == ["prefs"]
     assert len(vs.history(limit=100).entries) == n_before + 1  # history is never rewritten
@@ -349,7 +365,7 @@ def test_hand_edits_are_committed_as_external_edit_before_the_next_write(vs):
     path.write_text(path.read_text().replace("likes the sea", "adores the ocean"), encoding="utf-8")
     (vs.root / "wiki" / "notes.md").write_text("# notes\n\n## idea\n\nwritten in an editor\n", encoding="utf-8")
     assert vs.external_changes() == ["wiki/notes.md", "wiki/prefs.md"]
-    vs.add("people", "mom", "teacher", actor="api")
+    vs.add("people", "mom", "teacher", ctx=WriteContext(actor="api"))
     entries = vs.history(limit=3).entries
     assert [e.action for e in entries[:2]] == ["add", "external-edit"]
     assert entries[0].changes == 1  # the API write's commit carries only its own change

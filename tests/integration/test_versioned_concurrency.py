@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("dulwich")
 
+from wikimem.context import WriteContext  # noqa: E402
 from wikimem.versioned import VersionedStore  # noqa: E402
 
 GIT = shutil.which("git")
@@ -26,10 +27,11 @@ def _writer(root: str, proc: int, n: int) -> None:
     vs = VersionedStore(root)
     for j in range(n):
         if j % 2:
-            vs.diary_append(f"p{proc} event {j}", ts="2026-07-21T09:00:00Z", actor=f"worker{proc}")
+            vs.diary_append(f"p{proc} event {j}", ts="2026-07-21T09:00:00Z",
+                            ctx=WriteContext(actor=f"worker{proc}"))
         else:
-            vs.add(f"shared{j % 3}", f"p{proc}-{j}", f"written by {proc} as {j}", actor=f"worker{proc}",
-                   run=f"run-{proc}")
+            vs.add(f"shared{j % 3}", f"p{proc}-{j}", f"written by {proc} as {j}",
+                   ctx=WriteContext(actor=f"worker{proc}", run=f"run-{proc}"))
     vs.close()
 
 
@@ -67,11 +69,12 @@ def test_four_processes_lose_no_write_and_make_one_commit_each(tmp_path):
 
 _LOOP = """
 import sys
+from wikimem.context import WriteContext
 from wikimem.versioned import VersionedStore
 vs = VersionedStore(sys.argv[1])
 i = 0
 while True:
-    vs.add("f", f"n{i % 50}", "x" * (i % 500) + str(i), actor="doomed")
+    vs.add("f", f"n{i % 50}", "x" * (i % 500) + str(i), ctx=WriteContext(actor="doomed"))
     vs.diary_append(f"event {i}", ts="2026-07-21T09:00:00Z")
     i += 1
 """
@@ -88,7 +91,7 @@ def test_a_writer_killed_mid_write_leaves_a_repository_that_keeps_working(tmp_pa
         child.wait()
         vs = VersionedStore(root)
         assert vs.verify() == []
-        done = vs.add("f", "after", f"round {round_}", actor="survivor")
+        done = vs.add("f", "after", f"round {round_}", ctx=WriteContext(actor="survivor"))
         assert done.commit == vs.head()
         assert vs.external_changes() == []
         # A write killed between its files and its commit is undone (or finished), never committed

@@ -91,7 +91,7 @@ class RecordingHook:
 
     def committed(self, unit):
         assert self.depth == 1, "committed() must run inside the lock"
-        self.units.append((unit.mutations, unit.info))
+        self.units.append((unit.mutations, unit.info.to_dict()))
 
 
 def test_every_mutation_is_reported_once_with_its_files_and_record(tmp_path):

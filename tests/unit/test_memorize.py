@@ -42,7 +42,7 @@ class CountingHook:
         pass
 
     def committed(self, unit):
-        self.units.append((unit.mutations, unit.info))
+        self.units.append((unit.mutations, unit.info.to_dict()))
 
 
 def entries(*texts) -> str:

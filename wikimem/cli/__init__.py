@@ -8,22 +8,31 @@ folder there, an unknown host owner, a bad name).
 The memory folder is ``--store DIR`` (or ``$WIKIMEM_STORE``, or the current
 folder), or a host owner's folder: ``--owner ID`` under ``--data ROOT`` (or
 ``$WIKIMEM_DATA``, or ``./data``), i.e. ``ROOT/owners/<encoded id>``.
+
+Settings come from :mod:`wikimem.host.config` (the environment, then the
+command's flags): :func:`read_setting` for one of them, :func:`open_host` (and
+:func:`open_owner`) for a command that needs the host — the same host the web app builds, with its
+replication, peers, embedder and recall options.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from wikimem import __version__
 from wikimem.errors import WikimemError
 
-__all__ = ["main", "store_root", "Parser", "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
+__all__ = ["main", "store_root", "read_setting", "host_config", "open_host", "open_owner", "Parser",
+           "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
+# Async replication: how long a command waits at its end for its commits to reach the remote.
+PUSH_WAIT = 60.0
+_OPENED: list = []  # the hosts the running command opened (see open_host)
 
 # Modules holding command groups, in help order. Optional layers (git, host)
 # import their dependencies only when their command runs.
@@ -58,15 +67,71 @@ def store_root(args: argparse.Namespace) -> Path:
     if getattr(args, "owner", None):
         if args.store:
             raise ValueError("give either --store or --owner, not both")
-        from ..host.owner_ids import encode_owner_id  # stdlib only, validates the id
+        from wikimem.host import encode_owner_id  # stdlib only, validates the id
 
-        data = Path(args.data_root or os.environ.get("WIKIMEM_DATA") or "data")
+        data = Path(args.data_root or read_setting("DATA_ROOT"))
         root = data / "owners" / encode_owner_id(args.owner)
         if not (root / ".git").is_dir():
             raise ValueError(f"no owner {args.owner!r} under the data root {data} (looked for {root}); "
                              f"create it with PUT /api/v1/owners/<id>, or give --data ROOT")
         return root
-    return Path(args.store or os.environ.get("WIKIMEM_STORE") or ".")
+    return Path(args.store or read_setting("STORE"))
+
+
+def read_setting(key: str) -> Any:
+    """One setting from the environment (:func:`wikimem.host.read_setting`), for a command without a host."""
+    from wikimem.host import read_setting as one
+
+    return one(key)
+
+
+def host_config(args: argparse.Namespace, **flags: Any):
+    """The host's :class:`~wikimem.host.config.Config`: ``WIKIMEM_*``, then the command's ``--data`` and ``flags``
+    (by key, e.g. ``REMOTE=args.remote``; None = not given)."""
+    from wikimem.host import load_config
+
+    given = {"DATA_ROOT": getattr(args, "data", None) or getattr(args, "data_root", None), **flags}
+    return load_config({key: value for key, value in given.items() if value is not None})
+
+
+def open_host(args: argparse.Namespace, **flags: Any):
+    """The :class:`~wikimem.host.Host` of the command, built by :func:`wikimem.host.build_host`.
+
+    Its writes replicate as the web app's do: ``sync``, on the remote before
+    they return; ``async``, pushed in the background, and waited for by
+    :func:`main` when the command ends (a process that exits drops its queue).
+    """
+    from wikimem.host import build_host
+
+    host = build_host(host_config(args, **flags))
+    _OPENED.append(host)
+    return host
+
+
+def open_owner(args: argparse.Namespace):
+    """The :class:`~wikimem.host.Owner` that ``--owner`` names, from the host of :func:`open_host`.
+
+    With a remote, an owner the data root lacks is cloned from it first, as the
+    host does; without one, a missing owner is refused before anything is made.
+    """
+    if args.store:
+        raise ValueError("give either --store or --owner, not both")
+    if host_config(args).replication_settings is None:
+        store_root(args)  # the plain commands' refusal (no folder made under a mistyped --data)
+    return open_host(args).owner(args.owner)
+
+
+def _settle() -> None:
+    """Wait for the async pushes of the hosts the command opened."""
+    while _OPENED:
+        _wait_for_pushes(_OPENED.pop())
+
+
+def _wait_for_pushes(host) -> None:
+    pusher = host.replication.pusher if host.replication is not None else None
+    if pusher is not None and not pusher.drain(PUSH_WAIT):
+        print(f"wikimem: {pusher.queued()} owner(s) not on the remote yet; the host pushes them "
+              "(or run `wikimem cluster push`)", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,10 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         return int(args.handler(args) or 0)
-    except (WikimemError, ValueError, OSError) as exc:
+    except (WikimemError, ValueError, OSError) as exc:  # (a bad WIKIMEM_* value is a ValueError too)
         print(f"wikimem: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # `wikimem ls | head`
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    finally:
+        _settle()

@@ -8,21 +8,21 @@
                  remote is shown to hold exactly them.
 
 Settings come from the environment the host runs with (``WIKIMEM_DATA``,
-``WIKIMEM_REMOTE``, ``WIKIMEM_PEERS``, ``WIKIMEM_SELF`` …).
+``WIKIMEM_REMOTE``, ``WIKIMEM_REPLICATION``, ``WIKIMEM_PEERS``, ``WIKIMEM_SELF`` …),
+through :mod:`wikimem.host.config`, which builds the same host the web app has.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
-from . import EXIT_NOT_FOUND, EXIT_OK, Parser
+from . import EXIT_NOT_FOUND, EXIT_OK, Parser, open_host, read_setting
 
 
 def register(sub) -> None:
     p = sub.add_parser("cluster", help="verify, restore, push and rebalance the owners of one host")
-    p.add_argument("--data", default=os.environ.get("WIKIMEM_DATA", "data"), help="data root ($WIKIMEM_DATA)")
-    p.add_argument("--remote", default=os.environ.get("WIKIMEM_REMOTE"), help="remote template ($WIKIMEM_REMOTE)")
+    p.add_argument("--data", default=None, help="data root ($WIKIMEM_DATA)")
+    p.add_argument("--remote", default=None, help="remote template ($WIKIMEM_REMOTE)")
     p.add_argument("--json", action="store_true", help="print JSON")
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True, parser_class=Parser)
     v = csub.add_parser("verify", help="compare every local owner (or --owner) with its remote")
@@ -42,21 +42,18 @@ def register(sub) -> None:
     w.set_defaults(handler=cmd_where)
     b = csub.add_parser("rebalance", help="drop local copies of owners that now hash to another server")
     b.add_argument("--servers", default=None, help="the new upstream's servers, host:port,… (default: $WIKIMEM_PEERS)")
-    b.add_argument("--self", dest="me", default=None, help="this host's host:port in --servers (default: from $WIKIMEM_SELF/$WIKIMEM_BIND)")
+    b.add_argument("--self", dest="me", default=None,
+                   help="this host's host:port in --servers (default: from $WIKIMEM_SELF/$WIKIMEM_BIND)")
     b.add_argument("--dry-run", action="store_true")
     b.set_defaults(handler=cmd_rebalance)
 
 
 def _host(args):
-    from wikimem.host import Host
-    from wikimem.host.cluster import Settings
-
-    if not args.remote:
+    host = open_host(args, REMOTE=args.remote)
+    if host.replication is None:
         raise ValueError("no remote: set WIKIMEM_REMOTE or pass --remote")
-    env = os.environ
-    settings = Settings(args.remote, mode=env.get("WIKIMEM_REPLICATION") or "sync",
-                        timeout=float(env.get("WIKIMEM_REMOTE_TIMEOUT") or 10))
-    return Host(args.data, replication=settings)
+    args.remote = host.replication.settings.remote  # (--all lists it)
+    return host
 
 
 def _print(args, data, lines) -> None:
@@ -98,14 +95,15 @@ def cmd_push(args) -> int:
     from wikimem.host.cluster import push_all
 
     pushed = push_all(_host(args))
-    _print(args, pushed, [f"pushed {n:5} commit(s)  {owner_id}" for owner_id, n in pushed.items()] or ["nothing pending"])
+    lines = [f"pushed {n:5} commit(s)  {owner_id}" for owner_id, n in pushed.items()]
+    _print(args, pushed, lines or ["nothing pending"])
     return EXIT_OK
 
 
 def _servers(value: str | None) -> list[str]:
     from urllib.parse import urlsplit
 
-    text = value or os.environ.get("WIKIMEM_PEERS") or ""
+    text = value or read_setting("PEERS") or ""
     out = []
     for item in text.replace(",", " ").split():
         out.append(urlsplit(item).netloc if "://" in item else item)
@@ -129,8 +127,9 @@ def cmd_rebalance(args) -> int:
     from wikimem.host.cluster import rebalance
 
     servers = _servers(args.servers)
-    me = args.me or os.environ.get("WIKIMEM_SELF") or os.environ.get("WIKIMEM_BIND") or ""
+    host = _host(args)
+    me = args.me or read_setting("SELF") or read_setting("BIND") or ""
     me = urlsplit(me).netloc if "://" in me else me
-    done = rebalance(_host(args), servers, me, dry_run=args.dry_run)
+    done = rebalance(host, servers, me, dry_run=args.dry_run)
     _print(args, done, [f"{owner_id}: {what}" for owner_id, what in done.items()] or ["every local owner belongs here"])
     return EXIT_OK if all(not w.startswith("kept") for w in done.values()) else EXIT_NOT_FOUND

@@ -3,6 +3,10 @@
 Ranked hits with their scores and matched terms, link expansions under
 their parent hit, token estimates, the budget cut, dangling links, and a
 ``time gate:`` line on every run.
+
+A host owner (``--owner``) is opened through the configured host and searched
+with the host's recall settings and embedder (``WIKIMEM_TOKENIZER``,
+``WIKIMEM_DIARY_RECALL`` …), as the API would; the flags given override them.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import argparse
 
 from wikimem.recall import MemoryIndex, RetrievalResult, RetrievedItem
 
-from . import EXIT_NOT_FOUND, EXIT_OK
+from . import EXIT_NOT_FOUND, EXIT_OK, open_owner
 from .browse import open_store
 
 _SNIPPET = 72
@@ -30,11 +34,14 @@ def register(sub) -> None:
     p.add_argument("--time-range", type=_time_range, default=None, metavar="START..END",
                    help="diary window of local dates, e.g. 2026-07-20..2026-07-21 (or one date)")
     p.add_argument("--tz", default=None, help="time zone for words like 昨天 (default: local)")
-    p.add_argument("--diary", choices=("window", "all"), default="window",
-                   help="window: the diary only through a time window (default); all: every entry ranked with the wiki")
+    p.add_argument("--diary", choices=("window", "all"), default=None,
+                   help="window: the diary only through a time window (default; a host owner: $WIKIMEM_DIARY_RECALL); "
+                        "all: every entry ranked with the wiki")
     p.add_argument("--recency-half-life", type=_positive_days, default=None, metavar="DAYS",
                    help="with --diary all: favour recent entries (score × 0.5 + 0.5·2^(−age/DAYS))")
-    p.add_argument("--stopwords", action="store_true", help="drop function words from the query terms")
+    p.add_argument("--stopwords", action="store_true", default=None,
+                   help="drop function words from the query terms "
+                        "(a host owner: on unless $WIKIMEM_QUERY_STOPWORDS=off)")
     p.set_defaults(handler=cmd_explain)
 
 
@@ -70,9 +77,20 @@ def _time_range(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"{exc} (expected START..END, e.g. 2026-07-20..2026-07-21)") from None
 
 
+def _index(args) -> MemoryIndex:
+    if not args.owner:
+        return MemoryIndex(open_store(args), use_jieba=args.jieba, query_stopwords=bool(args.stopwords))
+    owner = open_owner(args)
+    options = owner.recall.kwargs() if owner.recall is not None else {}
+    options["embed_in_background"] = False  # the answer now: a command does not outlive a background embedding
+    for key, flag in (("use_jieba", args.jieba), ("query_stopwords", args.stopwords)):
+        if flag is not None:
+            options[key] = flag
+    return MemoryIndex(owner.store, embedder=owner.embedder, **options)
+
+
 def cmd_explain(args) -> int:
-    store = open_store(args)
-    index = MemoryIndex(store, use_jieba=args.jieba, query_stopwords=args.stopwords)
+    index = _index(args)
     result = index.retrieve(args.query, limit=args.limit, budget_tokens=args.budget,
                             expand_links=not args.no_links, explain=True,
                             time_range=args.time_range, tz=args.tz, diary=args.diary,

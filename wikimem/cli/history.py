@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, store_root
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, open_owner, store_root
 
 
 def open_versioned(args):
+    """The versioned store of ``--store DIR``, or of ``--owner ID`` as the configured host holds it.
+
+    A host owner is opened through the host (:func:`~wikimem.cli.open_owner`): caught
+    up with (or cloned from) its remote first; what the command commits replicates
+    and reaches the run index, as a write through the web app does.
+    """
+    if getattr(args, "owner", None):
+        return open_owner(args).vstore
     root = store_root(args)
     if not (root / ".git").is_dir():
         raise ValueError(f"{root} is not a versioned memory folder (no .git)")
@@ -43,7 +51,7 @@ def register(sub) -> None:
         if name != "restore":
             p.add_argument("--force", action="store_true", help="apply even over conflicts")
         p.add_argument("--actor", default="cli")
-        p.set_defaults(handler=cmd_undo, op=name, target=what)
+        p.set_defaults(handler=cmd_undo, op=name, target=what, force=False)
 
 
 def _change_line(ch) -> str:
@@ -87,14 +95,24 @@ def cmd_diff(args) -> int:
     return EXIT_OK
 
 
+def _undo_calls(args):
+    """``(preview, apply)`` of the one undo table: through the host's Owner for ``--owner`` (its retry when the
+    remote moved), else the folder's own versioned store."""
+    if getattr(args, "owner", None):
+        owner = open_owner(args)
+        return owner.preview_undo, owner.undo
+    undo = open_versioned(args).undo
+    return undo.preview, undo.apply
+
+
 def cmd_undo(args) -> int:
+    from wikimem.context import WriteContext
     from wikimem.errors import Conflict
 
-    vs = open_versioned(args)
+    preview, apply = _undo_calls(args)
     target = getattr(args, args.target)
-    preview = getattr(vs, f"preview_{args.op}")
     if args.dry_run:
-        plan = preview(target)
+        plan = preview(args.op, target)
         if not plan.changes and not plan.conflicts:
             print(f"nothing to change: {args.op} {target} would write nothing")
             return EXIT_OK
@@ -102,11 +120,8 @@ def cmd_undo(args) -> int:
         for c in plan.conflicts:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
         return EXIT_OK
-    kwargs = {"actor": args.actor}
-    if args.op != "restore":
-        kwargs["force"] = args.force
     try:
-        done = getattr(vs, args.op)(target, **kwargs)
+        done = apply(args.op, target, force=args.force, ctx=WriteContext(actor=args.actor))
     except Conflict as exc:
         print(f"wikimem: {exc} (nothing written; --force to apply anyway)", file=sys.stderr)
         for c in exc.conflicts:

@@ -13,9 +13,10 @@ import getpass
 import os
 import secrets
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, read_setting
 
 ADMIN_TOKEN_FILE = "admin-token"
 SECRET_KEY_FILE = "secret-key"
@@ -23,10 +24,8 @@ SECRET_KEY_FILE = "secret-key"
 
 def register(sub) -> None:
     p = sub.add_parser("serve", help="run the host (development server; use gunicorn in production)")
-    p.add_argument("--data", default=os.environ.get("WIKIMEM_DATA", "data"),
-                   help="data root (default: $WIKIMEM_DATA or ./data)")
-    p.add_argument("--bind", default=os.environ.get("WIKIMEM_BIND", "127.0.0.1:8000"),
-                   help="HOST:PORT to listen on (default: $WIKIMEM_BIND or 127.0.0.1:8000)")
+    p.add_argument("--data", default=None, help="data root (default: $WIKIMEM_DATA or ./data)")
+    p.add_argument("--bind", default=None, help="HOST:PORT to listen on (default: $WIKIMEM_BIND or 127.0.0.1:8000)")
     p.add_argument("--demo", action="store_true", help="fill an empty data root with demo owners first")
     p.set_defaults(handler=cmd_serve)
 
@@ -34,8 +33,12 @@ def register(sub) -> None:
     _register_operators(sub)
 
 
+# The setting behind each credentials file's --file default.
+_FILE_KEYS = {"WIKIMEM_TOKENS_FILE": "TOKENS_FILE", "WIKIMEM_OPERATORS_FILE": "OPERATORS_FILE"}
+
+
 def _file_option(parser, var: str, what: str) -> None:
-    parser.add_argument("--file", default=os.environ.get(var), help=f"{what} (default: ${var})")
+    parser.add_argument("--file", default=None, help=f"{what} (default: ${var})")
 
 
 def _register_tokens(sub) -> None:
@@ -130,24 +133,24 @@ def _read_secret(path: Path) -> str:
     return value
 
 
-def _admin_token(data: Path) -> str:
+def _admin_token(data: Path, configured: str | None) -> str:
     """``$WIKIMEM_ADMIN_TOKEN``, else the one kept in the data root (made on first run, mode 0600)."""
-    token = os.environ.get("WIKIMEM_ADMIN_TOKEN")
-    if token:
-        return token
+    if configured:
+        return configured
     return _kept_secret(data / ADMIN_TOKEN_FILE, lambda: "wmk_dev_" + secrets.token_urlsafe(24))
 
 
 def cmd_serve(args) -> int:
-    host, port = _split_bind(args.bind)
-    data = Path(args.data)
+    settings = host_config(args, BIND=args.bind)  # WIKIMEM_*, checked before anything is made
+    host, port = _split_bind(settings.bind)
+    data = Path(settings.data_root)
     data.mkdir(parents=True, exist_ok=True)
-    token = _admin_token(data)
+    token = _admin_token(data, settings.admin_token)
     from webapp import create_app  # flask only now
 
-    config = {"DATA_ROOT": str(data), "ADMIN_TOKEN": token}
-    if os.environ.get("WIKIMEM_SECRET_KEY"):
-        config["ENV"] = os.environ.get("WIKIMEM_ENV", "production")
+    config = {"DATA_ROOT": str(data), "BIND": settings.bind, "ADMIN_TOKEN": token}
+    if settings.secret_key:
+        config["ENV"] = settings.env
     else:
         # The development server keeps its session key next to the admin token,
         # so a restart does not sign every operator out.
@@ -174,6 +177,8 @@ def cmd_serve(args) -> int:
 
 
 def _need_file(args, var: str) -> bool:
+    """Whether the command has its credentials file: ``--file``, else the setting ``var`` names."""
+    args.file = args.file or read_setting(_FILE_KEYS[var])
     if args.file:
         return True
     print(f"wikimem: give --file or set {var}", file=sys.stderr)
@@ -194,7 +199,7 @@ def cmd_token_mint(args) -> int:
     return EXIT_OK
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())

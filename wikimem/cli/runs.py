@@ -10,18 +10,16 @@ the matching runs, one commit per owner.
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, open_host
 
 _FILTERS = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 
 
 def _data_arg(p) -> None:
-    p.add_argument("--data", default=os.environ.get("WIKIMEM_DATA", "data"),
-                   help="data root of the host (default: $WIKIMEM_DATA or ./data)")
+    p.add_argument("--data", default=None, help="data root of the host (default: $WIKIMEM_DATA or ./data)")
 
 
 def _filter_args(p) -> None:
@@ -60,9 +58,7 @@ def register(sub) -> None:
 
 
 def _host(args):
-    from wikimem.host import Host  # dulwich only when a host command runs
-
-    return Host(args.data)
+    return open_host(args)  # configured like the web app's host: replication, peers, recall (dulwich only now)
 
 
 def _query(args):

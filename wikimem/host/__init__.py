@@ -9,6 +9,7 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 from __future__ import annotations
 
 from .access import OwnerQuota
+from .config import Config, ConfigError, build_host, load_config, read_setting
 from .demo import bad_run_hint, seed_demo
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .fleet import RunQuery
@@ -24,4 +25,5 @@ __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
+    "Config", "ConfigError", "load_config", "read_setting", "build_host",
 ]

@@ -48,23 +48,27 @@ def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, s
         owner.llm = saved
 
 
+def _by(actor: str, conv: str | None = None, run: str | None = None) -> WriteContext:
+    return WriteContext(actor=actor, source_conv=conv, run=run)
+
+
 def _xnne(host) -> None:
     owner, _ = host.ensure_owner("user:xnne")
     vs, oid = owner.vstore, owner.id
     vs.add("preferences", "likes-the-sea", "喜欢海边，尤其是傍晚的海风。计划见 [[daily_life:beach-trip]]。",
-           owner=oid, source_conv="conv_101", actor="Elaina", ts="2026-07-18T09:00:00Z")
-    vs.add("preferences", "tea", "每天早上喝乌龙茶，不加糖。", owner=oid, source_conv="conv_101", actor="Elaina")
+           owner=oid, ctx=_by("Elaina", "conv_101"), ts="2026-07-18T09:00:00Z")
+    vs.add("preferences", "tea", "每天早上喝乌龙茶，不加糖。", owner=oid, ctx=_by("Elaina", "conv_101"))
     vs.add("daily_life", "beach-trip", "八月想去青岛看海，[[people:sister]] 可能一起去。",
-           owner=oid, source_conv="conv_102", actor="Elaina")
-    vs.add("people", "sister", "有一个妹妹，叫小雨，在上海读大学。", owner=oid, source_conv="conv_102", actor="Elaina")
-    vs.add("work", "job", "在一家咖啡馆做咖啡师。", owner=oid, source_conv="conv_103", actor="Elaina")
+           owner=oid, ctx=_by("Elaina", "conv_102"))
+    vs.add("people", "sister", "有一个妹妹，叫小雨，在上海读大学。", owner=oid, ctx=_by("Elaina", "conv_102"))
+    vs.add("work", "job", "在一家咖啡馆做咖啡师。", owner=oid, ctx=_by("Elaina", "conv_103"))
     _memorize(owner, "user: 今天傍晚去海边散步了，风很大但是很舒服。\nassistant: 听起来很放松！",
               ["傍晚去海边散步，风很大，但心情很好，说很舒服。", "聊到八月的青岛之行，打算带妹妹小雨一起去。"],
               character="Elaina", run=GOOD_RUN, source_conv="conv_104", date="2026-07-20", time="19:05")
     vs.diary_append("说最近工作很累，晚饭也没怎么吃，一句话都不想说。", date="2026-07-22", time="21:40",
-                    owner=oid, source_conv="conv_105", actor="Elaina")
+                    owner=oid, ctx=_by("Elaina", "conv_105"))
     # The bad run: the model misread a joke and wrote the opposite of what is true.
-    with vs.batch(run=BAD_RUN, actor="Elaina", message="memorize: 1 fact, 1 diary entry", source_conv="conv_106"):
+    with vs.batch(_by("Elaina", "conv_106", run=BAD_RUN), message="memorize: 1 fact, 1 diary entry"):
         vs.store.add("preferences", "likes-the-sea", "其实讨厌海边，从来不去。", owner=oid, source_conv="conv_106")
         vs.diary.append("说自己讨厌大海，再也不想去青岛了。", date="2026-07-23", time="20:15", owner=oid,
                         source_conv="conv_106")
@@ -74,11 +78,11 @@ def _lumi(host) -> None:
     owner, _ = host.ensure_owner("user:lumi")
     vs, oid = owner.vstore, owner.id
     vs.add("preferences", "cats", "Has two cats, Miso and Tofu. See [[people:roommate]].",
-           owner=oid, source_conv="conv_201", actor="Lumi")
+           owner=oid, ctx=_by("Lumi", "conv_201"))
     vs.add("people", "roommate", "Shares a flat with Jonas, who is allergic to cats.",
-           owner=oid, source_conv="conv_201", actor="Lumi")
+           owner=oid, ctx=_by("Lumi", "conv_201"))
     vs.add("hobbies", "climbing", "Goes bouldering on Thursdays. Wants to try [[hobbies:lead-climbing]].",
-           owner=oid, source_conv="conv_202", actor="Lumi")
+           owner=oid, ctx=_by("Lumi", "conv_202"))
     _memorize(owner, "user: Miso knocked my coffee over again this morning.\nassistant: Oh no, poor laptop?",
               ["Miso knocked coffee over the laptop in the morning; the laptop survived, the mood did not."],
               character="Lumi", source_conv="conv_203", date="2026-07-21", time="08:10")
@@ -86,7 +90,7 @@ def _lumi(host) -> None:
 
 def _sam(host) -> None:
     owner, _ = host.ensure_owner("user:sam")
-    owner.vstore.add("preferences", "music", "Listens to jazz while cooking.", owner=owner.id, actor="Lumi")
+    owner.vstore.add("preferences", "music", "Listens to jazz while cooking.", owner=owner.id, ctx=_by("Lumi"))
 
 
 def seed_demo(host) -> DemoSeeded:

@@ -207,12 +207,12 @@ class Review:
     def preview_selection(self, runs=(), commits=()) -> Plan:
         """What rolling back these runs and loose commits together would change now, and its conflicts
         (commits already undone by a standing revert or rollback are left out)."""
-        return self._vstore.preview_selection(list(runs), list(commits), self._already_undone())
+        return self._vstore.undo.preview_selection(list(runs), list(commits), self._already_undone())
 
     def rollback_selection(self, runs=(), commits=(), *, force: bool = False, ctx: WriteContext | None = None,
                            message: str | None = None) -> Committed:
         """Undo these runs and loose commits as one commit (the step of a bulk rollback for this owner)."""
         if not runs and not commits:
             raise NotFound("nothing selected to roll back")
-        return self._vstore.rollback_selection(list(runs), list(commits), skip=self._already_undone(), force=force,
-                                              ctx=ctx, message=message, kind="rollback-selection")
+        return self._vstore.undo.rollback_selection(list(runs), list(commits), skip=self._already_undone(),
+                                                    force=force, ctx=ctx, message=message, kind="rollback-selection")

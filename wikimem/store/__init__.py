@@ -1,12 +1,12 @@
 """The plain memory store: the wiki (:class:`MemoryStore`), the :class:`Diary`, the :class:`Journal`, and the
-mutation seam every write passes (:class:`Writer`, :class:`Unit`, :class:`MutationHook`)."""
+mutation seam every write passes (:class:`Writer`, :class:`Unit` and its :class:`UnitInfo`, :class:`MutationHook`)."""
 
 from __future__ import annotations
 
 from .diary import Diary, DiaryReader, resolve_tz
 from .journal import Journal, diary_record, wiki_record
-from .wiki import MemoryStore, normalize_ts
-from .writer import LOCK_NAME, Mutation, MutationHook, PlainHook, Unit, Writer
+from .wiki import MemoryStore, Saved, normalize_ts
+from .writer import LOCK_NAME, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
 __all__ = [
     "Journal",
@@ -17,8 +17,10 @@ __all__ = [
     "PlainHook",
     "Writer",
     "Unit",
+    "UnitInfo",
     "LOCK_NAME",
     "MemoryStore",
+    "Saved",
     "normalize_ts",
     "Diary",
     "DiaryReader",

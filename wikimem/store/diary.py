@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from datetime import date as _date
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -19,6 +20,7 @@ from wikimem.format import (
 )
 from wikimem.models import DiaryItem
 from wikimem.naming import DATE_RE, validate_date, validate_time
+from wikimem.timeparse import resolve_tz
 
 from .journal import Journal, diary_record
 from .writer import MutationHook, Writer
@@ -30,28 +32,16 @@ __all__ = ["Diary", "DiaryReader", "resolve_tz"]
 _PROBE_DAYS = 400
 
 
-def resolve_tz(tz: tzinfo | str | None) -> tzinfo | None:
-    """A tzinfo from a tzinfo, an IANA name (``"Asia/Shanghai"``) or None (local)."""
-    if tz is None or isinstance(tz, tzinfo):
-        return tz
-    if isinstance(tz, str):
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            return ZoneInfo(tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {tz!r}") from None
-    raise ValueError(f"tz must be a tzinfo or a zone name, got {type(tz).__name__}")
-
-
-class DiaryReader:
+class DiaryReader(ABC):
     """What every diary view shares: ``window`` over ``day`` and ``dates`` (the live folder, a past commit)."""
 
+    @abstractmethod
     def day(self, date: str) -> list[DiaryItem]:
-        raise NotImplementedError
+        """Every entry of one day, in file order."""
 
+    @abstractmethod
     def dates(self) -> list[str]:
-        raise NotImplementedError
+        """Every date that has entries, ascending."""
 
     def window(self, start: str, end: str) -> list[DiaryItem]:
         """Entries of the closed date range, in time order (reversed bounds are swapped)."""

@@ -6,7 +6,9 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wikimem.format import (
     WIKI_DIR,
@@ -23,14 +25,23 @@ from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
+from .diary import Diary
 from .journal import Journal, wiki_record
-from .writer import MutationHook, Writer
+from .writer import MutationHook, UnitInfo, Writer
 
-__all__ = ["MemoryStore", "normalize_ts"]
+__all__ = ["MemoryStore", "Saved", "normalize_ts"]
 
 # How many recent changes the store remembers for incremental index updates;
 # an index that fell further behind rebuilds from scratch.
 CHANGE_LOG_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What :meth:`MemoryStore.save` decided under the write lock: the item written, and whether it is new."""
+
+    item: RecallItem
+    created: bool  # False: it replaced an item of the same name
 
 
 class MemoryStore:
@@ -50,7 +61,7 @@ class MemoryStore:
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG_SIZE)
         self._cache: dict[str, tuple[tuple, list[RecallItem]]] = {}
         self._cache_lock = threading.Lock()
-        self._diary = None
+        self._diary: Diary | None = None
 
     # -- reading -----------------------------------------------------------
 
@@ -64,11 +75,9 @@ class MemoryStore:
         return self._revision
 
     @property
-    def diary(self):
+    def diary(self) -> Diary:
         """The store's :class:`~wikimem.Diary`, sharing its journal and seam."""
         if self._diary is None:
-            from .diary import Diary
-
             self._diary = Diary(self.root, journal=self.journal, _writer=self.writer)
         return self._diary
 
@@ -122,13 +131,15 @@ class MemoryStore:
     # -- writing -----------------------------------------------------------
 
     @contextmanager
-    def batch(self, **info) -> Iterator[None]:
+    def batch(self, **info: Any) -> Iterator[None]:
         """Make every mutation inside the block one unit (one commit in git).
 
-        If the block raises, every file it changed is restored and the
-        journal is cut back: a batch lands entirely or not at all.
+        ``info`` names fields of :class:`~wikimem.store.writer.UnitInfo`
+        (``run``, ``actor``, ``message``…). If the block raises, every file it
+        changed is restored and the journal is cut back: a batch lands
+        entirely or not at all.
         """
-        with self.writer.unit(**info):
+        with self.writer.unit(UnitInfo(**info)):
             yield
 
     def add(
@@ -142,6 +153,11 @@ class MemoryStore:
         ts: str | None = None,
     ) -> RecallItem:
         """Insert or replace an item (journal: ``add`` or ``update``)."""
+        return self.save(file, name, content, owner=owner, source_conv=source_conv, ts=ts).item
+
+    def save(self, file: str, name: str, content: str, *, owner: str | None = None,
+             source_conv: str | None = None, ts: str | None = None) -> Saved:
+        """:meth:`add`, telling also whether the item is new (decided under the write lock)."""
         validate_file(file)
         item = RecallItem(
             file=file,
@@ -159,7 +175,7 @@ class MemoryStore:
             record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
             self._write(file, old, new_items, record)
         self._prime_cache(file, new_items)
-        return item
+        return Saved(item, created=not existed)
 
     def remove(self, file: str, name: str, *, owner: str | None = None) -> bool:
         """Remove an item; False if it did not exist. The last item takes the file with it."""

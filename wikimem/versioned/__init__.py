@@ -5,7 +5,6 @@ mutation seam (:mod:`wikimem.store.writer`) and never changes the plain store's
 behaviour: a versioned folder is still an ordinary folder of markdown.
 """
 
-from .versions import blame, item_versions
 from .catchup import is_ancestor
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
@@ -14,9 +13,13 @@ from .plans import Plan
 from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
 from .snapshot import Snapshot
+from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
+from .versions import blame, item_versions
 from .vstore import PACK_EVERY, VersionedStore
 
 __all__ = [
-    "blame", "item_versions", "is_ancestor", "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links","VersionedStore", "Committed", "Outcome", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange",
-           "Plan", "Snapshot", "PACK_EVERY"]
+    "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
+    "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
+    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links",
+]

@@ -43,7 +43,9 @@ def _added_entries(git: GitRepo, commit) -> list[DiaryItem]:
     return out
 
 
-def _item(git: GitRepo, tree, file: str, name: str) -> dict | None:
+def _item(git: GitRepo, tree, file: str | None, name: str | None) -> dict | None:
+    if file is None or name is None:
+        return None
     found = [i for i in parse_wiki(git.blob_at(tree, f"wiki/{file}.md"), file) if i.name == name]
     return asdict(found[0]) if found else None
 
@@ -51,7 +53,7 @@ def _item(git: GitRepo, tree, file: str, name: str) -> dict | None:
 def _op_results(git: GitRepo, commit, records: list[dict], added: list[DiaryItem]) -> list[dict]:
     """The results of a batch of ops, one per journal record, as the batch answered them."""
     entries = iter(added)
-    out = []
+    out: list[dict] = []
     for rec in records:
         action = rec.get("action")
         if action in ("add", "update"):
@@ -65,7 +67,8 @@ def _op_results(git: GitRepo, commit, records: list[dict], added: list[DiaryItem
 
 
 def rebuild_result(git: GitRepo, commit_id: str, kind: str | None) -> dict:
-    """The result a request of ``kind`` (``add f/n``, ``diary``, ``memorize``, ``batch``…) answered with ``commit_id``."""
+    """The result a request of ``kind`` (``add f/n``, ``diary``, ``memorize``, ``batch``…) answered with
+    ``commit_id``."""
     commit = git.commit(commit_id.encode())
     _, trailers, records = parse_trailers(commit.message.decode("utf-8", "replace"))
     kind = kind or ""

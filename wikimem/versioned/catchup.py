@@ -52,7 +52,8 @@ def merge_base(git: GitRepo, a: bytes, b: bytes) -> bytes | None:
 
 
 def local_only(git: GitRepo, head: bytes, base: bytes | None) -> list[bytes]:
-    """The commits from ``base`` (excluded) to ``head``, oldest first; :class:`Diverged` if ``base`` is not an ancestor."""
+    """The commits from ``base`` (excluded) to ``head``, oldest first; :class:`Diverged` if ``base`` is not an
+    ancestor."""
     found = _walk(git, head, stop=base)
     if base is not None and base not in found:
         raise Diverged(f"{base.decode()[:12]} is not an ancestor of {head.decode()[:12]}")
@@ -61,7 +62,8 @@ def local_only(git: GitRepo, head: bytes, base: bytes | None) -> list[bytes]:
 
 def _walk(git: GitRepo, start: bytes, stop: bytes | None) -> list[bytes]:
     """Commits from ``start`` backwards (first parents, then the rest), up to and including ``stop``."""
-    out, todo, seen = [], [start], set()
+    out: list[bytes] = []
+    todo, seen = [start], set()
     while todo and len(out) < MAX_WALK:
         cid = todo.pop()
         if cid in seen:
@@ -104,7 +106,8 @@ def switch_to(git: GitRepo, root: Path, new: bytes) -> list[str]:
     ignore = git.blob_at(new_tree, ".gitignore")
     if ignore is not None and ignore != git.blob_at(old_tree, ".gitignore"):
         atomic_write(root / ".gitignore", ignore)
-        written[".gitignore"] = git.entry(new_tree, ".gitignore")[1]
+        found = git.entry(new_tree, ".gitignore")
+        written[".gitignore"] = None if found is None else found[1]
     git.update_index(written)
     if not git.move_ref(head, new):
         raise RuntimeError(f"{root}: branch moved while the owner lock was held")

@@ -82,7 +82,8 @@ _COLUMNS = "id, parents, time, actor, run, action, file, item, date, tod, owner,
 
 
 def _entry(row) -> HistoryEntry:
-    return HistoryEntry(row[0], json.loads(row[1]), iso(row[2]), *row[3:13], row[13])
+    return HistoryEntry(row[0], json.loads(row[1]), iso(row[2]), row[3], row[4], row[5], row[6], row[7], row[8],
+                        row[9], row[10], row[11], row[12], row[13])
 
 
 class HistoryDB:

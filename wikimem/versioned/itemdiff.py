@@ -46,11 +46,11 @@ def path_changes(path: str, old: bytes | None, new: bytes | None) -> list[ItemCh
         a, b = wiki_items(old, name), wiki_items(new, name)
         for item_name in list(a) + [n for n in b if n not in a]:
             before, after = a.get(item_name), b.get(item_name)
-            if before is None:
+            if before is None and after is not None:
                 out.append(ItemChange("wiki", "added", file=name, name=item_name, after=after.content))
-            elif after is None:
+            elif after is None and before is not None:
                 out.append(ItemChange("wiki", "removed", file=name, name=item_name, before=before.content))
-            elif not same_item(before, after):
+            elif before is not None and after is not None and not same_item(before, after):
                 out.append(ItemChange("wiki", "changed", file=name, name=item_name,
                                       before=before.content, after=after.content))
         return out

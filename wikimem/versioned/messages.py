@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 
 from wikimem.naming import is_unsafe
+from wikimem.store import UnitInfo
 
 __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
            "trailer_values", "MAX_UNDO_ITEMS"]
@@ -54,20 +55,20 @@ def describe(record: dict) -> str:
     return str(action)
 
 
-def build_message(records: list[dict], info: dict, *, action: str | None = None) -> str:
-    """The message of one commit made of ``records`` (journal lines) with unit ``info``."""
+def build_message(records: list[dict], info: UnitInfo) -> str:
+    """The message of one commit made of ``records`` (journal lines) with the unit's ``info``."""
     trailers: dict[str, str | None] = {}
-    if len(records) == 1 and action is None:
+    if len(records) == 1 and info.action is None:
         rec = records[0]
-        summary = info.get("message") or describe(rec)
+        summary = info.message or describe(rec)
         trailers.update({
             "Action": rec.get("action"), "File": rec.get("file"), "Item": rec.get("item"),
             "Date": rec.get("date"), "Time": rec.get("time"), "Owner": rec.get("owner"),
             "Source-Conv": rec.get("source_conv"),
         })
     else:
-        kind = action or "batch"
-        summary = info.get("message") or (f"{kind}: {len(records)} change{'s' if len(records) != 1 else ''}")
+        kind = info.action or "batch"
+        summary = info.message or (f"{kind}: {len(records)} change{'s' if len(records) != 1 else ''}")
         owners = {r.get("owner") for r in records if r.get("owner")}
         files = {r.get("file") for r in records if r.get("file")}
         trailers["Action"] = kind
@@ -75,16 +76,16 @@ def build_message(records: list[dict], info: dict, *, action: str | None = None)
         trailers["Owner"] = next(iter(owners)) if len(owners) == 1 else None
         convs = {r.get("source_conv") for r in records if r.get("source_conv")}
         trailers["Source-Conv"] = next(iter(convs)) if len(convs) == 1 else None
-    if info.get("source_conv"):
-        trailers["Source-Conv"] = info["source_conv"]
-    trailers["Run"] = info.get("run")
-    trailers["Actor"] = info.get("actor")
-    trailers["Reverts"] = info.get("reverts") if isinstance(info.get("reverts"), str) else None
-    trailers["Idempotency-Key"] = info.get("idempotency_key")
-    trailers["Request"] = info.get("request")  # what the key was used for: a retry must be the same request
+    if info.source_conv:
+        trailers["Source-Conv"] = info.source_conv
+    trailers["Run"] = info.run
+    trailers["Actor"] = info.actor
+    trailers["Reverts"] = info.reverts
+    trailers["Idempotency-Key"] = info.idempotency_key
+    trailers["Request"] = info.request  # what the key was used for: a retry must be the same request
     summary = clean_value(summary) or "change"
     lines = [summary[:200], ""]
-    if len(records) > 1 and not info.get("undo_items"):  # an undo commit names its items instead
+    if len(records) > 1 and not info.undo_items:  # an undo commit names its items instead
         lines.extend(f"- {clean_value(describe(r))}" for r in records)
         lines.append("")
     lines.extend(undo_body(info))
@@ -145,9 +146,9 @@ def _last_paragraph(lines: Iterable[str]) -> list[str]:
 MAX_UNDO_ITEMS = 100
 
 
-def undo_body(info: dict) -> list[str]:
-    """The body paragraph of an undo commit: one line per item it changes (``info["undo_items"]``)."""
-    items = [clean_value(i) for i in info.get("undo_items") or ()]
+def undo_body(info: UnitInfo) -> list[str]:
+    """The body paragraph of an undo commit: one line per item it changes (``info.undo_items``)."""
+    items = [clean_value(i) for i in info.undo_items]
     items = [i for i in items if i]
     if not items:
         return []
@@ -157,18 +158,15 @@ def undo_body(info: dict) -> list[str]:
     return lines + [""]
 
 
-def undo_trailers(info: dict) -> list[str]:
-    """``Wikimem-Reverts: <full commit id>`` per undone commit and ``Wikimem-Reverts-Run: <run>`` per undone run.
+def undo_trailers(info: UnitInfo) -> list[str]:
+    """``Wikimem-Reverts: <full commit id>`` per commit a rollback undid, ``Wikimem-Reverts-Run: <run>`` per run.
 
     One line per value, so no list is ever cut at a trailer's length limit;
-    a single reverted commit given as text keeps its one ``Wikimem-Reverts``
-    line from :func:`build_message`.
+    the single commit of a revert or restore (``info.reverts``) keeps its one
+    ``Wikimem-Reverts`` line among the trailers of :func:`build_message`.
     """
-    lines = []
-    reverts = info.get("reverts")
-    if isinstance(reverts, (list, tuple)):
-        lines += [f"Wikimem-Reverts: {v}" for v in map(clean_value, reverts) if v]
-    lines += [f"Wikimem-Reverts-Run: {v}" for v in map(clean_value, info.get("reverts_runs") or ()) if v]
+    lines = [f"Wikimem-Reverts: {v}" for v in map(clean_value, info.reverts_commits) if v]
+    lines += [f"Wikimem-Reverts-Run: {v}" for v in map(clean_value, info.reverts_runs) if v]
     return lines
 
 

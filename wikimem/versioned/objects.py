@@ -12,7 +12,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
@@ -20,9 +22,24 @@ from dulwich.repo import Repo
 from wikimem.format import MEMORY_DIRS
 from wikimem.naming import is_unsafe
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE"]
+if TYPE_CHECKING:
+    from dulwich.objects import ObjectID
+    from dulwich.refs import Ref
 
-BRANCH = b"refs/heads/main"
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref"]
+
+
+def oid(sha: bytes) -> ObjectID:
+    """``sha`` as dulwich's type of an object id (a ``NewType`` of bytes: nothing happens at run time)."""
+    return cast("ObjectID", sha)
+
+
+def ref(name: bytes) -> Ref:
+    """``name`` as dulwich's type of a ref name (a ``NewType`` of bytes)."""
+    return cast("Ref", name)
+
+
+BRANCH = ref(b"refs/heads/main")
 GITIGNORE = b"""# wikimem: the journal goes into commit messages, caches are derived
 journal.jsonl
 vectors*
@@ -87,7 +104,7 @@ class GitRepo:
             return None
 
     def commit(self, commit_id: bytes) -> Commit:
-        obj = self.store[commit_id]
+        obj = self.store[oid(commit_id)]
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
         return obj
@@ -98,7 +115,7 @@ class GitRepo:
             if cached is not None:
                 self._trees.move_to_end(tree_id)
                 return cached
-        obj = self.store[tree_id]
+        obj = self.store[oid(tree_id)]
         if not isinstance(obj, Tree):
             raise KeyError(tree_id)
         with self._lock:
@@ -133,17 +150,17 @@ class GitRepo:
         found = self.entry(tree_id, path)
         if found is None or found[0] == _DIR_MODE:
             return None
-        return self.store[found[1]].as_raw_string()
+        return self.store[oid(found[1])].as_raw_string()
 
     def blob(self, sha: bytes) -> bytes:
-        return self.store[sha].as_raw_string()
+        return self.store[oid(sha)].as_raw_string()
 
     def files_under(self, tree_id: bytes | None, folder: str) -> dict[str, bytes]:
         """``{relpath: blob sha}`` of the regular files directly in ``folder``."""
         found = self.entry(tree_id, folder)
         if found is None or found[0] != _DIR_MODE:
             return {}
-        out = {}
+        out: dict[str, bytes] = {}
         for item in self.tree(found[1]).iteritems():
             if item.mode != _DIR_MODE:
                 out[f"{folder}/{item.path.decode('utf-8', 'replace')}"] = item.sha
@@ -207,7 +224,7 @@ class GitRepo:
                 if key in tree:
                     del tree[key]
             else:
-                tree.add(key, _DIR_MODE, new_sub)
+                tree.add(key, _DIR_MODE, oid(new_sub))
         self._add(tree)
         with self._lock:
             self._trees[tree.id] = tree
@@ -217,7 +234,7 @@ class GitRepo:
                     when: int | None = None) -> bytes:
         commit = Commit()
         commit.tree = tree_id
-        commit.parents = list(parents)
+        commit.parents = [oid(p) for p in parents]
         commit.author = _person(actor)
         commit.committer = COMMITTER
         now = int(time.time()) if when is None else when
@@ -241,7 +258,7 @@ class GitRepo:
     def move_ref(self, old: bytes | None, new: bytes) -> bool:
         """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock)."""
         self.clear_stale_locks()
-        return self.repo.refs.set_if_equals(BRANCH, old, new)
+        return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
 
     def clear_stale_locks(self) -> None:
         """Remove git lock files left by a killed writer. Call only under the owner lock."""
@@ -252,7 +269,7 @@ class GitRepo:
             except FileNotFoundError:
                 pass
 
-    def update_index(self, written: dict[str, bytes | None]) -> None:
+    def update_index(self, written: Mapping[str, bytes | None]) -> None:
         """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean."""
         from dulwich.index import Index, index_entry_from_stat
 

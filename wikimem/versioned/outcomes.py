@@ -27,10 +27,10 @@ class Committed:
 class Outcome:
     """What the block of :meth:`VersionedStore.batch` sees and sets: a replay, its result, then the commit."""
 
+    unit: Unit = field(repr=False)  # the writer's unit: its ``info`` goes into the commit
     replay: dict | None = None  # the stored result when the idempotency key was already applied
     result: Any = None  # set by the block: what a retry with the same key will replay
     commit: str | None = None  # the commit made (set when the block is over)
-    unit: Unit | None = field(default=None, repr=False)  # the writer's unit: its ``info`` goes into the commit
 
 
 @dataclass

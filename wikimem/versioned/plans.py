@@ -122,7 +122,7 @@ def _revert_diary(state, path, date, old, new) -> None:
         state.set(path, render_day(date, result))
 
 
-def plan_restore(git: GitRepo, state: State, head: bytes, target: bytes) -> None:
+def plan_restore(git: GitRepo, state: State, head: bytes | None, target: bytes) -> None:
     """Make every tracked file equal to its content at ``target``."""
     head_tree, target_tree = git.commit_tree(head), git.commit_tree(target)
     for path in sorted(git.changed_paths(head_tree, target_tree)):

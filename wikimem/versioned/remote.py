@@ -32,7 +32,6 @@ message.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -42,6 +41,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import (
@@ -56,19 +56,19 @@ from dulwich.client import (
 )
 from dulwich.errors import GitProtocolError, NotGitRepository, SendPackError
 from dulwich.index import build_index_from_tree
-from dulwich.objects import S_ISGITLINK, ZERO_SHA
+from dulwich.objects import S_ISGITLINK, ZERO_SHA, Commit
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
 from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
 
-from .objects import BRANCH
+from .objects import BRANCH, oid, ref
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
            "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
 
-TRACKING = b"refs/remotes/origin/main"
+TRACKING = ref(b"refs/remotes/origin/main")
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
 # Schemes where this host can create the remote repository itself.
 CREATABLE = ("file", "ssh", "git+ssh")
@@ -144,7 +144,7 @@ class Remote:
             raise TemplateError(f"unsupported remote scheme {self.scheme!r}")
         self.timeout = float(timeout)
         self._parts = parts
-        self._ssh_command = ssh_command or os.environ.get("GIT_SSH_COMMAND") or (
+        self._ssh_command = ssh_command or (
             f"ssh -o BatchMode=yes -o ConnectTimeout={max(1, int(self.timeout))}")
         self._client: GitClient | None = None
 
@@ -357,7 +357,8 @@ class Remote:
                     raise RemoteRejected(f"push: {self.shown} refused object {obj.id.decode()}: {exc}",
                                          self.shown) from None
                 target.object_store.add_object(obj)
-            if not _locked_ref_update(lambda: target.refs.set_if_equals(BRANCH, old, want),
+            if not _locked_ref_update(lambda: target.refs.set_if_equals(BRANCH, None if old is None else oid(old),
+                                                                        oid(want)),
                                       Path(target.controldir()) / "refs" / "heads" / "main.lock"):
                 now = _peek(target)
                 raise RemoteMoved(f"push: {self.shown} moved during the push", self.shown, head=_hex(now),
@@ -379,9 +380,10 @@ class Remote:
             config.write_to_path()
             head = self.fetch(local)
             if head is not None:
-                sha = head.encode("ascii")
+                sha = oid(head.encode("ascii"))
                 local.refs.set_if_equals(BRANCH, None, sha)
-                build_index_from_tree(local.path, local.index_path(), local.object_store, local[sha].tree)
+                tree = cast(Commit, local[sha]).tree  # the remote's main: a commit
+                build_index_from_tree(local.path, local.index_path(), local.object_store, tree)
             return head
         finally:
             local.close()
@@ -465,7 +467,7 @@ def set_tracking(repo: Repo, value: bytes | None) -> None:
         if value is None:
             _locked_ref_update(lambda: repo.refs.remove_if_equals(TRACKING, None), lock)
         else:
-            _locked_ref_update(lambda: repo.refs.__setitem__(TRACKING, value), lock)
+            _locked_ref_update(lambda: repo.refs.__setitem__(TRACKING, oid(value)), lock)
     except (RemoteUnavailable, OSError):
         pass
 

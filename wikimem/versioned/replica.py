@@ -18,10 +18,13 @@ Everything on ``main`` beyond it is not replicated yet (the *lag*).
 
 from __future__ import annotations
 
+from typing import cast
+
+from dulwich.objects import Commit
 from dulwich.repo import Repo
 
 from .catchup import is_ancestor
-from .objects import GitRepo
+from .objects import BRANCH, GitRepo, oid
 from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteUnavailable, set_tracking
 
 __all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
@@ -108,7 +111,8 @@ class Replica:
         known = tracking(git.repo)
         if head is None or head == known:
             return 0
-        count, cid = 0, head
+        count = 0
+        cid: bytes | None = head
         while cid is not None and cid != known and count <= self.max_lag:  # (diverged: every local commit)
             count += 1
             parents = git.commit(cid).parents
@@ -129,13 +133,13 @@ def folder_lag(root, cap: int = DEFAULT_MAX_LAG) -> int:
     repo = Repo(str(root))
     try:
         try:
-            cid = repo.refs[b"refs/heads/main"]
+            cid: bytes | None = repo.refs[BRANCH]
         except KeyError:
             return 0
         known, count = tracking(repo), 0
         while cid is not None and cid != known and count < cap:
             count += 1
-            parents = repo[cid].parents
+            parents = cast(Commit, repo[cid]).parents
             cid = parents[0] if parents else None
         return count
     finally:
@@ -143,4 +147,4 @@ def folder_lag(root, cap: int = DEFAULT_MAX_LAG) -> int:
 
 
 def _holds(git: GitRepo, sha: bytes) -> bool:
-    return sha in git.store
+    return oid(sha) in git.store

@@ -1,25 +1,37 @@
 """Undo as the versioned store offers it: revert a commit, roll back a run, restore to a point.
 
-Each has a preview (the :class:`~wikimem.versioned.plans.Plan`, nothing
-written) and an action that writes the plan as one new commit, under the
-owner lock, on files re-read there. The item-by-item rules are in
+:class:`Undo` is the object a :class:`~wikimem.versioned.VersionedStore`
+holds as ``undo``. Each operation has a preview (the
+:class:`~wikimem.versioned.plans.Plan`, nothing written) and an action that
+writes the plan as one new commit, under the owner lock, on files re-read
+there. :data:`UNDO_KINDS` is the one table from an operation's name to what
+it takes, its preview and its action (:meth:`Undo.preview`,
+:meth:`Undo.apply`). The item-by-item rules are in
 :mod:`wikimem.versioned.plans`.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Set
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict, NotFound
 from wikimem.format import memory_path, utc_now
 from wikimem.fsio import read_bytes
+from wikimem.store import Writer
 
+from .historydb import HistoryDB
 from .itemdiff import ItemChange
-from .outcomes import Committed
+from .objects import GitRepo
+from .outcomes import Committed, Outcome
 from .plans import Plan, State, finish, plan_restore, plan_revert
 
-__all__ = ["Undo", "item_line"]
+__all__ = ["Undo", "UndoKind", "UNDO_KINDS", "undo_kind", "item_line"]
+
+# How the store opens the unit of an undo: VersionedStore.batch(ctx, action=, message=, kind=, reverts=).
+Batch = Callable[..., AbstractContextManager[Outcome]]
 
 
 def item_line(change: ItemChange) -> str:
@@ -28,11 +40,48 @@ def item_line(change: ItemChange) -> str:
     return f"{change.status} {where}"
 
 
+def _operator(ctx: WriteContext | None) -> WriteContext:
+    """An undo without an actor is the operator's."""
+    ctx = ctx if ctx is not None else WriteContext()
+    return ctx if ctx.actor else replace(ctx, actor="operator")
+
+
 class Undo:
-    """The undo operations of :class:`~wikimem.versioned.VersionedStore` (mixed into it)."""
+    """Revert, roll back and restore one versioned folder, each previewed or applied as one new commit.
+
+    Built by the store with what undo needs: the git objects, the history
+    index (the commits of a run), the writer (the unit's files), and the
+    store's ways to resolve a point (``resolve``) and to open a unit
+    (``batch``).
+    """
+
+    def __init__(self, git: GitRepo, db: HistoryDB, writer: Writer, *, resolve: Callable[[str], str],
+                 batch: Batch):
+        self.git = git
+        self.db = db
+        self.writer = writer
+        self.resolve = resolve
+        self.batch = batch
+
+    # -- by kind: the one dispatch (see UNDO_KINDS) --------------------------------------------
+
+    def preview(self, kind: str, target: str) -> Plan:
+        """What ``apply(kind, target)`` would change now, and its conflicts, without writing."""
+        return undo_kind(kind).preview(self, target)
+
+    def apply(self, kind: str, target: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
+        """Revert a commit, roll back a run, or restore to a point (``kind``), as one new commit.
+
+        Conflicts raise :class:`~wikimem.errors.Conflict` unless ``force``
+        (a restore has none: it makes the memory equal to its target).
+        """
+        return undo_kind(kind).apply(self, target, force, ctx)
+
+    # -- plans ---------------------------------------------------------------------------------
 
     def _state(self) -> State:
-        return State(lambda p: read_bytes(self.root / p))
+        root = self.writer.root
+        return State(lambda p: read_bytes(root / p))
 
     def _revertible(self, point: str) -> str:
         cid = self.resolve(point)
@@ -41,7 +90,8 @@ class Undo:
         return cid
 
     def _plan_revert(self, cid: str, force: bool) -> tuple[Plan, dict]:
-        state, conflicts = self._state(), []
+        state = self._state()
+        conflicts: list[dict] = []
         plan_revert(self.git, state, cid.encode(), conflicts, force)
         return finish(state, cid, conflicts)
 
@@ -49,7 +99,8 @@ class Undo:
         commits = self.db.run_commits(run)
         if not commits:
             raise NotFound(f"no commits of run {run!r}")
-        state, conflicts = self._state(), []
+        state = self._state()
+        conflicts: list[dict] = []
         for cid in commits:
             plan_revert(self.git, state, cid.encode(), conflicts, force)
         plan, writes = finish(state, run, conflicts)
@@ -71,22 +122,21 @@ class Undo:
 
     def _apply(self, writes: dict, action: str, detail: str) -> None:
         for path, (old, new) in writes.items():
-            folder, name = memory_path(path)
+            where = memory_path(path)
+            assert where is not None, path  # a plan only ever touches memory files
+            folder, name = where
             record = {"ts": utc_now(), "action": action, ("file" if folder == "wiki" else "date"): name,
                       "detail": detail}
             self.writer.apply({path: (old, new)}, record)
 
-    @staticmethod
-    def _operator(ctx: WriteContext | None, fields: dict) -> WriteContext:
-        ctx = WriteContext.of(ctx, **fields)
-        return ctx if ctx.actor else replace(ctx, actor="operator")
+    # -- the actions -----------------------------------------------------------------------------
 
-    def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+    def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
         """Undo one commit, item by item, as a new commit; conflicts raise unless ``force``."""
         cid = self._revertible(point)
         entry = self.db.entry(cid)
         summary = entry.summary if entry else cid[:12]
-        ctx = self._operator(ctx, fields).bound("revert", cid, force)
+        ctx = _operator(ctx).bound("revert", cid, force)
         with self.batch(ctx, action="revert", message=f"revert {cid[:12]}: {summary}",
                         kind=f"revert {cid}", reverts=cid) as b:
             if b.replay is not None:
@@ -94,45 +144,45 @@ class Undo:
             plan, writes = self._plan_revert(cid, force)
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
-            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
+            b.unit.info = replace(b.unit.info, undo_items=_items(plan))
             self._apply(writes, "revert", f"revert {cid[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
 
-    def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None, **fields) -> Committed:
+    def rollback(self, run: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
         """Undo every commit of a run (newest first) as one new commit."""
-        ctx = self._operator(ctx, fields).bound("rollback", run, force)
+        ctx = _operator(ctx).bound("rollback", run, force)
         with self.batch(ctx, action="rollback", message=f"roll back run {run}",
                         kind=f"rollback {run}") as b:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
             plan, writes, commits = self._plan_rollback(run, force)
             # Full ids, the run and the items: the commit says exactly what it undid (history links both ways).
-            b.unit.info.update(reverts=list(commits), reverts_runs=[run],
-                               undo_items=[item_line(c) for c in plan.changes])
+            b.unit.info = replace(b.unit.info, reverts_commits=tuple(commits), reverts_runs=(run,),
+                                  undo_items=_items(plan))
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback run {run}")
             b.result = {}
         return Committed(plan, b.commit)
 
-    def restore(self, point: str, *, ctx: WriteContext | None = None, **fields) -> Committed:
+    def restore(self, point: str, *, ctx: WriteContext | None = None) -> Committed:
         """Make ``wiki/`` and ``diary/`` what they were at a commit or time, as one new commit."""
         target = self.resolve(point)
-        ctx = self._operator(ctx, fields).bound("restore", target)
+        ctx = _operator(ctx).bound("restore", target)
         with self.batch(ctx, action="restore", message=f"restore to {target[:12]}",
                         kind=f"restore {target}", reverts=target) as b:
             if b.replay is not None:
                 return Committed(None, b.commit, True)
             plan, writes = self._plan_restore(target)
-            b.unit.info["undo_items"] = [item_line(c) for c in plan.changes]
+            b.unit.info = replace(b.unit.info, undo_items=_items(plan))
             self._apply(writes, "restore", f"restore to {target[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
 
     # -- a selection: several runs and loose commits as one commit (bulk rollback) -------------
 
-    def _selected(self, runs, commits, skip=frozenset()) -> list[str]:
+    def _selected(self, runs: Iterable[str], commits: Iterable[str], skip: Set[str] = frozenset()) -> list[str]:
         """The commits of ``runs`` plus ``commits`` on the branch, newest first, but those in ``skip``
         (full ids, or the 12-character prefixes older rollback commits recorded)."""
         ids = [c for run in dict.fromkeys(runs) for c in self.db.run_commits(run)]
@@ -140,19 +190,22 @@ class Undo:
                 if c not in skip and c[:12] not in skip]
 
     def _plan_set(self, ids: list[str], force: bool, label: str) -> tuple[Plan, dict]:
-        state, conflicts = self._state(), []
+        state = self._state()
+        conflicts: list[dict] = []
         for cid in ids:
             plan_revert(self.git, state, cid.encode(), conflicts, force)
         return finish(state, label, conflicts)
 
-    def preview_selection(self, runs=(), commits=(), skip=frozenset()) -> Plan:
+    def preview_selection(self, runs: Iterable[str] = (), commits: Iterable[str] = (),
+                          skip: Set[str] = frozenset()) -> Plan:
         """What :meth:`rollback_selection` would change now, and its conflicts, without writing."""
+        runs, commits = list(runs), list(commits)
         ids = self._selected(runs, commits, skip)
         return self._plan_set(ids, False, " ".join([*runs, *(c[:12] for c in commits)]))[0]
 
-    def rollback_selection(self, runs=(), commits=(), *, skip=frozenset(), force: bool = False,
-                           ctx: WriteContext | None = None, message: str | None = None,
-                           kind: str = "rollback-selection") -> Committed:
+    def rollback_selection(self, runs: Iterable[str] = (), commits: Iterable[str] = (), *,
+                           skip: Set[str] = frozenset(), force: bool = False, ctx: WriteContext | None = None,
+                           message: str | None = None, kind: str = "rollback-selection") -> Committed:
         """Undo every commit of ``runs`` and the loose ``commits`` (newest first) as one new commit.
 
         The run's commits are read under the owner lock, so a run that grew
@@ -163,16 +216,49 @@ class Undo:
         """
         runs, commits = list(runs), list(commits)
         label = " ".join([*runs, *(c[:12] for c in commits)])
-        with self.batch(self._operator(ctx, {}), action="rollback", kind=kind,
+        with self.batch(_operator(ctx), action="rollback", kind=kind,
                         message=message or f"roll back {len(runs) + len(commits)} run(s): {label}"[:200]) as b:
             if b.replay is not None:
                 return Committed(b.replay, b.commit, True)
             ids = self._selected(runs, commits, skip)
             plan, writes = self._plan_set(ids, force, label)
-            b.unit.info.update(reverts=ids, reverts_runs=runs, undo_items=[item_line(c) for c in plan.changes])
+            b.unit.info = replace(b.unit.info, reverts_commits=tuple(ids), reverts_runs=tuple(runs),
+                                  undo_items=_items(plan))
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after the selected runs",
                                conflicts=plan.conflicts)
             self._apply(writes, "rollback", f"rollback {label}"[:200])
             b.result = {"changes": len(plan.changes), "forced": len(plan.conflicts)}
         return Committed(plan, b.commit)
+
+
+def _items(plan: Plan) -> tuple[str, ...]:
+    return tuple(item_line(c) for c in plan.changes)
+
+
+@dataclass(frozen=True)
+class UndoKind:
+    """One undo operation: what its target names, its preview and its action."""
+
+    target: str  # "commit", "run" or "to" (a commit point or a time): the API's name of the target
+    preview: Callable[[Undo, str], Plan]
+    apply: Callable[[Undo, str, bool, WriteContext | None], Committed]  # (undo, target, force, ctx)
+
+
+# The one dispatch of undo by name (Owner.undo / preview_undo, the CLI's revert / rollback / restore).
+UNDO_KINDS: Mapping[str, UndoKind] = {
+    "revert": UndoKind("commit", Undo.preview_revert,
+                       lambda undo, target, force, ctx: undo.revert(target, force=force, ctx=ctx)),
+    "rollback": UndoKind("run", Undo.preview_rollback,
+                         lambda undo, target, force, ctx: undo.rollback(target, force=force, ctx=ctx)),
+    # A restore has no conflicts to force: it makes the memory equal to its target.
+    "restore": UndoKind("to", Undo.preview_restore, lambda undo, target, force, ctx: undo.restore(target, ctx=ctx)),
+}
+
+
+def undo_kind(kind: str) -> UndoKind:
+    """The entry of :data:`UNDO_KINDS` named ``kind`` (``ValueError`` for any other name)."""
+    found = UNDO_KINDS.get(kind)
+    if found is None:
+        raise ValueError(f"unknown undo operation {kind!r}: use one of {', '.join(UNDO_KINDS)}")
+    return found

@@ -12,16 +12,19 @@ keeps on the unit.
 On entering the lock the hook first commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
+
+Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
+under which preconditions); undo (revert, roll back, restore) is the object
+the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -35,7 +38,7 @@ from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stam
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, MemoryStore, Unit
+from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
@@ -43,7 +46,7 @@ from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import Intent
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
-from .objects import GitRepo
+from .objects import GitRepo, oid
 from .outcomes import CommitDiff, Committed, Outcome
 from .remote import RemoteMoved
 from .replica import Replica, tracking
@@ -79,8 +82,11 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     return out
 
 
-class VersionedStore(Undo):
-    """One memory folder, versioned: ``store`` and ``diary`` as in the library, every write a commit."""
+class VersionedStore:
+    """One memory folder, versioned: ``store`` and ``diary`` as in the library, every write a commit.
+
+    ``undo`` holds revert, rollback and restore (and their previews).
+    """
 
     def __init__(self, root: Path | str, *, auto_pack: bool = True, pack_every: int = PACK_EVERY):
         self.root = Path(root)
@@ -105,6 +111,7 @@ class VersionedStore(Undo):
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
+        self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -147,9 +154,9 @@ class VersionedStore(Undo):
         self.recover()
         sweep_temp_files(self.root)
         if self.replica is not None:
-            self._reconcile()
+            self._reconcile(self.replica)
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, replica: Replica) -> None:
         """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
 
         Behind it: fast-forward (also after a sync push whose branch move a
@@ -159,7 +166,7 @@ class VersionedStore(Undo):
         that result is pushed before the branch moves to it.
         """
         head, known = self.git.head(), tracking(self.git.repo)
-        if known is None or head == known or known not in self.git.store:
+        if known is None or head == known or oid(known) not in self.git.store:
             return
         if head is None or is_ancestor(self.git, head, known):
             fast_forward(self.git, self.root, known)
@@ -169,8 +176,8 @@ class VersionedStore(Undo):
             base = merge_base(self.git, head, known)
             mine = local_only(self.git, head, base)
             tip = replay(self.git, mine, known)
-            if self.replica.mode == "sync" and tip != known:
-                self.replica.push(self.git, tip)
+            if replica.mode == "sync" and tip != known:
+                replica.push(self.git, tip)
             switch_to(self.git, self.root, tip)
             self.db.forget([c.decode() for c in mine])  # (syncs the index first)
         self.store.invalidate()
@@ -207,12 +214,11 @@ class VersionedStore(Undo):
                 self._settle()
             return self.replica.push_pending(self.git)
 
-    def clear(self, ctx: WriteContext | None = None, **fields) -> Committed:
+    def clear(self, ctx: WriteContext | None = None) -> Committed:
         """Remove every memory file as one ``delete-owner`` commit (what a replicated owner's deletion leaves
         on its remote, so that no host brings the owner back from there)."""
         from wikimem.format import utc_now
 
-        ctx = WriteContext.of(ctx, **fields)
         with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
             for folder in MEMORY_DIRS:
                 for entry in list(memory_entries(self.root, folder)):
@@ -240,11 +246,11 @@ class VersionedStore(Undo):
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
         contents = {p: read_bytes(self.root / p) for p in paths}
-        message = build_message(records, unit.info, action=unit.info.get("action"))
-        key = unit.info.get("idempotency_key")
-        result = {"key": key, "payload": unit.payload, "request": unit.info.get("request")} if key else None
-        cid, finished = self._commit_files(contents, message, unit.info.get("actor"), touches=_touches(records),
-                                           result=result)
+        info = unit.info
+        key = info.idempotency_key
+        result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
+        cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
+                                           touches=_touches(records), result=result)
         if finished:
             self.intent.clear()
         for listener in self.on_commit:
@@ -283,7 +289,7 @@ class VersionedStore(Undo):
             return cid, False
         return cid, True
 
-    def _after_move(self, cid: str, shas: dict[str, bytes | None], touches: list[tuple] | None,
+    def _after_move(self, cid: str, shas: Mapping[str, bytes | None], touches: list[tuple] | None,
                     result: dict | None) -> None:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable result."""
         self.git.update_index(shas)
@@ -390,8 +396,9 @@ class VersionedStore(Undo):
         contents = {p: read_bytes(self.root / p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
         lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
-        if len(paths) == 1:
-            folder, name = memory_path(paths[0])
+        where = memory_path(paths[0]) if len(paths) == 1 else None
+        if where is not None:
+            folder, name = where
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
@@ -440,12 +447,12 @@ class VersionedStore(Undo):
 
     @contextmanager
     def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
-              kind: str | None = None, reverts: str | None = None, **fields) -> Iterator[Outcome]:
+              kind: str | None = None, reverts: str | None = None) -> Iterator[Outcome]:
         """Everything written inside is one commit (or none, if nothing was written).
 
-        ``ctx`` (or the keywords ``run``, ``actor``, ``source_conv``,
-        ``idempotency_key``, ``if_match``) says who writes and under which
-        preconditions. With an idempotency key already applied,
+        ``ctx`` says who writes and under which preconditions; ``message``,
+        ``action`` and ``reverts`` (the one commit a revert or restore undoes)
+        go into the commit. With an idempotency key already applied,
         ``outcome.replay`` holds the stored result and nothing should be
         written; ``kind`` names the request (``add f/n``, ``diary``, …) and
         ``ctx.fingerprint`` its body, so that a key reused for another
@@ -454,15 +461,13 @@ class VersionedStore(Undo):
         sets ``outcome.result`` (what a retry replays); ``outcome.commit`` is
         the commit made once the block is over.
         """
-        ctx = WriteContext.of(ctx, **fields)
-        message = validate_provenance(message, "message")
+        ctx = ctx if ctx is not None else WriteContext()
         request = self.request_of(ctx, kind)
-        info = dict(ctx.commit_info())
-        info.update((k, v) for k, v in (("message", message), ("action", action), ("reverts", reverts),
-                                        ("request", request)) if v)
-        outcome = Outcome()
-        with self.writer.unit(**info) as unit:
-            outcome.unit = unit
+        info = UnitInfo(run=ctx.run, actor=ctx.actor, source_conv=ctx.source_conv,
+                        idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
+                        action=action or None, request=request or None, reverts=reverts or None)
+        with self.writer.unit(info) as unit:
+            outcome = Outcome(unit)
             if ctx.idempotency_key is not None:
                 outcome.replay = self.replay(ctx.idempotency_key, kind, request)
                 if outcome.replay is not None:
@@ -494,9 +499,9 @@ class VersionedStore(Undo):
             raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None, **fields) -> Committed:
+            ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
-        ctx = WriteContext.of(ctx, **fields).bound("add", file, name, content, owner, ts)
+        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
         # The item's etag precondition is checked by _check_item, not as a head commit by batch().
         with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
@@ -504,15 +509,14 @@ class VersionedStore(Undo):
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
             self._check_item(file, name, ctx.if_match)
-            item = self.store.add(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
-            created = b.unit.mutations[-1].record.get("action") == "add"  # the store decided, under the lock
-            b.result = {"value": asdict(item), "created": created}
-        return Committed(item, b.commit, created=created)
+            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
+            b.result = {"value": asdict(saved.item), "created": saved.created}
+        return Committed(saved.item, b.commit, created=saved.created)
 
-    def remove(self, file: str, name: str, *, owner: str | None = None, ctx: WriteContext | None = None,
-               **fields) -> Committed:
+    def remove(self, file: str, name: str, *, owner: str | None = None,
+               ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx, **fields).bound("remove", file, name, owner)
+        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
         with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
@@ -523,9 +527,9 @@ class VersionedStore(Undo):
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
                      time: str | None = None, tz=None, owner: str | None = None,
-                     ctx: WriteContext | None = None, **fields) -> Committed:
+                     ctx: WriteContext | None = None) -> Committed:
         """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx, **fields).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
+        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
         with self.batch(ctx, kind="diary") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
@@ -555,6 +559,8 @@ class VersionedStore(Undo):
         back = re.fullmatch(r"HEAD~(\d*)", text, re.IGNORECASE)
         if back:
             cid = self.git.head()
+            if cid is None:
+                raise NotFound(f"{text}: the memory folder has no commits")
             for _ in range(int(back.group(1) or 1)):
                 parents = self.git.commit(cid).parents
                 if not parents:
@@ -636,9 +642,10 @@ class VersionedStore(Undo):
     def _pack_locked(self) -> None:
         git = shutil.which("git")
         if git:
-            env = dict(os.environ, GIT_DIR=str(self.root / ".git"))
-            run = lambda *args: subprocess.run([git, "-c", "gc.auto=0", *args], cwd=self.root, env=env,  # noqa: E731
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+            def run(*args: str) -> None:
+                subprocess.run([git, "--git-dir", str(self.root / ".git"), "-c", "gc.auto=0", *args], cwd=self.root,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+
             packs = list((self.root / ".git" / "objects" / "pack").glob("*.pack"))
             run("repack", "-d", "-q", *(["-a"] if len(packs) >= 8 else []))
             run("prune-packed", "-q")
@@ -654,7 +661,7 @@ class VersionedStore(Undo):
             return ["no branch main"]
         try:
             tree = self.git.commit_tree(head)
-            for path, sha in self.git.tracked(tree).items():
+            for sha in self.git.tracked(tree).values():
                 self.git.blob(sha)
         except KeyError as exc:
             problems.append(f"missing object {exc}")

@@ -49,12 +49,12 @@ def _need_remote(host) -> None:
 
 def check_owner(host, owner_id: str) -> OwnerCheck:
     """Compare one local owner with its remote (fetching its objects; the branch and files are not touched)."""
-    from wikimem.versioned import Remote, Replica, VersionedStore, is_ancestor
+    from wikimem.versioned import Replica, VersionedStore, is_ancestor
 
     path = host.owner_path(owner_id)
     vs = VersionedStore(path)
     try:
-        vs.replica = Replica(Remote(host.replication.url(path.name), timeout=host.replication.settings.timeout))
+        vs.replica = Replica(host.replication.remote(path.name))
         local = vs.head() or None
         try:
             theirs = vs.replica.fetch(vs.git)

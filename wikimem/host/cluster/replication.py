@@ -47,13 +47,14 @@ PROBE_FOLDER = "_wikimem-probe"
 
 @dataclass(frozen=True)
 class Settings:
-    """Replication settings of a host (see ``webapp/config.py`` for the environment variables)."""
+    """Replication settings of a host (made by :mod:`wikimem.host.config` from the environment variables)."""
 
     remote: str  # the URL template, with {owner}
     mode: str = "sync"  # or "async"
     max_lag: int = 1000  # async: commits per owner not yet on the remote before writes wait
     freshness: float = 2.0  # seconds: staleness bound of reads on a host that was away
     timeout: float = 10.0  # seconds per remote operation
+    ssh_command: str | None = None  # for ssh:// remotes (GIT_SSH_COMMAND; None: ssh in batch mode)
 
     def __post_init__(self) -> None:
         from wikimem.versioned import MODES, validate_template
@@ -85,10 +86,11 @@ class Replication:
 
         return remote_url(self.settings.remote, folder)
 
-    def _remote(self, folder: str):
+    def remote(self, folder: str):
+        """The transport to the remote of one owner folder."""
         from wikimem.versioned import Remote
 
-        return Remote(self.url(folder), timeout=self.settings.timeout)
+        return Remote(self.url(folder), timeout=self.settings.timeout, ssh_command=self.settings.ssh_command)
 
     def shown(self) -> str:
         """The remote template without credentials."""
@@ -107,7 +109,7 @@ class Replication:
         from wikimem.versioned import Replica
 
         vstore = owner.vstore
-        vstore.replica = Replica(self._remote(folder or owner.root.name), self.settings.mode,
+        vstore.replica = Replica(self.remote(folder or owner.root.name), self.settings.mode,
                                  max_lag=self.settings.max_lag)
         if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
             vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
@@ -117,7 +119,7 @@ class Replication:
     def clone(self, folder: str, target: Path) -> bool:
         """Clone the owner ``folder`` from the remote into ``target``; False when the remote has no such owner."""
         try:
-            head = self._remote(folder).clone(target)
+            head = self.remote(folder).clone(target)
         except RemoteMissing:
             return False
         return head is not None
@@ -156,7 +158,7 @@ class Replication:
     def ready(self) -> tuple[bool, str]:
         """Whether the remote answers (a missing probe repository is an answer)."""
         try:
-            self._remote(PROBE_FOLDER).remote_head()
+            self.remote(PROBE_FOLDER).remote_head()
         except RemoteMissing:
             pass
         except RemoteUnavailable as exc:

