@@ -109,7 +109,7 @@ class RecallOptions:
     """How a host configures every index it makes — one object through the layers.
 
     The library's defaults are the seed's behaviour; the host's defaults
-    (``webapp.config``) are what ``bench/quality.py`` measured best.
+    (``wikimem.host.config``) are what ``bench/quality*.py`` measured best.
     """
 
     use_jieba: bool | None = None

@@ -84,10 +84,9 @@ def check_languages(value: object) -> tuple[str, ...]:
     if value is False or value is None:
         return ()
     names = value.split(",") if isinstance(value, str) else value
-    try:
-        langs = tuple(dict.fromkeys(str(n).strip() for n in names))  # type: ignore[union-attr]
-    except TypeError:
-        langs = ("?",)
+    langs: tuple[str, ...] = ("?",)
+    if isinstance(names, (list, tuple, frozenset, set)):
+        langs = tuple(dict.fromkeys(str(n).strip() for n in names))
     if not langs or any(lang not in LANGUAGES for lang in langs):
         raise ValueError(f"query_stopwords must be True, False, 'en', 'zh' or 'en,zh', got {value!r}")
     return langs
