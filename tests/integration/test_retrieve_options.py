@@ -1,4 +1,4 @@
-"""Retrieve's second-wave options through the API: diary recall by topic, transcripts, the strict budget, vector counts."""
+"""Retrieve's second-wave options through the API: diary recall by topic, transcripts, strict budget, vectors."""
 
 from __future__ import annotations
 
