@@ -27,7 +27,8 @@ __all__ = ["flask_config", "host_config", "ConfigError", "check_secret", "HOST_C
 HOST_CONFIG = "HOST_CONFIG"  # app.config key of the host's Config
 # What the web layer reads from app.config, copied from the host's Config.
 FLASK_KEYS = ("DATA_ROOT", "ENV", "SECRET_KEY", "ADMIN_TOKEN", "TOKENS_FILE", "OPERATORS_FILE",
-              "MAX_CONTENT_LENGTH", "PROXIES", "LOGIN_LIMIT_ADDRESS", "LOGIN_LIMIT_ACCOUNT", "LOGIN_LIMIT_STORAGE")
+              "MAX_CONTENT_LENGTH", "PROXIES", "LOGIN_LIMIT_ADDRESS", "LOGIN_LIMIT_ACCOUNT", "LOGIN_LIMIT_STORAGE",
+              "API_LIMIT")
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
 MIN_SECRET_LEN = 16

@@ -16,7 +16,14 @@ from copy import deepcopy
 from typing import Any
 
 import wikimem
-from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
+from wikimem.limits import (
+    MAX_BATCH_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_OPS,
+    MAX_QUERY_CHARS,
+    MAX_RETRIEVE_LIMIT,
+    MAX_TURN_CHARS,
+)
 
 __all__ = ["document", "OPERATION_IDS", "EXAMPLES", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
@@ -55,7 +62,8 @@ _APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
 
 SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": _obj({"code": {"type": "string"}, "message": {"type": "string"},
-                                  "conflicts": _arr({"type": "object"}), "current": {}},
+                                  "conflicts": _arr({"type": "object"}), "current": {},
+                                  "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": _obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
                   "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["file", "name", "content"]),
@@ -89,7 +97,11 @@ SCHEMAS: dict[str, dict] = {
                        "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
                        "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
                        "error": _NSTR}, ["owner", "changes", "conflicts"]),
-    "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
+    "RetrievedItem": _obj({"item": {"allOf": [_ref("Item"), _obj(
+                               {"date": {"type": "string", "description": "a diary entry's day (its file)"},
+                                "time": {"type": "string", "description": "a diary entry's HH:MM (its name)"}},
+                               description="kind diary: also date and time, as the diary routes name an entry")]},
+                           "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
                            "cos_score": {"type": "number", "nullable": True},
@@ -101,11 +113,12 @@ SCHEMAS: dict[str, dict] = {
                       "character": {**_NSTR, "description": "memorize's character when a request names none"}},
                      ["tz", "character"]),
     "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
-                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
                  "done": {"type": "integer", "description": "finished steps (done or failed)"},
                  "failed": {"type": "integer"}, "total": {"type": "integer"},
                  "results": _arr(_obj({"step": {"type": "integer"},
-                                       "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
+                                       "state": {"type": "string",
+                                                 "enum": ["pending", "running", "done", "failed", "cancelled"]},
                                        "result": {"description": "the step's result (memorize: entries, run, "
                                                                  "commit, replayed)"},
                                        "error": _obj({"code": {"type": "string"}, "message": {"type": "string"}})},
@@ -113,6 +126,13 @@ SCHEMAS: dict[str, dict] = {
                  "params": {"type": "object"}, "created": {"type": "string"}, "updated": {"type": "string"},
                  "finished": _NSTR},
                 ["id", "kind", "state", "done", "total", "results"]),
+    "JobSummary": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
+                        "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
+                        "done": {"type": "integer"}, "failed": {"type": "integer"}, "total": {"type": "integer"},
+                        "params": {"type": "object"}, "owner": {**_NSTR, "description": "a one-owner job's owner"},
+                        "scope": {"type": "string", "description": "its owner, or the owner prefix of a bulk job"},
+                        "created": {"type": "string"}, "updated": {"type": "string"}, "finished": _NSTR},
+                       ["id", "kind", "state", "done", "total", "created"]),
     "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
                              "budget_tokens": {"type": "integer", "nullable": True},
                              "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
@@ -140,7 +160,7 @@ def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: boo
     if etag:
         response["headers"] = {"ETag": {"schema": {"type": "string"}, "description": "item etag or owner HEAD"}}
     return {status: response,
-            "default": {"description": "an error (SPEC §7 statuses)",
+            "default": {"description": "an error (statuses: see the API description)",
                         "content": {"application/json": {"schema": _ref("Error")}}}}
 
 
@@ -159,6 +179,9 @@ _NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 2
                description="item name")
 _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
                        description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
+_HDR_IF_NONE_MATCH = _param("If-None-Match", "header", {"type": "string", "enum": ["*"]},
+                             description="* = create-only: 412 (with the current etag and item) when the item "
+                                         "exists; nothing is written")
 _HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
                    description="a retried write with the same key writes nothing again")
 _Q = {"type": "string", "maxLength": 200}
@@ -206,10 +229,11 @@ def _paths() -> dict[str, dict]:
             "tags": ["service"], "security": [],
             "description": "Sent by the hosts of a cluster to each other (WIKIMEM_PEERS) when an operator signs "
                            "out; the token is signed with the shared WIKIMEM_SECRET_KEY and good for 60 s. "
-                           "Anything else is refused with 403.",
+                           "Anything else is refused with 403; a signed notice without a session id or a "
+                           "finite until is 400.",
             "requestBody": _body({"token": {"type": "string"}}, ["token"]),
             "responses": {"204": {"description": "recorded"},
-                          "default": {"description": "an error (SPEC §7 statuses)",
+                          "default": {"description": "an error (statuses: see the API description)",
                                       "content": {"application/json": {"schema": _ref("Error")}}}}}},
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
@@ -243,10 +267,10 @@ def _paths() -> dict[str, dict]:
             "parameters": [_OWNER, _FILE, _NAME],
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
             "put": _op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
-                       "refused with 422)", "write", {
+                       "refused with 422; If-None-Match: * adds it only if it does not exist, else 412)", "write", {
                            **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
                            "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
-                       params=[_HDR_IF_MATCH, _HDR_IDEM],
+                       params=[_HDR_IF_MATCH, _HDR_IF_NONE_MATCH, _HDR_IDEM],
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
@@ -290,7 +314,9 @@ def _paths() -> dict[str, dict]:
                                                     "words would only pull its earlier answers back "
                                                     "(bench/quality_chat.py)"},
                         "messages_last": {"type": "integer", "minimum": 1},
-                        "limit": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
+                                  "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
+                                                 "422 beyond)"},
                         "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
                                           "description": "a prefix cut in injection order; the first entry "
                                                          "always survives, even alone over the budget, unless "
@@ -346,6 +372,23 @@ def _paths() -> dict[str, dict]:
                            "get": _op("a background job: state, progress, each step's result (kept a week after "
                                       "it finished; a token sees the jobs of owners it reaches, admins all)",
                                       "read", _ok(_ref("Job")), tag="memorize")},
+        "/jobs": {"get": _op(
+            "background jobs, newest first: a token sees the jobs of the owners its prefix reaches, bulk jobs "
+            "only with the admin scope; in a cluster with a shared database, the jobs of every host", "read",
+            _ok(_obj({"jobs": _arr(_ref("JobSummary")), "next": _NSTR}, ["jobs", "next"])),
+            params=[_param("kind", "query", {"type": "string", "maxLength": 128}),
+                    _param("state", "query", {"type": "string",
+                                              "enum": ["queued", "running", "done", "failed", "cancelled"]}),
+                    _param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
+                    _param("since", "query", {"type": "string", "maxLength": 64,
+                                              "description": "created at or after (a date or ISO-8601 time)"}),
+                    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                    _param("cursor", "query", {"type": "string", "maxLength": 200})], tag="memorize")},
+        "/jobs/{job_id}/cancel": {
+            "parameters": [_param("job_id", "path", {"type": "string",
+                                                     "pattern": r"^job_\d{8}T\d{6}Z_[0-9a-f]{12}$"})],
+            "post": _op("cancel a job that has not started (409 once a step runs): a write token for the jobs of "
+                        "its owners, the admin scope for bulk jobs", "write", _ok(_ref("Job")), tag="memorize")},
         owner + "/history": {"parameters": [_OWNER], "get": _op(
             "commits, newest first (filters; older with cursor, newer with after; at jumps to a date)", "read",
             _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR, "prev": _NSTR,
@@ -393,8 +436,12 @@ _ROOT_SERVER = [{"url": "/", "description": "the host's root (the probes are not
 def _probe_paths() -> dict[str, dict]:
     """``GET /healthz`` (liveness) and ``GET /readyz`` (readiness), no token needed."""
     ready = _obj({"ready": {"type": "boolean"},
-                  "remote": {"type": "string", "description": "none (no remote), or the remote's state"}},
-                 ["ready", "remote"])
+                  "remote": {"type": "string", "enum": ["none", "reachable", "unreachable"]},
+                  "disk": {"type": "string", "enum": ["ok", "full", "read-only"],
+                           "description": "the data root's disk: full below WIKIMEM_READY_MIN_FREE MiB free"},
+                  "details": {"type": "object", "description": "paths, free bytes and the remote's message: "
+                                                               "only for a bearer token with the admin scope"}},
+                 ["ready", "remote", "disk"])
     return {
         "/healthz": {"servers": deepcopy(_ROOT_SERVER), "get": {
             "summary": "liveness: the process answers", "tags": ["service"], "security": [],
@@ -402,7 +449,8 @@ def _probe_paths() -> dict[str, dict]:
             "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": _obj(
                 {"ok": {"type": "boolean", "enum": [True]}}, ["ok"])}}}}}},
         "/readyz": {"servers": deepcopy(_ROOT_SERVER), "get": {
-            "summary": "readiness: the data root is writable and the remote (if any) answers", "tags": ["service"],
+            "summary": "readiness: the data root's disk is writable and not full, the remote (if any) answers",
+            "tags": ["service"],
             "security": [],
             "description": "No token needed. 503 with Retry-After until the host can take writes.",
             "responses": {
@@ -499,6 +547,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/retrieve"): "retrieve",
     ("post", "/owners/{owner_id}/memorize"): "memorize",
     ("get", "/jobs/{job_id}"): "job",
+    ("get", "/jobs"): "jobs",
+    ("post", "/jobs/{job_id}/cancel"): "cancel_job",
     ("get", "/owners/{owner_id}/history"): "history",
     ("get", "/owners/{owner_id}/commits/{commit}"): "commit",
     ("get", "/owners/{owner_id}/diff"): "diff",
@@ -542,9 +592,13 @@ _EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91,
            "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
 _EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
                             "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
-_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
-                 "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
-                 "time_range_widened": False, "query_terms": ["sea"]}
+_EX_DIARY_HIT: dict[str, Any] = {
+    **_EX_HIT, "kind": "diary", "score": 0.64, "bm25_score": 0.64, "matched_terms": ["beach"], "tokens_est": 10,
+    "item": {"file": _EX_ENTRY["date"], "name": _EX_ENTRY["time"], **_EX_ENTRY}}
+_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK, _EX_DIARY_HIT], "budget_tokens": 300, "budget_used": 24,
+                 "embedding_used": False, "dropped": [], "unresolved_links": [], "time_range": None,
+                 "time_range_source": None, "time_range_widened": False, "query_terms": ["sea", "beach"],
+                 "diary": "all"}
 _EX_WHEN = {"created": "2026-07-21T06:30:00+00:00", "updated": "2026-07-21T06:30:02+00:00"}
 _EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done": 0, "failed": 0, "total": 1,
                     "results": [{"step": 0, "state": "pending"}],
@@ -575,8 +629,8 @@ def _named(**cases: tuple[str, Any]) -> _Named:
 # operationId → {"request": an example body, or _named(...) cases; "<status>": the answer's example}
 EXAMPLES: dict[str, dict[str, Any]] = {
     "healthz": {"200": {"ok": True}},
-    "readyz": {"200": {"ready": True, "remote": "none"},
-               "503": {"ready": False, "remote": "unreachable: git@backup:wikimem/user_3aann.git"}},
+    "readyz": {"200": {"ready": True, "remote": "none", "disk": "ok"},
+               "503": {"ready": False, "remote": "reachable", "disk": "full"}},
     "version": {"200": {"version": wikimem.__version__, "api": 1}},
     "openapi": {"200": {"openapi": "3.0.3", "info": {"title": "wikimem host API", "version": wikimem.__version__},
                         "paths": {"/version": {"get": {"operationId": "version"}}}}},
@@ -636,6 +690,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                          "run": "run_20260721T070200Z_8d1e", "commit": _C3, "replayed": False},
                  "202": _EX_MEMORIZE_JOB},
     "job": {"200": _EX_BULK_JOB},
+    "jobs": {"200": {"jobs": [{k: v for k, v in _EX_MEMORIZE_JOB.items() if k != "results"}
+                              | {"owner": "user:ann", "scope": "user:ann"}], "next": None}},
+    "cancel_job": {"200": {**_EX_MEMORIZE_JOB, "state": "cancelled", "results": [{"step": 0, "state": "cancelled"}],
+                           "finished": _EX_WHEN["created"]}},
     "history": {"200": {"entries": [_EX_ENTRY_LOG, _EX_ITEM_LOG], "next": _C1, "prev": None, "reverted_by": {}}},
     "commit": {"200": {"entry": _EX_ITEM_LOG, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
     "diff": {"200": {"entry": None, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
@@ -710,12 +768,23 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
 
 
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
-errors are {{"error": {{"code", "message"}}}}.
+errors are {{"error": {{"code", "message"}}}}. A write's actor is the body's actor, else the token's name
+(memorize included: its character is who the model is asked to be). The same memory is offered as MCP tools
+(retrieve, diary_append, put_item, memorize, history) at /mcp on the host's root, streamable HTTP, with the
+same tokens.
 
-Statuses: 400 bad name or body shape, 401/403 token, 404, 409 conflicts, 412 If-Match,
-413 too_large (the body, or one of the limits below), 422 a value the library refuses
-(incl. idempotency_key_reused: the same Idempotency-Key with another request), 429
-quota_exceeded with Retry-After (owners created per minute per token prefix), 403
+Statuses: 400 bad_request, a malformed request (not JSON, not an object, a field unknown,
+missing or of the wrong JSON type, a header or cursor not of its syntax; bad_tool_call, a
+diary tool call the agent must make again); 401/403 token; 404; 409 conflicts; 412
+precondition_failed (If-Match, If-None-Match); 413 too_large (the body, or one of the limits
+below); 422 a well-formed request with a value refused by its rules: invalid_name (a file,
+item, owner, date, time or provenance value), invalid_value (a time zone, a range such as
+retrieve's limit, a choice, a length), idempotency_key_reused (the same Idempotency-Key with
+another request); 429
+quota_exceeded with Retry-After (owners created per minute per token prefix), 429
+queue_full with Retry-After (a new background job past the open jobs one token prefix
+(WIKIMEM_JOBS_PER_PREFIX, 100) or one owner (WIKIMEM_JOBS_PER_OWNER, 20) may have, or the
+jobs database past its size budget), 403
 quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
 Retry-After, 507 storage_full with Retry-After.
 
@@ -723,7 +792,8 @@ Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; qu
 {MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
 {MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
 message) are at most 200 characters of visible text: control, format (bidi,
-zero-width) and line-separator characters are refused with 400."""
+zero-width) and line-separator characters are refused with 422. A retrieve returns at
+most {MAX_RETRIEVE_LIMIT} hits (limit)."""
 
 
 def document() -> dict[str, Any]:

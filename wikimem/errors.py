@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "WikimemError",
+    "InvalidValue",
     "InvalidName",
     "NotFound",
     "Conflict",
@@ -30,8 +31,18 @@ class WikimemError(Exception):
     code = "error"
 
 
-class InvalidName(WikimemError, ValueError):
-    """A file, item, owner, date or time name that may not be written."""
+class InvalidValue(WikimemError, ValueError):
+    """A value of the right type that its rules refuse: out of range, unknown, too long, not a date.
+
+    The web app answers 422 (well-formed but refused), where a request whose
+    shape is wrong (not JSON, a missing or unknown field, a wrong type) is 400.
+    """
+
+    code = "invalid_value"
+
+
+class InvalidName(InvalidValue):
+    """A file, item, owner, date, time or provenance value that may not be written."""
 
     code = "invalid_name"
 
@@ -56,16 +67,21 @@ class Conflict(WikimemError):
 
 
 class PreconditionFailed(WikimemError):
-    """An ``If-Match`` style precondition that no longer holds."""
+    """An ``If-Match`` / ``If-None-Match`` style precondition that does not hold.
+
+    ``current`` is the current etag or head commit (None: no such item), ``item`` the current item
+    (as a dict) when the precondition was an item's.
+    """
 
     code = "precondition_failed"
 
-    def __init__(self, message: str, current: str | None = None):
+    def __init__(self, message: str, current: str | None = None, item: dict | None = None):
         super().__init__(message)
         self.current = current
+        self.item = item
 
 
-class IdempotencyKeyReused(WikimemError, ValueError):
+class IdempotencyKeyReused(InvalidValue):
     """An ``Idempotency-Key`` already used for a different kind of request."""
 
     code = "idempotency_key_reused"
@@ -122,7 +138,7 @@ class RemoteMissing(RemoteError):
     """The remote repository does not exist (and this scheme cannot create it)."""
 
     code = "remote_missing"
-class TooLarge(WikimemError, ValueError):
+class TooLarge(InvalidValue):
     """A value over one of the size limits of :mod:`wikimem.limits`."""
 
     code = "too_large"

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files",
-           "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature"]
+__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "folder_entries",
+           "sweep_temp_files", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature"]
 
 TEMP_SUFFIX = ".wikimem-tmp"
 
@@ -104,6 +104,16 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def folder_entries(folder: str | os.PathLike[str]) -> Iterator[os.DirEntry]:
+    """The directory entries of ``folder``; none when it is missing or not a folder."""
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with entries:
+        yield from entries
+
+
 def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".git")) -> list[str]:
     """Remove the temp files killed writers left in ``root``'s folders; the names removed.
 
@@ -112,18 +122,13 @@ def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".
     """
     removed = []
     for folder in folders:
-        try:
-            entries = os.scandir(Path(root) / folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        with entries:
-            for entry in entries:
-                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
-                    try:
-                        os.unlink(entry.path)
-                        removed.append(f"{folder}/{entry.name}")
-                    except FileNotFoundError:
-                        pass
+        for entry in folder_entries(Path(root) / folder):
+            if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                try:
+                    os.unlink(entry.path)
+                    removed.append(f"{folder}/{entry.name}")
+                except FileNotFoundError:
+                    pass
     return removed
 
 
@@ -146,13 +151,8 @@ def folder_signature(folder: Path, key: Callable[[str], str | None]) -> dict[str
     A file replaced between listing and stat is left out (the next look sees it).
     """
     out: dict[str, Stamp] = {}
-    try:
-        entries = os.scandir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return out
-    with entries:
-        for entry in entries:
-            name = key(entry.name)
-            if name is not None and (stamp := stat_stamp(entry)) is not None:
-                out[name] = stamp
+    for entry in folder_entries(folder):
+        name = key(entry.name)
+        if name is not None and (stamp := stat_stamp(entry)) is not None:
+            out[name] = stamp
     return out

@@ -75,8 +75,8 @@ class FileLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
-            except BlockingIOError:
+            except BlockingIOError as exc:
                 if time.monotonic() >= deadline:
-                    raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}")
+                    raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.002)

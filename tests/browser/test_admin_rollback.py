@@ -219,7 +219,7 @@ def test_revert_one_commit_and_restore_to_a_point(world, signed_in):
     vs = world.owner().vstore
     tea = vs.history(file="preferences", item="tea").entries[0].id
     page.goto(owner_url(world, "/history?file=preferences&item=tea"))
-    page.locator("li.commit", has_text="add preferences/tea").locator("text=revert").click()
+    page.locator("section.card", has_text="add preferences/tea").locator("text=revert").click()
     expect(page.locator("section[aria-label='planned changes'] section.change-removed")).to_contain_text(
         "preferences / tea")
     page.click("#confirm")

@@ -197,26 +197,40 @@ def _nginx_argv(workdir: Path, conf: Path) -> list[str]:
 CREATE_AND_SERVE = REPO / "deploy" / "cluster" / "git-http-create.cgi"
 
 
-class GitHttpServer(Engine):
-    """nginx + fcgiwrap + ``git http-backend``: smart HTTP with push, fsck on receive, push-to-create."""
+class GitServer(Engine):
+    """A git server on 127.0.0.1 serving the bare repositories under ``root`` as ``<url>/<folder>.git``."""
 
-    name = "git-http"
+    scheme = ""
 
-    def __init__(self, workdir: Path, root: Path | None = None, fcgi_children: int = 4):
+    def __init__(self, workdir: Path, root: Path | None = None):
         super().__init__(workdir)
         self.root = Path(root or self.workdir / "repos")
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = 0
-        self.fcgi_port = 0
-        self.fcgi_children = fcgi_children
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def template(self) -> str:
         """A ``WIKIMEM_REMOTE`` template for this server."""
         return f"{self.url}/{{owner}}.git"
+
+    def repo(self, folder: str) -> Path:
+        """The bare repository behind ``{owner}`` = ``folder``."""
+        return self.root / f"{folder}.git"
+
+
+class GitHttpServer(GitServer):
+    """nginx + fcgiwrap + ``git http-backend``: smart HTTP with push, fsck on receive, push-to-create."""
+
+    name = "git-http"
+    scheme = "http"
+
+    def __init__(self, workdir: Path, root: Path | None = None, fcgi_children: int = 4):
+        super().__init__(workdir, root)
+        self.fcgi_port = 0
+        self.fcgi_children = fcgi_children
 
     def start(self) -> GitHttpServer:
         fcgiwrap = _which("fcgiwrap")
@@ -263,28 +277,12 @@ class GitHttpServer(Engine):
         self._wait_port(self.port)
         return self
 
-    def repo(self, folder: str) -> Path:
-        """The bare repository behind ``{owner}`` = ``folder``."""
-        return self.root / f"{folder}.git"
 
-
-class GitDaemon(Engine):
+class GitDaemon(GitServer):
     """``git daemon`` serving every repository under ``root`` with receive-pack enabled (git:// URLs)."""
 
     name = "git-daemon"
-
-    def __init__(self, workdir: Path, root: Path | None = None):
-        super().__init__(workdir)
-        self.root = Path(root or self.workdir / "repos")
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"git://127.0.0.1:{self.port}"
-
-    def template(self) -> str:
-        return f"{self.url}/{{owner}}.git"
+    scheme = "git"
 
     def start(self) -> GitDaemon:
         self.port = self.port or free_port()
@@ -295,9 +293,6 @@ class GitDaemon(Engine):
                      "--informative-errors", str(self.root)], env=env)
         self._wait_port(self.port)
         return self
-
-    def repo(self, folder: str) -> Path:
-        return self.root / f"{folder}.git"
 
 
 class Balancer(Engine):

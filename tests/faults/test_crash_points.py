@@ -106,3 +106,51 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
         assert fsck.returncode == 0, fsck.stderr
         assert _git(root, "status", "--porcelain") == ""
     assert not [p for p in root.rglob("*.wikimem-tmp")]
+
+
+HOST_CHILD = """
+import importlib, os, sys
+from wikimem.context import WriteContext
+from wikimem.host import Host
+module, path = sys.argv[2], sys.argv[3]
+owner_cls, _, name = path.partition(".")
+cls = getattr(importlib.import_module(module), owner_cls)
+original = getattr(cls, name)
+def dying(*args, **kwargs):
+    result = original(*args, **kwargs)
+    if path != "HistoryDB.sync" or kwargs.get("results"):
+        os._exit(9)
+    return result
+host = Host(sys.argv[1])
+owner = host.owner("user:ann")
+setattr(cls, name, dying)
+owner.add("preferences", "tea", "oolong", ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", STEPS, ids=[s[2] for s in STEPS])
+def test_a_host_write_killed_after_any_step_is_in_the_run_index_after_its_retry(tmp_path, step):
+    """Issue 22 finding 4: killed after the branch moved, the retry replays without a new commit — the run
+    index must still learn of the commit (the recovery tells the listeners), without any search catching up."""
+    from wikimem.host import Host, RunQuery
+
+    data = tmp_path / "data"
+    host = Host(data)
+    host.ensure_owner("user:ann")[0].add("preferences", "sea", "likes the sea", ctx=WriteContext(actor="seed"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.run([sys.executable, "-c", HOST_CHILD, str(data), step[0], step[1]], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 9, child.stderr
+
+    host = Host(data)  # the retry, in another process's shoes
+    done = host.owner("user:ann").add("preferences", "tea", "oolong",
+                                      ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
+    assert done.replayed == (step[2] in COMMITTED)
+    rows = host.run_index.search(RunQuery.parse(run="run_crash")).runs  # the index itself, no catch-up
+    assert [(r.owner, r.commit, r.commits) for r in rows] == [("user:ann", done.commit, 1)]
+    assert host.run_index.indexed_head("user:ann") == done.commit
+    before = host.run_index.dump()
+    host.fleet.refresh_run_index(full=True)
+    assert host.run_index.dump() == before  # equal to a rebuild from git

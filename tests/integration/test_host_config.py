@@ -109,3 +109,17 @@ def test_the_flask_config_is_derived_from_the_same_object(tmp_path):
     assert (flask["DATA_ROOT"], flask["PROXIES"], flask["MAX_CONTENT_LENGTH"]) == (str(tmp_path), 2, 2048)
     assert set(FLASK_KEYS) <= set(flask) and flask["TESTING"] is True
     assert flask["SECRET_KEY"] and host.secret_key is None  # a test's key is made up for the app only
+
+
+def test_the_shared_database_and_the_job_limits_are_read_here(tmp_path):
+    with pytest.raises(ConfigError, match="postgresql://"):
+        load_config({"DATABASE_URL": "sqlite:///x.db"}, environ={})
+    env = {"WIKIMEM_JOBS_PER_PREFIX": "7", "WIKIMEM_JOBS_PER_OWNER": "0", "WIKIMEM_JOBS_MAX_MB": "1",
+           "WIKIMEM_JOBS_TURN_KEEP": "30", "WIKIMEM_DATA": str(tmp_path)}
+    limits = load_config(environ=env).job_limits()
+    assert (limits.per_tenant, limits.per_owner, limits.max_bytes, limits.turn_keep) == (7, 0, 1024 * 1024, 30.0)
+    with pytest.raises(ConfigError, match="JOBS_TURN_KEEP"):
+        load_config({"JOBS_TURN_KEEP": -1}, environ={})
+    peers = {"WIKIMEM_PEERS": "http://127.0.0.1:8001,http://127.0.0.1:8002", "WIKIMEM_BIND": "127.0.0.1:8002"}
+    host = build_host(load_config(environ={**env, **peers}))
+    assert host.name == "http://127.0.0.1:8002" and host.jobs.limits.per_tenant == 7

@@ -1,4 +1,7 @@
-"""Retrieve's second-wave options through the API: diary recall by topic, transcripts, strict budget, vectors."""
+"""Retrieve's second-wave options through the API.
+
+Diary recall by topic, transcripts, the strict budget, vector counts.
+"""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from wikimem.fsio import decode
+from wikimem.fsio import decode, folder_entries
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_valid_time
 
@@ -36,7 +36,8 @@ from .blocks import Block, parse_blocks, render_blocks
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
     "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
+    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings",
+    "render_settings",
 ]
 
 WIKI_DIR = "wiki"
@@ -70,14 +71,7 @@ def day_path(date: str) -> str:
 
 def memory_entries(root: Path | str, folder: str) -> Iterator[os.DirEntry]:
     """The directory entries of ``root/folder`` that are memory files (nothing if the folder is missing)."""
-    try:
-        entries = os.scandir(Path(root) / folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    with entries:
-        for entry in entries:
-            if is_memory_name(entry.name):
-                yield entry
+    return (entry for entry in folder_entries(Path(root) / folder) if is_memory_name(entry.name))
 
 
 # -- wiki files ----------------------------------------------------------------

@@ -16,7 +16,7 @@ FORMATS = {"zip": "application/zip", "tar": "application/x-tar"}  # format → m
 
 def _markdown_files(root: Path) -> list[tuple[str, Path]]:
     """``(archive path, file)`` of every memory file, sorted; nothing outside the folders."""
-    out = []
+    out: list[tuple[str, Path]] = []
     for folder in MEMORY_DIRS:
         # Links could point anywhere: only regular files go into an archive.
         names = sorted(e.name for e in memory_entries(root, folder) if e.is_file(follow_symlinks=False))
@@ -45,9 +45,9 @@ def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
     else:
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
             for arc, data, mtime in files:
-                info = tarfile.TarInfo(arc)
-                info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
-                tf.addfile(info, io.BytesIO(data))
+                member = tarfile.TarInfo(arc)
+                member.size, member.mtime, member.mode = len(data), int(mtime), 0o644
+                tf.addfile(member, io.BytesIO(data))
     return buf.getvalue()
 
 

@@ -6,7 +6,10 @@
   its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
   recall options, quotas, replication, peers and index cache;
 - :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
-  a tokens file, gunicorn's bind).
+  a tokens file, gunicorn's bind);
+- :func:`prepare_metrics_dir` (gunicorn's master), :func:`build_metrics` (each
+  process), :func:`mark_worker_dead` (gunicorn's ``child_exit``): the metrics
+  of every worker in one folder (``PROMETHEUS_MULTIPROC_DIR``, set here).
 
 The Flask app (``webapp``), gunicorn's master check and every CLI command get
 their host or their settings here; ``webapp.config`` derives Flask's own keys
@@ -58,11 +61,26 @@ environment                         meaning (default)
 ``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
 ``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
 ``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
+``WIKIMEM_PEER_CONNECT_TIMEOUT``    seconds to connect to a peer (0.5)
+``WIKIMEM_PEER_TIMEOUT``            seconds a peer may take to answer (2)
+``WIKIMEM_PEER_COOLDOWN``           seconds a peer that failed is skipped before it is tried again (30)
 ``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
 ``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in counters live (unset: shared, at the data root; web)
+``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in and API counters live (unset: shared, at the data root; web)
+``WIKIMEM_API_LIMIT``               API requests per token, admin tokens exempt (``1200/minute``; empty: none; web)
 ``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
 ``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
+``WIKIMEM_LOG_FORMAT``              ``json`` (one object a line) or ``text`` (json under gunicorn, text for
+                                    ``wikimem serve``)
+``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
+                                    root under the system's temporary folder; a tmpfs is best)
+``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
+``WIKIMEM_DATABASE_URL``            ``postgresql://…`` shared by a cluster's hosts for the run index and
+                                    the jobs (unset: SQLite files in the data root)
+``WIKIMEM_JOBS_PER_PREFIX``         open jobs one token prefix may have (100; 0 = no limit)
+``WIKIMEM_JOBS_PER_OWNER``          open jobs of one owner (20; 0 = no limit)
+``WIKIMEM_JOBS_MAX_MB``             size budget of the jobs database, MiB (256; 0 = no limit)
+``WIKIMEM_JOBS_TURN_KEEP``          seconds a finished memorize job keeps its raw turn (600)
 =================================== ==================================================================
 
 A variable's key (in :func:`load_config`'s overrides and a test config) is its name
@@ -79,19 +97,24 @@ process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
     from wikimem.host.cluster import Peers, Settings
+    from wikimem.host.fleet import Limits
     from wikimem.host.host import Host
+    from wikimem.host.metrics import Metrics
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
-           "build_llm", "TOKENIZERS", "EMBEDDERS"]
+           "build_llm", "build_metrics", "prepare_metrics_dir", "mark_worker_dead", "metrics_folder", "TOKENIZERS",
+           "EMBEDDERS"]
 
 
 class ConfigError(RuntimeError, ValueError):
@@ -149,20 +172,36 @@ ENV_VARS = {
     "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
     "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
     "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
+    "WIKIMEM_PEER_CONNECT_TIMEOUT": "PEER_CONNECT_TIMEOUT",
+    "WIKIMEM_PEER_TIMEOUT": "PEER_TIMEOUT",
+    "WIKIMEM_PEER_COOLDOWN": "PEER_COOLDOWN",
+    "WIKIMEM_API_LIMIT": "API_LIMIT",
+    "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
+    "WIKIMEM_METRICS_DIR": "METRICS_DIR",
+    "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
+    "WIKIMEM_DATABASE_URL": "DATABASE_URL",
+    "WIKIMEM_JOBS_PER_PREFIX": "JOBS_PER_PREFIX",
+    "WIKIMEM_JOBS_PER_OWNER": "JOBS_PER_OWNER",
+    "WIKIMEM_JOBS_MAX_MB": "JOBS_MAX_MB",
+    "WIKIMEM_JOBS_TURN_KEEP": "JOBS_TURN_KEEP",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
+         "REPLICATION_MAX_LAG", "READY_MIN_FREE", "JOBS_PER_PREFIX", "JOBS_PER_OWNER", "JOBS_MAX_MB"}
+_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE", "JOBS_PER_PREFIX",
+                "JOBS_PER_OWNER", "JOBS_MAX_MB"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B",
-           "NEIGHBOUR_SMOOTHING", "RECENCY_HALF_LIFE"}
+_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
+           "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING",
+           "RECENCY_HALF_LIFE"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
+LOG_FORMATS = ("json", "text")
+PEER_STATE = Path("run") / "peers"  # under the data root: the peers' breaker records, shared by the workers
 # Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
 KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 
@@ -230,6 +269,18 @@ class Config:
     login_limit_storage: str | None = None
     quota_owners: int = 10_000
     quota_owners_per_minute: int = 120
+    peer_connect_timeout: float = 0.5
+    peer_timeout: float = 2.0
+    peer_cooldown: float = 30.0
+    api_limit: str = "1200/minute"
+    log_format: str | None = None  # None: json under gunicorn, text for the development server
+    metrics_dir: str | None = None  # None: see metrics_folder()
+    ready_min_free: int = 64  # MiB
+    database_url: str | None = field(default=None, repr=False)  # may hold a password
+    jobs_per_prefix: int = 100
+    jobs_per_owner: int = 20
+    jobs_max_mb: int = 256
+    jobs_turn_keep: float = 600.0
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -250,8 +301,30 @@ class Config:
             raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
         if bool(self.embed_url) != bool(self.embed_model):
             raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+        if self.log_format not in (None, "", *LOG_FORMATS):
+            raise ConfigError(f"WIKIMEM_LOG_FORMAT must be json or text, got {self.log_format!r}")
+        for key in ("PEER_CONNECT_TIMEOUT", "PEER_TIMEOUT", "PEER_COOLDOWN"):
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
+        self._check_jobs()
+
+    def _check_jobs(self) -> None:
+        """The shared database and the limits of the job queue (issues 22 and 25)."""
+        if self.database_url:
+            from wikimem.host.fleet import is_url
+
+            if not is_url(self.database_url):
+                raise ConfigError("WIKIMEM_DATABASE_URL must be a postgresql:// URL (unset: SQLite in the data root)")
+            try:
+                import psycopg  # noqa: F401
+            except ImportError:
+                raise ConfigError("WIKIMEM_DATABASE_URL needs psycopg: pip install 'wikimem[postgres]'") from None
+        keep = self.jobs_turn_keep
+        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 <= keep < float("inf"):
+            raise ConfigError(f"WIKIMEM_JOBS_TURN_KEEP must be a number of seconds >= 0, got {keep!r}")
 
     def _check_recall(self) -> None:
         """The tokenizer, the embedder choice and their switches (issue 17)."""
@@ -305,7 +378,10 @@ class Config:
             from wikimem.host.cluster import Peers
 
             try:
-                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind)
+                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind,
+                                       connect_timeout=float(self.peer_connect_timeout),
+                                       timeout=float(self.peer_timeout), cooldown=float(self.peer_cooldown),
+                                       state_dir=Path(self.data_root) / PEER_STATE)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "peer_set", peer_set)
@@ -340,6 +416,20 @@ class Config:
             neighbour_smoothing=float(smoothing),
             recency_half_life=float(self.recency_half_life) or None,
         )
+
+    def job_limits(self) -> Limits:
+        """What one tenant may queue, and the jobs database's budget."""
+        from wikimem.host.fleet import Limits
+
+        return Limits(per_tenant=self.jobs_per_prefix, per_owner=self.jobs_per_owner,
+                      max_bytes=self.jobs_max_mb * 1024 * 1024, turn_keep=float(self.jobs_turn_keep))
+
+    def host_name(self) -> str | None:
+        """This host's name in a cluster's shared database: its entry in ``PEERS`` (None: the machine's name and
+        the data root)."""
+        if self.self_url:
+            return self.self_url
+        return self.peer_set.self_url if self.peer_set is not None else None
 
     def quota(self) -> OwnerQuota:
         """The owner-creation limits of the host."""
@@ -453,10 +543,74 @@ def build_llm(config: Config):
                       timeout=float(config.llm_timeout))
 
 
-def build_host(config: Config) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
+def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+
+    ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
+    """
     from wikimem.host.host import Host
+
+    if config.peer_set is not None and not config.database_url:
+        logging.getLogger(__name__).warning(
+            "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
+            "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
+            "share one PostgreSQL database for the cluster's runs and jobs")
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set)
+                replication=config.replication_settings, peers=config.peer_set,
+                metrics=metrics if metrics is not None else build_metrics(config),
+                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits())
+
+
+# -- metrics (wikimem/host/metrics.py) ------------------------------------------------------
+
+MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own: set, every process writes its files there
+
+
+def metrics_folder(config: Config) -> Path:
+    """Where gunicorn's workers keep their metric files: ``WIKIMEM_METRICS_DIR``, else a folder of this data
+    root under the system's temporary folder (``wikimem-metrics-<hash of the data root>``)."""
+    if config.metrics_dir:
+        return Path(config.metrics_dir)
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(os.fsencode(os.path.abspath(config.data_root))).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"wikimem-metrics-{tag}"
+
+
+def prepare_metrics_dir(config: Config) -> Path:
+    """In gunicorn's master, before any worker: an empty metrics folder for this run, named in the environment
+    (``PROMETHEUS_MULTIPROC_DIR``) so that every worker's :func:`build_metrics` writes its files there.
+
+    Emptied because files of an earlier run would be summed in as if their workers still ran.
+    """
+    import shutil
+
+    folder = metrics_folder(config)
+    if folder.is_dir():
+        for leftover in folder.glob("*.db"):
+            leftover.unlink()
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(mode=0o700, parents=True)
+    os.environ[MULTIPROC_VAR] = str(folder)
+    return folder
+
+
+def mark_worker_dead(pid: int) -> None:
+    """gunicorn's ``child_exit``: a dead worker's live gauges stop counting (its counters are kept)."""
+    if os.environ.get(MULTIPROC_VAR):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+def build_metrics(config: Config | None = None) -> Metrics:
+    """The process's :class:`~wikimem.host.metrics.Metrics`: every worker's folder when gunicorn's master
+    prepared one (:func:`prepare_metrics_dir`), else this process alone."""
+    from wikimem.host.metrics import Metrics
+
+    return Metrics(os.environ.get(MULTIPROC_VAR) or None)

@@ -391,6 +391,7 @@ class MemoryIndex:
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:
             item = q.window[key[2]] if q.mode == "window" else self._diary_made().item(key)
+            assert item is not None  # BM25 ranks only the entries the diary index holds
             return Candidate(key, item, "diary", score)
         return Candidate(key, self.wiki.item(key), "wiki", score)
 

@@ -12,12 +12,17 @@ from typing import Any
 
 from wikimem.models import RecallItem
 
+from .tokenizer import est_tokens
+
 __all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query"]
 
 
-def _item_dict(item: RecallItem) -> dict[str, Any]:
-    return {"file": item.file, "name": item.name, "content": item.content,
-            "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+def _item_dict(item: RecallItem, kind: str) -> dict[str, Any]:
+    out = {"file": item.file, "name": item.name, "content": item.content,
+           "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+    if kind == "diary":  # as the diary routes name an entry; file and name stay for older readers
+        out.update(date=item.file, time=item.name)
+    return out
 
 
 @dataclass
@@ -25,8 +30,9 @@ class RetrievedItem:
     """One entry of a retrieval result, with the evidence of why it is there.
 
     ``kind`` (``"wiki"`` or ``"diary"``) and ``via_file`` extend the seed's
-    fields: a diary entry's ``file`` is its date, and ``via`` alone (the
-    parent hit's name) can be ambiguous across files.
+    fields: a diary entry's ``file`` is its date and its ``name`` its time
+    (also :attr:`date` and :attr:`time`, and ``date``/``time`` in its JSON),
+    and ``via`` alone (the parent hit's name) can be ambiguous across files.
     """
 
     item: RecallItem
@@ -40,10 +46,31 @@ class RetrievedItem:
     kind: str = "wiki"
     via_file: str | None = None
 
+    @property
+    def date(self) -> str | None:
+        """A diary entry's day (``YYYY-MM-DD``); None for a wiki item."""
+        return self.item.file if self.kind == "diary" else None
+
+    @property
+    def time(self) -> str | None:
+        """A diary entry's time (``HH:MM``); None for a wiki item."""
+        return self.item.name if self.kind == "diary" else None
+
+    def label(self) -> str:
+        """How a prompt names the entry: ``preferences/likes-the-sea``, or ``diary 2026-12-03 20:30``."""
+        if self.kind == "diary":
+            return f"diary {self.item.file} {self.item.name}"
+        return f"{self.item.file}/{self.item.name}"
+
+    def to_text(self) -> str:
+        """The entry as one block of prompt text: ``- [label] content``, later lines indented."""
+        lines = self.item.content.strip().splitlines() or [""]
+        return "\n".join([f"- [{self.label()}] {lines[0]}"] + [f"  {line}" for line in lines[1:]])
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
         return {
-            "item": _item_dict(self.item),
+            "item": _item_dict(self.item, self.kind),
             "source": self.source,
             "score": self.score,
             "bm25_score": self.bm25_score,
@@ -64,7 +91,8 @@ class RetrievalResult:
     after a parsed time expression and function words were taken out),
     ``diary`` (the diary mode used) and ``vectors`` (with an embedder and
     ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
-    their vectors when this query ran).
+    their vectors when this query ran). :meth:`to_prompt` turns the entries
+    into prompt text within the budget.
     """
 
     items: list[RetrievedItem] = field(default_factory=list)
@@ -79,6 +107,32 @@ class RetrievalResult:
     query_terms: list[str] = field(default_factory=list)
     diary: str = "window"
     vectors: dict[str, int] | None = None
+
+    def to_prompt(self, budget_tokens: int | None = None, *, strict: bool = False,
+                  heading: str | None = None) -> str:
+        """The entries as text to put into a prompt, in injection order, within a token budget.
+
+        Each entry is one block (:meth:`RetrievedItem.to_text`): ``- [people/mia] content``
+        for a wiki item, ``- [diary 2026-12-03 20:30] content`` for a diary entry; a
+        ``heading`` line, when given, comes first. ``budget_tokens`` (default: the budget
+        this result was cut to, if any) bounds the whole text as :func:`est_tokens`
+        counts it, heading and labels included: the blocks are a prefix cut as retrieve's
+        own — the first block always survives unless ``strict``. Empty text when nothing
+        is kept (no entries, or ``strict`` and the first is over the budget).
+        """
+        budget = self.budget_tokens if budget_tokens is None else budget_tokens
+        lines = [heading] if heading else []
+        used = est_tokens(heading) if heading else 0
+        kept = 0
+        for entry in self.items:
+            block = entry.to_text()
+            cost = est_tokens(block)
+            if budget is not None and (kept or strict) and used + cost > budget:
+                break
+            lines.append(block)
+            used += cost
+            kept += 1
+        return "\n".join(lines) if kept else ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``time_range`` as a two-element list or None).

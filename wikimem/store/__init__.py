@@ -4,7 +4,7 @@ mutation seam every write passes (:class:`Writer`, :class:`Unit` and its :class:
 from __future__ import annotations
 
 from .diary import Diary, DiaryReader, resolve_tz
-from .journal import Journal, diary_record, wiki_record
+from .journal import Journal, diary_record, parse_record, wiki_record
 from .wiki import MemoryStore, Saved, normalize_ts
 from .writer import LOCK_NAME, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
@@ -12,6 +12,7 @@ __all__ = [
     "Journal",
     "wiki_record",
     "diary_record",
+    "parse_record",
     "Mutation",
     "MutationHook",
     "PlainHook",

@@ -8,13 +8,22 @@ from pathlib import Path
 
 from wikimem.format import utc_now
 
-__all__ = ["Journal", "wiki_record", "diary_record"]
+__all__ = ["Journal", "wiki_record", "diary_record", "parse_record"]
 
 
 def _record(ts: str | None, action: str, fields: dict) -> dict:
     record = {"ts": ts or utc_now(), "action": action}
     record.update((k, v) for k, v in fields.items() if v is not None)
     return record
+
+
+def parse_record(line: str) -> dict | None:
+    """The record of one journal line (of the file or a commit's trailer); None for a torn or foreign line."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def wiki_record(action: str, file: str, name: str, owner=None, source_conv=None,
@@ -91,15 +100,8 @@ class Journal:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return []
-        out = []
-        for line in data.decode("utf-8", errors="replace").splitlines():
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
+        records = (parse_record(line) for line in data.decode("utf-8", errors="replace").splitlines())
+        return [record for record in records if record is not None]
 
     def size(self) -> int:
         try:

@@ -8,6 +8,7 @@ behaviour: a versioned folder is still an ordinary folder of markdown.
 from .catchup import is_ancestor
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
+from .objects import folder_head
 from .outcomes import CommitDiff, Committed, Outcome
 from .plans import Plan
 from .remote import Remote, remote_url, validate_template
@@ -21,5 +22,6 @@ from .vstore import PACK_EVERY, VersionedStore
 __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
-    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links",
+    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
+    "undo_links",
 ]

@@ -398,12 +398,7 @@ class HistoryDB:
         self.sync()
         base, base_args = _where(**filters)
         where, args = list(base), list(base_args)
-        if before is not None:
-            where.append("c.seq < ?")
-            args.append(int(before))
-        if after is not None:
-            where.append("c.seq > ?")
-            args.append(int(after))
+        _bounded(where, args, ("c.seq < ?", before), ("c.seq > ?", after))
         sql = f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, c.seq FROM commits c"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -461,18 +456,21 @@ def _where(file=None, item=None, run=None, date=None, actor=None, action=None, s
         if value is not None:
             where.append(f"c.{column} = ?")
             args.append(value)
-    if since is not None:
-        where.append("c.time >= ?")
-        args.append(int(since))
-    if until is not None:
-        where.append("c.time <= ?")
-        args.append(int(until))
+    _bounded(where, args, ("c.time >= ?", since), ("c.time <= ?", until))
     sub = [(col, v) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
     if sub:
         where.append("EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq AND "
                      + " AND ".join(f"t.{col} = ?" for col, _ in sub) + ")")
         args.extend(v for _, v in sub)
     return where, args
+
+
+def _bounded(where: list[str], args: list, *bounds: tuple[str, int | None]) -> None:
+    """Add each ``(condition, value)`` whose value is given (a seq or epoch seconds, as an int)."""
+    for condition, value in bounds:
+        if value is not None:
+            where.append(condition)
+            args.append(int(value))
 
 
 def _exists(db, where: list[str], args: list, extra: str, seq: int) -> bool:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "init_repo", "folder_head"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -61,6 +61,46 @@ def _person(name: str | None) -> bytes:
     return f"{clean} <{local[:64]}@wikimem>".encode()
 
 
+# The config of a repository wikimem makes: auto-gc off (packing is scheduled) and, in a memory folder,
+# paths unquoted; a bare one (a file remote) checks the objects it receives.
+_CONFIG = {False: ((b"gc", b"auto", b"0"), (b"core", b"quotepath", b"false")),
+           True: ((b"receive", b"fsckObjects", b"true"), (b"gc", b"auto", b"0"))}
+
+
+def init_repo(root: Path, *, bare: bool = False) -> Repo:
+    """``git init`` of a memory folder (made here or cloned) or of a bare remote, on branch ``main``."""
+    repo = (Repo.init_bare if bare else Repo.init)(str(root), default_branch=b"main")
+    try:
+        config = repo.get_config()
+        for section, key, value in _CONFIG[bare]:
+            config.set((section,), key, value)
+        config.write_to_path()
+    except BaseException:
+        repo.close()
+        raise
+    return repo
+
+
+def folder_head(root: Path | str) -> str | None:
+    """The commit ``main`` of a memory folder points at, read from its ref files without opening the repository
+    (a cheap look at many owners: is an index behind?); None when there is none."""
+    git = Path(root) / ".git"
+    try:
+        value = (git / "refs" / "heads" / "main").read_bytes().strip()
+        if len(value) == 40:
+            return value.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    try:
+        for line in (git / "packed-refs").read_bytes().splitlines():
+            sha, _, name = line.partition(b" ")
+            if name == BRANCH and len(sha) == 40:
+                return sha.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    return None
+
+
 class GitRepo:
     """The repository of one memory folder, as seen by the versioned store."""
 
@@ -75,12 +115,7 @@ class GitRepo:
     def init(cls, root: Path) -> GitRepo:
         """Create the repository (branch ``main``, auto-gc off) with a first commit of ``.gitignore``."""
         root = Path(root)
-        repo = Repo.init(str(root), default_branch=b"main")
-        config = repo.get_config()
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"quotepath", b"false")
-        config.write_to_path()
-        repo.close()
+        init_repo(root).close()
         self = cls(root)
         ignore = root / ".gitignore"
         if not ignore.exists():

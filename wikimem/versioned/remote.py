@@ -63,7 +63,7 @@ from urllib3.util.retry import Retry
 
 from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
 
-from .objects import BRANCH, oid, ref
+from .objects import BRANCH, init_repo, oid, ref
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
            "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
@@ -183,6 +183,8 @@ class Remote:
                 pool_kw = getattr(self._client.pool_manager, "connection_pool_kw", None)
                 if pool_kw is not None:
                     pool_kw["retries"] = Retry(total=2, connect=0, read=0, status=0, redirect=2)
+            elif not p.hostname:  # validate_template refuses these; a Remote built by hand skips it
+                raise TemplateError(f"remote {self.shown!r} has no host")
             elif self.scheme == "git":
                 self._client = TCPGitClient(p.hostname, p.port)
             else:
@@ -243,7 +245,8 @@ class Remote:
                     return _hex(_peek(target))
                 finally:
                     target.close()
-            refs = self.client().get_refs(self.path)
+            # dulwich's GitClient.get_refs says bytes, yet every client encodes a str path itself (as since the start)
+            refs = self.client().get_refs(self.path)  # type: ignore[arg-type]
             return _hex(_refs(refs).get(BRANCH))
 
     def create(self) -> bool:
@@ -319,10 +322,11 @@ class Remote:
                 set_tracking(local, want)
                 return
 
-            def pack_data(have, wants, ofs_delta=True, progress=None, **_):
-                return pack_objects_to_data(new_objects(local.object_store, want, old))
+            def pack_data(have, want, *, ofs_delta=True, progress=None, **_):  # dulwich's GeneratePackDataFunc
+                return pack_objects_to_data(new_objects(local.object_store, new.encode("ascii"), old))
 
-            result = self.client().send_pack(self.path, update_refs, pack_data)
+            # str path: as for get_refs, dulwich's stubs say bytes and its clients encode a str themselves
+            result = self.client().send_pack(self.path, update_refs, pack_data)  # type: ignore[arg-type]
             status = (result.ref_status or {}).get(BRANCH)
             if status is not None:
                 # receive-pack found main moved under its lock (a racing push), or a hook said no
@@ -372,12 +376,8 @@ class Remote:
         if (target / ".git").exists():
             raise FileExistsError(f"{target} already holds a repository")
         target.mkdir(parents=True, exist_ok=True)
-        local = Repo.init(str(target), default_branch=b"main")
+        local = init_repo(target)
         try:
-            config = local.get_config()
-            config.set((b"gc",), b"auto", b"0")
-            config.set((b"core",), b"quotepath", b"false")
-            config.write_to_path()
             head = self.fetch(local)
             if head is not None:
                 sha = oid(head.encode("ascii"))
@@ -514,12 +514,5 @@ def _init_bare(path: Path) -> bool:
     if (path / "HEAD").exists():
         return False
     path.mkdir(exist_ok=True)
-    repo = Repo.init_bare(str(path), default_branch=b"main")
-    try:
-        config = repo.get_config()
-        config.set((b"receive",), b"fsckObjects", b"true")
-        config.set((b"gc",), b"auto", b"0")
-        config.write_to_path()
-    finally:
-        repo.close()
+    init_repo(path, bare=True).close()
     return True

@@ -106,8 +106,9 @@ class VersionedStore:
         self.diary = self.store.diary
         self.writer = self.store.writer
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
-        # Called with each new commit id of a unit, still inside the owner lock, once the history
-        # index holds it (derived indexes above this folder, background replication).
+        # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
+        # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
+        # once the history index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
@@ -149,12 +150,25 @@ class VersionedStore:
 
     def _settle(self) -> None:
         """Under the lock: what a killed writer left (git locks, its write in flight, temp files), then
-        what the remote is known to hold (see :meth:`_reconcile`)."""
+        what the remote is known to hold (see :meth:`_reconcile`). A commit recovery finishes, a
+        fast-forward or a replay is told to the :attr:`on_commit` listeners like a write."""
         self.git.clear_stale_locks()
         self.recover()
         sweep_temp_files(self.root)
         if self.replica is not None:
+            before = self.git.head()
             self._reconcile(self.replica)
+            head = self.git.head()
+            if head is not None and head != before:
+                self._tell(head.decode())
+
+    def _tell(self, cid: str) -> None:
+        """Tell the :attr:`on_commit` listeners that ``main`` is at ``cid`` (a failing one is logged)."""
+        for listener in self.on_commit:
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
 
     def _reconcile(self, replica: Replica) -> None:
         """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
@@ -193,6 +207,22 @@ class VersionedStore:
         with self.writer.lock, self._lock.hold():
             self._settle()
         return self.head()
+
+    def relation(self, commit: str) -> str:
+        """Where ``commit`` stands to ``main``: ``"head"``, ``"ancestor"`` (main went on from it), ``"descendant"``
+        (main is behind it: another copy went further), ``"diverged"``, or ``"unknown"`` (no such commit here)."""
+        head = self.git.head()
+        try:
+            sha = commit.encode("ascii")
+        except UnicodeEncodeError:
+            return "unknown"
+        if head is not None and sha == head:
+            return "head"
+        if not _HEX_RE.fullmatch(commit) or len(commit) != 40 or oid(sha) not in self.git.store:
+            return "unknown"
+        if head is None or is_ancestor(self.git, head, sha):
+            return "descendant"
+        return "ancestor" if is_ancestor(self.git, sha, head) else "diverged"
 
     def replica_known(self) -> str | None:
         """The commit this folder knows its remote to hold (its tracking ref), or None."""
@@ -251,13 +281,9 @@ class VersionedStore:
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
         cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
                                            touches=_touches(records), result=result)
-        if finished:
+        self._tell(cid)
+        if finished:  # after the listeners: a writer killed before they ran leaves the intent, and recovery tells them
             self.intent.clear()
-        for listener in self.on_commit:
-            try:
-                listener(cid)
-            except Exception:  # the commit stands; what listens is derived and catches up later
-                log.exception("commit listener failed for %s at %s", self.root, cid)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             try:
                 self._pack_locked()
@@ -317,6 +343,7 @@ class VersionedStore:
             tree = self.git.commit_tree(head.encode())
             shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
             self._after_move(head, shas, None, found.get("result") if isinstance(found.get("result"), dict) else None)
+            self._tell(head)  # the listeners never heard of it: the writer died first
             outcome = "finished"
         else:
             if head != found.get("head"):
@@ -483,11 +510,13 @@ class VersionedStore:
         if outcome.replay is None:
             outcome.commit = unit.commit
 
-    def _check_item(self, file: str, name: str, if_match: str | None) -> None:
-        """``if_match`` is the item's etag, or a full commit id that must still be the head."""
-        if if_match is None:
+    def _check_item(self, file: str, name: str, ctx: WriteContext) -> None:
+        """The item's preconditions, inside the unit (under the owner's lock): ``ctx.if_match`` is its etag
+        or a full commit id that must still be the head; ``ctx.if_none_match`` says it must not exist."""
+        if_match = ctx.if_match
+        if if_match is None and not ctx.if_none_match:
             return
-        if len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
+        if if_match is not None and len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
             head = self.head()
             if head != if_match.lower():
                 raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
@@ -495,20 +524,26 @@ class VersionedStore:
             return
         current = self.store.get(file, name)
         tag = item_etag(current) if current is not None else None
-        if tag != if_match:
-            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
+        shown = asdict(current) if current is not None else None
+        if ctx.if_none_match and current is not None:
+            raise PreconditionFailed(f"item {file}/{name} exists already (etag {tag}): nothing written",
+                                     current=tag, item=shown)
+        if if_match is not None and tag != if_match:
+            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})",
+                                     current=tag, item=shown)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
+        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
+        ``ctx.if_none_match``: only if it does not exist yet)."""
         ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
-        # The item's etag precondition is checked by _check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
+        # The item's preconditions are checked by _check_item, not as a head commit by batch().
+        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
             b.result = {"value": asdict(saved.item), "created": saved.created}
         return Committed(saved.item, b.commit, created=saved.created)
@@ -517,10 +552,11 @@ class VersionedStore:
                ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
         ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
-        with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
+        with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
+                        kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             removed = self.store.remove(file, name, owner=owner)
             b.result = {"value": removed}
         return Committed(removed, b.commit)

@@ -60,15 +60,16 @@ def check_owner(host, owner_id: str) -> OwnerCheck:
             theirs = vs.replica.fetch(vs.git)
         except RemoteError as exc:
             return OwnerCheck(owner_id, "unreachable", local, None, str(exc))
-        remote_head = theirs.decode() if theirs else None
-        if remote_head is None:
+        if not theirs:
             return OwnerCheck(owner_id, "missing", local, None)
+        remote_head = theirs.decode()
         dirty = vs.external_changes()
+        mine = local.encode() if local else None  # None: no commit here yet, the remote is ahead
         if local == remote_head:
             state = "dirty" if dirty else "equal"
-        elif is_ancestor(vs.git, theirs, local.encode()):
+        elif mine is not None and is_ancestor(vs.git, theirs, mine):
             state = "ahead"
-        elif is_ancestor(vs.git, local.encode(), theirs):
+        elif is_ancestor(vs.git, mine, theirs):
             state = "behind"
         else:
             state = "diverged"
@@ -107,7 +108,10 @@ def restore(host, owner_ids: list[str]) -> dict[str, str]:
 
 
 def push_all(host) -> dict[str, int]:
-    """Push every owner's pending commits now (async lag, or a folder that predates the remote): ``{id: lag before}``."""
+    """Push every owner's pending commits now (async lag, or a folder that predates the remote).
+
+    Returns ``{owner id: lag before}``.
+    """
     _need_remote(host)
     lags = host.replication.lags((i, host.owner_path(i)) for i in host.owner_ids())
     for owner_id in lags:
@@ -139,7 +143,8 @@ def rebalance(host, servers: list[str], me: str, dry_run: bool = False) -> dict[
             continue
         if not dry_run:
             host.drop_local(owner_id)
-        out[owner_id] = f"{'would drop' if dry_run else 'dropped'}: on the remote, {ring.server_for(owner_id)} serves it"
+        verb = "would drop" if dry_run else "dropped"
+        out[owner_id] = f"{verb}: on the remote, {ring.server_for(owner_id)} serves it"
     return out
 
 

@@ -71,8 +71,10 @@ class Settings:
 class Replication:
     """Replication of a host's owners to their remotes, for one process."""
 
-    def __init__(self, settings: Settings, owners: Callable[[], Iterable[Owner]] | None = None):
+    def __init__(self, settings: Settings, owners: Callable[[], Iterable[Owner]] | None = None, *,
+                 metrics=None):
         self.settings = settings
+        self.metrics = metrics  # the host's (wikimem/host/metrics.py): async push failures are counted there
         self._checked: dict[str, float] = {}
         self._lock = threading.Lock()
         self.pusher = Pusher(self) if settings.mode == "async" else None
@@ -111,10 +113,11 @@ class Replication:
         vstore = owner.vstore
         vstore.replica = Replica(self.remote(folder or owner.root.name), self.settings.mode,
                                  max_lag=self.settings.max_lag)
-        if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
-            vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
+        pusher = self.pusher
+        if pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
+            vstore.on_commit.append(lambda _cid: pusher.enqueue(owner))
             if vstore.replication_lag():
-                self.pusher.enqueue(owner)  # what a restart left unpushed
+                pusher.enqueue(owner)  # what a restart left unpushed
 
     def clone(self, folder: str, target: Path) -> bool:
         """Clone the owner ``folder`` from the remote into ``target``; False when the remote has no such owner."""
@@ -139,6 +142,7 @@ class Replication:
                 return False
             self._checked[owner.id] = now
         vstore = owner.vstore
+        assert vstore.replica is not None  # attach() gave every owner of a replicated host its replica
         try:
             theirs = vstore.replica.remote.remote_head()
         except RemoteError as exc:  # reads go on from the local copy; writes will say so
@@ -251,15 +255,22 @@ class Pusher:
                     self.pushed += 1
             except RemoteError as exc:
                 self.failures += 1
+                self._count_failure()
                 log.warning("push of %s failed (%s); retrying in %.0fs", owner.id, exc, self.RETRY_SECONDS)
                 time.sleep(self.RETRY_SECONDS)
                 self.enqueue(owner)
             except Exception:  # a bug must not stop replication of every other owner
                 self.failures += 1
+                self._count_failure()
                 log.exception("push of %s failed", owner.id)
             finally:
                 with self._lock:
                     self._busy = False
+
+    def _count_failure(self) -> None:
+        metrics = self.replication.metrics
+        if metrics is not None:
+            metrics.push_failed("async")
 
     def drain(self, timeout: float) -> bool:
         """Wait until nothing is queued (tests, shutdown); False on timeout."""
