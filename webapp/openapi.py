@@ -316,8 +316,11 @@ def _paths() -> dict[str, dict]:
                                   "description": "what to recall; or give `messages` instead"},
                         "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
                                                  ["role"])),
-                                     "description": "a chat transcript: the query is its user turns (the last "
-                                                    "`messages_last`), cut to its most recent characters"},
+                                     "description": "the chat so far, as messages (not pasted into `query`): "
+                                                    "the query is its user turns (the last `messages_last`), "
+                                                    "cut to its most recent characters; the character's own "
+                                                    "words would only pull its earlier answers back "
+                                                    "(bench/quality_chat.py)"},
                         "messages_last": {"type": "integer", "minimum": 1},
                         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
                                   "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
@@ -335,11 +338,11 @@ def _paths() -> dict[str, dict]:
                         "diary": {"type": "string", "enum": ["window", "all"], "nullable": True,
                                   "description": "window: diary entries only through a time window (the seed's); "
                                                  "all: diary entries ranked with the wiki (default: "
-                                                 "WIKIMEM_DIARY_RECALL)"},
-                        "recency_half_life": {"type": "number", "nullable": True, "exclusiveMinimum": True,
-                                              "minimum": 0,
+                                                 "WIKIMEM_DIARY_RECALL, all)"},
+                        "recency_half_life": {"type": "number", "nullable": True, "minimum": 0,
                                               "description": "days; with diary=all an entry's score is "
-                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life)"}}),
+                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life); "
+                                                             "0: none (default: WIKIMEM_RECENCY_HALF_LIFE)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
             "run the configured LLM over a turn and write its diary entries as one run; with "
