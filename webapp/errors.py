@@ -30,8 +30,12 @@ exception                                          status  code
 ``StoreBusy``                                       503     ``busy`` (``Retry-After``)
 ``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
 ``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
-``RemoteRejected``, ``RemoteMissing``               502     its ``code``
+``RemoteRejected``, ``RemoteMissing``,              502     its ``code``
+``RemoteRefused`` (the remote's commits refused)
+``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
 ``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
+``DamagedFolder`` (this owner's folder, see         500     ``folder_damaged`` (its message; logged)
+``wikimem repair``)
 a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
 werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large`` (405 with ``Allow``)
 =================================================  ======  ======================
@@ -50,6 +54,7 @@ from werkzeug.exceptions import HTTPException
 
 from wikimem.errors import (
     Conflict,
+    DamagedFolder,
     InvalidValue,
     NotFound,
     PreconditionFailed,
@@ -86,6 +91,7 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (RemoteMoved, 409),
     (RemoteError, 502),
     (TooLarge, 413),
+    (DamagedFolder, 500),
     (InvalidValue, 422),
     (ValueError, 422),  # a value the library refuses without a code of its own
 ]
@@ -131,7 +137,9 @@ def _plain(value):
 
 def error_body(exc: BaseException, status: int) -> dict:
     """The JSON error document of an exception."""
-    if status == 500:
+    if status == 500 and isinstance(exc, DamagedFolder):  # one owner's folder: say which file and how to repair
+        code, message = exc.code, str(exc)
+    elif status == 500:
         code, message = "internal", "internal server error"
     elif status == 507:
         code, message = "storage_full", "the disk of the data root is full: nothing was written; try again later"
@@ -163,7 +171,9 @@ def _wants_json() -> bool:
 
 def _handle(exc: BaseException):
     status = error_status(exc)
-    if status == 500:
+    if isinstance(exc, DamagedFolder):
+        log.error("damaged owner folder on %s %s: %s", request.method, request.path, exc)
+    elif status == 500:
         log.exception("unhandled error on %s %s", request.method, request.path)
     body = error_body(exc, status)
     if _wants_json():

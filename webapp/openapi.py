@@ -72,7 +72,9 @@ SCHEMAS: dict[str, dict] = {
     "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR,
                         "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
-                                        ["embedded", "total"])},
+                                        ["embedded", "total"]),
+                        "damaged": {"type": "string", "description": "in a listing: why this owner's folder "
+                                    "cannot be read (counts are 0); see wikimem repair"}},
                        ["id", "items", "files", "diary_days"]),
     "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
     "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
@@ -223,7 +225,13 @@ def _paths() -> dict[str, dict]:
                                                      "owners": {"type": "object",
                                                                 "additionalProperties": {"type": "integer"}}}),
                                         "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
-                                        "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+                                        "queued": {"type": "integer"},
+                                        "refused": {"type": "object", "description": "owners whose remote main "
+                                                    "was refused (never applied): the commit, why, when",
+                                                    "additionalProperties": _obj({
+                                                        "commit": _NSTR, "reason": {"type": "string"},
+                                                        "at": {"type": "string"}}, ["reason"])}},
+                                       ["mode"])), tag="service")},
         "/peer/revoked": {"post": {
             "summary": "host to host: a peer's logout notice (a session ended there ends here too)",
             "tags": ["service"], "security": [],
@@ -309,8 +317,11 @@ def _paths() -> dict[str, dict]:
                                   "description": "what to recall; or give `messages` instead"},
                         "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
                                                  ["role"])),
-                                     "description": "a chat transcript: the query is its user turns (the last "
-                                                    "`messages_last`), cut to its most recent characters"},
+                                     "description": "the chat so far, as messages (not pasted into `query`): "
+                                                    "the query is its user turns (the last `messages_last`), "
+                                                    "cut to its most recent characters; the character's own "
+                                                    "words would only pull its earlier answers back "
+                                                    "(bench/quality_chat.py)"},
                         "messages_last": {"type": "integer", "minimum": 1},
                         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
                                   "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
@@ -328,11 +339,11 @@ def _paths() -> dict[str, dict]:
                         "diary": {"type": "string", "enum": ["window", "all"], "nullable": True,
                                   "description": "window: diary entries only through a time window (the seed's); "
                                                  "all: diary entries ranked with the wiki (default: "
-                                                 "WIKIMEM_DIARY_RECALL)"},
-                        "recency_half_life": {"type": "number", "nullable": True, "exclusiveMinimum": True,
-                                              "minimum": 0,
+                                                 "WIKIMEM_DIARY_RECALL, all)"},
+                        "recency_half_life": {"type": "number", "nullable": True, "minimum": 0,
                                               "description": "days; with diary=all an entry's score is "
-                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life)"}}),
+                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life); "
+                                                             "0: none (default: WIKIMEM_RECENCY_HALF_LIFE)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
             "run the configured LLM over a turn and write its diary entries as one run; with "
@@ -686,7 +697,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                         "paths": {"/version": {"get": {"operationId": "version"}}}}},
     "replication": {"200": {"mode": "async", "remote": "ssh://git@backup/srv/wikimem/{owner}.git",
                             "lag": {"total": 3, "owners": {"user:ann": 3}}, "max_lag": 3, "freshness": 1.5,
-                            "queued": 1}},
+                            "queued": 1, "refused": {}}},
     "peer_revoked": {"request": {"token": "eyJzaWQiOiAiLi4uIn0.ZkVx1g.signature"}},
     "owners": {"200": {"owners": [_EX_STATS], "next": None}},
     "create_owner": {"201": {"owner": {**_EX_STATS, "items": 0, "files": 0, "diary_days": 0, "head": _C0},

@@ -23,6 +23,8 @@ __all__ = [
     "RemoteMissing",
     "TooLarge",
     "QuotaExceeded",
+    "DamagedFolder",
+    "RemoteRefused",
 ]
 
 
@@ -146,6 +148,19 @@ class RemoteMissing(RemoteError):
     """The remote repository does not exist (and this scheme cannot create it)."""
 
     code = "remote_missing"
+
+
+class RemoteRefused(RemoteError):
+    """The remote's ``main`` holds something this host will not apply: a malformed object, a symbolic link, a
+    submodule, a name that is not a memory path. Nothing moved here; ``commit`` is the refused commit."""
+
+    code = "remote_refused"
+
+    def __init__(self, message: str, url: str = "", commit: str | None = None):
+        super().__init__(message, url)
+        self.commit = commit
+
+
 class TooLarge(InvalidValue):
     """A value over one of the size limits of :mod:`wikimem.limits`."""
 
@@ -164,3 +179,14 @@ class QuotaExceeded(WikimemError):
         super().__init__(message)
         self.retry_after = retry_after
 
+
+
+class DamagedFolder(WikimemError):
+    """An owner folder the host will not use as it is: a file that is a symbolic link, a FIFO, a device or
+    over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
+
+    Nothing was read from it or written to it; only this owner is affected. ``wikimem repair --owner``
+    puts it right (see the README).
+    """
+
+    code = "folder_damaged"

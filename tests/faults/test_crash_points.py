@@ -43,7 +43,22 @@ WRITES = {
     "add": "vs.add('preferences', 'tea', '喝乌龙茶。', ctx=WriteContext(actor='bot', idempotency_key=KEY))",
     "diary": "vs.diary_append('下午去了海边。', date='2026-07-21', time='15:00', "
              "ctx=WriteContext(actor='bot', idempotency_key=KEY))",
+    "settings": "settings_write(vs, KEY)",
 }
+# What Owner.put_settings does at the versioned store (a host is not needed to kill it half-way).
+SETTINGS_WRITE = """
+def settings_write(vs, key):
+    new = b'{\\n  "tz": "Asia/Shanghai"\\n}\\n'
+    with vs.batch(WriteContext(actor='bot', idempotency_key=key), message='settings: tz=Asia/Shanghai',
+                  kind='settings') as b:
+        if b.replay is None:
+            vs.writer.apply({'settings.json': (vs.writer.read('settings.json'), new)},
+                            {'ts': '2026-07-21T00:00:00+00:00', 'action': 'settings', 'detail': 'tz=Asia/Shanghai'})
+            b.result = {'settings': {'tz': 'Asia/Shanghai'}}
+    from wikimem.versioned import Committed
+    return Committed(None, b.commit, b.replay is not None)
+"""
+exec(SETTINGS_WRITE)
 
 CHILD = """
 import importlib, os, sys
@@ -61,6 +76,7 @@ def dying(*args, **kwargs):
 setattr(cls, name, dying)
 vs = VersionedStore(sys.argv[1])
 KEY = "retry-me-1"
+exec(sys.argv[5])
 exec(write)
 os._exit(0)  # the step was never reached: a broken test
 """
@@ -79,8 +95,8 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
     vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))  # something before, so undo has a base
     vs.close()
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind]], env=env,
-                           capture_output=True, text=True, timeout=60)
+    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind], SETTINGS_WRITE],
+                           env=env, capture_output=True, text=True, timeout=60)
     assert child.returncode == 9, child.stderr  # it died right after the step
 
     vs = VersionedStore(root)
@@ -97,6 +113,9 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
     assert len(journal) == 2
     if kind == "add":
         assert vs.store.get("preferences", "tea").content == "喝乌龙茶。"
+    elif kind == "settings":
+        assert json.loads(vs.head_file("settings.json")) == {"tz": "Asia/Shanghai"}
+        assert json.loads((root / "settings.json").read_text()) == {"tz": "Asia/Shanghai"}
     else:
         assert [e.content for e in vs.diary.day("2026-07-21")] == ["下午去了海边。"]
     assert not vs.intent.path.exists()

@@ -165,13 +165,13 @@ def test_a_new_owner_keeps_its_history_index_small(world):
 
 
 def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypatch):
-    import wikimem.store.writer as mutation
+    from wikimem.store import Door
 
-    def full(path, data):
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    def full(door, rel, data):
+        raise OSError(errno.ENOSPC, "No space left on device", rel)
 
     head = _commits(world)
-    monkeypatch.setattr(mutation, "atomic_write", full)
+    monkeypatch.setattr(Door, "write", full)  # every file of an owner folder is written through its door
     r = world.client.put(O + "/items/f/a", headers=auth(ADMIN), json={"content": "x"})
     err = _error(r, 507)
     assert err["code"] == "storage_full" and r.headers["Retry-After"]

@@ -190,7 +190,8 @@ def test_the_erase_and_forget_audit_events_name_neither_the_owner_nor_the_item(w
     client = world.client
     client.put(f"/api/v1/owners/{OWNER}/items/prefs/secret-name", headers=auth(ADMIN), json={"content": "x"})
     with caplog.at_level(logging.INFO, logger="wikimem.audit"):
-        client.post(f"/api/v1/owners/{OWNER}/forget", headers=auth(ADMIN), json={"file": "prefs", "name": "secret-name"})
+        client.post(f"/api/v1/owners/{OWNER}/forget", headers=auth(ADMIN),
+                    json={"file": "prefs", "name": "secret-name"})
         client.post(f"/api/v1/owners/{OWNER}/erase", headers=auth(ADMIN), json={"confirm": OWNER})
     forget, erase = [r for r in caplog.records if r.name == "wikimem.audit"]
     assert (forget.audit, forget.owner, erase.audit) == ("forget", OWNER, "erase-owner")

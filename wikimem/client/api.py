@@ -422,7 +422,10 @@ class Client:
         """``MemoryIndex.retrieve`` on the host.
 
         Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
-        dicts; the query is then its user turns, the last ``messages_last``).
+        dicts; the query is then its user turns, the last ``messages_last``):
+        send the messages rather than a transcript pasted into ``query`` —
+        the character's own words pull its earlier answers back
+        (``bench/quality_chat.py``).
         ``budget_strict``: nothing over ``budget_tokens``, not even the first
         entry. ``diary``: ``"window"`` (diary entries only through a time
         window) or ``"all"`` (ranked with the wiki; ``recency_half_life`` in

@@ -42,10 +42,14 @@ environment                         meaning (default)
 ``WIKIMEM_EMBED_THREADS``           threads of the local model (all cores)
 ``WIKIMEM_EMBED_BACKGROUND``        embed memory off the request path (on for local)
 ``WIKIMEM_TOKENIZER``               Chinese terms: ``bigram`` (default) or ``jieba``
-``WIKIMEM_DIARY_RECALL``            retrieve's default ``diary``: ``window`` (the seed's) or ``all``
-``WIKIMEM_QUERY_STOPWORDS``         drop function words from queries (on)
+``WIKIMEM_DIARY_RECALL``            retrieve's default ``diary``: ``all`` or ``window`` (the seed's) (all)
+``WIKIMEM_RECENCY_HALF_LIFE``       ``diary: "all"``: favour recent entries, days (0 = no prior; 0)
+``WIKIMEM_QUERY_STOPWORDS``         drop function words from queries: on, off, ``en`` or ``zh`` (on)
+``WIKIMEM_BM25_B``                  BM25's length normalisation (0.4)
+``WIKIMEM_NEIGHBOUR_SMOOTHING``     a turn's share of its neighbours' BM25 (0.2; 0 with an embedder)
 ``WIKIMEM_NEIGHBOUR_CONTEXT``       score items with their neighbours too (on)
-``WIKIMEM_FUSION_WEIGHT``           BM25's share of the fused score (0.5)
+``WIKIMEM_NEIGHBOUR_ITEM_WEIGHT``   the item's own share against its neighbours' (0.6)
+``WIKIMEM_FUSION_WEIGHT``           BM25's share of the fused score (0.3)
 ``WIKIMEM_INDEX_CACHE``             owners' indexes a process keeps (64)
 ``WIKIMEM_MAX_BODY``                largest request body in bytes (1 MiB; web)
 ``WIKIMEM_PROXIES``                 reverse proxies to trust for X-Forwarded-* (0; web)
@@ -155,6 +159,10 @@ ENV_VARS = {
     "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
     "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
     "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
+    "WIKIMEM_NEIGHBOUR_ITEM_WEIGHT": "NEIGHBOUR_ITEM_WEIGHT",
+    "WIKIMEM_BM25_B": "BM25_B",
+    "WIKIMEM_NEIGHBOUR_SMOOTHING": "NEIGHBOUR_SMOOTHING",
+    "WIKIMEM_RECENCY_HALF_LIFE": "RECENCY_HALF_LIFE",
     "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
     "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
     "WIKIMEM_PROXIES": "PROXIES",
@@ -196,10 +204,12 @@ _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN
                 "JOBS_PER_OWNER", "JOBS_MAX_MB"}
 _OPTIONAL_INTS = {"EMBED_THREADS"}
 _FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
-           "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS",
-           "ERASURE_RECEIPT_DAYS", "SESSION_HOURS"}
+           "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING",
+           "RECENCY_HALF_LIFE", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS"}
 _RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
+_LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
+_WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
@@ -247,10 +257,15 @@ class Config:
     embed_threads: int | None = None
     embed_background: bool | None = None  # None: on for the local model, off for an endpoint
     tokenizer: str = "bigram"
-    diary_recall: str = "window"
-    query_stopwords: bool = True
+    # Recall: what bench/quality*.py measured best (bench/README.md, "Recall quality").
+    diary_recall: str = "all"
+    recency_half_life: float = 0.0
+    query_stopwords: bool | str = True
+    bm25_b: float = 0.4
+    neighbour_smoothing: float | None = None  # None: 0.2 without an embedder, 0 with one
     neighbour_context: bool = True
-    fusion_weight: float = 0.5
+    neighbour_item_weight: float = 0.6
+    fusion_weight: float = 0.3
     index_cache: int = 64
     max_content_length: int = 1024 * 1024
     proxies: int = 0
@@ -353,12 +368,18 @@ class Config:
         threads = self.embed_threads
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
-        weight = self.fusion_weight
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-            raise ConfigError(f"WIKIMEM_FUSION_WEIGHT must be a number in [0, 1], got {weight!r}")
+        for key in _WEIGHTS:
+            weight = getattr(self, _field_of(key))
+            if weight is None and key == "NEIGHBOUR_SMOOTHING":
+                continue
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+                raise ConfigError(f"WIKIMEM_{key} must be a number in [0, 1], got {weight!r}")
+        half_life = self.recency_half_life
+        if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not 0 <= half_life < float("inf"):
+            raise ConfigError(f"WIKIMEM_RECENCY_HALF_LIFE must be a number of days (0: none), got {half_life!r}")
         for key in sorted(_BOOLS - {"EMBED_BACKGROUND"}):
             value = getattr(self, _field_of(key))
-            if not isinstance(value, bool):
+            if not isinstance(value, bool) and not (key in _LANGUAGE_LISTS and value in ("en", "zh")):
                 raise ConfigError(f"{key} must be true or false, got {value!r}")
 
     def _check_cluster(self) -> None:
@@ -393,20 +414,30 @@ class Config:
     def recall_options(self) -> RecallOptions:
         """How the host's indexes retrieve (:class:`wikimem.recall.RecallOptions`).
 
-        The defaults are what ``bench/quality.py`` measured best: character
-        bigrams for Chinese, function words dropped from queries, neighbour
-        context, memory embedded in the background with the local model.
+        The defaults are what ``bench/quality*.py`` measured best (bench/README.md,
+        "Recall quality"): character bigrams for Chinese, function words dropped
+        from queries, BM25 ``b`` 0.4, the diary ranked by topic; with an embedder
+        fusion weight 0.3 and neighbour context (the item at 0.6), memory
+        embedded in the background with the local model; without one, lexical
+        neighbour smoothing 0.2.
         """
         from wikimem.recall import RecallOptions
 
         background = self.embed_background
+        local = self.embedder == "local"
+        smoothing = self.neighbour_smoothing
+        if smoothing is None:  # it helps BM25 alone; with vectors the neighbour context does that work
+            smoothing = 0.0 if local or self.embed_url else 0.2
         return RecallOptions(
             use_jieba=self.tokenizer == "jieba",
             diary=self.diary_recall,
             query_stopwords=self.query_stopwords,
-            neighbour_context=self.neighbour_context,
-            embed_in_background=self.embedder == "local" if background is None else bool(background),
+            neighbour_context=float(self.neighbour_item_weight) if self.neighbour_context else False,
+            embed_in_background=local if background is None else bool(background),
             fusion_weight=float(self.fusion_weight),
+            bm25_b=float(self.bm25_b),
+            neighbour_smoothing=float(smoothing),
+            recency_half_life=float(self.recency_half_life) or None,
         )
 
     def retention(self) -> Retention:
@@ -460,8 +491,11 @@ def _parse(var: str, key: str, value: str) -> Any:
             raise ConfigError(f"{var} must be a number, got {value!r}") from None
     if key in _BOOLS:
         flag = value.strip().lower()
+        if key in _LANGUAGE_LISTS and flag in ("en", "zh"):
+            return flag
         if flag not in _TRUE | _FALSE:
-            raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off, got {value!r}")
+            also = " (or en / zh)" if key in _LANGUAGE_LISTS else ""
+            raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off{also}, got {value!r}")
         return flag in _TRUE
     return value
 

@@ -7,6 +7,7 @@ Layout::
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
     ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
+    ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
     └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
 
 (With ``WIKIMEM_DATABASE_URL`` the run index and the jobs live in the
@@ -31,7 +32,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from wikimem.errors import Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
+from wikimem.errors import DamagedFolder, Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
 from wikimem.host.fleet import (
@@ -114,7 +115,8 @@ class Host:
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
-        self.replication = Replication(replication, metrics=metrics) if replication is not None else None
+        self.replication = (Replication(replication, state_dir=self.root / "replication", metrics=metrics)
+                            if replication is not None else None)
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
@@ -501,6 +503,8 @@ class Host:
             return owner.stats()
         except (NotFound, FileNotFoundError):  # deleted meanwhile
             return None
+        except DamagedFolder as exc:  # listed all the same: one damaged folder never hides the others
+            return OwnerStats(owner_id, 0, 0, 0, None, None, damaged=str(exc))
 
     # -- export ------------------------------------------------------------
 

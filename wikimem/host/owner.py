@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import InvalidValue, NotFound, RemoteError, RemoteMoved
+from wikimem.errors import DamagedFolder, InvalidValue, NotFound, RemoteError, RemoteMoved
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
-from wikimem.fsio import read_bytes, stat_stamp
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 
@@ -73,11 +72,14 @@ class OwnerStats:
     # With an embedder: how many items have their vectors ({"embedded", "total"}), so a client can
     # wait for background embedding; None in listings and without an embedder.
     vectors: dict[str, int] | None = None
+    # In a listing: why the owner's folder cannot be read (DamagedFolder); its counts are then 0.
+    damaged: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if self.vectors is None:
-            del out["vectors"]
+        for key in ("vectors", "damaged"):
+            if out[key] is None:
+                del out[key]
         return out
 
     @classmethod
@@ -166,7 +168,7 @@ class Owner:
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
-        self._settings: tuple[tuple | None, OwnerSettings] = (None, OwnerSettings())
+        self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
 
     def __repr__(self) -> str:
@@ -271,15 +273,26 @@ class Owner:
     # -- settings ----------------------------------------------------------
 
     def settings(self) -> OwnerSettings:
-        """The owner's settings (``settings.json`` in its repository; re-read only when the file changed)."""
-        path = self.root / SETTINGS_PATH
-        key = stat_stamp(path)
+        """The owner's settings: ``settings.json`` as the branch holds it (re-read when the head moves).
+
+        The branch, not the file on disk, is what replicates: a copy of the
+        file a catch-up has not rewritten yet never decides a diary date.
+        An unreadable file is :class:`~wikimem.errors.DamagedFolder`.
+        """
+        head = self.vstore.head()
         cached_key, cached = self._settings
-        if key is not None and key == cached_key:
+        if head and head == cached_key:
             return cached
-        value = OwnerSettings.from_file(parse_settings(read_bytes(path))) if key is not None else OwnerSettings()
-        self._settings = (key, value)
+        value = OwnerSettings.from_file(self._committed_settings())
+        self._settings = (head, value)
         return value
+
+    def _committed_settings(self) -> dict:
+        try:
+            return parse_settings(self.vstore.head_file(SETTINGS_PATH))
+        except ValueError as exc:
+            raise DamagedFolder(f"{self.id}: {exc} (at {self.vstore.head()[:12]}); write the settings again "
+                                f"(PUT …/settings) or run: wikimem repair --owner {self.id}") from None
 
     def put_settings(self, changes: dict[str, Any], *, ctx: WriteContext | None = None) -> Committed:
         """Set some settings (``None`` unsets one; the others keep their value) as one commit."""
@@ -290,10 +303,13 @@ class Owner:
         with self.vstore.batch(ctx, message=settings_summary(changes), kind="settings") as b:
             if b.replay is not None:
                 return Committed(OwnerSettings.from_file(b.replay.get("settings") or {}), b.commit, True)
-            old = read_bytes(self.root / SETTINGS_PATH)
-            merged = {k: v for k, v in {**parse_settings(old), **changes}.items() if v is not None}
+            # From the branch (what the other hosts see), never from a copy on disk that may be stale:
+            # a write starting from an old file would put back settings another host changed.
+            base = self.vstore.head_file(SETTINGS_PATH)
+            merged = {k: v for k, v in {**self._committed_settings(), **changes}.items() if v is not None}
             new = render_settings(merged)
-            if changes and new != old:
+            if changes and new != base:
+                old = self.vstore.writer.read(SETTINGS_PATH)
                 self.vstore.writer.apply({SETTINGS_PATH: (old, new)}, settings_record(changes))
             b.result = {"settings": merged}
         return Committed(OwnerSettings.from_file(merged), b.commit)
@@ -457,8 +473,11 @@ class Owner:
         """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`
         (``tz`` defaults to the owner's)."""
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
-        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs))
+        given = append_kwargs.pop("tz", None)
+        # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
+        # the catch-up brought.
+        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
+                                                            **append_kwargs))
 
     @staticmethod
     def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,

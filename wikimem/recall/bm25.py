@@ -379,6 +379,14 @@ class BM25Index:
             out[key] = total
         return out
 
+    def extra_scores(self, query: Sequence[str], extra: Sequence[tuple[Hashable, Sequence[str]]], *,
+                     peers: Sequence[BM25Index] = ()) -> dict[Hashable, float]:
+        """BM25 scores of the ``extra`` documents that match (statistics as in :meth:`top_k`)."""
+        extra_docs = [(k, Counter(t)) for k, t in extra]
+        stats = self._stats(extra_docs, peers)
+        plan = self._plan(query, stats, extra_docs, peers)
+        return dict(self._rank_extra(plan, stats, extra_docs)) if plan else {}
+
     def _impact(self, tf: int, dl: int, avgdl: float) -> float:
         # The one formula; bm25_numpy evaluates the same operations in the same order.
         k1, b = self.k1, self.b

@@ -163,21 +163,25 @@ class RecallOptions:
     """How a host configures every index it makes — one object through the layers.
 
     The library's defaults are the seed's behaviour; the host's defaults
-    (``webapp.config``) are what ``bench/quality.py`` measured best.
+    (``wikimem.host.config``) are what ``bench/quality*.py`` measured best.
     """
 
     use_jieba: bool | None = None
-    query_stopwords: bool = False
-    neighbour_context: bool = False
+    query_stopwords: bool | str = False  # True, or the languages whose function words go ("en")
+    neighbour_context: bool | float = False  # True, or the item's weight
     embed_in_background: bool = False
     diary: str = "window"
     fusion_weight: float = 0.5
+    bm25_b: float = 0.75
+    neighbour_smoothing: float = 0.0
+    recency_half_life: float | None = None  # diary="all": the default recency prior, in days
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~wikimem.recall.index.MemoryIndex`."""
         return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
                 "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
-                "diary": self.diary, "fusion_weight": self.fusion_weight}
+                "diary": self.diary, "fusion_weight": self.fusion_weight, "bm25_b": self.bm25_b,
+                "neighbour_smoothing": self.neighbour_smoothing, "recency_half_life": self.recency_half_life}
 
 
 @dataclass
@@ -187,9 +191,10 @@ class Query:
     text: str
     terms: list[str]
     mode: str
-    window: list[RecallItem]  # the window's entries ("window" mode: extra BM25 documents)
+    window: list[RecallItem]  # the window's entries, in time order ("window" mode: extra BM25 documents)
     dates: tuple[str, str] | None  # "all" mode: the window that filters diary candidates
     half_life: float | None
     tz: Any
     extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
+    window_keys: list = field(default_factory=list)  # the candidate key of each window entry
 

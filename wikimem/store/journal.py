@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from wikimem.format import utc_now
+from wikimem.fsio import open_regular, read_regular
 
 __all__ = ["Journal", "wiki_record", "diary_record", "parse_record"]
 
@@ -84,7 +85,9 @@ class Journal:
             return
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab+") as fh:
+        # Never through a link, never a FIFO: the journal is a regular file of the folder or nothing.
+        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        with open(fd, "ab+") as fh:
             # A crash mid-append can leave a torn last line: start on a new one.
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
@@ -96,23 +99,22 @@ class Journal:
 
     def entries(self) -> list[dict]:
         """Every readable record, oldest first; torn or foreign lines are skipped."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        data = read_regular(self.path)
+        if data is None:
             return []
         records = (parse_record(line) for line in data.decode("utf-8", errors="replace").splitlines())
         return [record for record in records if record is not None]
 
     def size(self) -> int:
         try:
-            return self.path.stat().st_size
+            return os.lstat(self.path).st_size
         except FileNotFoundError:
             return 0
 
     def truncate(self, size: int) -> None:
         """Drop lines appended after ``size`` bytes (rollback of a failed unit)."""
         if self.size() > size:
-            with open(self.path, "r+b") as fh:
+            with open(open_regular(self.path, os.O_RDWR), "r+b") as fh:
                 fh.truncate(size)
                 fh.flush()
                 os.fsync(fh.fileno())

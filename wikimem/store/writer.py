@@ -42,9 +42,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Protocol
 
-from wikimem.fsio import atomic_write, read_bytes, remove_file
+from wikimem.errors import WikimemError
 from wikimem.locking import FileLock
 
+from .door import Door
 from .journal import Journal
 
 __all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "LOCK_NAME"]
@@ -149,6 +150,7 @@ class Writer:
 
     def __init__(self, root: Path, journal: Journal, hook: MutationHook | None = None):
         self.root = Path(root)
+        self.door = Door(self.root)  # every file of the folder is read and written through it
         self.journal = journal
         self.hook: MutationHook = hook if hook is not None else PlainHook(self.root)
         # Held for a whole unit; take it (before any inter-process lock) to keep writers out.
@@ -190,7 +192,7 @@ class Writer:
         unit = self._unit if self.active else None
         if unit is not None and rel in unit.staged:
             return unit.staged[rel]
-        return read_bytes(self.root / rel)
+        return self.door.read(rel)
 
     def parse(self, rel: str, parser: Callable[[bytes | None], list]) -> tuple[bytes | None, list]:
         """``(content, parser(content))`` of a file as :meth:`read` sees it, parsed once per staged version.
@@ -240,11 +242,10 @@ class Writer:
         for rel, new in unit.staged.items():
             if new == unit.originals.get(rel, object()):
                 continue
-            path = self.root / rel
             if new is None:
-                remove_file(path)
+                self.door.remove(rel)
             else:
-                atomic_write(path, new)
+                self.door.write(rel, new)
         self.journal.write_many(unit.records)
         # Listeners (the store's caches and revision) hear of a change once it is on disk, so that
         # another thread that reacts to it reads the new files, never the old ones.
@@ -253,13 +254,15 @@ class Writer:
     def _restore(self, unit: Unit) -> None:
         """Put every file the unit may have touched back as it was, cut the journal back."""
         for rel, old in unit.originals.items():
-            path = self.root / rel
-            if read_bytes(path) == old:
-                continue
+            try:
+                if self.door.read(rel) == old:
+                    continue
+            except WikimemError:  # something else took the file's place: put ours back over it
+                pass
             if old is None:
-                remove_file(path)
+                self.door.remove(rel)
             else:
-                atomic_write(path, old)
+                self.door.write(rel, old)
         self.journal.truncate(unit.journal_size)
         if unit.staged:
             self._notify(tuple(unit.staged))  # what was read back from the stage is stale now

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from dulwich.bundle import create_bundle_from_repo, write_bundle
-from dulwich.index import build_index_from_tree
-from dulwich.objects import Commit
 from dulwich.repo import Repo
 
+from wikimem.errors import RemoteRefused
+
+from .catchup import switch_to
 from .forget import bump_generation
-from .objects import BRANCH, oid, ref
+from .incoming import check_incoming
+from .objects import BRANCH, GitRepo, init_repo, oid, ref
 
 __all__ = ["write_bundle_of", "bundle_refs", "restore_bundle", "branch_head", "BundleError"]
 
@@ -101,17 +103,16 @@ def bundle_refs(path: Path | str) -> dict[str, str]:
 
 def restore_bundle(path: Path | str, target: Path | str) -> str:
     """Make ``target`` (absent or empty) a working folder holding the bundle's branches, ``main`` checked out;
-    the head of ``main``. Only ``refs/heads/*`` are set; a bundle with prerequisites (incremental) is refused."""
+    the head of ``main``. A bundle is untrusted input like a remote: every commit is checked
+    (:func:`~wikimem.versioned.incoming.check_incoming`) before a ref moves, and the files are written as a clone
+    writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the folder's door). Only ``refs/heads/*``
+    are set; a bundle with prerequisites (incremental) is refused."""
     target = Path(target)
     if target.exists() and any(target.iterdir()):
         raise FileExistsError(f"{target} is not empty")
     target.mkdir(parents=True, exist_ok=True)
-    repo = Repo.init(str(target), default_branch=b"main")
+    repo = init_repo(target)
     try:
-        config = repo.get_config()
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"quotepath", b"false")
-        config.write_to_path()
         with open(path, "rb") as f:
             refs, prerequisites = _header(f)
             if prerequisites:
@@ -125,18 +126,22 @@ def restore_bundle(path: Path | str, target: Path | str) -> str:
                 abort()
                 raise
             commit()
-        for name, sha in refs.items():
-            if not name.startswith(b"refs/heads/"):
-                continue
-            if not isinstance(repo.object_store[oid(sha)], Commit):
-                raise BundleError(f"{name.decode()} does not name a commit of the bundle")
-            repo.refs.set_if_equals(ref(name), None, oid(sha))
-        head = refs[BRANCH]
-        tree = cast(Commit, repo[oid(head)]).tree
-        build_index_from_tree(repo.path, repo.index_path(), repo.object_store, tree)
-        bump_generation(target)  # a folder put in place of another: every process opens it again
-        return head.decode("ascii")
+        heads = {name: sha for name, sha in refs.items() if name.startswith(b"refs/heads/")}
+        for sha in set(heads.values()):
+            check_incoming(repo.object_store, sha, (), str(path))
+        for name, sha in heads.items():
+            if name != BRANCH:
+                repo.refs.set_if_equals(ref(name), None, oid(sha))
+    except RemoteRefused as exc:
+        raise BundleError(f"{path}: {exc}") from None
     except KeyError as exc:
         raise BundleError(f"the bundle lacks object {exc}") from None
     finally:
         repo.close()
+    git = GitRepo(target)
+    try:
+        switch_to(git, target, refs[BRANCH])  # the files through the door, then main
+    finally:
+        git.close()
+    bump_generation(target)  # a folder put in place of another: every process opens it again
+    return refs[BRANCH].decode("ascii")

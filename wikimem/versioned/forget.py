@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wikimem.errors import Erased, InvalidValue
-from wikimem.fsio import atomic_write, read_bytes, remove_file
+from wikimem.fsio import atomic_write, read_bytes
 
 from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
 from .historydb import DB_NAME, HistoryDB
@@ -93,13 +93,14 @@ class Forgotten:
 class Forgetting:
     """Forget of one folder: built by the store with what it needs (see the module docstring)."""
 
-    def __init__(self, git: GitRepo, db: HistoryDB, intent: Intent, root: Path, journal, *,
+    def __init__(self, git: GitRepo, db: HistoryDB, intent: Intent, root: Path, journal, door, *,
                  replica: Callable[[], Replica | None]):
         self.git = git
         self.db = db
         self.intent = intent
         self.root = Path(root)
         self.journal = journal
+        self.door = door  # every file of the work tree is written through it
         self._replica = replica
 
     # -- the target ---------------------------------------------------------------
@@ -169,6 +170,7 @@ class Forgetting:
             return self._done(self._replayed(target, known[0], old_head), target)
         if not texts:
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
+        self._scrub_quarantine(texts)
         if before is not None:
             before(set(texts), set(rewriter.runs))
         rewriter.run(order)
@@ -197,9 +199,9 @@ class Forgetting:
         for path in paths:
             data = self.git.blob_at(new_tree, path)
             if data is None:
-                remove_file(self.root / path)
+                self.door.remove(path)
             else:
-                atomic_write(self.root / path, data)
+                self.door.write(path, data)
         self.intent.committing(new.decode(), None)
         replica = self._replica()
         remote = "none"
@@ -284,6 +286,15 @@ class Forgetting:
             except FileNotFoundError:
                 pass
         self.db.sync()
+
+    def _scrub_quarantine(self, texts: set[str]) -> None:
+        """Delete what ``wikimem repair`` moved aside (``.git/wikimem-quarantine/``) when it holds one of the texts."""
+        from .repair import QUARANTINE
+
+        forms = [t.encode("utf-8") for t in texts if t]
+        for path in sorted((self.root / ".git" / QUARANTINE).rglob("*")):
+            if path.is_file() and not path.is_symlink() and any(f in path.read_bytes() for f in forms):
+                path.unlink()
 
     def _scrub_journal(self, forgotten: Callable[[str, str], bool]) -> None:
         """``journal.jsonl`` (not versioned) with the records of a forgotten item named :data:`PLACEHOLDER`."""

@@ -394,6 +394,42 @@ class HistoryDB:
             return self._db().execute("SELECT count(*) FROM commits").fetchone()[0]
 
 
+    # -- repair (``wikimem repair``) ----------------------------------------------------------------
+
+    def known_heads(self, limit: int = 200) -> list[bytes]:
+        """Commits the index saw on the branch, newest first (its last head first), without syncing: where
+        a repair looks for the last good commit when the branch itself is damaged. [] if it cannot be read."""
+        try:
+            with self._lock:
+                db = self._db()
+                head = self._meta(db, "head")
+                rows = db.execute("SELECT id FROM commits ORDER BY seq DESC LIMIT ?", (int(limit),)).fetchall()
+        except sqlite3.Error:
+            return []
+        ids = ([head] if head else []) + [r[0] for r in rows]
+        return [i.encode() for i in dict.fromkeys(ids) if isinstance(i, str)]
+
+    def healthy(self) -> bool:
+        """Whether the file passes SQLite's quick check."""
+        try:
+            with self._lock:
+                return self._db().execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        except sqlite3.Error:
+            return False
+
+    def rebuild(self) -> None:
+        """Delete the file and index the branch again (it is derived from git; other processes reopen it)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn, self._synced = None, None
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(str(self.path) + suffix)
+                except FileNotFoundError:
+                    pass
+        self.sync()
+
     # -- operator queries: more filters, newer/older paging, undo commits -------------------------
 
     def query(self, *, limit: int = 50, before: int | None = None, after: int | None = None,

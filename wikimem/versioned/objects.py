@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
+from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
 from wikimem.naming import is_unsafe
 
@@ -110,6 +111,7 @@ class GitRepo:
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
         self._lock = threading.Lock()
+        self._checked_head: bytes | None = None  # the last head found to name a commit of the store
 
     @classmethod
     def init(cls, root: Path) -> GitRepo:
@@ -117,12 +119,13 @@ class GitRepo:
         root = Path(root)
         init_repo(root).close()
         self = cls(root)
-        ignore = root / ".gitignore"
-        if not ignore.exists():
-            from wikimem.fsio import atomic_write
+        from wikimem.store import GITIGNORE_NAME, Door
 
-            atomic_write(ignore, GITIGNORE)
-        data = ignore.read_bytes()
+        door = Door(root)  # (a folder made by hand may hold a link or a FIFO there: refused, never read)
+        data = door.read(GITIGNORE_NAME)
+        if data is None:
+            data = GITIGNORE
+            door.write(GITIGNORE_NAME, data)
         tree = self.write_tree(None, {".gitignore": data})
         commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
         self.move_ref(None, commit)
@@ -132,11 +135,27 @@ class GitRepo:
     # -- reading ------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The branch tip, read from disk every time (other processes move it)."""
+        """The branch tip, read from disk every time (other processes move it).
+
+        A branch that names no commit of this repository (a garbage ref file,
+        a commit lost with its objects) is :class:`~wikimem.errors.DamagedFolder`:
+        ``wikimem repair`` moves it back to the last good commit.
+        """
         try:
-            return self.repo.refs[BRANCH]
+            value = self.repo.refs[BRANCH]
         except KeyError:
             return None
+        except Exception as exc:  # (dulwich on an unreadable ref file)
+            raise DamagedFolder(f"{self.root.name}: .git/refs/heads/main cannot be read ({exc}); run "
+                                "`wikimem repair` on this owner") from None
+        if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
+            return value
+        if len(value) != 40 or value.strip(b"0123456789abcdef") or oid(value) not in self.store:
+            raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
+                                "of this repository; run `wikimem repair` on this owner (it moves the branch back "
+                                "to the last good commit)")
+        self._checked_head = value
+        return value
 
     def commit(self, commit_id: bytes) -> Commit:
         obj = self.store[oid(commit_id)]

@@ -15,14 +15,17 @@ choice and its figures are in ``bench/cluster.py`` and the README):
   ssh; http(s) and git:// cannot: such servers must create on push or be
   prepared by hand);
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
-  remote-tracking ref ``refs/remotes/origin/main``;
+  remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
+  passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
+  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves);
 - :meth:`Remote.push` — compare-and-swap: ``main`` moves only from the
   commit the caller names. The client aborts before sending anything when the
   advertised value differs, and git's receive-pack re-checks the old value
   under its ref lock, so a push racing another one fails rather than
   overwrites. Either way the caller gets :class:`RemoteMoved` with the
   remote's head;
-- :meth:`Remote.clone` — a new working folder at the remote's ``main``.
+- :meth:`Remote.clone` — a new working folder at the remote's ``main``
+  (a checked fetch, then the files written as a fast-forward writes them).
 
 Every failure to reach the remote is :class:`RemoteUnavailable` (retriable);
 a refusal by the server is :class:`RemoteRejected`; a repository that does
@@ -32,6 +35,7 @@ message.
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 import shutil
@@ -41,7 +45,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import (
@@ -54,19 +57,22 @@ from dulwich.client import (
     SubprocessGitClient,
     TCPGitClient,
 )
-from dulwich.errors import GitProtocolError, NotGitRepository, SendPackError
-from dulwich.index import build_index_from_tree
-from dulwich.objects import S_ISGITLINK, ZERO_SHA, Commit
+from dulwich.errors import GitProtocolError, NotGitRepository, ObjectFormatException, SendPackError
+from dulwich.objects import S_ISGITLINK, ZERO_SHA
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
-from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
+from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRefused, RemoteRejected, RemoteUnavailable
 
-from .objects import BRANCH, init_repo, oid, ref
+from .catchup import switch_to
+from .incoming import check_incoming
+from .objects import BRANCH, GitRepo, init_repo, oid, ref
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
-           "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
+           "RemoteRefused", "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
+
+log = logging.getLogger(__name__)
 
 TRACKING = ref(b"refs/remotes/origin/main")
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
@@ -214,6 +220,9 @@ class Remote:
             raise RemoteRejected(f"{what}: {shown} refused the credentials", shown) from None
         except SendPackError as exc:
             raise RemoteRejected(f"{what}: {shown} refused the push: {_text(exc)}", shown) from None
+        except ObjectFormatException as exc:  # dulwich reading the remote's objects (a file:// remote, no git)
+            raise RemoteRefused(f"{what}: {shown} serves a malformed object ({exc}); refused, nothing was "
+                                "applied", shown) from None
         except GitProtocolError as exc:  # HangupException included
             raise self._classify(what, exc) from None
         except (OSError, EOFError) as exc:
@@ -232,6 +241,9 @@ class Remote:
             return RemoteMissing(f"{what}: no git repository at {shown} ({text})", shown)
         if any(s in low for s in ("resp 401", "resp 403", "permission denied", "access denied")):
             return RemoteRejected(f"{what}: {shown} refused access ({text})", shown)
+        if "corrupt" in low or "bad tree object" in low or "malformed" in low:  # git's upload-pack on a bad object
+            return RemoteRefused(f"{what}: {shown} serves a malformed object ({text}); refused, nothing was applied",
+                                 shown)
         return RemoteUnavailable(f"{what}: {shown} failed: {text}", shown)
 
     # -- operations ----------------------------------------------------------------
@@ -284,7 +296,22 @@ class Remote:
         return done.stdout.strip().endswith("created")
 
     def fetch(self, repo: Path | str | Repo) -> str | None:
-        """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head."""
+        """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head.
+
+        :class:`RemoteRefused` (no ref moved) when a new commit breaks the rules of
+        :mod:`~wikimem.versioned.incoming`, or the remote serves a malformed object.
+        """
+        try:
+            return self._fetch(repo)
+        except RemoteRefused as exc:
+            if exc.commit is None:  # refused by the transport: name the head that was served
+                try:
+                    exc.commit = self.remote_head()
+                except RemoteError:
+                    pass
+            raise
+
+    def _fetch(self, repo: Path | str | Repo) -> str | None:
         with _opened(repo) as local, self._talking("fetch"):
             def wants(refs, depth=None, **_):
                 head = _refs(refs).get(BRANCH)
@@ -295,8 +322,18 @@ class Remote:
             if head is None or head == ZERO_SHA:
                 set_tracking(local, None)
                 return None
+            self._check(local, head)
             set_tracking(local, head)
             return head.decode("ascii")
+
+    def _check(self, local: Repo, head: bytes) -> None:
+        """The remote is untrusted input: every commit new to ``local`` is checked before a ref moves to it."""
+        try:
+            check_incoming(local.object_store, head, (_peek(local), _peek(local, TRACKING)), self.shown)
+        except RemoteRefused as exc:
+            log.error("%s: refused the remote's main %s from %s: %s", local.path, head.decode("ascii"),
+                      self.shown, exc)
+            raise
 
     def push(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
         """Move the remote ``main`` from ``expected`` (None: it has none) to ``new``, or raise.
@@ -371,7 +408,13 @@ class Remote:
             target.close()
 
     def clone(self, target: Path | str) -> str | None:
-        """A new working folder at ``target`` holding the remote ``main`` (files checked out); its head."""
+        """A new working folder at ``target`` holding the remote ``main``; its head.
+
+        An empty repository fetches the remote (every commit checked, see
+        :meth:`fetch`), then the files are written the way a fast-forward
+        writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the
+        folder's door) — never by a generic checkout — and ``main`` moves last.
+        """
         target = Path(target)
         if (target / ".git").exists():
             raise FileExistsError(f"{target} already holds a repository")
@@ -379,14 +422,15 @@ class Remote:
         local = init_repo(target)
         try:
             head = self.fetch(local)
-            if head is not None:
-                sha = oid(head.encode("ascii"))
-                local.refs.set_if_equals(BRANCH, None, sha)
-                tree = cast(Commit, local[sha]).tree  # the remote's main: a commit
-                build_index_from_tree(local.path, local.index_path(), local.object_store, tree)
-            return head
         finally:
             local.close()
+        if head is not None:
+            git = GitRepo(target)
+            try:
+                switch_to(git, target, head.encode("ascii"))
+            finally:
+                git.close()
+        return head
 
     # -- erasure: replace the history, delete the repository, prune ------------------------------
 
@@ -565,9 +609,9 @@ def set_tracking(repo: Repo, value: bytes | None) -> None:
         pass
 
 
-def _peek(repo: Repo) -> bytes | None:
+def _peek(repo: Repo, name=BRANCH) -> bytes | None:
     try:
-        return repo.refs[BRANCH]
+        return repo.refs[name]
     except KeyError:
         return None
 

@@ -33,13 +33,13 @@ from pathlib import Path
 from dulwich.objects import Blob
 
 from wikimem.context import WriteContext, digest
-from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from wikimem.format import MEMORY_DIRS, OutsideCalendar, item_etag, memory_entries, memory_path, utc_instant
-from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stamp, sweep_temp_files
+from wikimem.errors import DamagedFolder, IdempotencyKeyReused, NotFound, PreconditionFailed
+from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, item_etag, memory_path, utc_instant, utc_now
+from wikimem.fsio import Stamp, sweep_temp_files
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, MemoryStore, Unit, UnitInfo
+from wikimem.store import GITIGNORE_NAME, LOCK_NAME, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
@@ -107,6 +107,7 @@ class VersionedStore:
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
+        self.door = self.writer.door  # every file of the folder is read and written through it
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
         # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
         # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
@@ -117,7 +118,7 @@ class VersionedStore:
         # Seconds an idempotency key replays its write (the host's retention); None: for ever.
         self.idempotency_ttl: float | None = None
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
-        self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal,
+        self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
                                      replica=lambda: self.replica)
 
     def __repr__(self) -> str:
@@ -265,9 +266,9 @@ class VersionedStore:
 
         with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
             for folder in MEMORY_DIRS:
-                for entry in list(memory_entries(self.root, folder)):
-                    path = f"{folder}/{entry.name}"
-                    self.writer.apply({path: (read_bytes(self.root / path), None)},
+                for name in self.door.names(folder):
+                    path = f"{folder}/{name}"
+                    self.writer.apply({path: (self.door.read(path), None)},
                                       {"ts": utc_now(), "action": "delete-owner", "path": path})
             b.result = {}
         return Committed(None, b.commit)
@@ -312,7 +313,7 @@ class VersionedStore:
         """Turn a finished unit into one commit (inside the lock); its id."""
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
-        contents = {p: read_bytes(self.root / p) for p in paths}
+        contents = {p: self.door.read(p) for p in paths}
         info = unit.info
         key = info.idempotency_key
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
@@ -375,7 +376,9 @@ class VersionedStore:
             self.intent.current = None
             return None
         head = self.head()
-        paths = [p for p in found["paths"] if isinstance(p, str) and memory_path(p) is not None]
+        # (settings.json too: a settings write killed half-way is undone or finished like a memory write)
+        paths = [p for p in found["paths"] if isinstance(p, str) and (memory_path(p) is not None
+                                                                       or p == SETTINGS_PATH)]
         if found.get("state") == "committing" and found.get("commit") == head:
             tree = self.git.commit_tree(head.encode())
             shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
@@ -400,17 +403,23 @@ class VersionedStore:
         except Exception:  # the next writer reconciles it; the unit's own error is the one to report
             log.exception("%s: reconciling a failed write is left to the next writer", self.root)
 
-    def _put_back(self, paths: list[str], head: str) -> None:
-        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed)."""
+    def _put_back(self, paths: list[str], head: str, only_missing: bool = False) -> None:
+        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed); ``only_missing``:
+        write only the files that are not on disk (a hand edit stays)."""
         tree = self.git.commit_tree(head.encode()) if head else None
         for path in paths:
             want = self.git.blob_at(tree, path)
-            if read_bytes(self.root / path) == want:
+            try:
+                if self.door.read(path) == want:
+                    continue
+            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
+                pass
+            if only_missing and self.door.stamp(path) is not None:
                 continue
             if want is None:
-                remove_file(self.root / path)
+                self.door.remove(path)
             else:
-                atomic_write(self.root / path, want)
+                self.door.write(path, want)
 
     # -- hand edits ------------------------------------------------------------
 
@@ -418,7 +427,7 @@ class VersionedStore:
         if sha is None:
             self._stat_cache.pop(path, None)
             return
-        stamp = stat_stamp(self.root / path)
+        stamp = self.door.stamp(path)
         if stamp is None:
             self._stat_cache.pop(path, None)
             return
@@ -428,16 +437,13 @@ class VersionedStore:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
         for folder in MEMORY_DIRS:
-            for entry in memory_entries(self.root, folder):
-                path = f"{folder}/{entry.name}"
-                key = stat_stamp(entry)
-                if key is None:
-                    continue
+            for name, key in self.door.stamps(folder).items():
+                path = f"{folder}/{name}"
                 cached = self._stat_cache.get(path)
                 if cached is not None and cached[0] == key:
                     out[path] = cached[1]
                     continue
-                data = read_bytes(self.root / path)
+                data = self.door.read(path)  # a link, a FIFO, a device, a huge file: DamagedFolder
                 if data is None:
                     continue
                 sha = Blob.from_string(data).id
@@ -457,7 +463,7 @@ class VersionedStore:
         if not paths:
             return None
         self.store.invalidate()
-        contents = {p: read_bytes(self.root / p) for p in paths}
+        contents = {p: self.door.read(p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
         lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
         where = memory_path(paths[0]) if len(paths) == 1 else None
@@ -478,6 +484,11 @@ class VersionedStore:
     def head(self) -> str:
         head = self.git.head()
         return head.decode() if head else ""
+
+    def head_file(self, path: str) -> bytes | None:
+        """The bytes of ``path`` (``settings.json``, ``wiki/x.md``…) as the branch's head holds it, or None."""
+        head = self.git.head()
+        return None if head is None else self.git.blob_at(self.git.commit_tree(head), path)
 
     def replay(self, key: str, kind: str | None = None, request: str | None = None) -> dict | None:
         """The stored result of an already-applied request with this idempotency key, or None.
@@ -728,6 +739,57 @@ class VersionedStore:
         self.db.reset_since_pack()
         if self.idempotency_ttl is not None:  # retention: stored results (they hold what was written) go
             self.db.expire_results(int(time.time() - self.idempotency_ttl))
+
+    def repair(self, actor: str = "wikimem repair") -> list[str]:
+        """Put a damaged folder right (``wikimem repair``); what was done, one line each.
+
+        Under the owner lock: a branch that names no commit goes back to the
+        last good one; what the door refuses (links, FIFOs, devices, files
+        over their limit) is moved to ``.git/wikimem-quarantine/`` and the
+        files it stood for are written back as the branch has them; a
+        damaged history index is rebuilt; a write a killed writer left is
+        reconciled. Then a ``settings.json`` the head holds but nobody can
+        read is replaced, as one commit, by the newest readable version.
+        Memory is never lost: hand edits stay (the next write commits them),
+        what was moved aside stays in the quarantine folder.
+        """
+        from . import repair
+
+        # A link or a FIFO in place of the lock file: moved first, or the lock could never be taken.
+        done = [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in repair.quarantine(self.root, (LOCK_NAME,))]
+        with self.writer.lock, self._lock.hold():
+            self.git.clear_stale_locks()
+            new, why = repair.good_head(self.git, self.db.known_heads())
+            if new is not None:
+                repair.move_branch(self.git, new)
+                done.append(f"branch main moved to {new.decode()[:12]}: {why}")
+            moved = repair.quarantine(self.root)
+            done += [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in moved]
+            if moved:  # the files they stood for, as the branch has them (settings.json and .gitignore too,
+                # unless the branch's own copy is unreadable: the settings are replaced below)
+                tree = self.git.commit_tree(self.git.head())
+                tops = [t for t in (SETTINGS_PATH, GITIGNORE_NAME) if repair.readable(self.git.blob_at(tree, t), t)]
+                self._put_back(sorted(self.git.tracked(tree)) + tops, self.head(), only_missing=True)
+            if new is not None or not self.db.healthy():
+                self.db.rebuild()
+                done.append("history index rebuilt from git")
+            if self.recover() is not None:
+                done.append("a write a killed writer left was reconciled")
+            sweep_temp_files(self.root)
+            self.store.invalidate()
+            self._stat_cache.clear()
+        head = self.git.head()
+        fixed = repair.readable_settings(self.git, head) if head is not None else None
+        if fixed is not None:
+            data, source = fixed
+            with self.batch(WriteContext(actor=actor), action="repair",
+                            message="repair: settings.json back to its last readable version") as b:
+                self.writer.apply({SETTINGS_PATH: (self.writer.read(SETTINGS_PATH), data)},
+                                  {"ts": utc_now(), "action": "repair", "detail": "settings.json"})
+                b.result = {}
+            what = f"back to its version of {source[:12]}" if data is not None else "removed"
+            done.append(f"settings.json could not be read: {what} (commit {(b.commit or '')[:12]})")
+        return done
 
     def verify(self) -> list[str]:
         """Problems found: a missing branch or unreadable objects at the branch's tip (hand edits are not problems)."""

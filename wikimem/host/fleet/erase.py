@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from wikimem.errors import InvalidValue, RemoteMoved, RemoteUnavailable, StoreBusy
+from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
 
 from .jobs import RetryLater, Step
@@ -158,8 +158,6 @@ class Erasure:
 
     def job(self, job_id: str, *, within: str = "") -> Any:
         """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
-        from wikimem.errors import NotFound
-
         found = self._jobs().get(job_id)
         owner = found.params.get("owner")
         scope = owner if isinstance(owner, str) else str(found.params.get("within", ""))
@@ -278,8 +276,13 @@ class Erasure:
             "head": done.head, "remote": done.remote, "local_objects_pruned": (done.pruned or {}).get("removed")})
         self._place(digest, "jobs", lambda: {"state": "its texts masked in the owner's jobs; the raw turns of the "
                                                       "runs that wrote it dropped"})
-        self._place(digest, "indexes", lambda: self._reindex(owner))
-        self._place(digest, "remote objects", lambda: self._prune_remote(owner.root.name))
+        try:
+            self._place(digest, "indexes", lambda: self._reindex(owner))
+            self._place(digest, "remote objects", lambda: self._prune_remote(owner.root.name))
+        except Exception:
+            if not owner.exists():  # erased meanwhile (an erasure outranks a forget): say so, not "internal"
+                raise NotFound(f"owner {owner_id!r} was erased while its item was being forgotten") from None
+            raise
         receipt = self._receipt(digest, FORGET, actor)
         receipt["owner"] = owner_id
         receipt["target"] = _described(target)
