@@ -37,10 +37,25 @@ def _template(kind: str, tmp_path, request) -> tuple[str, object]:
     return server.template(), lambda: server.repo(encode_owner_id(OWNER))
 
 
+_STARTED: list = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_runners():
+    """The hosts' job runners poll the test's database: stopped before it goes."""
+    yield
+    while _STARTED:
+        host = _STARTED.pop()
+        if host.jobs_started:
+            host.start_jobs().stop()
+
+
 def _hosts(tmp_path, template: str, database: str, names: str = "ab"):
-    return [build_host(load_config({"DATA_ROOT": str(tmp_path / n), "REMOTE": template, "REMOTE_FRESHNESS": 0.0,
-                                    "DATABASE_URL": database, "SELF": f"http://127.0.0.1:{9000 + i}"}))
-            for i, n in enumerate(names)]
+    hosts = [build_host(load_config({"DATA_ROOT": str(tmp_path / n), "REMOTE": template, "REMOTE_FRESHNESS": 0.0,
+                                     "DATABASE_URL": database, "SELF": f"http://127.0.0.1:{9000 + i}"}))
+             for i, n in enumerate(names)]
+    _STARTED.extend(hosts)
+    return hosts
 
 
 def _done(host, job, timeout: float = 60.0):

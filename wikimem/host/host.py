@@ -542,6 +542,11 @@ class Host:
                 jobs = self._jobs
         return jobs
 
+    @property
+    def jobs_started(self) -> bool:
+        """Whether this process runs jobs (:meth:`start_jobs` was called)."""
+        return self._runner is not None
+
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
         from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler

@@ -158,8 +158,8 @@ class Forgetting:
         if head is None or (target.kind == "diary" and target.content is None):
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
         refs = self._refs()
-        order = reachable(self.git, set(refs.values()))
         rewriter = Rewriter(self.git, target)
+        order = reachable(self.git, set(refs.values()), rewriter.cache)
         texts = rewriter.collect(order)
         known = self.db.idem(key) if key is not None else None
         if known is not None:  # this key's marker is on main: a run cut short after main moved
@@ -173,6 +173,7 @@ class Forgetting:
         self._scrub_quarantine(texts)
         if before is not None:
             before(set(texts), set(rewriter.runs))
+        touches = self.db.touches_by_commit()  # (the rebuilt index reuses them: no commit diffed again)
         rewriter.run(order)
         rewriter.write()
         parent = rewriter.commits[head]
@@ -182,7 +183,7 @@ class Forgetting:
         remote = self._move(head, marker, refs, rewriter.commits)
         done = Forgotten(target.where(), True, len(texts), old_head, marker.decode(), rewriter.touched,
                          marker.decode(), remote, None)
-        return self._done(done, target)
+        return self._done(done, target, _hints(touches, rewriter, target) | {marker: []})
 
     def _replayed(self, target: Target, marker: str, head: str) -> Forgotten:
         """What a forget already made under this key did (read back from its marker commit)."""
@@ -262,30 +263,32 @@ class Forgetting:
 
     # -- what the old history left ------------------------------------------------------------
 
-    def _done(self, done: Forgotten, target: Target | None = None) -> Forgotten:
+    def _done(self, done: Forgotten, target: Target | None = None,
+              hints: dict[bytes, list[tuple]] | None = None) -> Forgotten:
         """:meth:`_finish`, then ``done`` with what the prune did."""
         if target is not None and target.kind == "wiki":
             self._scrub_journal(lambda file, item: file == target.file and item == target.name)
-        pruned = self._finish()
+        pruned = self._finish(hints)
         return Forgotten(**{**asdict(done), "pruned": pruned.to_dict()})
 
-    def _finish(self) -> Pruned:
-        """History index rebuilt, generation changed, unreachable objects pruned."""
-        self._reset_history()
+    def _finish(self, hints: dict[bytes, list[tuple]] | None = None) -> Pruned:
+        """History index rebuilt (``hints``: what each new commit touched, known), generation changed, unreachable
+        objects pruned."""
+        self._reset_history(hints)
         bump_generation(self.root)
         pruned = prune(self.root)
         self.git.reopen()
         bump_generation(self.root)
         return pruned
 
-    def _reset_history(self) -> None:
+    def _reset_history(self, hints: dict[bytes, list[tuple]] | None = None) -> None:
         self.db.close()
         for suffix in ("", "-wal", "-shm"):
             try:
                 os.unlink(self.root / ".git" / (DB_NAME + suffix))
             except FileNotFoundError:
                 pass
-        self.db.sync()
+        self.db.sync(hints)
 
     def _scrub_quarantine(self, texts: set[str]) -> None:
         """Delete what ``wikimem repair`` moved aside (``.git/wikimem-quarantine/``) when it holds one of the texts."""
@@ -324,6 +327,24 @@ class Forgetting:
 def bump_generation(root: Path | str) -> None:
     """Say that the folder's history was rewritten: every process reopens it on its next lookup."""
     atomic_write(Path(root) / ".git" / GENERATION_NAME, secrets.token_hex(8).encode())
+
+
+def _hints(touches: dict[str, list[tuple]], rewriter: Rewriter, target: Target) -> dict[bytes, list[tuple]]:
+    """What each rewritten commit touched: what its old commit did, but the target (a wiki item anywhere; a diary
+    entry's minute in the commits that changed it)."""
+    out: dict[bytes, list[tuple]] = {}
+    for old, new in rewriter.commits.items():
+        known = touches.get(old.decode())
+        if known is None:
+            continue
+        if target.kind == "wiki":
+            kept = [t for t in known if not (t[0] == "wiki" and t[1] == target.file and t[2] == target.name)]
+        elif old in rewriter.wrote:
+            kept = [t for t in known if not (t[0] == "diary" and t[3] == target.date and t[4] == target.time)]
+        else:
+            kept = list(known)
+        out[new] = kept
+    return out
 
 
 def note_replaced(git: GitRepo, before: bytes | None, after: bytes | None) -> None:

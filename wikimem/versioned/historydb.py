@@ -374,6 +374,21 @@ class HistoryDB:
                 db.execute("ROLLBACK")
                 raise
 
+    def touches_by_commit(self) -> dict[str, list[tuple]]:
+        """``{commit id: [(kind, file, name, date, time), …]}`` of every indexed commit (what a rebuild after a
+        rewrite may reuse instead of diffing every commit again)."""
+        self.sync()
+        out: dict[str, list[tuple]] = {}
+        with self._lock:
+            db = self._db()
+            ids = dict(db.execute("SELECT seq, id FROM commits").fetchall())
+            for cid in ids.values():
+                out[cid] = []
+            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time FROM touches ORDER BY rowid"):
+                if seq in ids:
+                    out[ids[seq]].append(tuple(touch))
+        return out
+
     def expire_results(self, before: int) -> int:
         """Drop the keys (and stored results) of requests committed before ``before`` (epoch seconds); how many."""
         with self._lock:

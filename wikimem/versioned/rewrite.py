@@ -87,8 +87,9 @@ def name_digest(name: str, salt: str | None = None) -> str:
     return f"{salt}:{hashlib.sha256((salt + chr(0) + name).encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
 
 
-def reachable(git: GitRepo, tips: Iterable[bytes]) -> list[bytes]:
-    """Every commit reachable from ``tips``, parents before children."""
+def reachable(git: GitRepo, tips: Iterable[bytes], cache: dict[bytes, Commit] | None = None) -> list[bytes]:
+    """Every commit reachable from ``tips``, parents before children (each commit read kept in ``cache``)."""
+    cache = {} if cache is None else cache
     order: list[bytes] = []
     seen: set[bytes] = set()
     stack: list[tuple[bytes, bool]] = [(t, False) for t in tips]
@@ -101,7 +102,10 @@ def reachable(git: GitRepo, tips: Iterable[bytes]) -> list[bytes]:
             continue
         seen.add(cid)
         stack.append((cid, True))
-        stack.extend((p, False) for p in reversed(git.commit(cid).parents) if p not in seen)
+        commit = cache.get(cid)
+        if commit is None:
+            commit = cache[cid] = git.commit(cid)
+        stack.extend((p, False) for p in reversed(commit.parents) if p not in seen)
     return order
 
 
@@ -115,12 +119,20 @@ class Rewriter:
     runs: set[str] = field(default_factory=set)  # the runs of the commits that wrote or removed it
     commits: dict[bytes, bytes] = field(default_factory=dict)  # old commit → new commit
     touched: int = 0  # commits whose tree or message changed
+    wrote: set[bytes] = field(default_factory=set)  # old commits that changed the target (their touches of it go)
+    cache: dict[bytes, Commit] = field(default_factory=dict)  # commits read (shared with :func:`reachable`)
     _blobs: dict[bytes, bytes | None] = field(default_factory=dict)
     _trees: dict[bytes, bytes | None] = field(default_factory=dict)
     _found: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
     _new: dict[bytes, ShaFile] = field(default_factory=dict)
 
     # -- what the target held ----------------------------------------------------
+
+    def _commit(self, cid: bytes) -> Commit:
+        commit = self.cache.get(cid)
+        if commit is None:
+            commit = self.cache[cid] = self.git.commit(cid)
+        return commit
 
     def _blob_of(self, tree_id: bytes | None) -> bytes | None:
         found = self.git.entry(tree_id, self.target.path)
@@ -138,11 +150,12 @@ class Rewriter:
         """Every text the target held in the commits ``order`` (a diary target: its one text); the runs of the
         commits that changed it go to :attr:`runs`."""
         for cid in order:
-            commit = self.git.commit(cid)
+            commit = self._commit(cid)
             held = self._held(self._blob_of(commit.tree))
             self.texts.update(held)
-            before = self._held(self._blob_of(self.git.commit(commit.parents[0]).tree)) if commit.parents else ()
+            before = self._held(self._blob_of(self._commit(commit.parents[0]).tree)) if commit.parents else ()
             if held != before:
+                self.wrote.add(cid)
                 run = parse_trailers(commit.message.decode("utf-8", "replace"))[1].get("Run")
                 if run:
                     self.runs.add(run)
@@ -197,11 +210,10 @@ class Rewriter:
     def run(self, order: list[bytes]) -> dict[bytes, bytes]:
         """Rewrite the commits ``order`` (parents first); ``{old: new}`` of every commit."""
         for cid in order:
-            old = self.git.commit(cid)
+            old = self._commit(cid)
             parents = [self.commits.get(p, p) for p in old.parents]
             tree = self._tree(old.tree)
-            wrote = self._held(self._blob_of(old.tree)) != (
-                self._held(self._blob_of(self.git.commit(old.parents[0]).tree)) if old.parents else ())
+            wrote = cid in self.wrote
             text = old.message.decode("utf-8", "replace")
             message = scrub_message(text, self.target, self.texts, self._new_id, wrote=wrote)
             if tree == old.tree and parents == list(old.parents) and message == text:
