@@ -55,6 +55,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/quality.py
 	$(PY) bench/cluster.py
 	$(PY) bench/bulk.py
+	$(PY) bench/erasure.py
 	$(PY) bench/jobs.py
 
 clean:

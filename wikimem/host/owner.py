@@ -231,8 +231,10 @@ class Owner:
                before: Callable[[set[str], set[str]], None] | None = None, **where: Any) -> Forgotten:
         """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
         history (:meth:`VersionedStore.forget`): every commit rewritten without it, the remote's history
-        replaced, unreachable objects pruned. This object's caches go, the vector caches are deleted (made
-        again from the memory); other processes open the owner again on their next lookup."""
+        replaced, unreachable objects pruned; ``before(texts, runs)`` is called, under the owner lock, with every
+        text it held and the runs that wrote it before anything is rewritten. This object's caches go, the
+        vector caches are deleted (made again from the memory); other processes open the owner again on
+        their next lookup. ``key`` makes a second call a replay (a job's step key)."""
         done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
         self._slot = IndexSlot(self.vstore, self._new_index)
         with self._as_of_lock:
