@@ -9,19 +9,24 @@ killed writer left is settled. One run:
 2. rewrite every ref's history without it (:mod:`wikimem.versioned.rewrite`)
    and put a marker commit on top (what, when, by whom; never the text);
 3. like any write, under the intent (:mod:`wikimem.versioned.intent`):
-   the work tree's file first, then — with a remote — the marker pushed
-   with compare-and-swap *replacing* the remote's ``main`` (a remote that
-   moved raises :class:`RemoteMoved`, nothing here moved), then ``main``
-   moved by compare-and-swap and the other refs (tracking ref, probation
-   branches) to their rewritten commits;
-4. what the old history left: the history index deleted and rebuilt,
-   ``journal.jsonl`` scrubbed, the generation stamp changed (every process
-   drops what it cached of the folder on its next lookup), unreachable
-   objects pruned.
+   the work tree's file first (through the folder's door), then — with a
+   remote — the tracking value noted as :data:`REPLACED` and the marker
+   pushed with compare-and-swap *replacing* the remote's ``main`` (a remote
+   that moved raises :class:`RemoteMoved`, nothing here moved), then
+   ``main`` moved by compare-and-swap and the other refs (tracking ref,
+   probation branches) to their rewritten commits;
+4. what the old history left: the history index deleted and rebuilt (the
+   old commits' touches as hints), ``journal.jsonl`` and the repair
+   quarantine scrubbed, the generation stamp changed (every process drops
+   what it cached of the folder on its next lookup), unreachable objects
+   pruned.
 
-Step 4 runs on every call, so a run killed after step 3 is finished by the
-next one (which finds nothing more to rewrite). A key already recorded by a
-marker makes the call a replay.
+A run killed anywhere is finished by the next settle and call: killed
+after the push, the folder follows the replaced remote like any host
+would (:meth:`Forgetting.follow`); after ``main`` moved, the intent's
+recovery completes the write and the call finds the key's marker (a
+replay) and only rewrites the refs that did not follow; step 4 runs on
+every call.
 """
 
 from __future__ import annotations
