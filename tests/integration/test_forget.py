@@ -200,3 +200,30 @@ def test_the_cli_forgets_an_item(tmp_path, capsys):
     receipt = json.loads(capsys.readouterr().out)
     assert receipt["kind"] == "forget" and receipt["target"] == {"kind": "wiki", "file": "prefs"}
     assert traces([tmp_path], [SECRET[0]]) == []
+
+
+def test_every_ref_is_rewritten_and_a_revert_still_names_the_commit_it_undid(tmp_path):
+    """A branch besides main (a run on probation) loses the text too; Wikimem-Reverts follows the new ids."""
+    from dulwich.repo import Repo
+
+    from wikimem.context import WriteContext
+    from wikimem.versioned import VersionedStore
+
+    vs = VersionedStore(tmp_path / "o")
+    vs.add("prefs", "secret", SECRET[0])
+    bad = vs.add("prefs", "sea", "a wrong fact", ctx=WriteContext(run="run_bad")).commit
+    repo = Repo(str(tmp_path / "o"))
+    repo.refs[b"refs/heads/probation/run_x"] = vs.git.head()
+    repo.close()
+    vs.undo.apply("revert", bad)
+    done = vs.forget("wiki", file="prefs", name="secret", actor="op")
+    assert done.found and traces([tmp_path / "o"], [SECRET[0]]) == []
+    log = subprocess.run(["git", "-C", str(tmp_path / "o"), "log", "--all", "--format=%H %s%n%b"],
+                         capture_output=True, text=True, check=True).stdout
+    reverted = [line.split(": ")[1] for line in log.splitlines() if line.startswith("Wikimem-Reverts: ")]
+    new_bad = vs.history(run="run_bad").entries[0].id
+    assert reverted == [new_bad] and bad not in log
+    branch = subprocess.run(["git", "-C", str(tmp_path / "o"), "rev-parse", "probation/run_x"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert branch in log
+    vs.close()
