@@ -39,6 +39,9 @@ def _world(base: Path) -> None:
         victim.add("prefs", f"other{i}", f"an other item {i}", ctx=WriteContext(run=f"run_{i}", actor="bot"))
     victim.diary_append("a diary entry that stays", date="2026-07-01", time="09:00")
     host.create_owner("user:bystander").add("prefs", "tea", "green tea")
+    for owner_id in host.cached_owners():  # closed now: the template is copied file by file afterwards
+        host.owner(owner_id).vstore.close()
+    host.run_index.close()
 
 
 def _run(base: Path, kind: str, kill_at: int) -> subprocess.CompletedProcess:
