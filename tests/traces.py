@@ -42,7 +42,10 @@ def traces(roots: list[Path], needles: list[str | bytes]) -> list[str]:
         if not root.exists():
             continue
         for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-            data = path.read_bytes()
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:  # a live server's SQLite -shm/-wal, gone meanwhile
+                continue
             hits += [f"{path}: {n!r}" for n in wanted if n in data]
             hits += [f"{path} (name): {n!r}" for n in wanted if n in str(path.relative_to(root)).encode()]
         for git_dir in repositories(root):
