@@ -1,4 +1,4 @@
-"""The variables' documents come from their one definition.
+"""The variables' documents come from their one definition, and the paths the deploy docs name are the code's.
 
 ``wikimem/host/variables.py`` defines every variable; the README's tables and
 ``deploy/env.example`` are generated from it (``make docs``). A variable added
@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from webapp.config import FLASK_KEYS
-from wikimem.host import load_config
-from wikimem.host.config import ENV_VARS, KEYS
+from wikimem.host import build_host, load_config
+from wikimem.host.access import STATE_FILE
+from wikimem.host.config import ENV_VARS, KEYS, PEER_STATE
+from wikimem.host.fleet import INDEX_PATH, JOBS_FILE
 from wikimem.host.variables import VARIABLES, stale_docs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,3 +73,47 @@ def test_env_example_lists_every_variable_and_its_values_are_valid():
                               "WIKIMEM_PROXIES"}
     load_config(environ=set_lines)  # what it sets, as written
     load_config(environ=every)  # and every example uncommented at once
+
+
+def test_every_etc_wikimem_file_the_docs_name_is_one_name():
+    """The tokens file was /etc/wikimem/tokens in some places and tokens.jsonl in others."""
+    expected = {"env", "gunicorn.conf.py"} | {Path(v.setting).name for v in VARIABLES
+                                              if v.setting and v.setting.startswith("/etc/wikimem/")}
+    named = {name: rel for rel in DOCS for name in re.findall(r"/etc/wikimem/([A-Za-z0-9._-]*[A-Za-z0-9])", text(rel))}
+    assert set(named) == expected, named
+
+
+@pytest.fixture
+def layout(tmp_path) -> set[str]:
+    """Every path under a data root the code names, relative, with the folders that hold them."""
+    data = tmp_path / "data"
+    host = build_host(load_config({"DATA_ROOT": str(data), "REMOTE": f"file://{tmp_path}/r/{{owner}}.git"},
+                                  environ={}))
+    refused = host.replication.refused_dir if host.replication is not None else None
+    paths = [host.owners_dir, host.staging_dir, host.cache_dir, data / INDEX_PATH, data / JOBS_FILE,
+             data / STATE_FILE, refused, data / PEER_STATE]
+    out = set()
+    for path in paths:
+        assert path is not None
+        rel = Path(path).relative_to(data)
+        out |= {p.as_posix() + "/" for p in rel.parents if p.as_posix() != "."}
+        out.add(rel.as_posix() + ("" if rel.suffix else "/"))
+    return out
+
+
+def test_the_data_root_paths_the_docs_name_are_the_codes(layout):
+    named = {}
+    for rel in DOCS:
+        body = text(rel)
+        # "<data root>/index/runs.sqlite3", "<data>/owners/<folder>/", "auth/state.sqlite3 in the data root"
+        found = re.findall(r"<data(?: root)?>/([A-Za-z0-9_./-]*)", body)
+        found += re.findall(r"`?([a-z]+/[A-Za-z0-9_./-]*\.sqlite3)`? in the data root", body)
+        for path in found:
+            named.setdefault(path, rel)
+    block = text("deploy/README.md").split("The data root (`WIKIMEM_DATA`):", 1)[1].split("\n\n", 2)[1]
+    for line in block.splitlines():
+        if re.match(r"    [a-z]", line):
+            named.setdefault(line.split()[0].split("<")[0], "deploy/README.md (layout)")
+    assert named, "no data root path found in the docs"
+    assert {p: rel for p, rel in named.items() if p not in layout} == {}
+    assert "cache/" in layout and "index/runs.sqlite3" in layout  # (the fixture found the code's paths)
