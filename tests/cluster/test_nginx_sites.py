@@ -1,7 +1,7 @@
 """Every nginx site of deploy/ loads in the nginx Debian ships (1.22 in Debian 12), as written.
 
-``http2 on;`` (nginx >= 1.25.1) made it refuse deploy/nginx.conf and the
-cluster's balancer. ``nginx -t`` on each file, with only what a test
+``http2 on;`` (nginx >= 1.25.1) made it refuse deploy/nginx.conf, the cluster's
+balancer and its git server. ``nginx -t`` on each file, with only what a test
 must change: certificates (self-signed), log folders, and ``listen`` on free
 loopback ports (``nginx -t`` binds them).
 """
@@ -9,12 +9,16 @@ loopback ports (``nginx -t`` binds them).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 
 import pytest
 from engines import REPO, _nginx_argv, _nginx_prelude, free_port, have
 
-NGINX_FILES = ["nginx.conf", "cluster/nginx-balancer.conf"]
+CLUSTER = REPO / "deploy" / "cluster"
+
+NGINX_FILES = ["nginx.conf", "cluster/nginx-balancer.conf", "cluster/git-server-https.nginx.conf",
+               "cluster/git-server-http.nginx.conf"]
 
 
 @pytest.mark.parametrize("name", NGINX_FILES)
@@ -22,7 +26,8 @@ def test_every_nginx_site_of_deploy_loads_in_debians_nginx(name, tmp_path):
     if not have("nginx", "openssl"):
         pytest.skip("needs nginx and openssl (installed by .ci/system-deps as root)")
     conf = tmp_path / "etc" / "nginx"
-    conf.mkdir(parents=True)
+    (conf / "snippets").mkdir(parents=True)
+    shutil.copy(CLUSTER / "git-server-locations.conf", conf / "snippets" / "wikimem-git.conf")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=t",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
