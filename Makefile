@@ -3,6 +3,7 @@
 #               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
 #   make test   lint, then run the whole test suite (what CI runs)
 #   make lint   the two gates alone: ruff (style, imports) and mypy (types)
+#   make docs   write the variables tables (README.md, deploy/env.example) from wikimem/host/variables.py
 #
 # `run` installs only what the host needs (the [run] extra); `test` and the other
 # helpers install the development tools on top ([dev]). Each has its own stamp.
@@ -14,7 +15,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run lint test test-fast bench system-deps clean
+.PHONY: run lint test test-fast docs bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,11 @@ test: lint
 
 test-fast: lint
 	$(VENV)/bin/pytest -n 2 -q -m "not slow and not browser"
+
+# A test fails while they differ from the definition (tests/integration/test_config_docs.py).
+docs: $(RUN_STAMP)
+	$(PY) -c 'from pathlib import Path; from wikimem.host.variables import write_docs; \
+	          print("\n".join(f"wrote {name}" for name in write_docs(Path.cwd())) or "up to date")'
 
 bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py

@@ -1,15 +1,13 @@
 """gunicorn configuration of the wikimem host: ``gunicorn -c deploy/gunicorn.conf.py``.
 
-Everything comes from the environment (see ``deploy/env.example``); the app's
-variables are documented in ``wikimem/host/config.py``, gunicorn's own here:
-
-- ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
-- ``WIKIMEM_WORKERS``   worker processes (``cores + 1``, at most 8);
-- ``WIKIMEM_THREADS``   request threads per worker (8): a request waiting on the LLM
-  (memorize) or on an owner's write lock holds one thread, not a whole process;
-- ``WIKIMEM_TIMEOUT``   seconds a silent worker may take before it is restarted (60);
-  ``WIKIMEM_LLM_TIMEOUT`` (30) must stay below it;
-- ``WIKIMEM_LOG_LEVEL`` the log level of gunicorn and the app (``info``).
+Everything comes from the environment. Every variable, the app's and these, is
+one entry of ``wikimem/host/variables.py`` with its meaning and default (the
+README's tables and ``deploy/env.example`` are made from it); gunicorn's own,
+read here: ``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT`` (the
+app's ``WIKIMEM_LLM_TIMEOUT`` stays below it), ``WIKIMEM_GRACEFUL_TIMEOUT``,
+``WIKIMEM_MAX_REQUESTS``, ``WIKIMEM_LOG_LEVEL``, ``WIKIMEM_FORWARDED_ALLOW_IPS``,
+``WIKIMEM_CONTROL_SOCKET`` and the BLAS/OpenMP thread counts; ``WIKIMEM_BIND``
+and ``WIKIMEM_LOG_FORMAT`` are read as the app reads them.
 
 Logs (``webapp/logs.py``): the app's lines and gunicorn's go to stderr,
 the access log to stdout, as JSON lines (``WIKIMEM_LOG_FORMAT=json``, the

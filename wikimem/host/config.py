@@ -15,89 +15,21 @@ The Flask app (``webapp``), gunicorn's master check and every CLI command get
 their host or their settings here; ``webapp.config`` derives Flask's own keys
 from the same :class:`Config`. Nothing else reads the environment.
 
-=================================== ==================================================================
-environment                         meaning (default)
-=================================== ==================================================================
-``WIKIMEM_DATA``                    data root (``./data``)
-``WIKIMEM_BIND``                    address to serve on (``127.0.0.1:8000``)
-``WIKIMEM_STORE``                   the CLI's memory folder without ``--owner`` (``.``)
-``WIKIMEM_ADMIN_TOKEN``             a plain admin token (development, tests)
-``WIKIMEM_TOKENS_FILE``             hashed tokens, see :mod:`wikimem.host.access.tokens`
-``WIKIMEM_OPERATORS_FILE``          admin UI accounts, see :mod:`wikimem.host.access.operators`
-``WIKIMEM_SECRET_KEY``              session and peer signing key (web)
-``WIKIMEM_ENV``                     ``production`` (default) or ``development``
-``WIKIMEM_LLM_URL``                 OpenAI-compatible chat endpoint (``…/v1``)
-``WIKIMEM_LLM_MODEL``               chat model name
-``WIKIMEM_LLM_API_KEY``             its key
-``WIKIMEM_LLM_TIMEOUT``             seconds one chat call may take (30; below the worker timeout)
-``WIKIMEM_EMBED_URL``               OpenAI-compatible embeddings endpoint
-``WIKIMEM_EMBED_MODEL``             embedding model name
-``WIKIMEM_EMBED_API_KEY``           its key
-(key ``EMBED_TIMEOUT`` only)        seconds one embeddings call may take (5)
-``WIKIMEM_EMBED_QUERY_MODEL``       model name sent for queries (the same)
-``WIKIMEM_EMBED_QUERY_PREFIX``      text put before queries (e5: ``"query: "``)
-``WIKIMEM_EMBED_PASSAGE_PREFIX``    text put before memory items (``"passage: "``)
-``WIKIMEM_EMBED_INPUT_TYPE``        send ``input_type`` query/passage (off)
-``WIKIMEM_EMBEDDER``                ``local`` = the bundled model; ``none``; unset = the URL if given
-``WIKIMEM_EMBED_THREADS``           threads of the local model (all cores)
-``WIKIMEM_EMBED_BACKGROUND``        embed memory off the request path (on for local)
-``WIKIMEM_TOKENIZER``               Chinese terms: ``bigram`` (default) or ``jieba``
-``WIKIMEM_DIARY_RECALL``            retrieve's default ``diary``: ``all`` or ``window`` (the seed's) (all)
-``WIKIMEM_RECENCY_HALF_LIFE``       ``diary: "all"``: favour recent entries, days (0 = no prior; 0)
-``WIKIMEM_QUERY_STOPWORDS``         drop function words from queries: on, off, ``en`` or ``zh`` (on)
-``WIKIMEM_BM25_B``                  BM25's length normalisation (0.4)
-``WIKIMEM_NEIGHBOUR_SMOOTHING``     a turn's share of its neighbours' BM25 (0.2; 0 with an embedder)
-``WIKIMEM_NEIGHBOUR_CONTEXT``       score items with their neighbours too (on)
-``WIKIMEM_NEIGHBOUR_ITEM_WEIGHT``   the item's own share against its neighbours' (0.6)
-``WIKIMEM_FUSION_WEIGHT``           BM25's share of the fused score (0.3)
-``WIKIMEM_INDEX_CACHE``             owners' indexes a process keeps (64)
-``WIKIMEM_MAX_BODY``                largest request body in bytes (1 MiB; web)
-``WIKIMEM_PROXIES``                 reverse proxies to trust for X-Forwarded-* (0; web)
-``WIKIMEM_REMOTE``                  git remote URL template with ``{owner}`` (none)
-``WIKIMEM_REPLICATION``             ``sync`` (default with a remote) or ``async``
-``WIKIMEM_REPLICATION_MAX_LAG``     async: unpushed commits per owner before writes wait (1000)
-``WIKIMEM_REMOTE_FRESHNESS``        staleness bound of reads, seconds (2)
-``WIKIMEM_REMOTE_TIMEOUT``          seconds per remote operation (10)
-``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
-``WIKIMEM_REMOTE_HOOK``             a command run as ``HOOK erase URL`` / ``HOOK prune URL`` for a git server the
-                                    remote's transport cannot delete from or prune (http(s), git://; none)
-``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
-``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
-``WIKIMEM_PEER_CONNECT_TIMEOUT``    seconds to connect to a peer (0.5)
-``WIKIMEM_PEER_TIMEOUT``            seconds a peer may take to answer (2)
-``WIKIMEM_PEER_COOLDOWN``           seconds a peer that failed is skipped before it is tried again (30)
-``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in and API counters live (unset: shared, at the data root; web)
-``WIKIMEM_API_LIMIT``               API requests per token, admin tokens exempt (``1200/minute``; empty: none; web)
-``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
-``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
-``WIKIMEM_LOG_FORMAT``              ``json`` (one object a line) or ``text`` (json under gunicorn, text for
-                                    ``wikimem serve``)
-``WIKIMEM_METRICS_DIR``             folder of the workers' metric files, emptied at start (a folder per data
-                                    root under the system's temporary folder; a tmpfs is best)
-``WIKIMEM_READY_MIN_FREE``          MiB free on the data root's disk below which ``/readyz`` says full (64)
-``WIKIMEM_DATABASE_URL``            ``postgresql://…`` shared by a cluster's hosts for the run index and
-                                    the jobs (unset: SQLite files in the data root)
-``WIKIMEM_JOBS_PER_PREFIX``         open jobs one token prefix may have (100; 0 = no limit)
-``WIKIMEM_JOBS_PER_OWNER``          open jobs of one owner (20; 0 = no limit)
-``WIKIMEM_JOBS_MAX_MB``             size budget of the jobs database, MiB (256; 0 = no limit)
-``WIKIMEM_JOBS_TURN_KEEP``          seconds a finished memorize job keeps its raw turn (600)
-``WIKIMEM_IDEMPOTENCY_DAYS``        days an Idempotency-Key replays its write; older stored results purged (30)
-``WIKIMEM_JOBS_KEEP_DAYS``          days a finished job (parameters, turns, results) is kept (7)
-``WIKIMEM_ERASURE_RECEIPT_DAYS``    days an erasure's or a forget's receipt is kept (365)
-``WIKIMEM_SESSION_HOURS``           an operator session's lifetime; a logout's record is kept as long (12; web)
-=================================== ==================================================================
-
-A variable's key (in :func:`load_config`'s overrides and a test config) is its name
-without ``WIKIMEM_``, except ``WIKIMEM_DATA`` → ``DATA_ROOT``,
-``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``; the :class:`Config` field is the
-key in lower case (``SELF``: ``self_url``).
+Every variable is one entry of :data:`wikimem.host.variables.VARIABLES`: its name,
+its key, how its value reads (integer, number, flag, text), its default and
+meaning. :data:`ENV_VARS` (variable → key) and the value kinds come from there,
+and so do the README's tables and ``deploy/env.example`` (``make docs``; a test
+fails while they are stale). A key (in :func:`load_config`'s overrides and a
+test config) is the variable's name without ``WIKIMEM_``, except
+``WIKIMEM_DATA`` → ``DATA_ROOT``, ``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``
+and git's ``GIT_SSH_COMMAND`` → ``SSH_COMMAND``; ``EMBED_TIMEOUT`` (seconds one
+embeddings call may take, 5) is a key without a variable. The :class:`Config`
+field is the key in lower case (``SELF``: ``self_url``).
 
 "web" marks what only the Flask app uses (see ``webapp.config``, which also
 refuses a production start without a real ``SECRET_KEY``). gunicorn's own
 process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
-…) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
+…, listed there too) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
 """
 
 from __future__ import annotations
@@ -109,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from .variables import VARIABLES
 
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
@@ -131,83 +65,21 @@ class ConfigError(RuntimeError, ValueError):
     """
 
 
-ENV_VARS = {
-    "WIKIMEM_DATA": "DATA_ROOT",
-    "WIKIMEM_BIND": "BIND",
-    "WIKIMEM_STORE": "STORE",
-    "WIKIMEM_ADMIN_TOKEN": "ADMIN_TOKEN",
-    "WIKIMEM_TOKENS_FILE": "TOKENS_FILE",
-    "WIKIMEM_OPERATORS_FILE": "OPERATORS_FILE",
-    "WIKIMEM_SECRET_KEY": "SECRET_KEY",
-    "WIKIMEM_ENV": "ENV",
-    "WIKIMEM_LLM_URL": "LLM_URL",
-    "WIKIMEM_LLM_MODEL": "LLM_MODEL",
-    "WIKIMEM_LLM_API_KEY": "LLM_API_KEY",
-    "WIKIMEM_LLM_TIMEOUT": "LLM_TIMEOUT",
-    "WIKIMEM_EMBED_URL": "EMBED_URL",
-    "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
-    "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
-    "WIKIMEM_EMBED_QUERY_MODEL": "EMBED_QUERY_MODEL",
-    "WIKIMEM_EMBED_QUERY_PREFIX": "EMBED_QUERY_PREFIX",
-    "WIKIMEM_EMBED_PASSAGE_PREFIX": "EMBED_PASSAGE_PREFIX",
-    "WIKIMEM_EMBED_INPUT_TYPE": "EMBED_INPUT_TYPE",
-    "WIKIMEM_EMBEDDER": "EMBEDDER",
-    "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
-    "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
-    "WIKIMEM_TOKENIZER": "TOKENIZER",
-    "WIKIMEM_DIARY_RECALL": "DIARY_RECALL",
-    "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
-    "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
-    "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
-    "WIKIMEM_NEIGHBOUR_ITEM_WEIGHT": "NEIGHBOUR_ITEM_WEIGHT",
-    "WIKIMEM_BM25_B": "BM25_B",
-    "WIKIMEM_NEIGHBOUR_SMOOTHING": "NEIGHBOUR_SMOOTHING",
-    "WIKIMEM_RECENCY_HALF_LIFE": "RECENCY_HALF_LIFE",
-    "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
-    "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
-    "WIKIMEM_PROXIES": "PROXIES",
-    "WIKIMEM_REMOTE": "REMOTE",
-    "WIKIMEM_REPLICATION": "REPLICATION",
-    "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
-    "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
-    "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
-    "GIT_SSH_COMMAND": "SSH_COMMAND",
-    "WIKIMEM_PEERS": "PEERS",
-    "WIKIMEM_SELF": "SELF",
-    "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
-    "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
-    "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
-    "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
-    "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
-    "WIKIMEM_PEER_CONNECT_TIMEOUT": "PEER_CONNECT_TIMEOUT",
-    "WIKIMEM_PEER_TIMEOUT": "PEER_TIMEOUT",
-    "WIKIMEM_PEER_COOLDOWN": "PEER_COOLDOWN",
-    "WIKIMEM_API_LIMIT": "API_LIMIT",
-    "WIKIMEM_LOG_FORMAT": "LOG_FORMAT",
-    "WIKIMEM_METRICS_DIR": "METRICS_DIR",
-    "WIKIMEM_READY_MIN_FREE": "READY_MIN_FREE",
-    "WIKIMEM_DATABASE_URL": "DATABASE_URL",
-    "WIKIMEM_JOBS_PER_PREFIX": "JOBS_PER_PREFIX",
-    "WIKIMEM_JOBS_PER_OWNER": "JOBS_PER_OWNER",
-    "WIKIMEM_JOBS_MAX_MB": "JOBS_MAX_MB",
-    "WIKIMEM_JOBS_TURN_KEEP": "JOBS_TURN_KEEP",
-    "WIKIMEM_REMOTE_HOOK": "REMOTE_HOOK",
-    "WIKIMEM_IDEMPOTENCY_DAYS": "IDEMPOTENCY_DAYS",
-    "WIKIMEM_JOBS_KEEP_DAYS": "JOBS_KEEP_DAYS",
-    "WIKIMEM_ERASURE_RECEIPT_DAYS": "ERASURE_RECEIPT_DAYS",
-    "WIKIMEM_SESSION_HOURS": "SESSION_HOURS",
-}
+# Every variable read here, and the key it sets (gunicorn's own have no key: deploy/gunicorn.conf.py reads them).
+ENV_VARS = {v.name: v.key for v in VARIABLES if v.key is not None}
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG", "READY_MIN_FREE", "JOBS_PER_PREFIX", "JOBS_PER_OWNER", "JOBS_MAX_MB"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN_FREE", "JOBS_PER_PREFIX",
-                "JOBS_PER_OWNER", "JOBS_MAX_MB"}
-_OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
-           "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING",
-           "RECENCY_HALF_LIFE", "IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS"}
+
+def _keys_of(*kinds: str) -> set[str]:
+    """The keys whose values read as one of ``kinds`` (:data:`wikimem.host.variables.KINDS`)."""
+    return {v.key for v in VARIABLES if v.kind in kinds and v.key is not None}
+
+
+_OPTIONAL_INTS = {"EMBED_THREADS"}  # an integer when set; None (its default) leaves the choice to the model
+_INTS = _keys_of("int", "count") - _OPTIONAL_INTS
+_MAY_BE_ZERO = _keys_of("count")  # the others are at least 1
+_FLOATS = _keys_of("number")
+_BOOLS = _keys_of("flag")
 _RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
-_BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}

@@ -88,11 +88,31 @@ class AuthState:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
-        migrate(conn, self.path)
+        self._prepare(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the schema migration, retried while another process does the same.
+
+        Two connections that both switch an old rollback-journal file to WAL (or both
+        upgrade a read lock) deadlock; SQLite answers one of them "database is locked"
+        at once, without waiting on the busy timeout. The loser waits and tries again,
+        for at most the busy timeout.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
+                migrate(conn, self.path)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
 
     def version(self) -> int:
         """The file's schema version (after the migration its opening ran)."""
