@@ -187,7 +187,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("GIT_SSH_COMMAND", "git's own: the ssh command of `ssh://` remotes", "cluster", key="SSH_COMMAND",
        default="`ssh -o BatchMode=yes`"),
     _v("WIKIMEM_REMOTE_HOOK", "a command run as `HOOK erase URL` / `HOOK prune URL` for a git server the remote's "
-       "transport cannot delete from or prune (http(s), git://)", "cluster", example="/usr/local/bin/wikimem-remote-hook"),
+       "transport cannot delete from or prune (http(s), git://)", "cluster",
+       example="/usr/local/bin/wikimem-remote-hook"),
     _v("WIKIMEM_PEERS", "every host of the cluster, comma-separated base URLs, the same list on every host",
        "cluster", example="http://10.0.0.11:8000,http://10.0.0.12:8000,http://10.0.0.13:8000"),
     _v("WIKIMEM_SELF", "this host's entry in `WIKIMEM_PEERS`", "cluster",
