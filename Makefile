@@ -1,6 +1,9 @@
 # The two commands of the README, plus a few helpers.
-#   make run    run the host here with demo data (prints URL and admin token)
-#   make test   run the whole test suite (what CI runs)
+#   make run    run the host here with demo data (prints URL and admin token);
+#               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
+#   make test   lint, then run the whole test suite (what CI runs)
+#   make lint   the two gates alone: ruff (style, imports) and mypy (types)
+#   make docs   write the variables tables (README.md, deploy/env.example) from wikimem/host/variables.py
 #
 # `run` installs only what the host needs (the [run] extra); `test` and the other
 # helpers install the development tools on top ([dev]). Each has its own stamp.
@@ -12,7 +15,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run test test-fast bench system-deps clean
+.PHONY: run lint test test-fast docs bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +35,22 @@ run: $(RUN_STAMP)
 system-deps:
 	.ci/system-deps
 
-test: $(DEV_STAMP)
+# Configured in pyproject.toml; both must pass before a test runs (fail fast).
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: lint
 	.ci/system-deps --if-root
 	$(VENV)/bin/pytest -n 2 -q
 
-test-fast: $(DEV_STAMP)
+test-fast: lint
 	$(VENV)/bin/pytest -n 2 -q -m "not slow and not browser"
+
+# A test fails while they differ from the definition (tests/integration/test_config_docs.py).
+docs: $(RUN_STAMP)
+	$(PY) -c 'from pathlib import Path; from wikimem.host.variables import write_docs; \
+	          print("\n".join(f"wrote {name}" for name in write_docs(Path.cwd())) or "up to date")'
 
 bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py
@@ -48,6 +61,8 @@ bench: $(DEV_STAMP)
 	$(PY) bench/quality.py
 	$(PY) bench/cluster.py
 	$(PY) bench/bulk.py
+	$(PY) bench/erasure.py
+	$(PY) bench/jobs.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache tests/screenshots
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache tests/screenshots

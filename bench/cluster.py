@@ -52,7 +52,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,6 +73,27 @@ def fmt(samples: list[float]) -> str:
 
 def med(samples: list[float]) -> float:
     return statistics.median(samples)
+
+
+@contextmanager
+def scratch(name: str) -> Iterator[Path]:
+    """A temporary folder for one section, removed after it."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"wikimem-bench-{name}-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(title: str, header: list[str], rows: list[list[str]], intro: str = "") -> None:
+    """One section of the report: its heading, an optional line of text, a markdown table."""
+    print(f"\n## {title}\n")
+    if intro:
+        print(intro + "\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -139,8 +161,7 @@ def transport_rows(kind: str, client: str, url: str, tmp: Path, samples: int) ->
 
 
 def section_transport(args) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-cluster-"))
-    try:
+    with scratch("cluster") as tmp:
         local = VersionedStore(tmp / "reference", auto_pack=False)
         local.add("f", "seed", "x")
         ref = [timed(lambda i=i: local.add(f"f{i % 10}", f"item{i}", f"memory number {i}: the sea."))
@@ -155,15 +176,11 @@ def section_transport(args) -> None:
                            else ("dulwich", "git CLI"))
                 for n, client in enumerate(clients):
                     rows += transport_rows(kind, client, url_of(f"bench-{n}"), tmp, args.samples)
-        print(f"\n## Transport: dulwich client vs git CLI ({args.samples} samples each, one commit per push)\n")
-        print(f"reference: one unreplicated write (VersionedStore.add): {fmt(ref)}\n")
-        print("| remote | operation · client | latency median (p90) | ÷ unreplicated write |")
-        print("|---|---|---|---|")
-        for kind, op, figures, m in rows:
-            print(f"| {kind} | {op} | {figures} | {m / med(ref):.1f}x |")
+        table(f"Transport: dulwich client vs git CLI ({args.samples} samples each, one commit per push)",
+              ["remote", "operation · client", "latency median (p90)", "÷ unreplicated write"],
+              [[kind, op, figures, f"{m / med(ref):.1f}x"] for kind, op, figures, m in rows],
+              intro=f"reference: one unreplicated write (VersionedStore.add): {fmt(ref)}")
         growth(tmp, args.pushes)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def growth(tmp: Path, pushes: int) -> None:
@@ -242,9 +259,8 @@ def _throughput(url: str, owners: list[str], seconds: float, threads: int = 4) -
 
 
 def section_writes(args) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-writes-"))
     rows = []
-    try:
+    with scratch("writes") as tmp:
         with GitHttpServer(tmp / "git").start() as git:
             (tmp / "replicas").mkdir()
             configs = [("no remote", {}),
@@ -259,14 +275,11 @@ def section_writes(args) -> None:
                     host.stop()
                 rows.append((name, lat, tput))
         ref_lat, ref_tput = med(rows[0][1]), rows[0][2]
-        print(f"\n## Writes: one host (2 workers), sync replication vs none ({args.samples} sequential PUTs; "
-              f"throughput of 4 threads over {args.duration:.0f} s)\n")
-        print("| remote | write latency median (p90) | x no remote | writes/s (4 threads) | x no remote |")
-        print("|---|---|---|---|---|")
-        for name, lat, tput in rows:
-            print(f"| {name} | {fmt(lat)} | {med(lat) / ref_lat:.2f}x | {tput:.1f} | {tput / ref_tput:.2f}x |")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        table(f"Writes: one host (2 workers), sync replication vs none ({args.samples} sequential PUTs; "
+              f"throughput of 4 threads over {args.duration:.0f} s)",
+              ["remote", "write latency median (p90)", "x no remote", "writes/s (4 threads)", "x no remote"],
+              [[name, fmt(lat), f"{med(lat) / ref_lat:.2f}x", f"{tput:.1f}", f"{tput / ref_tput:.2f}x"]
+               for name, lat, tput in rows])
 
 
 def section_async(args) -> None:
@@ -274,8 +287,7 @@ def section_async(args) -> None:
     import threading
     import urllib.request
 
-    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-async-"))
-    try:
+    with scratch("async") as tmp:
         with GitHttpServer(tmp / "git").start() as git:
             host = start_hosts(tmp, 1, {"WIKIMEM_REMOTE": git.template(), "WIKIMEM_REPLICATION": "async"})[0]
             opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -302,13 +314,10 @@ def section_async(args) -> None:
                 drained = time.monotonic() - started
             finally:
                 host.stop()
-        print(f"\n## Async replication under load (4 threads, {args.duration:.0f} s, remote = git http-backend)\n")
-        print("| writes/s | lag samples | lag median | lag max | drained after the load |")
-        print("|---|---|---|---|---|")
-        print(f"| {result['tput']:.1f} | {len(samples)} | {statistics.median(samples):.0f} commits | "
-              f"{max(samples)} commits | {drained:.1f} s |")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        table(f"Async replication under load (4 threads, {args.duration:.0f} s, remote = git http-backend)",
+              ["writes/s", "lag samples", "lag median", "lag max", "drained after the load"],
+              [[f"{result['tput']:.1f}", str(len(samples)), f"{statistics.median(samples):.0f} commits",
+                f"{max(samples)} commits", f"{drained:.1f} s"]])
 
 
 def _cluster(tmp: Path, git: GitHttpServer, n: int = 3, env: dict | None = None) -> tuple[list, Balancer]:
@@ -323,9 +332,8 @@ def _cluster(tmp: Path, git: GitHttpServer, n: int = 3, env: dict | None = None)
 def section_failover(args) -> None:
     from wikimem.host.owner_ids import encode_owner_id
 
-    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-failover-"))
     times = []
-    try:
+    with scratch("failover") as tmp:
         with GitHttpServer(tmp / "git").start() as git:
             hosts, balancer = _cluster(tmp, git)
             try:
@@ -351,15 +359,9 @@ def section_failover(args) -> None:
                 balancer.stop()
                 for h in hosts:
                     h.stop()
-        print(f"\n## Failover: SIGKILL of an owner's host -> first successful write of that owner through nginx "
-              f"({args.rounds} rounds; target < 15 s)\n")
-        print("| round | seconds |")
-        print("|---|---|")
-        for i, t in enumerate(times):
-            print(f"| {i} | {t:.2f} |")
-        print(f"| max | {max(times):.2f} |")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        table(f"Failover: SIGKILL of an owner's host -> first successful write of that owner through nginx "
+              f"({args.rounds} rounds; target < 15 s)", ["round", "seconds"],
+              [[str(i), f"{t:.2f}"] for i, t in enumerate(times)] + [["max", f"{max(times):.2f}"]])
 
 
 _WRK_SCRIPT = """
@@ -413,12 +415,11 @@ def section_retrieve(args) -> None:
                     for h in hosts:
                         h.stop()
         cores = os.cpu_count() or 1
-        print(f"\n## Retrieve throughput through nginx, 3 hosts vs 1 (2 gunicorn workers each, {n_owners} owners x "
-              f"100 items, wrk -t2 -c16 {args.duration:.0f} s, {cores} cores shared by everything)\n")
-        print("| hosts | retrieves/s | x 1 host | per core | errors |")
-        print("|---|---|---|---|---|")
-        for n, rps, non2xx in rows:
-            print(f"| {n} | {rps:.1f} | {rps / rows[0][1]:.2f}x | {rps / cores:.1f} | {non2xx or 'none'} |")
+        table(f"Retrieve throughput through nginx, 3 hosts vs 1 (2 gunicorn workers each, {n_owners} owners x "
+              f"100 items, wrk -t2 -c16 {args.duration:.0f} s, {cores} cores shared by everything)",
+              ["hosts", "retrieves/s", "x 1 host", "per core", "errors"],
+              [[str(n), f"{rps:.1f}", f"{rps / rows[0][1]:.2f}x", f"{rps / cores:.1f}", non2xx or "none"]
+               for n, rps, non2xx in rows])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -458,15 +459,14 @@ def section_killrun(args) -> None:
                 for h in hosts:
                     h.stop()
         lat = result.latencies
-        print(f"\n## Long kill/restart run: {args.duration:.0f} s, 3 hosts, 50 owners, 4 writer threads through nginx, "
-              f"a random host SIGKILLed every {args.kill_every:.0f} s and restarted 10 s later\n")
-        print("| acknowledged writes | not acknowledged | kills | lost | duplicated | fsck --strict problems | "
-              "write latency median (p99) |")
-        print("|---|---|---|---|---|---|---|")
         p99 = sorted(lat)[int(len(lat) * 0.99)] if lat else 0
-        print(f"| {result.acked} | {sum(map(len, result.failed.values()))} | {kills} | {len(report['lost'])} | "
-              f"{len(report['duplicated'])} | {len(report['fsck'])} | "
-              f"{statistics.median(lat) * 1000:.0f} ms ({p99 * 1000:.0f} ms) |")
+        table(f"Long kill/restart run: {args.duration:.0f} s, 3 hosts, 50 owners, 4 writer threads through nginx, "
+              f"a random host SIGKILLed every {args.kill_every:.0f} s and restarted 10 s later",
+              ["acknowledged writes", "not acknowledged", "kills", "lost", "duplicated", "fsck --strict problems",
+               "write latency median (p99)"],
+              [[str(result.acked), str(sum(map(len, result.failed.values()))), str(kills), str(len(report["lost"])),
+                str(len(report["duplicated"])), str(len(report["fsck"])),
+                f"{statistics.median(lat) * 1000:.0f} ms ({p99 * 1000:.0f} ms)"]])
         if result.errors:
             print(f"\nerrors seen by the clients (after their retries): {dict(result.errors)}")
         if report["lost"] or report["duplicated"] or report["fsck"]:

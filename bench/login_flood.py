@@ -35,8 +35,6 @@ import multiprocessing
 import os
 import re
 import secrets
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,12 +47,9 @@ from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[1]
 OWNER = "user:bench"
+sys.path.insert(0, str(REPO / "tests"))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from gunicorn_env import free_port, stop_process  # noqa: E402
 
 
 def request(port: int, method: str, path: str, headers: dict, body: str | None = None):
@@ -102,11 +97,7 @@ class Server:
         return {"Authorization": f"Bearer {self.token}"}
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 

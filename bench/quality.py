@@ -51,7 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,11 +144,13 @@ class QueryMemo:
 class Variant:
     name: str
     use_jieba: bool = False
-    stop: bool = False
+    stop: bool | str = False  # True (both languages), "en" or False
     embedder: str | None = None  # "asym" | "sym"
     weight: float = 0.5
-    context: bool = False
+    context: bool | float = False  # True (item weight 0.6) or the item's weight
     langs: tuple[str, ...] = ("en", "zh")
+    b: float = 0.75  # BM25 length normalisation
+    smooth: float = 0.0  # lexical neighbour smoothing (conversation-like files)
 
 
 def variants(dense: bool, weights: tuple[float, ...] = ()) -> list[Variant]:
@@ -170,11 +172,42 @@ def variants(dense: bool, weights: tuple[float, ...] = ()) -> list[Variant]:
             Variant("fusion +stop +ctx", embedder="asym", stop=True, context=True),
             Variant("fusion jieba +stop +ctx", use_jieba=True, embedder="asym", stop=True, context=True, langs=("zh",)),
         ]
-        out += [Variant(f"{HOST} w={w:g}", embedder="asym", stop=True, context=True, weight=w) for w in weights]
-    return out
+        out += [replace(HOST_VARIANT, name=f"{HOST} w={w:g}", weight=w) for w in weights]
+    out += [v for _, v in LADDER + TRIED if dense or not v.embedder]
+    return list({v.name: v for v in out}.values())  # one outcome per name
 
 
-HOST = "fusion +stop +ctx"  # the host default with WIKIMEM_EMBEDDER=local (see wikimem/host/config.py)
+# Each change the host adopted, in order, measured against the default before it (issue 23):
+# a step is kept only when it helps both languages. TRIED holds the levers measured and rejected.
+_E5 = {"embedder": "asym"}
+_FUSED = {"stop": True, "context": True, "weight": 0.3, "b": 0.4, **_E5}  # the fused host default
+LADDER: list[tuple[str, Variant]] = [
+    # without an embedder
+    ("bm25 +stop", Variant("bm25 +stop b=0.4", stop=True, b=0.4)),
+    ("bm25 +stop b=0.4", Variant("bm25 +stop b=0.4 +smooth", stop=True, b=0.4, smooth=0.2)),
+    # with the local model
+    ("fusion +stop +ctx", Variant("fusion +stop +ctx w=0.3", stop=True, context=True, weight=0.3, **_E5)),
+    ("fusion +stop +ctx w=0.3", Variant("fusion +stop +ctx w=0.3 b=0.4", **_FUSED)),
+]
+TRIED: list[tuple[str, Variant]] = [
+    ("bm25 +stop", Variant("bm25 +stop(en)", stop="en")),  # Chinese function words kept in queries
+    ("bm25 +stop b=0.4", Variant("bm25 +stop b=0.4 +smooth 0.35", stop=True, b=0.4, smooth=0.35)),
+    ("bm25 +stop b=0.4", Variant("bm25 +stop b=0.4 +smooth 0.5", stop=True, b=0.4, smooth=0.5)),
+    ("fusion +stop +ctx", Variant("fusion +stop(en) +ctx", stop="en", context=True, **_E5)),
+    ("fusion +stop +ctx", Variant("fusion +stop +ctx(0.4)", stop=True, context=0.4, **_E5)),
+    ("fusion +stop +ctx w=0.3", Variant("fusion +stop +ctx(0.4) w=0.3", stop=True, context=0.4, weight=0.3, **_E5)),
+    ("fusion +stop +ctx w=0.3 b=0.4", Variant("fusion +stop +ctx(0.4) w=0.3 b=0.4", **{**_FUSED, "context": 0.4})),
+    ("fusion +stop +ctx w=0.3 b=0.4", Variant("fusion +stop +ctx w=0.3 b=0.4 +smooth", smooth=0.2, **_FUSED)),
+    ("fusion +stop +ctx w=0.3 b=0.4", Variant("fusion +stop(en) +ctx w=0.3 b=0.4", **{**_FUSED, "stop": "en"})),
+]
+
+
+# What the host runs by default after issue 23: with the local model, and without an embedder.
+HOST_VARIANT = LADDER[-1][1]
+BM25_HOST = LADDER[1][1]
+
+
+HOST = "fusion +stop +ctx w=0.3 b=0.4"  # the host default with WIKIMEM_EMBEDDER=local (wikimem/host/config.py)
 PAIRS = [
     ("bm25 jieba", "bm25"),  # the tokenizer: jieba (the old host default) vs bigrams
     ("bm25", "bm25 +stop"),  # query stopwords, BM25 alone
@@ -188,8 +221,10 @@ PAIRS = [
     ("bm25", "fusion"),  # fusion itself
     ("dense", "fusion"),
     ("dense +ctx", HOST),
-    ("fusion jieba +stop +ctx", HOST),
-    ("bm25 jieba", HOST),  # the old host default vs the new one
+    ("fusion jieba +stop +ctx", "fusion +stop +ctx"),
+    ("bm25 jieba", HOST),  # the first host default vs today's
+    ("fusion +stop +ctx", HOST),  # the host default before issue 23 vs today's
+    ("bm25 +stop", "bm25 +stop b=0.4 +smooth"),  # the same without an embedder
 ]
 
 
@@ -223,7 +258,8 @@ def make_index(store: MemoryStore, v: Variant, embedders: dict, vectors: Path) -
     emb = embedders.get(v.embedder) if v.embedder else None
     return MemoryIndex(store, use_jieba=v.use_jieba, query_stopwords=v.stop, embedder=emb,
                        vectors_dir=vectors / v.embedder if v.embedder else None,
-                       fusion_weight=v.weight, neighbour_context=v.context)
+                       fusion_weight=v.weight, neighbour_context=v.context, bm25_b=v.b,
+                       neighbour_smoothing=v.smooth)
 
 
 def rank_of(result, evidence: set[tuple[str, str]]) -> int | None:
@@ -233,11 +269,12 @@ def rank_of(result, evidence: set[tuple[str, str]]) -> int | None:
     return None
 
 
-def run_language(lang: str, args, embedders: dict) -> dict[str, Outcome]:
+def run_language(lang: str, args, embedders: dict, pool: list[Variant] | None = None) -> dict[str, Outcome]:
+    """Every chosen variant (of ``pool``, default :func:`variants`) on every question of ``lang``."""
     data = json.loads((DATA / f"{lang}.json").read_text(encoding="utf-8"))
     convs = data["conversations"][: args.conversations]
-    chosen = [v for v in variants(bool(embedders), args.weights)
-              if lang in v.langs and (not args.only or v.name in args.only)]
+    pool = variants(bool(embedders), args.weights) if pool is None else pool
+    chosen = [v for v in pool if lang in v.langs and (not args.only or v.name in args.only)]
     outcomes = {v.name: Outcome() for v in chosen}
     tmp = Path(tempfile.mkdtemp(prefix=f"quality-{lang}-"))
     try:
@@ -310,17 +347,18 @@ def print_quality(lang: str, outcomes: dict[str, Outcome]) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, out in outcomes.items():
         by_type = [out.hit(10, [t == kind for t in out.types]) for kind in ("direct", "paraphrase", "neighbour")]
-        mark = " (host)" if name == HOST else ""
+        mark = " (host)" if name == HOST else " (host, no embedder)" if name == BM25_HOST.name else ""
         print(f"| {name}{mark} | {out.hit(1):.3f} | {out.hit(5):.3f} | {out.hit(10):.3f} | {out.mrr():.3f} | "
               + " | ".join(f"{x:.3f}" for x in by_type) + " |")
 
 
-def print_pairs(lang: str, outcomes: dict[str, Outcome]) -> None:
+def print_pairs(lang: str, outcomes: dict[str, Outcome], pairs: list[tuple[str, str]] | None = None,
+                title: str = "paired comparisons") -> None:
     k = 10 if lang == "en" else 5
-    rows = [(a, b) for a, b in PAIRS if a in outcomes and b in outcomes]
+    rows = [(a, b) for a, b in (PAIRS if pairs is None else pairs) if a in outcomes and b in outcomes]
     if not rows:
         return
-    print(f"\n{lang}: paired comparisons at hit@{k} (B − A; only-A / only-B = questions one of them hits)\n")
+    print(f"\n{lang}: {title} at hit@{k} (B − A; only-A / only-B = questions one of them hits)\n")
     print(f"| A | B | Δ hit@{k} | 95% CI | only A | only B | sign test p | Δ MRR | 95% CI |")
     print("|---|---|---:|---|---:|---:|---:|---:|---|")
     for a, b in rows:
@@ -381,16 +419,17 @@ def cost_table(args, rss_before: tuple[float, float], embedders: dict) -> None:
     try:
         store = write_store(tmp / "s", conv)
         vectors = Path(args.cache) / "en" / conv["id"]
-        plain = make_index(store, Variant("bm25", stop=True), embedders, vectors)
+        plain = make_index(store, BM25_HOST, embedders, vectors)
         questions = [q["question"] for q in conv["questions"]]
         print(f"| items in the measured store | {len(plain.store.items())} |")
-        print(f"| retrieve p50, BM25 (+stop) | {_p50(plain, questions) * 1e3:.2f} ms |")
+        print(f"| retrieve p50, host default without an embedder ({BM25_HOST.name}) | "
+              f"{_p50(plain, questions) * 1e3:.2f} ms |")
         if emb is not None:
-            fused = make_index(store, Variant(HOST, stop=True, embedder="asym", context=True), {"asym": emb}, vectors)
+            fused = make_index(store, HOST_VARIANT, {"asym": emb}, vectors)
             fused.vector_counts()
             cold = _p50(fused, [q + " ?" for q in questions])  # new text: the model is called
             warm = _p50(fused, [q + " ?" for q in questions])  # the query vector is remembered
-            print(f"| retrieve p50, host default (fusion +ctx), query embedded | {cold * 1e3:.2f} ms |")
+            print(f"| retrieve p50, host default ({HOST}), query embedded | {cold * 1e3:.2f} ms |")
             print(f"| retrieve p50, host default, query vector cached (fusion cost alone) | {warm * 1e3:.2f} ms |")
             size = sum(f.stat().st_size for f in (vectors / "asym").rglob("*") if f.is_file())
             print(f"| vector cache on disk per 1,000 items (item + context rows) | "
@@ -485,6 +524,9 @@ def main(argv=None) -> int:
             emb.save()
         print_quality(lang, results[lang])
         print_pairs(lang, results[lang])
+        print_pairs(lang, results[lang], [(a, v.name) for a, v in LADDER],
+                    "each change adopted by the host, against the default before it")
+        print_pairs(lang, results[lang], [(a, v.name) for a, v in TRIED], "levers tried and rejected")
         sys.stdout.flush()
     if not args.no_cost:
         cost_table(args, before, embedders)

@@ -24,7 +24,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,22 +37,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from fakes import FakeOpenAI  # noqa: E402  (a real HTTP server speaking the chat-completions protocol)
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gunicorn() -> list[str]:
-    beside = Path(sys.executable).with_name("gunicorn")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
+from gunicorn_env import CONF, free_port, gunicorn_command  # noqa: E402
 
 
 class Host:
     def __init__(self, data: Path, llm_url: str, workers: int, extra: list[str], threads: int | None = None):
-        self.port, self.token = _port(), secrets.token_urlsafe(16)
+        self.port, self.token = free_port(), secrets.token_urlsafe(16)
         env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
         env.update(WIKIMEM_DATA=str(data), WIKIMEM_BIND=f"127.0.0.1:{self.port}", WIKIMEM_WORKERS=str(workers),
                    WIKIMEM_ADMIN_TOKEN=self.token, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
@@ -61,7 +50,7 @@ class Host:
                    WIKIMEM_LOG_LEVEL="warning", PYTHONPATH=str(REPO))
         if threads:
             env["WIKIMEM_THREADS"] = str(threads)
-        self.proc = subprocess.Popen(_gunicorn() + ["-c", str(REPO / "deploy/gunicorn.conf.py"), *extra], cwd=REPO,
+        self.proc = subprocess.Popen(gunicorn_command() + ["-c", str(CONF), *extra], cwd=REPO,
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         deadline = time.monotonic() + 60

@@ -1,20 +1,25 @@
 """gunicorn configuration of the wikimem host: ``gunicorn -c deploy/gunicorn.conf.py``.
 
-Everything comes from the environment (see ``deploy/env.example``); the app's
-variables are documented in ``wikimem/host/config.py``, gunicorn's own here:
+Everything comes from the environment. Every variable, the app's and these, is
+one entry of ``wikimem/host/variables.py`` with its meaning and default (the
+README's tables and ``deploy/env.example`` are made from it); gunicorn's own,
+read here: ``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT`` (the
+app's ``WIKIMEM_LLM_TIMEOUT`` stays below it), ``WIKIMEM_GRACEFUL_TIMEOUT``,
+``WIKIMEM_MAX_REQUESTS``, ``WIKIMEM_LOG_LEVEL``, ``WIKIMEM_FORWARDED_ALLOW_IPS``,
+``WIKIMEM_CONTROL_SOCKET`` and the BLAS/OpenMP thread counts; ``WIKIMEM_BIND``
+and ``WIKIMEM_LOG_FORMAT`` are read as the app reads them.
 
-- ``WIKIMEM_BIND``      address to listen on (``127.0.0.1:8000``; a ``unix:/path`` works too);
-- ``WIKIMEM_WORKERS``   worker processes (``cores + 1``, at most 8);
-- ``WIKIMEM_THREADS``   request threads per worker (8): a request waiting on the LLM
-  (memorize) or on an owner's write lock holds one thread, not a whole process;
-- ``WIKIMEM_TIMEOUT``   seconds a silent worker may take before it is restarted (60);
-  ``WIKIMEM_LLM_TIMEOUT`` (30) must stay below it;
-- ``WIKIMEM_LOG_LEVEL`` gunicorn's log level (``info``).
+Logs (``webapp/logs.py``): the app's lines and gunicorn's go to stderr,
+the access log to stdout, as JSON lines (``WIKIMEM_LOG_FORMAT=json``, the
+default here) or plain text (``text``), each with its request id.
 
 The master checks the configuration once before starting any worker
 (:func:`on_starting`): a missing ``WIKIMEM_SECRET_KEY`` or another bad
 ``WIKIMEM_*`` value is one line on stderr and exit status 1, not a
-traceback per worker.
+traceback per worker. It also empties the folder where every worker
+writes its metrics (``WIKIMEM_METRICS_DIR``; ``prometheus_client``'s
+multiprocess mode, ``GET /metrics`` sums them) and names it to the workers;
+:func:`child_exit` marks a dead worker's gauges gone.
 
 No ``preload_app``: each worker imports ``webapp.wsgi`` itself and so opens
 its own repositories, locks and indexes after the fork (dulwich objects and
@@ -27,6 +32,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+from webapp.logs import ACCESS_FORMATS, logging_config
 from wikimem.host import read_setting
 
 # The cap keeps a big machine from holding dozens of per-process index LRUs
@@ -80,8 +86,14 @@ max_requests_jitter = max(1, max_requests // 10) if max_requests else 0
 accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("WIKIMEM_LOG_LEVEL", "info")
-# %(p)s is the worker's pid: which process served a request (each holds its own index LRU).
-access_log_format = '%(h)s %(p)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+_log_format = str(read_setting("LOG_FORMAT") or "json")  # WIKIMEM_LOG_FORMAT: json (default here) or text
+if _log_format not in ACCESS_FORMATS:
+    raise SystemExit(f"WIKIMEM_LOG_FORMAT must be json or text, got {_log_format!r}")
+# The app's and gunicorn's loggers, one format; every line with its request id (webapp/logs.py).
+logconfig_dict = logging_config(_log_format, loglevel)
+# Text: %(p)s is the worker's pid (each holds its own index LRU), rid= the request id the app echoed.
+# JSON: the atoms become fields (method, path, status, duration_ms, request_id, …).
+access_log_format = ACCESS_FORMATS[_log_format]
 capture_output = True
 
 # Headers are small; the body limit (1 MiB) is enforced by the app (WIKIMEM_MAX_BODY) and nginx.
@@ -108,6 +120,7 @@ for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 def on_starting(server) -> None:
     """In the master, before any worker: refuse a configuration that cannot run, in one line."""
     from webapp.config import ConfigError, flask_config, host_config
+    from wikimem.host import prepare_metrics_dir
 
     try:
         config = host_config(flask_config())  # the host's and Flask's checks, as each worker will make them
@@ -116,3 +129,16 @@ def on_starting(server) -> None:
     if float(config.llm_timeout) >= server.cfg.timeout:
         raise SystemExit(f"wikimem: WIKIMEM_LLM_TIMEOUT ({config.llm_timeout:g} s) must be below the "
                          f"worker timeout WIKIMEM_TIMEOUT ({server.cfg.timeout} s)")
+    try:
+        # Every worker writes its metrics there (prometheus_client's multiprocess mode); emptied for this run.
+        folder = prepare_metrics_dir(config)
+    except OSError as exc:
+        raise SystemExit(f"wikimem: cannot prepare the metrics folder (WIKIMEM_METRICS_DIR): {exc}") from None
+    server.log.info("metrics of every worker in %s", folder)
+
+
+def child_exit(server, worker) -> None:
+    """In the master, when a worker exits: its live gauges (the embedding backlog) stop counting."""
+    from wikimem.host import mark_worker_dead
+
+    mark_worker_dead(worker.pid)

@@ -22,3 +22,25 @@ def store(tmp_path):
     from wikimem import MemoryStore
 
     return MemoryStore(tmp_path / "mem")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server on 127.0.0.1 for the session (``tests/pgserver.py``); skipped with the reason when
+    this machine cannot run one."""
+    from pgserver import PgServer, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = PgServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def database_url(pg_server) -> str:
+    """The URL of a new, empty database of the session's PostgreSQL server (one per test)."""
+    return pg_server.new_database()

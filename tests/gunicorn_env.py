@@ -45,6 +45,23 @@ def host_env(tmp: Path, **wikimem: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if v is not None}
 
 
+def access_pids(log_text: str, needle: str) -> set[str]:
+    """Pids of the workers whose access-log lines contain ``needle`` (text: ``host <pid> "request" …``;
+    JSON: the line's ``process``, matched against ``"<request line>``)."""
+    pids = set()
+    for line in log_text.splitlines():
+        if line.startswith("{"):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if row.get("logger") == "gunicorn.access" and needle in f'"{row.get("request", "")}':
+                pids.add(str(row.get("process")))
+        elif needle in line and len(line.split()) > 2:
+            pids.add(line.split()[1])
+    return pids
+
+
 def wait_for(predicate, timeout: float = 60, what: str = "condition"):
     """Poll ``predicate`` every 0.1 s until it returns something true (returned); fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout

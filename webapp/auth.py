@@ -7,8 +7,14 @@ The file is re-read when it changes, in every worker: a token revoked with
 ``wikimem token revoke`` is refused from the next request on.
 
 - no token or an unknown token → 401 (with ``WWW-Authenticate: Bearer``);
+  an expired one → 401 saying when it expired;
 - a valid token without the route's scope, or for an owner outside its
-  owner-id prefix → 403.
+  owner-id prefix → 403;
+- a token over its request rate (``WIKIMEM_API_LIMIT``, admin tokens
+  exempt; :mod:`webapp.ratelimit`) → 429 with ``Retry-After``.
+
+Each token's last use is recorded in the host's shared auth state, at most
+once a minute per token and worker (``wikimem token list`` shows it).
 
 Scopes: ``read`` (GET routes and retrieve), ``write`` (writes, memorize,
 creating an owner), ``admin`` (deleting an owner, revert, rollback,
@@ -17,14 +23,22 @@ restore). ``admin`` implies ``write``, which implies ``read``.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+from pathlib import Path
+
 from flask import current_app, g, request
 
-from wikimem.host.access import Principal, TokenFile
+from wikimem.host.access import AuthState, Principal, TokenFile
 
-__all__ = ["Principal", "authenticate", "require", "current_principal", "AuthError", "Forbidden", "init_app",
-           "token_file"]
+__all__ = ["Principal", "authenticate", "require", "allowed", "current_principal", "AuthError", "Forbidden", "init_app",
+           "token_file", "auth_state", "bearer_principal"]
+
+log = logging.getLogger(__name__)
 
 _EXT = "wikimem.tokens"
+_STATE = "wikimem.authstate"
+_API_LIMITER = "wikimem.api_limiter"
 
 
 class AuthError(Exception):
@@ -40,12 +54,21 @@ class Forbidden(Exception):
 
 
 def init_app(app) -> None:
+    from .ratelimit import make_api_limiter
+
     app.extensions[_EXT] = TokenFile(app.config.get("TOKENS_FILE"), app.config.get("ADMIN_TOKEN"))
+    state = app.extensions.setdefault(_STATE, AuthState(Path(app.config["DATA_ROOT"])))
+    app.extensions[_API_LIMITER] = make_api_limiter(app.config, state)
 
 
 def token_file() -> TokenFile:
     """The tokens of this app (the file and ``WIKIMEM_ADMIN_TOKEN``)."""
     return current_app.extensions[_EXT]
+
+
+def auth_state() -> AuthState:
+    """The host's shared sign-in state (logouts, rate counters, tokens' last use)."""
+    return current_app.extensions[_STATE]
 
 
 def authenticate(token: str | None) -> Principal | None:
@@ -61,23 +84,51 @@ def _bearer() -> str | None:
     return value.strip()
 
 
+def bearer_principal() -> Principal | None:
+    """The principal of this request's bearer token if it is valid, else None (nothing counted, nothing raised)."""
+    token = _bearer()
+    return authenticate(token) if token is not None else None
+
+
 def current_principal() -> Principal:
-    """The authenticated principal of this request (401 if there is none)."""
+    """The authenticated principal of this request (401 if there is none; 429 when its token is over its rate)."""
     principal = getattr(g, "principal", None)
     if principal is None:
         token = _bearer()
         if token is None:
             raise AuthError("missing bearer token: send Authorization: Bearer <token>")
-        principal = authenticate(token)
-        if principal is None:
+        entry = token_file().identify(token)
+        if entry is None:
             raise AuthError("invalid token")
-        g.principal = principal
+        if entry.expired():
+            raise AuthError(f"this token expired at {entry.expires}; ask for a new one "
+                            "(wikimem token mint, or wikimem token rotate before it expires)")
+        principal = g.principal = entry.principal
+        _touch(principal)
+        current_app.extensions[_API_LIMITER].check(principal)
     return principal
+
+
+def _touch(principal: Principal) -> None:
+    """Record the token's use (cheap: at most one small write a minute per token and worker)."""
+    if not principal.token_id:
+        return
+    try:
+        auth_state().touch_token(principal.token_id)
+    except sqlite3.Error as exc:  # a full or locked disk must not refuse the request
+        log.warning("cannot record the use of token %s: %s", principal.token_id, exc)
 
 
 def require(scope: str, owner_id: str | None = None) -> Principal:
     """The principal, if it holds ``scope`` (and may reach ``owner_id``); else 401/403."""
-    principal = current_principal()
+    return allowed(current_principal(), scope, owner_id)
+
+
+def allowed(principal: Principal, scope: str, owner_id: str | None = None) -> Principal:
+    """``principal``, if it holds ``scope`` and may reach ``owner_id``; else :class:`Forbidden` (403).
+
+    The one check of a token's scope and owner prefix, for the API and the MCP tools alike.
+    """
     if not principal.has(scope):
         raise Forbidden(f"this token lacks the {scope!r} scope")
     if owner_id is not None and not principal.may_access(owner_id):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from wikimem.host import Config, ConfigError, load_config
@@ -27,7 +28,8 @@ __all__ = ["flask_config", "host_config", "ConfigError", "check_secret", "HOST_C
 HOST_CONFIG = "HOST_CONFIG"  # app.config key of the host's Config
 # What the web layer reads from app.config, copied from the host's Config.
 FLASK_KEYS = ("DATA_ROOT", "ENV", "SECRET_KEY", "ADMIN_TOKEN", "TOKENS_FILE", "OPERATORS_FILE",
-              "MAX_CONTENT_LENGTH", "PROXIES", "LOGIN_LIMIT_ADDRESS", "LOGIN_LIMIT_ACCOUNT", "LOGIN_LIMIT_STORAGE")
+              "MAX_CONTENT_LENGTH", "PROXIES", "LOGIN_LIMIT_ADDRESS", "LOGIN_LIMIT_ACCOUNT", "LOGIN_LIMIT_STORAGE",
+              "API_LIMIT")
 # Secrets people paste from examples; never acceptable in production.
 _DEV_SECRETS = {"dev", "development", "secret", "changeme", "change-me", "test", "insecure"}
 MIN_SECRET_LEN = 16
@@ -55,6 +57,7 @@ def flask_config(test_config: Mapping[str, Any] | None = None,
     host = load_config({k: given.pop(k) for k in list(given) if k in Config.KEYS}, environ=environ)
     config: dict[str, Any] = {key: host.value(key) for key in FLASK_KEYS}
     config["PEER_SET"] = host.peer_set
+    config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=float(host.session_hours))  # (a logout's record as long)
     config.update(given)
     config[HOST_CONFIG] = host
     check_secret(config)

@@ -1,29 +1,43 @@
 """The one place where errors become HTTP responses.
 
-For ``/api/`` paths every error is JSON ``{"error": {"code", "message"}}``
-(plus ``conflicts`` on 409 and ``current`` on 412); elsewhere an HTML page.
-No response ever carries a traceback: unexpected exceptions are logged and
-answered with a plain 500.
+For ``/api/`` paths, ``/mcp`` and the probes (``/healthz``, ``/readyz``)
+every error is JSON ``{"error": {"code", "message", "request_id"}}`` (plus
+``conflicts`` on 409 and ``current`` on 412; the request id is
+:mod:`webapp.requestid`'s); elsewhere an HTML page. No response ever
+carries a traceback: unexpected exceptions are logged and answered with a
+plain 500.
+
+**400 or 422** — one rule: 400 when the request is *malformed* (the body
+is not JSON or not an object, a field is unknown, missing or of the wrong
+JSON type, a header or cursor is not of its syntax: ``BadRequest``, and a
+diary tool call the agent must make again: ``ToolCallError``); 422 when it
+is well-formed but a value is *refused* by its rules (a name, date, time,
+time zone, range, choice or length: the library's ``InvalidValue`` —
+``InvalidName`` is one — and any other ``ValueError``).
 
 =================================================  ======  ======================
 exception                                          status  code
 =================================================  ======  ======================
-``InvalidName``, ``BadRequest``, ``ToolCallError``  400     its ``code``
-other ``ValueError`` (a value the library refuses)  422     ``invalid_value``
+``BadRequest``, ``ToolCallError``                  400     its ``code``
 ``AuthError`` / ``Forbidden``                       401/403 ``unauthorized``/``forbidden``
 ``NotFound``                                        404     ``not_found``
 ``Conflict``                                        409     ``conflict``
 ``PreconditionFailed``                              412     ``precondition_failed``
+``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
+``InvalidValue`` (``InvalidName``, …), ``ValueError``  422  its ``code``, else ``invalid_value``
 ``LLMNotConfigured``                                501     ``llm_not_configured``
 ``LLMError``                                        502     ``llm_error``
 ``StoreBusy``                                       503     ``busy`` (``Retry-After``)
 ``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
 ``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
-``RemoteRejected``, ``RemoteMissing``               502     its ``code``
+``RemoteRejected``, ``RemoteMissing``,              502     its ``code``
+``RemoteRefused`` (the remote's commits refused)
 ``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
 ``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
+``DamagedFolder`` (this owner's folder, see         500     ``folder_damaged`` (its message; logged)
+``wikimem repair``)
 a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
-werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large``
+werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large`` (405 with ``Allow``)
 =================================================  ======  ======================
 """
 
@@ -34,13 +48,14 @@ import errno
 import logging
 import sqlite3
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, Response, jsonify, render_template, request
 from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
 from wikimem.errors import (
     Conflict,
-    InvalidName,
+    DamagedFolder,
+    InvalidValue,
     NotFound,
     PreconditionFailed,
     QuotaExceeded,
@@ -55,6 +70,7 @@ from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden
+from .requestid import current_request_id
 
 __all__ = ["init_app", "error_status", "error_body"]
 
@@ -63,7 +79,6 @@ log = logging.getLogger(__name__)
 _TABLE: list[tuple[type[BaseException], int]] = [
     (AuthError, 401),
     (Forbidden, 403),
-    (InvalidName, 400),
     (BadRequest, 400),
     (ToolCallError, 400),
     (NotFound, 404),
@@ -76,7 +91,9 @@ _TABLE: list[tuple[type[BaseException], int]] = [
     (RemoteMoved, 409),
     (RemoteError, 502),
     (TooLarge, 413),
-    (ValueError, 422),
+    (DamagedFolder, 500),
+    (InvalidValue, 422),
+    (ValueError, 422),  # a value the library refuses without a code of its own
 ]
 
 # Seconds a client is told to wait before retrying a busy store or a full disk.
@@ -85,6 +102,11 @@ RETRY_AFTER = {503: "1", 507: "30"}
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
                429: "rate_limited"}
+
+
+# The heading of an HTML error page whose exception is the library's (werkzeug's carry their own name).
+_TITLES = {401: "Sign in", 403: "Forbidden", 404: "Not found", 409: "Conflict", 412: "Changed meanwhile",
+           429: "Too many requests", 503: "Busy", 507: "Disk full"}
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -115,7 +137,9 @@ def _plain(value):
 
 def error_body(exc: BaseException, status: int) -> dict:
     """The JSON error document of an exception."""
-    if status == 500:
+    if status == 500 and isinstance(exc, DamagedFolder):  # one owner's folder: say which file and how to repair
+        code, message = exc.code, str(exc)
+    elif status == 500:
         code, message = "internal", "internal server error"
     elif status == 507:
         code, message = "storage_full", "the disk of the data root is full: nothing was written; try again later"
@@ -124,25 +148,32 @@ def error_body(exc: BaseException, status: int) -> dict:
         if status == 413:
             message = f"request body larger than {request.max_content_length} bytes"
     elif status == 422:
-        code, message = getattr(exc, "code", None) if isinstance(exc, WikimemError) else None, str(exc)
-        code = code or "invalid_value"
+        code = (getattr(exc, "code", None) if isinstance(exc, WikimemError) else None) or "invalid_value"
+        message = str(exc)
     else:
         code, message = getattr(exc, "code", "error"), str(exc)
-    err: dict = {"code": code, "message": message}
+    err: dict = {"code": code, "message": message, "request_id": current_request_id()}
     if isinstance(exc, Conflict):
         err["conflicts"] = [_plain(c) for c in exc.conflicts]
     if isinstance(exc, PreconditionFailed):
         err["current"] = exc.current
+        if exc.item is not None:
+            err["item"] = exc.item
     return {"error": err}
 
 
+JSON_PATHS = ("/healthz", "/readyz", "/mcp", "/metrics")  # besides /api/: what programs call, never a browser
+
+
 def _wants_json() -> bool:
-    return request.path.startswith("/api/")
+    return request.path.startswith("/api/") or request.path in JSON_PATHS
 
 
 def _handle(exc: BaseException):
     status = error_status(exc)
-    if status == 500:
+    if isinstance(exc, DamagedFolder):
+        log.error("damaged owner folder on %s %s: %s", request.method, request.path, exc)
+    elif status == 500:
         log.exception("unhandled error on %s %s", request.method, request.path)
     body = error_body(exc, status)
     if _wants_json():
@@ -152,8 +183,8 @@ def _handle(exc: BaseException):
         response = _html(status, body["error"]["message"], exc)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="wikimem"'
-    elif isinstance(exc, RemoteError) and getattr(exc, "retry_after", None):  # the remote down, or moved
-        response.headers["Retry-After"] = str(int(exc.retry_after))
+    elif isinstance(exc, RemoteError) and (retry := getattr(exc, "retry_after", None)):  # the remote down, or moved
+        response.headers["Retry-After"] = str(int(retry))
     elif status in RETRY_AFTER:
         response.headers["Retry-After"] = RETRY_AFTER[status]
     elif isinstance(exc, QuotaExceeded) and exc.retry_after:
@@ -165,13 +196,14 @@ def _handle(exc: BaseException):
     return response
 
 
-def _html(status: int, message: str, exc: BaseException):
-    title = exc.name if isinstance(exc, HTTPException) else {404: "Not found", 409: "Conflict"}.get(status, "Error")
+def _html(status: int, message: str, exc: BaseException) -> Response:
+    """The HTML error page as a response object (the caller adds headers such as ``Retry-After`` to it)."""
+    title = exc.name if isinstance(exc, HTTPException) else _TITLES.get(status, "Error")
     try:
         page = render_template("error.html", status=status, title=title, message=message)
     except Exception:  # TemplateNotFound or a broken template: the error page must not fail in turn
         page = f"<!doctype html><title>{status}</title><h1>{status} {escape(title)}</h1><p>{escape(message)}</p>"
-    return page, status, {"Content-Type": "text/html; charset=utf-8"}
+    return Response(page, status=status, content_type="text/html; charset=utf-8")
 
 
 def init_app(app: Flask) -> None:

@@ -45,11 +45,13 @@ class AbortAsJson:
         except SystemExit:
             if not environ.get("PATH_INFO", "").startswith("/api/"):
                 raise
+            rid = environ.get("wikimem.request_id")  # (webapp.requestid's ENVIRON_KEY; set before the view ran)
             body = json.dumps({"error": {
                 "code": "timeout",
                 "message": "the request ran past the worker timeout and was stopped; retry it "
-                           "(with the same Idempotency-Key for a write)"}}).encode()
-            start_response("503 Service Unavailable", [("Content-Type", "application/json"),
-                                                      ("Content-Length", str(len(body))), ("Retry-After", "1")],
-                           sys.exc_info())
+                           "(with the same Idempotency-Key for a write)", "request_id": rid}}).encode()
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))), ("Retry-After", "1")]
+            if rid:
+                headers.append(("X-Request-Id", rid))
+            start_response("503 Service Unavailable", headers, sys.exc_info())
             return [body]

@@ -16,7 +16,14 @@ from copy import deepcopy
 from typing import Any
 
 import wikimem
-from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS
+from wikimem.limits import (
+    MAX_BATCH_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_OPS,
+    MAX_QUERY_CHARS,
+    MAX_RETRIEVE_LIMIT,
+    MAX_TURN_CHARS,
+)
 
 __all__ = ["document", "OPERATION_IDS", "EXAMPLES", "OWNER_ID_PATTERN", "FILE_PATTERN"]
 
@@ -55,7 +62,8 @@ _APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
 
 SCHEMAS: dict[str, dict] = {
     "Error": _obj({"error": _obj({"code": {"type": "string"}, "message": {"type": "string"},
-                                  "conflicts": _arr({"type": "object"}), "current": {}},
+                                  "conflicts": _arr({"type": "object"}), "current": {},
+                                  "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": _obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
                   "owner": _NSTR, "source_conv": _NSTR, "ts": _NSTR}, ["file", "name", "content"]),
@@ -64,7 +72,9 @@ SCHEMAS: dict[str, dict] = {
     "OwnerStats": _obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": _NSTR, "head": _NSTR,
                         "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
-                                        ["embedded", "total"])},
+                                        ["embedded", "total"]),
+                        "damaged": {"type": "string", "description": "in a listing: why this owner's folder "
+                                    "cannot be read (counts are 0); see wikimem repair"}},
                        ["id", "items", "files", "diary_days"]),
     "Committed": _obj({"commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
     "HistoryEntry": _obj({"id": {"type": "string"}, "parents": _arr({"type": "string"}), "time": {"type": "string"},
@@ -89,7 +99,11 @@ SCHEMAS: dict[str, dict] = {
                        "commits": _arr({"type": "string"}), "changes": _arr({"type": "object"}),
                        "conflicts": _arr({"type": "object"}), "conflict_count": {"type": "integer"},
                        "error": _NSTR}, ["owner", "changes", "conflicts"]),
-    "RetrievedItem": _obj({"item": _ref("Item"), "source": {"type": "string", "enum": ["hit", "link"]},
+    "RetrievedItem": _obj({"item": {"allOf": [_ref("Item"), _obj(
+                               {"date": {"type": "string", "description": "a diary entry's day (its file)"},
+                                "time": {"type": "string", "description": "a diary entry's HH:MM (its name)"}},
+                               description="kind diary: also date and time, as the diary routes name an entry")]},
+                           "source": {"type": "string", "enum": ["hit", "link"]},
                            "score": {"type": "number", "nullable": True},
                            "bm25_score": {"type": "number", "nullable": True},
                            "cos_score": {"type": "number", "nullable": True},
@@ -101,11 +115,12 @@ SCHEMAS: dict[str, dict] = {
                       "character": {**_NSTR, "description": "memorize's character when a request names none"}},
                      ["tz", "character"]),
     "Job": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
-                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+                 "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
                  "done": {"type": "integer", "description": "finished steps (done or failed)"},
                  "failed": {"type": "integer"}, "total": {"type": "integer"},
                  "results": _arr(_obj({"step": {"type": "integer"},
-                                       "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
+                                       "state": {"type": "string",
+                                                 "enum": ["pending", "running", "done", "failed", "cancelled"]},
                                        "result": {"description": "the step's result (memorize: entries, run, "
                                                                  "commit, replayed)"},
                                        "error": _obj({"code": {"type": "string"}, "message": {"type": "string"}})},
@@ -113,6 +128,13 @@ SCHEMAS: dict[str, dict] = {
                  "params": {"type": "object"}, "created": {"type": "string"}, "updated": {"type": "string"},
                  "finished": _NSTR},
                 ["id", "kind", "state", "done", "total", "results"]),
+    "JobSummary": _obj({"id": {"type": "string"}, "kind": {"type": "string"},
+                        "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
+                        "done": {"type": "integer"}, "failed": {"type": "integer"}, "total": {"type": "integer"},
+                        "params": {"type": "object"}, "owner": {**_NSTR, "description": "a one-owner job's owner"},
+                        "scope": {"type": "string", "description": "its owner, or the owner prefix of a bulk job"},
+                        "created": {"type": "string"}, "updated": {"type": "string"}, "finished": _NSTR},
+                       ["id", "kind", "state", "done", "total", "created"]),
     "RetrievalResult": _obj({"items": _arr(_ref("RetrievedItem")), "unresolved_links": _arr({"type": "string"}),
                              "budget_tokens": {"type": "integer", "nullable": True},
                              "budget_used": {"type": "integer"}, "embedding_used": {"type": "boolean"},
@@ -144,7 +166,7 @@ def _ok(schema: dict, status: str = "200", description: str = "OK", *, etag: boo
     if etag:
         response["headers"] = {"ETag": {"schema": {"type": "string"}, "description": "item etag or owner HEAD"}}
     return {status: response,
-            "default": {"description": "an error (SPEC §7 statuses)",
+            "default": {"description": "an error (statuses: see the API description)",
                         "content": {"application/json": {"schema": _ref("Error")}}}}
 
 
@@ -163,6 +185,9 @@ _NAME = _param("name", "path", {"type": "string", "minLength": 1, "maxLength": 2
                description="item name")
 _HDR_IF_MATCH = _param("If-Match", "header", {"type": "string"},
                        description="the item's etag, or the owner's HEAD commit; 412 if the memory moved on")
+_HDR_IF_NONE_MATCH = _param("If-None-Match", "header", {"type": "string", "enum": ["*"]},
+                             description="* = create-only: 412 (with the current etag and item) when the item "
+                                         "exists; nothing is written")
 _HDR_IDEM = _param("Idempotency-Key", "header", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
                    description="a retried write with the same key writes nothing again")
 _Q = {"type": "string", "maxLength": 200}
@@ -204,16 +229,23 @@ def _paths() -> dict[str, dict]:
                                                      "owners": {"type": "object",
                                                                 "additionalProperties": {"type": "integer"}}}),
                                         "max_lag": {"type": "integer"}, "freshness": {"type": "number"},
-                                        "queued": {"type": "integer"}}, ["mode"])), tag="service")},
+                                        "queued": {"type": "integer"},
+                                        "refused": {"type": "object", "description": "owners whose remote main "
+                                                    "was refused (never applied): the commit, why, when",
+                                                    "additionalProperties": _obj({
+                                                        "commit": _NSTR, "reason": {"type": "string"},
+                                                        "at": {"type": "string"}}, ["reason"])}},
+                                       ["mode"])), tag="service")},
         "/peer/revoked": {"post": {
             "summary": "host to host: a peer's logout notice (a session ended there ends here too)",
             "tags": ["service"], "security": [],
             "description": "Sent by the hosts of a cluster to each other (WIKIMEM_PEERS) when an operator signs "
                            "out; the token is signed with the shared WIKIMEM_SECRET_KEY and good for 60 s. "
-                           "Anything else is refused with 403.",
+                           "Anything else is refused with 403; a signed notice without a session id or a "
+                           "finite until is 400.",
             "requestBody": _body({"token": {"type": "string"}}, ["token"]),
             "responses": {"204": {"description": "recorded"},
-                          "default": {"description": "an error (SPEC §7 statuses)",
+                          "default": {"description": "an error (statuses: see the API description)",
                                       "content": {"application/json": {"schema": _ref("Error")}}}}}},
         "/owners": {"get": _op("list owners (paged; behind a cluster, gathered from every host in WIKIMEM_PEERS)",
                                "read", _ok(
@@ -232,12 +264,13 @@ def _paths() -> dict[str, dict]:
             "delete": _op("delete an owner", "admin", _ok(_obj({"deleted": {"type": "string"}})), tag="owners"),
         },
         owner + "/export": {"parameters": [_OWNER], "get": _op(
-            "archive of the owner's markdown", "read",
-            {"200": {"description": "the archive", "content": {"application/zip": {"schema": {
-                "type": "string", "format": "binary"}}, "application/x-tar": {"schema": {
-                    "type": "string", "format": "binary"}}}},
+            "archive of the owner's markdown (zip, tar), or its whole history as a git bundle", "read",
+            {"200": {"description": "the archive, or (bundle) the whole history with the settings as a git bundle",
+                     "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}},
+                                 "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
+                                 "application/x-git-bundle": {"schema": {"type": "string", "format": "binary"}}}},
              "default": _ok({})["default"]},
-            params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar"]})], tag="owners")},
+            params=[_param("format", "query", {"type": "string", "enum": ["zip", "tar", "bundle"]})], tag="owners")},
         owner + "/files": {"parameters": [_OWNER], "get": _op("RecallFile names", "read", _ok(
             _obj({"files": _arr({"type": "string"})}, ["files"])))},
         owner + "/items": {"parameters": [_OWNER], "get": _op("items, of one file (404 if none) or all", "read", _ok(
@@ -247,10 +280,10 @@ def _paths() -> dict[str, dict]:
             "parameters": [_OWNER, _FILE, _NAME],
             "get": _op("one item", "read", _ok(_obj({"item": _ref("Item")}, ["item"]), etag=True)),
             "put": _op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
-                       "refused with 422)", "write", {
+                       "refused with 422; If-None-Match: * adds it only if it does not exist, else 412)", "write", {
                            **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
                            "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
-                       params=[_HDR_IF_MATCH, _HDR_IDEM],
+                       params=[_HDR_IF_MATCH, _HDR_IF_NONE_MATCH, _HDR_IDEM],
                        body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
@@ -288,10 +321,15 @@ def _paths() -> dict[str, dict]:
                                   "description": "what to recall; or give `messages` instead"},
                         "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
                                                  ["role"])),
-                                     "description": "a chat transcript: the query is its user turns (the last "
-                                                    "`messages_last`), cut to its most recent characters"},
+                                     "description": "the chat so far, as messages (not pasted into `query`): "
+                                                    "the query is its user turns (the last `messages_last`), "
+                                                    "cut to its most recent characters; the character's own "
+                                                    "words would only pull its earlier answers back "
+                                                    "(bench/quality_chat.py)"},
                         "messages_last": {"type": "integer", "minimum": 1},
-                        "limit": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RETRIEVE_LIMIT,
+                                  "description": f"how many hits at most (default 10; at most {MAX_RETRIEVE_LIMIT}, "
+                                                 "422 beyond)"},
                         "budget_tokens": {"type": "integer", "nullable": True, "minimum": 1,
                                           "description": "a prefix cut in injection order; the first entry "
                                                          "always survives, even alone over the budget, unless "
@@ -305,11 +343,11 @@ def _paths() -> dict[str, dict]:
                         "diary": {"type": "string", "enum": ["window", "all"], "nullable": True,
                                   "description": "window: diary entries only through a time window (the seed's); "
                                                  "all: diary entries ranked with the wiki (default: "
-                                                 "WIKIMEM_DIARY_RECALL)"},
-                        "recency_half_life": {"type": "number", "nullable": True, "exclusiveMinimum": True,
-                                              "minimum": 0,
+                                                 "WIKIMEM_DIARY_RECALL, all)"},
+                        "recency_half_life": {"type": "number", "nullable": True, "minimum": 0,
                                               "description": "days; with diary=all an entry's score is "
-                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life)"}}),
+                                                             "multiplied by 0.5 + 0.5*2^(-age/half_life); "
+                                                             "0: none (default: WIKIMEM_RECENCY_HALF_LIFE)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [_OWNER], "post": _op(
             "run the configured LLM over a turn and write its diary entries as one run; with "
@@ -347,6 +385,23 @@ def _paths() -> dict[str, dict]:
                            "get": _op("a background job: state, progress, each step's result (kept a week after "
                                       "it finished; a token sees the jobs of owners it reaches, admins all)",
                                       "read", _ok(_ref("Job")), tag="memorize")},
+        "/jobs": {"get": _op(
+            "background jobs, newest first: a token sees the jobs of the owners its prefix reaches, bulk jobs "
+            "only with the admin scope; in a cluster with a shared database, the jobs of every host", "read",
+            _ok(_obj({"jobs": _arr(_ref("JobSummary")), "next": _NSTR}, ["jobs", "next"])),
+            params=[_param("kind", "query", {"type": "string", "maxLength": 128}),
+                    _param("state", "query", {"type": "string",
+                                              "enum": ["queued", "running", "done", "failed", "cancelled"]}),
+                    _param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
+                    _param("since", "query", {"type": "string", "maxLength": 64,
+                                              "description": "created at or after (a date or ISO-8601 time)"}),
+                    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
+                    _param("cursor", "query", {"type": "string", "maxLength": 200})], tag="memorize")},
+        "/jobs/{job_id}/cancel": {
+            "parameters": [_param("job_id", "path", {"type": "string",
+                                                     "pattern": r"^job_\d{8}T\d{6}Z_[0-9a-f]{12}$"})],
+            "post": _op("cancel a job that has not started (409 once a step runs): a write token for the jobs of "
+                        "its owners, the admin scope for bulk jobs", "write", _ok(_ref("Job")), tag="memorize")},
         owner + "/history": {"parameters": [_OWNER], "get": _op(
             "commits, newest first (filters; older with cursor, newer with after; at jumps to a date)", "read",
             _ok(_obj({"entries": _arr(_ref("HistoryEntry")), "next": _NSTR, "prev": _NSTR,
@@ -360,6 +415,7 @@ def _paths() -> dict[str, dict]:
                     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _param("cursor", "query", _Q), _param("after", "query", _Q)], tag="history")},
         **_operator_paths(),
+        **_erasure_paths(owner),
         owner + "/commits/{commit}": {"parameters": [_OWNER, _param("commit", "path", _POINT)], "get": _op(
             "one commit with its per-item diff", "read",
             _ok(_obj({"entry": _ref("HistoryEntry"), "changes": _arr(_ref("ItemChange")),
@@ -394,8 +450,12 @@ _ROOT_SERVER = [{"url": "/", "description": "the host's root (the probes are not
 def _probe_paths() -> dict[str, dict]:
     """``GET /healthz`` (liveness) and ``GET /readyz`` (readiness), no token needed."""
     ready = _obj({"ready": {"type": "boolean"},
-                  "remote": {"type": "string", "description": "none (no remote), or the remote's state"}},
-                 ["ready", "remote"])
+                  "remote": {"type": "string", "enum": ["none", "reachable", "unreachable"]},
+                  "disk": {"type": "string", "enum": ["ok", "full", "read-only"],
+                           "description": "the data root's disk: full below WIKIMEM_READY_MIN_FREE MiB free"},
+                  "details": {"type": "object", "description": "paths, free bytes and the remote's message: "
+                                                               "only for a bearer token with the admin scope"}},
+                 ["ready", "remote", "disk"])
     return {
         "/healthz": {"servers": deepcopy(_ROOT_SERVER), "get": {
             "summary": "liveness: the process answers", "tags": ["service"], "security": [],
@@ -403,7 +463,8 @@ def _probe_paths() -> dict[str, dict]:
             "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": _obj(
                 {"ok": {"type": "boolean", "enum": [True]}}, ["ok"])}}}}}},
         "/readyz": {"servers": deepcopy(_ROOT_SERVER), "get": {
-            "summary": "readiness: the data root is writable and the remote (if any) answers", "tags": ["service"],
+            "summary": "readiness: the data root's disk is writable and not full, the remote (if any) answers",
+            "tags": ["service"],
             "security": [],
             "description": "No token needed. 503 with Retry-After until the host can take writes.",
             "responses": {
@@ -466,6 +527,42 @@ def _operator_paths() -> dict[str, dict]:
     return {"/runs": {"get": runs}, "/bulk/rollback": {"post": bulk}}
 
 
+_RECEIPT = _obj({"erasure": {"type": "string", "description": "the keyed digest naming an erasure (never the id)"},
+                 "forget": {"type": "string"}, "kind": {"type": "string", "enum": ["erase-owner", "forget"]},
+                 "by": _NSTR, "started": _NSTR, "finished": _NSTR,
+                 "places": _arr(_obj({"place": {"type": "string"}, "state": {"type": "string"},
+                                      "where": {"type": "string"}, "remains": {"type": "string"}},
+                                     ["place", "state"])),
+                 "remains": _arr({"type": "string"}), "owner": {"type": "string"}, "target": {"type": "object"}},
+                ["kind", "places"], description="what was removed where, when and by whom; no memory content")
+
+
+def _erasure_paths(owner: str) -> dict[str, dict]:
+    """Erase an owner, forget an item, an erasure's receipt (issue 27)."""
+    started = {"202": {"description": "started: the job (Location: /api/v1/jobs/<id>); its result is the receipt",
+                       "content": {"application/json": {"schema": _ref("Job")}}},
+               "default": _ok({})["default"]}
+    return {
+        owner + "/erase": {"parameters": [_OWNER], "post": _op(
+            "erase the owner everywhere (repository, remote, indexes, jobs, caches) as a job ending with a receipt; "
+            "confirm repeats the owner id", "admin", deepcopy(started),
+            body=_body({"confirm": {"type": "string", "maxLength": 128}, "actor": _WRITE["actor"]}, ["confirm"]),
+            tag="erasure")},
+        owner + "/forget": {"parameters": [_OWNER], "post": _op(
+            "forget one wiki item (file, name) or diary entry (date, time, index) with its history: every commit "
+            "rewritten without it, the remote replaced, unreachable objects pruned; a job ending with a receipt",
+            "admin", deepcopy(started),
+            body=_body({"file": {**_NSTR, "maxLength": 128}, "name": {**_NSTR, "maxLength": 200},
+                        "date": {**_NSTR, "maxLength": 64}, "time": {**_NSTR, "maxLength": 64},
+                        "index": {"type": "integer", "minimum": 0, "maximum": 1000, "nullable": True},
+                        "actor": _WRITE["actor"]}), tag="erasure")},
+        "/erasures": {"get": _op(
+            "the receipt of an owner's erasure, asked by its id (404: none finished)", "admin", _ok(_RECEIPT),
+            params=[_param("owner", "query", {"type": "string", "pattern": OWNER_ID_PATTERN}, required=True)],
+            tag="erasure")},
+    }
+
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -500,6 +597,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/retrieve"): "retrieve",
     ("post", "/owners/{owner_id}/memorize"): "memorize",
     ("get", "/jobs/{job_id}"): "job",
+    ("get", "/jobs"): "jobs",
+    ("post", "/jobs/{job_id}/cancel"): "cancel_job",
     ("get", "/owners/{owner_id}/history"): "history",
     ("get", "/owners/{owner_id}/commits/{commit}"): "commit",
     ("get", "/owners/{owner_id}/diff"): "diff",
@@ -508,6 +607,9 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/restore"): "restore",
     ("get", "/runs"): "runs",
     ("post", "/bulk/rollback"): "bulk_rollback",
+    ("post", "/owners/{owner_id}/erase"): "erase_owner",
+    ("post", "/owners/{owner_id}/forget"): "forget",
+    ("get", "/erasures"): "erasure",
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -543,9 +645,13 @@ _EX_HIT = {"item": _EX_ITEM, "source": "hit", "score": 0.91, "bm25_score": 0.91,
            "via_file": None, "matched_terms": ["sea"], "tokens_est": 9, "kind": "wiki"}
 _EX_LINK: dict[str, Any] = {**_EX_HIT, "item": _EX_MIA, "source": "link", "score": None, "bm25_score": None,
                             "via": "likes-the-sea", "via_file": "preferences", "matched_terms": [], "tokens_est": 5}
-_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK], "budget_tokens": 300, "budget_used": 14, "embedding_used": False,
-                 "dropped": [], "unresolved_links": [], "time_range": None, "time_range_source": None,
-                 "time_range_widened": False, "query_terms": ["sea"]}
+_EX_DIARY_HIT: dict[str, Any] = {
+    **_EX_HIT, "kind": "diary", "score": 0.64, "bm25_score": 0.64, "matched_terms": ["beach"], "tokens_est": 10,
+    "item": {"file": _EX_ENTRY["date"], "name": _EX_ENTRY["time"], **_EX_ENTRY}}
+_EX_RETRIEVED = {"items": [_EX_HIT, _EX_LINK, _EX_DIARY_HIT], "budget_tokens": 300, "budget_used": 24,
+                 "embedding_used": False, "dropped": [], "unresolved_links": [], "time_range": None,
+                 "time_range_source": None, "time_range_widened": False, "query_terms": ["sea", "beach"],
+                 "diary": "all"}
 _EX_WHEN = {"created": "2026-07-21T06:30:00+00:00", "updated": "2026-07-21T06:30:02+00:00"}
 _EX_MEMORIZE_JOB = {"id": _JOB_ID, "kind": "memorize", "state": "queued", "done": 0, "failed": 0, "total": 1,
                     "results": [{"step": 0, "state": "pending"}],
@@ -557,6 +663,18 @@ _EX_BULK_JOB = {"id": _JOB_ID, "kind": "bulk-rollback", "state": "done", "done":
                     "owner": "user:ann", "status": "done", "runs": ["run_1"], "commits": [], "changes": 2,
                     "commit": _C3, "replayed": False}}],
                 "params": _EX_BULK_PARAMS, **_EX_WHEN, "finished": _EX_WHEN["updated"]}
+_EX_ERASE_JOB = {"id": _JOB_ID, "kind": "erase-owner", "state": "queued", "done": 0, "failed": 0, "total": 1,
+                 "results": [{"step": 0, "state": "pending"}],
+                 "params": {"erasure": "er_7c1d3e5f9a0b2c4d6e8f1a3b5c7d9e0f", "actor": "admin", "within": ""},
+                 "created": _EX_WHEN["created"], "updated": _EX_WHEN["created"], "finished": None}
+_EX_RECEIPT = {"erasure": "er_7c1d3e5f9a0b2c4d6e8f1a3b5c7d9e0f", "kind": "erase-owner", "by": "admin",
+               "started": "2026-07-21T06:30:00+00:00", "finished": "2026-07-21T06:30:02+00:00",
+               "places": [{"place": "owner repository", "state": "removed"},
+                          {"place": "remote", "where": "https://git.example/wikimem/{owner}.git",
+                           "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
+                           "remains": "delete the owner's repository on the git server"}],
+               "remains": ["remote: delete the owner's repository on the git server"],
+               "owner": "not recorded: the erasure is named by a keyed digest of the owner id"}
 _EX_RUN = {"owner": "user:ann", "run": "run_1", "commit": _C2, "actor": "Elaina", "source_conv": "conv_101",
            "first": "2026-07-21T06:29:58Z", "last": "2026-07-21T06:30:00Z", "commits": 2, "changes": 2,
            "actions": ["add", "diary"], "seq": 3, "rolled_back_by": None}
@@ -576,14 +694,14 @@ def _named(**cases: tuple[str, Any]) -> _Named:
 # operationId → {"request": an example body, or _named(...) cases; "<status>": the answer's example}
 EXAMPLES: dict[str, dict[str, Any]] = {
     "healthz": {"200": {"ok": True}},
-    "readyz": {"200": {"ready": True, "remote": "none"},
-               "503": {"ready": False, "remote": "unreachable: git@backup:wikimem/user_3aann.git"}},
+    "readyz": {"200": {"ready": True, "remote": "none", "disk": "ok"},
+               "503": {"ready": False, "remote": "reachable", "disk": "full"}},
     "version": {"200": {"version": wikimem.__version__, "api": 1}},
     "openapi": {"200": {"openapi": "3.0.3", "info": {"title": "wikimem host API", "version": wikimem.__version__},
                         "paths": {"/version": {"get": {"operationId": "version"}}}}},
     "replication": {"200": {"mode": "async", "remote": "ssh://git@backup/srv/wikimem/{owner}.git",
                             "lag": {"total": 3, "owners": {"user:ann": 3}}, "max_lag": 3, "freshness": 1.5,
-                            "queued": 1}},
+                            "queued": 1, "refused": {}}},
     "peer_revoked": {"request": {"token": "eyJzaWQiOiAiLi4uIn0.ZkVx1g.signature"}},
     "owners": {"200": {"owners": [_EX_STATS], "next": None}},
     "create_owner": {"201": {"owner": {**_EX_STATS, "items": 0, "files": 0, "diary_days": 0, "head": _C0},
@@ -637,6 +755,17 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                          "run": "run_20260721T070200Z_8d1e", "commit": _C3, "replayed": False},
                  "202": _EX_MEMORIZE_JOB},
     "job": {"200": _EX_BULK_JOB},
+    "jobs": {"200": {"jobs": [{k: v for k, v in _EX_MEMORIZE_JOB.items() if k != "results"}
+                              | {"owner": "user:ann", "scope": "user:ann"}], "next": None}},
+    "cancel_job": {"200": {**_EX_MEMORIZE_JOB, "state": "cancelled", "results": [{"step": 0, "state": "cancelled"}],
+                           "finished": _EX_WHEN["created"]}},
+    "erase_owner": {"request": {"confirm": "user:ann"}, "202": _EX_ERASE_JOB},
+    "forget": {"request": _named(item=("a wiki item", {"file": "preferences", "name": "likes-the-sea"}),
+                                 entry=("a diary entry", {"date": "2026-07-21", "time": "14:30"})),
+               "202": {**_EX_ERASE_JOB, "kind": "forget", "params": {
+                   "owner": "user:ann", "forget": "fg_2b1f0c9d8e7a6b5c4d3e2f1a0b9c8d7e", "actor": "admin",
+                   "target": {"kind": "wiki", "file": "preferences"}, "within": ""}}},
+    "erasure": {"200": _EX_RECEIPT},
     "history": {"200": {"entries": [_EX_ENTRY_LOG, _EX_ITEM_LOG], "next": _C1, "prev": None, "reverted_by": {}}},
     "commit": {"200": {"entry": _EX_ITEM_LOG, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
     "diff": {"200": {"entry": None, "changes": [_EX_ITEM_ADDED], "patch": _EX_PATCH}},
@@ -711,12 +840,23 @@ def _annotate(paths: dict[str, dict]) -> dict[str, dict]:
 
 
 _DESCRIPTION = f"""Git-backed markdown memory for LLM chat bots. Every write answers with the commit id;
-errors are {{"error": {{"code", "message"}}}}.
+errors are {{"error": {{"code", "message"}}}}. A write's actor is the body's actor, else the token's name
+(memorize included: its character is who the model is asked to be). The same memory is offered as MCP tools
+(retrieve, diary_append, put_item, memorize, history) at /mcp on the host's root, streamable HTTP, with the
+same tokens.
 
-Statuses: 400 bad name or body shape, 401/403 token, 404, 409 conflicts, 412 If-Match,
-413 too_large (the body, or one of the limits below), 422 a value the library refuses
-(incl. idempotency_key_reused: the same Idempotency-Key with another request), 429
-quota_exceeded with Retry-After (owners created per minute per token prefix), 403
+Statuses: 400 bad_request, a malformed request (not JSON, not an object, a field unknown,
+missing or of the wrong JSON type, a header or cursor not of its syntax; bad_tool_call, a
+diary tool call the agent must make again); 401/403 token; 404; 409 conflicts; 412
+precondition_failed (If-Match, If-None-Match); 413 too_large (the body, or one of the limits
+below); 422 a well-formed request with a value refused by its rules: invalid_name (a file,
+item, owner, date, time or provenance value), invalid_value (a time zone, a range such as
+retrieve's limit, a choice, a length), idempotency_key_reused (the same Idempotency-Key with
+another request); 429
+quota_exceeded with Retry-After (owners created per minute per token prefix), 429
+queue_full with Retry-After (a new background job past the open jobs one token prefix
+(WIKIMEM_JOBS_PER_PREFIX, 100) or one owner (WIKIMEM_JOBS_PER_OWNER, 20) may have, or the
+jobs database past its size budget), 403
 quota_exceeded (owners per token prefix), 501/502 the LLM, 503 busy or timeout with
 Retry-After, 507 storage_full with Retry-After.
 
@@ -724,7 +864,8 @@ Limits (413): content {MAX_CONTENT_CHARS} characters per item or diary entry; qu
 {MAX_QUERY_CHARS}; memorize turn {MAX_TURN_CHARS}; a batch {MAX_OPS} ops and
 {MAX_BATCH_CHARS} characters of content. Provenance values (run, actor, source_conv,
 message) are at most 200 characters of visible text: control, format (bidi,
-zero-width) and line-separator characters are refused with 400."""
+zero-width) and line-separator characters are refused with 422. A retrieve returns at
+most {MAX_RETRIEVE_LIMIT} hits (limit)."""
 
 
 def document() -> dict[str, Any]:

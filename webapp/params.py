@@ -1,31 +1,39 @@
 """Reading API requests: the JSON body, query parameters, and the write headers.
 
-Everything here checks *shape* (a field is missing, unknown, or of the wrong
-JSON type → :class:`BadRequest`, 400). Values are the library's to judge.
+The rule of :mod:`webapp.errors`: a request of the wrong *shape* (not JSON,
+a field missing, unknown or of the wrong JSON type, a header or cursor not of
+its syntax) raises :class:`BadRequest` (400); a value of the right type that
+is refused (out of its range, too long, not a commit point) raises
+:class:`~wikimem.errors.InvalidValue` (422). Names, dates and times are the
+library's to judge (:class:`~wikimem.errors.InvalidName`, 422 too).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Collection
+from typing import Any, overload
 
 from flask import request
 
 from wikimem.context import WriteContext
+from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
-           "int_in_range", "if_match", "idempotency_key", "point", "write_context", "WRITE_FIELDS"]
+           "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
+           "write_context", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
 _ETAG_RE = re.compile(r'^(?:W/)?"?([^"]*)"?$')
+_OFFSET_RE = re.compile(r"[0-9]{1,10}")
 _POINT_RE = re.compile(r"[0-9A-Za-z:+.\-_~^ ]{1,64}")
 MAX_FIELD_CHARS = 200
 
 
-def json_body(allowed: set[str], required: set[str] = frozenset(), *, optional_body: bool = False,
+def json_body(allowed: set[str], required: Collection[str] = frozenset(), *, optional_body: bool = False,
               one_of: tuple[str, ...] = ()) -> dict[str, Any]:
     """The request's JSON object, with only ``allowed`` keys, every ``required`` one, and exactly one of ``one_of``."""
     raw = request.get_data(cache=True)
@@ -63,7 +71,7 @@ def opt_str(data: dict, key: str, *, limit: int | None = None) -> str | None:
     if not isinstance(value, str):
         raise BadRequest(f"{key} must be a string")
     if limit is not None and len(value) > limit:
-        raise BadRequest(f"{key} is longer than {limit} characters")
+        raise InvalidValue(f"{key} is longer than {limit} characters")
     return value
 
 
@@ -83,15 +91,17 @@ def opt_bool(data: dict, key: str, default: bool) -> bool:
     return value
 
 
-def opt_int(data: dict, key: str, *, minimum: int | None = None) -> int | None:
-    """An integer field (None when absent or null), at least ``minimum`` when given (as the OpenAPI schema says)."""
+def opt_int(data: dict, key: str, *, minimum: int | None = None, maximum: int | None = None) -> int | None:
+    """An integer field (None when absent or null), within ``[minimum, maximum]`` (as the OpenAPI schema says)."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"{key} must be an integer")
     if minimum is not None and value < minimum:
-        raise BadRequest(f"{key} must be at least {minimum}, got {value}")
+        raise InvalidValue(f"{key} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidValue(f"{key} must be at most {maximum}, got {value}")
     return value
 
 
@@ -119,7 +129,7 @@ def query_str(name: str, *, limit: int = MAX_FIELD_CHARS) -> str | None:
     if value is None or value == "":
         return None
     if len(value) > limit:
-        raise BadRequest(f"query parameter {name} is longer than {limit} characters")
+        raise InvalidValue(f"query parameter {name} is longer than {limit} characters")
     return value
 
 
@@ -128,6 +138,10 @@ def query_int(name: str, default: int, lo: int, hi: int) -> int:
     return int_in_range(request.args.get(name), name, default, lo, hi)
 
 
+@overload
+def int_in_range(raw: str | None, name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def int_in_range(raw: str | None, name: str, default: None, lo: int, hi: int) -> int | None: ...
 def int_in_range(raw: str | None, name: str, default: int | None, lo: int, hi: int) -> int | None:
     """A whole number from ``lo`` to ``hi`` given as text (a query or form field); blank → ``default``."""
     text = (raw or "").strip()
@@ -138,33 +152,63 @@ def int_in_range(raw: str | None, name: str, default: int | None, lo: int, hi: i
     except ValueError:
         raise BadRequest(f"{name} must be a whole number from {lo} to {hi}, got {text[:40]!r}") from None
     if not lo <= number <= hi:
-        raise BadRequest(f"{name} must be a whole number from {lo} to {hi}, got {number}")
+        raise InvalidValue(f"{name} must be a whole number from {lo} to {hi}, got {number}")
     return number
+
+
+def offset_cursor(raw: str | None) -> int:
+    """A page cursor that is an offset (what a previous page gave as ``next``); anything else is malformed."""
+    text = (raw or "").strip()
+    if not text:
+        return 0
+    if not _OFFSET_RE.fullmatch(text):
+        raise BadRequest(f"invalid cursor {text[:40]!r}: give the next of a previous page")
+    return int(text)
 
 
 def point(value: str | None, what: str) -> str:
     """A commit id, prefix, ISO time or ``HEAD`` as sent (the git layer resolves it)."""
-    if value is None or not _POINT_RE.fullmatch(value):
+    if value is None:
         raise BadRequest(f"{what} must be a commit id, an ISO-8601 time or HEAD")
+    if not _POINT_RE.fullmatch(value):
+        raise InvalidValue(f"{what} must be a commit id, an ISO-8601 time or HEAD")
     return value
 
 
-def write_context(data: dict, *, default_actor: str | None = None) -> WriteContext:
+def write_context(data: dict, *, default_actor: str | None = None, create_only: bool = False) -> WriteContext:
     """The context of a write request: ``run``, ``actor``, ``source_conv`` of its body, ``Idempotency-Key``
-    and ``If-Match`` of its headers. ``default_actor`` stands in when the body names none."""
+    and ``If-Match`` of its headers (and ``If-None-Match: *`` with ``create_only``, the routes that take it).
+    ``default_actor`` stands in when the body names none."""
     run, actor, conv = (opt_str(data, k, limit=MAX_FIELD_CHARS) for k in ("run", "actor", "source_conv"))
+    match, none_match = if_match(), create_only and if_none_match()
+    if match is not None and none_match:
+        raise BadRequest("give If-Match (the item as you saw it) or If-None-Match: * (it must not exist), not both")
     return WriteContext(run=run, actor=actor or default_actor, source_conv=conv,
-                        idempotency_key=idempotency_key(), if_match=if_match())
+                        idempotency_key=idempotency_key(), if_match=match, if_none_match=none_match)
+
+
+def if_none_match() -> bool:
+    """Create-only: ``If-None-Match: *`` (the item must not exist yet); any other value is malformed here."""
+    raw = request.headers.get("If-None-Match")
+    if raw is None:
+        return False
+    if raw.strip() != "*":
+        raise BadRequest("If-None-Match on a write takes only * (create the item only if it does not exist)")
+    return True
 
 
 def if_match() -> str | None:
     """The ``If-Match`` precondition (an item etag or a commit id), unquoted; ``*`` is none."""
-    raw = request.headers.get("If-Match")
+    return etag_value(request.headers.get("If-Match"), "If-Match")
+
+
+def etag_value(raw: str | None, what: str = "if_match") -> str | None:
+    """An etag or commit id as sent (``"abc"``, ``abc`` or ``W/"abc"``), unquoted; blank or ``*`` is none."""
     if raw is None or raw.strip() in ("", "*"):
         return None
     m = _ETAG_RE.match(raw.strip())
     if m is None or not m.group(1) or len(m.group(1)) > 128:
-        raise BadRequest("If-Match must be one etag or commit id")
+        raise BadRequest(f"{what} must be one etag or commit id")
     return m.group(1)
 
 

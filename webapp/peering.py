@@ -12,8 +12,12 @@ behind nginx as on one host, and nothing else is reachable with a peer token.
 
 from __future__ import annotations
 
+import math
+
 from flask import current_app, request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from wikimem.host import BadRequest
 
 from .auth import require
 
@@ -41,34 +45,50 @@ def _revocations() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="wikimem-peer-revoked")
 
 
+# Seconds a logout waits for its notice's first round to reach the peers (it goes on in the background).
+NOTICE_WAIT = 0.5
+
+
 def tell_revoked(sid: str, until: float) -> list[str]:
-    """Tell every peer that session ``sid`` ended (a logout on this host): the peers that did not take it.
+    """Tell every peer that session ``sid`` ended (a logout on this host): the peers that had not taken it
+    within :data:`NOTICE_WAIT` (they are retried in the background until the session would have ended).
 
     Sessions are valid on every host of a cluster, logouts are recorded per
     data root: without this a cookie signed out on one host would still be
-    accepted by the others until its lifetime ends.
+    accepted by the others until its lifetime ends. A peer that is down
+    costs a logout at most :data:`NOTICE_WAIT`, never the peer timeout.
     """
     peers = current_app.config.get("PEER_SET")
     if peers is None:
         return []
-    token = _revocations().dumps({"sid": sid, "until": float(until)})
-    missed = peers.post(REVOKED_PATH, {"token": token}, {})
-    if missed:
-        current_app.logger.warning("logout of session %s not recorded by peers %s (they accept it until it expires)",
-                                   sid[:8], ", ".join(missed))
+    signer = _revocations()
+    delivery = peers.deliver(REVOKED_PATH, lambda: {"token": signer.dumps({"sid": sid, "until": float(until)})},
+                             until=float(until))
+    if delivery.wait(NOTICE_WAIT):
+        return []
+    missed = list(delivery.missing)
+    current_app.logger.warning("logout of session %s not taken by peers %s yet; retrying in the background",
+                               sid[:8], ", ".join(missed))
     return missed
 
 
 def revocation_from(token) -> tuple[str, float] | None:
-    """``(sid, until)`` of a peer's signed logout notice, or None when it is not one of ours or too old."""
+    """``(sid, until)`` of a peer's signed logout notice, or None when it is not one of ours or too old.
+
+    A notice that is signed but malformed (no session id, an ``until`` that is
+    not a finite time such as ``NaN``) is a :class:`BadRequest`.
+    """
     try:
         data = _revocations().loads(token, max_age=MAX_AGE) if isinstance(token, str) else None
     except BadSignature:
         return None
-    if not (isinstance(data, dict) and isinstance(data.get("sid"), str) and len(data["sid"]) <= 128
-            and isinstance(data.get("until"), (int, float)) and not isinstance(data["until"], bool)):
+    if data is None:
         return None
-    return data["sid"], float(data["until"])
+    until = data.get("until") if isinstance(data, dict) else None
+    if not (isinstance(data, dict) and isinstance(data.get("sid"), str) and 0 < len(data["sid"]) <= 128
+            and isinstance(until, (int, float)) and not isinstance(until, bool) and math.isfinite(until)):
+        raise BadRequest("a logout notice needs a session id and until, a finite time in seconds")
+    return data["sid"], float(until)
 
 
 def listing_scope() -> str:

@@ -1,4 +1,4 @@
-"""Rate limits of sign-in: attempts per client address and per account name, counted before any check.
+"""Rate limits: sign-in attempts per client address and per account name, and API requests per token.
 
 Each ``POST /login`` counts one attempt against its client address
 (``request.remote_addr``, the real client behind ``WIKIMEM_PROXIES``
@@ -26,6 +26,15 @@ A limit per account lets anyone who knows an operator's name lock that
 account out of password sign-in for the window; tokens still work, and the
 windows are short. Successful sign-ins count too (nothing is known before
 the check).
+
+**API requests per token** (:class:`ApiLimiter`): every request a token
+authenticates counts against ``WIKIMEM_API_LIMIT`` (``1200/minute``), in
+the same storage, keyed by the token's id; over it the request is refused
+with 429 ``rate_limited`` and ``Retry-After`` (:class:`RateLimited`) before
+it does anything. Tokens with the ``admin`` scope are exempt (an operator
+cleaning up after an incident must not be locked out by it); an empty
+value turns the limit off. Unknown tokens are refused with 401 and never
+counted.
 """
 
 from __future__ import annotations
@@ -38,11 +47,18 @@ from limits import RateLimitItem, parse_many
 from limits.storage import Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from wikimem.host.access import AuthState
+from wikimem.errors import QuotaExceeded
+from wikimem.host.access import AuthState, Principal
 
 from .config import ConfigError
 
-__all__ = ["AuthStateStorage", "LoginLimiter", "make_login_limiter"]
+__all__ = ["AuthStateStorage", "LoginLimiter", "make_login_limiter", "ApiLimiter", "make_api_limiter", "RateLimited"]
+
+
+class RateLimited(QuotaExceeded):
+    """429: this token sent more requests than its limit allows; ``retry_after`` seconds until it may again."""
+
+    code = "rate_limited"
 
 
 class AuthStateStorage(Storage):
@@ -102,11 +118,37 @@ class LoginLimiter:
         return wait
 
     def _hit(self, items: list[RateLimitItem], kind: str, who: str) -> int | None:
-        for item in items:
-            if not self._strategy.hit(item, "login", kind, who):
-                reset = self._strategy.get_window_stats(item, "login", kind, who).reset_time
-                return max(1, math.ceil(reset - time.time()))
-        return None
+        return _hit(self._strategy, items, "login", kind, who)
+
+
+def _hit(strategy: FixedWindowRateLimiter, items: list[RateLimitItem], *identifiers: str) -> int | None:
+    """Count one hit against every limit; None while all hold, else seconds until the first one that broke resets."""
+    for item in items:
+        if not strategy.hit(item, *identifiers):
+            reset = strategy.get_window_stats(item, *identifiers).reset_time
+            return max(1, math.ceil(reset - time.time()))
+    return None
+
+
+@dataclass
+class ApiLimiter:
+    """Counts a token's API requests (``WIKIMEM_API_LIMIT``); admin tokens pass uncounted."""
+
+    storage: Storage
+    per_token: list[RateLimitItem]
+
+    def __post_init__(self):
+        self._strategy = FixedWindowRateLimiter(self.storage)
+
+    def check(self, principal: Principal) -> None:
+        """Count one request of ``principal``'s token; :class:`RateLimited` when it is over its limit."""
+        if not self.per_token or principal.has("admin"):
+            return
+        wait = _hit(self._strategy, self.per_token, "api", principal.token_id or principal.name)
+        if wait is not None:
+            limits = "; ".join(str(item) for item in self.per_token)
+            raise RateLimited(f"this token sent more requests than its limit ({limits}); "
+                              f"try again in {wait} s", retry_after=wait)
 
 
 def _limits(config, key: str) -> list[RateLimitItem]:
@@ -118,14 +160,27 @@ def _limits(config, key: str) -> list[RateLimitItem]:
     return items
 
 
+def _storage(config, state: AuthState) -> Storage:
+    """Where counters live: ``state`` unless ``WIKIMEM_LOGIN_LIMIT_STORAGE`` names a ``limits`` storage."""
+    uri = config.get("LOGIN_LIMIT_STORAGE")
+    if not uri:
+        return AuthStateStorage(state)
+    try:
+        storage = storage_from_string(uri)
+    except Exception as exc:  # unknown scheme, or its client library is missing
+        raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: {exc}") from None
+    if not isinstance(storage, Storage):  # (an async storage: the limiters are synchronous)
+        raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} is an async storage; use its synchronous scheme")
+    return storage
+
+
 def make_login_limiter(config, state: AuthState) -> LoginLimiter:
     """The sign-in limiter of an app's configuration: counters in ``state`` unless a storage URI is set."""
-    uri = config.get("LOGIN_LIMIT_STORAGE")
-    if uri:
-        try:
-            storage = storage_from_string(uri)
-        except Exception as exc:  # unknown scheme, or its client library is missing
-            raise ConfigError(f"WIKIMEM_LOGIN_LIMIT_STORAGE {uri!r} cannot be used: {exc}") from None
-    else:
-        storage = AuthStateStorage(state)
-    return LoginLimiter(storage, _limits(config, "LOGIN_LIMIT_ADDRESS"), _limits(config, "LOGIN_LIMIT_ACCOUNT"))
+    return LoginLimiter(_storage(config, state), _limits(config, "LOGIN_LIMIT_ADDRESS"),
+                        _limits(config, "LOGIN_LIMIT_ACCOUNT"))
+
+
+def make_api_limiter(config, state: AuthState) -> ApiLimiter:
+    """The per-token API limiter (``WIKIMEM_API_LIMIT``; empty: no limit), counting where sign-ins count."""
+    items = _limits(config, "API_LIMIT") if str(config.get("API_LIMIT") or "").strip() else []
+    return ApiLimiter(_storage(config, state), items)

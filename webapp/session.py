@@ -137,7 +137,8 @@ def _verify(account: Account | None, password: str) -> bool:
 def check_account(path: str | Path | None, name: str, password: str) -> Operator | None:
     """The operator if ``name`` and ``password`` match an account of the file, else None."""
     account = OperatorsFile(path).get(name)
-    return Operator(name, account.owner_prefix, account.role) if _verify(account, password) else None
+    ok = _verify(account, password)  # hashes even when there is no such account: the same time either way
+    return Operator(name, account.owner_prefix, account.role) if ok and account is not None else None
 
 
 # -- the session ----------------------------------------------------------------
@@ -211,7 +212,9 @@ def current_operator() -> Operator | None:
 
 
 def _start_session(kind: str, cid: str) -> None:
-    fp, _operator = _credential(kind, cid)
+    credential = _credential(kind, cid)
+    assert credential is not None  # _attempt found it just before
+    fp, _operator = credential
     # A fresh session on sign-in: nothing from before (e.g. a planted cookie) survives.
     session.clear()
     session.permanent = True
@@ -411,8 +414,7 @@ def init_app(app: Flask, *, exempt=()) -> None:
     app.config["SESSION_REFRESH_EACH_REQUEST"] = False
     app.session_interface = SessionInterface()
     root = Path(app.config["DATA_ROOT"])
-    state = AuthState(root)
-    app.extensions[_STATE] = state
+    state = app.extensions.setdefault(_STATE, AuthState(root))  # (webapp.auth made it first: one per app)
     app.extensions[_OPERATORS] = OperatorsFile(app.config.get("OPERATORS_FILE"))
     app.extensions[_LIMITER] = make_login_limiter(app.config, state)
     app.extensions[_HASH_SLOT] = FileLock(root / "auth" / "password.lock", timeout=PASSWORD_WAIT)

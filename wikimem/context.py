@@ -31,6 +31,8 @@ class WriteContext:
     - ``source_conv``: the conversation it came from (item metadata and ``Wikimem-Source-Conv``);
     - ``idempotency_key``: a retry with the same key replays the first result and writes nothing;
     - ``if_match``: an item etag or a commit id that must still hold, else nothing is written;
+    - ``if_none_match``: create-only (``If-None-Match: *``): the item must not exist yet, else nothing
+      is written — checked with ``if_match`` under the owner's lock, never as a read before the write;
     - ``fingerprint``: what the request was (kind, target, body), bound to its idempotency key.
     """
 
@@ -40,6 +42,7 @@ class WriteContext:
     idempotency_key: str | None = None
     if_match: str | None = None
     fingerprint: str | None = None
+    if_none_match: bool = False
 
     def __post_init__(self) -> None:
         # Every entry point (API, admin UI, CLI, library) builds one of these: validate here, once.
@@ -50,6 +53,11 @@ class WriteContext:
             if value is not None and (not isinstance(value, str) or not _TOKEN_RE.fullmatch(value)
                                       or len(value) > limit):
                 raise InvalidName(f"{name} must be 1-{limit} printable ASCII characters without spaces")
+        if not isinstance(self.if_none_match, bool):
+            raise TypeError(f"if_none_match must be True or False, got {type(self.if_none_match).__name__}")
+        if self.if_none_match and self.if_match is not None:
+            raise ValueError("give if_match (the item must be as seen) or if_none_match (it must not exist), "
+                             "not both")
 
     @classmethod
     def of(cls, ctx: WriteContext | None = None, **overrides) -> WriteContext:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 __all__ = [
     "WikimemError",
+    "InvalidValue",
     "InvalidName",
     "NotFound",
+    "Erased",
     "Conflict",
     "PreconditionFailed",
     "StoreBusy",
@@ -21,6 +23,8 @@ __all__ = [
     "RemoteMissing",
     "TooLarge",
     "QuotaExceeded",
+    "DamagedFolder",
+    "RemoteRefused",
 ]
 
 
@@ -30,14 +34,31 @@ class WikimemError(Exception):
     code = "error"
 
 
-class InvalidName(WikimemError, ValueError):
-    """A file, item, owner, date or time name that may not be written."""
+class InvalidValue(WikimemError, ValueError):
+    """A value of the right type that its rules refuse: out of range, unknown, too long, not a date.
+
+    The web app answers 422 (well-formed but refused), where a request whose
+    shape is wrong (not JSON, a missing or unknown field, a wrong type) is 400.
+    """
+
+    code = "invalid_value"
+
+
+class InvalidName(InvalidValue):
+    """A file, item, owner, date, time or provenance value that may not be written."""
 
     code = "invalid_name"
 
 
 class NotFound(WikimemError, LookupError):
     """An owner, item, commit or run that does not exist."""
+
+    code = "not_found"
+
+
+class Erased(NotFound):
+    """An owner erased everywhere: its remote holds the erasure's tombstone, or the erasure register names it
+    (a host holding a copy drops it)."""
 
     code = "not_found"
 
@@ -56,16 +77,21 @@ class Conflict(WikimemError):
 
 
 class PreconditionFailed(WikimemError):
-    """An ``If-Match`` style precondition that no longer holds."""
+    """An ``If-Match`` / ``If-None-Match`` style precondition that does not hold.
+
+    ``current`` is the current etag or head commit (None: no such item), ``item`` the current item
+    (as a dict) when the precondition was an item's.
+    """
 
     code = "precondition_failed"
 
-    def __init__(self, message: str, current: str | None = None):
+    def __init__(self, message: str, current: str | None = None, item: dict | None = None):
         super().__init__(message)
         self.current = current
+        self.item = item
 
 
-class IdempotencyKeyReused(WikimemError, ValueError):
+class IdempotencyKeyReused(InvalidValue):
     """An ``Idempotency-Key`` already used for a different kind of request."""
 
     code = "idempotency_key_reused"
@@ -122,7 +148,20 @@ class RemoteMissing(RemoteError):
     """The remote repository does not exist (and this scheme cannot create it)."""
 
     code = "remote_missing"
-class TooLarge(WikimemError, ValueError):
+
+
+class RemoteRefused(RemoteError):
+    """The remote's ``main`` holds something this host will not apply: a malformed object, a symbolic link, a
+    submodule, a name that is not a memory path. Nothing moved here; ``commit`` is the refused commit."""
+
+    code = "remote_refused"
+
+    def __init__(self, message: str, url: str = "", commit: str | None = None):
+        super().__init__(message, url)
+        self.commit = commit
+
+
+class TooLarge(InvalidValue):
     """A value over one of the size limits of :mod:`wikimem.limits`."""
 
     code = "too_large"
@@ -140,3 +179,14 @@ class QuotaExceeded(WikimemError):
         super().__init__(message)
         self.retry_after = retry_after
 
+
+
+class DamagedFolder(WikimemError):
+    """An owner folder the host will not use as it is: a file that is a symbolic link, a FIFO, a device or
+    over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
+
+    Nothing was read from it or written to it; only this owner is affected. ``wikimem repair --owner``
+    puts it right (see the README).
+    """
+
+    code = "folder_damaged"

@@ -8,20 +8,35 @@ whose own log makes the write durable (the versioned store's intent log) and
 syncs the file system later (:func:`sync_filesystem`).
 :func:`stat_stamp` / :func:`folder_signature`: what every cache of a file's
 content keys on.
+
+The reading side for files someone else may have made (:func:`open_regular`,
+:func:`read_regular`, :func:`open_folder`): never follow a symbolic link,
+never block on a FIFO, accept a regular file only, read at most a limit —
+anything else is :class:`~wikimem.errors.DamagedFolder`. The owner folder's
+own rules (which paths, which limits) are :class:`wikimem.store.Door`'s.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import DamagedFolder
+
 __all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files",
-           "sync_filesystem", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature"]
+           "sync_filesystem", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature", "open_regular",
+           "read_regular", "open_folder", "file_kind"]
+
+# Never follow a link in the last component, never wait on a FIFO's writer, never become a controlling tty.
+_SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+REPAIR_HINT = "`wikimem repair` moves it aside"
 
 TEMP_SUFFIX = ".wikimem-tmp"
 
@@ -138,6 +153,94 @@ def remove_file(path: Path, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+def file_kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words (for messages)."""
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, dir_fd: int | None = None,
+                 shown: str | None = None, mode: int = 0o644) -> int:
+    """A descriptor of the regular file ``path`` (relative to ``dir_fd`` when given).
+
+    A symbolic link (as the last component), a FIFO, a device, a socket or a
+    folder is :class:`DamagedFolder` — the open never follows the link and
+    never blocks waiting for a FIFO's other end. FileNotFoundError when
+    missing (unless ``flags`` has ``O_CREAT``).
+    """
+    shown = shown or str(path)
+    try:
+        fd = os.open(path, flags | _SAFE_FLAGS, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # (EMLINK: FreeBSD's O_NOFOLLOW)
+            raise DamagedFolder(f"{shown} is a symbolic link; only regular files are read or written "
+                                f"({REPAIR_HINT})") from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV, errno.EOPNOTSUPP):  # a FIFO for writing, a folder…
+            raise DamagedFolder(f"{shown} is not a regular file ({exc.strerror}; {REPAIR_HINT})") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DamagedFolder(f"{shown} is {file_kind(st.st_mode)}; only regular files are read or written "
+                                f"({REPAIR_HINT})")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None, limit: int | None = None,
+                 shown: str | None = None) -> bytes | None:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`), None when it does not exist.
+
+    More than ``limit`` bytes is :class:`DamagedFolder` (read no further than that).
+    """
+    shown = shown or str(path)
+    try:
+        fd = open_regular(path, dir_fd=dir_fd, shown=shown)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        if limit is not None and os.fstat(fd).st_size > limit:
+            raise DamagedFolder(f"{shown} is {os.fstat(fd).st_size:,} bytes long; files of a memory folder "
+                                f"are read up to {limit:,} bytes (wikimem.limits; {REPAIR_HINT})")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total > limit:  # it grew while read
+                raise DamagedFolder(f"{shown} is over {limit:,} bytes long; files of a memory folder are read "
+                                    f"up to {limit:,} bytes (wikimem.limits; {REPAIR_HINT})")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_folder(path: str | os.PathLike[str], *, dir_fd: int | None = None, shown: str | None = None) -> int | None:
+    """A descriptor of the folder ``path`` (relative to ``dir_fd``), never through a symbolic link; None when
+    it does not exist. A link or a file in its place is :class:`DamagedFolder`."""
+    shown = shown or str(path)
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+        try:
+            kind = file_kind(os.lstat(path, dir_fd=dir_fd).st_mode)
+        except OSError:
+            kind = "not a folder"
+        raise DamagedFolder(f"{shown} is {kind}, not a folder; nothing is read through it ({REPAIR_HINT})") from None
+
+
 def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     try:
@@ -152,6 +255,7 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+
 def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".git")) -> list[str]:
     """Remove the temp files killed writers left in ``root``'s folders; the names removed.
 
@@ -161,17 +265,22 @@ def sweep_temp_files(root: Path, folders: tuple[str, ...] = ("wiki", "diary", ".
     removed = []
     for folder in folders:
         try:
-            entries = os.scandir(Path(root) / folder)
-        except (FileNotFoundError, NotADirectoryError):
+            fd = open_folder(Path(root) / folder)
+        except DamagedFolder:  # a link in the folder's place: never swept through (reads report it)
             continue
-        with entries:
-            for entry in entries:
-                if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
-                    try:
-                        os.unlink(entry.path)
-                        removed.append(f"{folder}/{entry.name}")
-                    except FileNotFoundError:
-                        pass
+        if fd is None:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                        try:
+                            os.unlink(entry.name, dir_fd=fd)
+                            removed.append(f"{folder}/{entry.name}")
+                        except FileNotFoundError:
+                            pass
+        finally:
+            os.close(fd)
     return removed
 
 
@@ -189,18 +298,27 @@ def stat_stamp(path: str | os.PathLike[str]) -> Stamp | None:
 
 
 def folder_signature(folder: Path, key: Callable[[str], str | None]) -> dict[str, Stamp]:
-    """``{key(name): stat_stamp}`` of the files in ``folder`` whose ``key`` is not None; {} without the folder.
+    """``{key(name): stamp}`` of the entries in ``folder`` whose ``key`` is not None; {} without the folder.
 
-    A file replaced between listing and stat is left out (the next look sees it).
+    Stamps are the entries' own (a symbolic link's, never its target's); a
+    folder that is itself a link is :class:`DamagedFolder`. A file replaced
+    between listing and stat is left out (the next look sees it).
     """
     out: dict[str, Stamp] = {}
-    try:
-        entries = os.scandir(folder)
-    except (FileNotFoundError, NotADirectoryError):
+    fd = open_folder(folder)
+    if fd is None:
         return out
-    with entries:
-        for entry in entries:
-            name = key(entry.name)
-            if name is not None and (stamp := stat_stamp(entry)) is not None:
-                out[name] = stamp
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                name = key(entry.name)
+                if name is None:
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                out[name] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    finally:
+        os.close(fd)
     return out

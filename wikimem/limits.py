@@ -12,7 +12,7 @@ from __future__ import annotations
 from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
-           "check_length"]
+           "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "check_length"]
 
 # One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
 MAX_CONTENT_CHARS = 32_000
@@ -23,6 +23,15 @@ MAX_TURN_CHARS = 32_000
 # One batch of ops is one commit under the owner's lock: this many ops, this much content in all.
 MAX_OPS = 200
 MAX_BATCH_CHARS = 256_000
+# Hits one retrieve may return (its ``limit``): more than any prompt holds; with ``explain`` each hit carries
+# its scores and terms, so an unbounded limit was an unbounded answer. Beyond: 422, a value refused.
+MAX_RETRIEVE_LIMIT = 200
+# One memory file (a wiki file or a diary day) on disk or from the remote: every write re-reads and
+# re-renders the file it changes under the owner's lock. A write that would pass it is refused (413);
+# a bigger file found in a folder (a hand edit) or on the remote is refused as damage, for its owner only.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+# ``settings.json`` (and ``.gitignore``): a handful of short values.
+MAX_SETTINGS_BYTES = 64 * 1024
 
 
 def check_length(text: str, limit: int, what: str) -> str:

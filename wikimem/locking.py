@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import StoreBusy
+from .fsio import open_regular
 
 try:  # POSIX
     import fcntl
@@ -49,7 +50,8 @@ class FileLock:
                 return
             if self.make_parent:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Never through a link (it could lock another owner), never waiting on a FIFO's other end.
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
             try:
                 self._acquire(fd)
                 try:
@@ -75,8 +77,8 @@ class FileLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
-            except BlockingIOError:
+            except BlockingIOError as exc:
                 if time.monotonic() >= deadline:
-                    raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}")
+                    raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.002)

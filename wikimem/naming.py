@@ -106,13 +106,12 @@ def _mixes_lookalike_scripts(text: str) -> bool:
 def validate_file(file: str) -> str:
     """Return ``file`` if it is a valid RecallFile slug, else raise ValueError."""
     if not isinstance(file, str):
-        raise InvalidName(f"RecallFile name must be a string, got {type(file).__name__}")
+        raise InvalidName(f"a file name must be a string, got {type(file).__name__}")
     if not FILE_RE.fullmatch(file):
-        raise InvalidName(
-            f"invalid RecallFile name {file!r}: must match [a-z0-9_][a-z0-9_-]*"
-        )
+        raise InvalidName(f"invalid file name {file!r}: use lowercase letters a-z, digits, '_' and '-' "
+                          "(not first), e.g. 'preferences' or 'daily_life'")
     if len(file) > MAX_FILE_LEN:
-        raise InvalidName(f"RecallFile name longer than {MAX_FILE_LEN} characters")
+        raise InvalidName(f"a file name is at most {MAX_FILE_LEN} characters")
     return file
 
 
@@ -128,10 +127,10 @@ def sanitize_item_name(name: str) -> str:
             raise InvalidName(f"invalid item name {clean!r}: may not contain {bad!r}")
     if len(clean) > MAX_ITEM_NAME_LEN:
         raise InvalidName(f"item name longer than {MAX_ITEM_NAME_LEN} characters")
-    bad = unsafe_chars(clean)
-    if bad:
+    unsafe = unsafe_chars(clean)
+    if unsafe:
         raise InvalidName(f"item name {clean!r} contains control, format or bidi characters "
-                          f"({', '.join(sorted(set(bad))[:5])})")
+                          f"({', '.join(sorted(set(unsafe))[:5])})")
     if _mixes_lookalike_scripts(clean):
         raise InvalidName(f"item name {clean!r} mixes Latin letters with look-alike letters of another "
                           "script in one word")

@@ -49,7 +49,8 @@ def seed(host) -> Seeded:
     with vs.batch(WriteContext(run=GOOD_RUN, actor="Elaina", source_conv="conv_2"), message="memorize 2 entries"):
         vs.diary.append("Talked about the sea at sunset; wants to see it again.", date="2026-07-20", time="18:30",
                         owner=OWNER, source_conv="conv_2")
-        vs.diary.append("今天去了海边散步，心情很好。", date="2026-07-20", time="19:05", owner=OWNER, source_conv="conv_2")
+        vs.diary.append("今天去了海边散步，心情很好。", date="2026-07-20", time="19:05",
+                        owner=OWNER, source_conv="conv_2")
     vs.add("work", "job", "Works as a barista.", owner=OWNER,
            ctx=WriteContext(run=STALE_RUN, actor="Elaina", source_conv="conv_0"))
     vs.add("work", "job", "Works as a teacher now.", owner=OWNER, ctx=WriteContext(actor="operator"))

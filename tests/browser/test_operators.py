@@ -129,7 +129,7 @@ def test_history_marks_the_rolled_back_run_and_links_both_ways(world, operator_p
         page.goto(owner_url(world, "/history"))
         group = page.locator("section.run", has=page.locator(f"a.run-link:text-is('{BAD_RUN}')"))
         expect(group.locator(".undone").first).to_contain_text(f"rolled back by {rollback[:10]}")
-        undo_row = page.locator("li.commit", has=page.locator(f"a.commit-link:text-is('{rollback[:10]}')"))
+        undo_row = page.locator("section.card", has=page.locator(f"a.commit-link:text-is('{rollback[:10]}')"))
         expect(undo_row.locator(".undoes")).to_contain_text(f"undoes run {BAD_RUN}")
         page.screenshot(path=screenshots / f"ops-history-marks-{width}.png", full_page=True)
         undo_row.locator("a.undone-run").click()  # undo commit → the run it undid
@@ -147,7 +147,7 @@ def test_history_filters_compare_and_jump(world, operator_page, screenshots):
         page.fill("#f-actor", "operator")
         page.click("form.history-filters button[type=submit]")
         expect(page.locator("li.commit")).to_have_count(1)
-        expect(page.locator("li.commit")).to_contain_text("work/job")
+        expect(page.locator("section.card")).to_contain_text("work/job")  # a single commit's card: its summary
         page.goto(owner_url(world, "/history?action=batch"))
         expect(page.locator("li.commit")).to_have_count(2)
         # compare: from the first commit to the newest
@@ -217,8 +217,9 @@ def test_the_new_pages_fit_the_width(world, operator_page, width):
     page = operator_page(width)
     base = f"/admin/owners/{OWNER}"
     for tail in ("/admin/runs?actor=Elaina", "/admin/runs?by=owner", f"/admin/bulk/rollback?run={BAD_RUN}",
-                 f"{base}/history?actor=Elaina", f"{base}/diff?from=HEAD~4", f"{base}/versions/preferences/likes-the-sea",
-                 f"{base}/edit/preferences/likes-the-sea", f"{base}/new-item", f"{base}/delete-owner",
-                 f"{base}/find?q=sea"):
+                 f"{base}/history?actor=Elaina", f"{base}/diff?from=HEAD~4",
+                 f"{base}/versions/preferences/likes-the-sea", f"{base}/edit/preferences/likes-the-sea",
+                 f"{base}/new-item", f"{base}/delete-owner",
+                 f"{base}/find?q=sea", "/admin/timezone"):
         page.goto(world.url + tail)
         assert fits(page), tail

@@ -89,7 +89,8 @@ class Load:
             except (ClientError, OSError) as exc:
                 with self._lock:
                     self.result.failed.setdefault(owner, []).append(content)
-                    self.result.errors[f"{getattr(exc, 'status', 'os')} {getattr(exc, 'code', type(exc).__name__)}"] += 1
+                    kind = f"{getattr(exc, 'status', 'os')} {getattr(exc, 'code', type(exc).__name__)}"
+                    self.result.errors[kind] += 1
                 continue
             with self._lock:
                 self.result.acknowledged.setdefault(owner, []).append(content)

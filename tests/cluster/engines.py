@@ -8,9 +8,12 @@ free port, in its own process group, logging into its own folder:
   is created on the first push (the push-to-create behaviour of hosted git
   servers), so ``WIKIMEM_REMOTE=http://127.0.0.1:PORT/{owner}.git`` works
   without preparing anything;
+- :class:`GuideGitServer` — the same, set up by running the steps of
+  ``deploy/cluster/README.md`` ("The git server") with its files, as root:
+  nginx's workers as ``www-data``, fcgiwrap started by spawn-fcgi, basic auth;
 - :class:`GitDaemon` — ``git daemon --enable=receive-pack`` (git:// URLs);
 - :class:`Balancer` — nginx proxying to N upstreams with
-  ``hash $owner consistent`` (the map of ``deploy/nginx.conf``);
+  ``hash $owner consistent`` (the map of ``deploy/cluster/nginx-balancer.conf``);
 - :class:`HostProcess` — one wikimem host: gunicorn with its own data root.
 
 Nothing here imports pytest: the fixtures in ``conftest.py`` and the
@@ -22,6 +25,7 @@ call twice.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,8 +37,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["free_port", "wait_until", "EngineError", "Engine", "GitHttpServer", "GitDaemon", "Balancer",
-           "HostProcess", "bare_repo", "REPO", "have"]
+__all__ = ["free_port", "wait_until", "EngineError", "Engine", "GitHttpServer", "GuideGitServer", "GitDaemon",
+           "Balancer", "HostProcess", "bare_repo", "REPO", "have", "guide_blocks"]
 
 REPO = Path(__file__).resolve().parents[2]
 START_SECONDS = 30.0
@@ -172,11 +176,15 @@ def _stop_group(proc: subprocess.Popen, timeout: float = STOP_SECONDS) -> None:
         proc.wait(timeout=5)
 
 
-def _nginx_prelude(workdir: Path) -> str:
-    """The top of an nginx.conf that keeps every file nginx writes inside ``workdir``."""
+def _nginx_prelude(workdir: Path, user: str = "root root") -> str:
+    """The top of an nginx.conf that keeps every file nginx writes inside ``workdir``.
+
+    Started by root, the workers run as ``user``: root by default, so they reach the files of
+    root-made folders (pytest's are 0700); ``www-data`` where the test is that they need not.
+    """
     tmp = workdir / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the files of root-made dirs
+    user = f"user {user};\n" if os.geteuid() == 0 else ""
     temps = "\n".join(f"    {kind}_temp_path {tmp / kind};" for kind in ("client_body", "proxy", "fastcgi",
                                                                           "uwsgi", "scgi"))
     return (f"{user}daemon off;\nworker_processes 1;\npid {workdir / 'nginx.pid'};\n"
@@ -193,30 +201,44 @@ def _nginx_argv(workdir: Path, conf: Path) -> list[str]:
 
 
 # The CGI that fcgiwrap runs for every request: push-to-create, then git's own http-backend
-# (the same file a production git server uses, see deploy/cluster/git-server.nginx.conf).
+# (the same file a production git server uses, see deploy/cluster/README.md, "The git server").
 CREATE_AND_SERVE = REPO / "deploy" / "cluster" / "git-http-create.cgi"
 
 
-class GitHttpServer(Engine):
-    """nginx + fcgiwrap + ``git http-backend``: smart HTTP with push, fsck on receive, push-to-create."""
+class GitServer(Engine):
+    """A git server on 127.0.0.1 serving the bare repositories under ``root`` as ``<url>/<folder>.git``."""
 
-    name = "git-http"
+    scheme = ""
 
-    def __init__(self, workdir: Path, root: Path | None = None, fcgi_children: int = 4):
+    def __init__(self, workdir: Path, root: Path | None = None):
         super().__init__(workdir)
         self.root = Path(root or self.workdir / "repos")
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = 0
-        self.fcgi_port = 0
-        self.fcgi_children = fcgi_children
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def template(self) -> str:
         """A ``WIKIMEM_REMOTE`` template for this server."""
         return f"{self.url}/{{owner}}.git"
+
+    def repo(self, folder: str) -> Path:
+        """The bare repository behind ``{owner}`` = ``folder``."""
+        return self.root / f"{folder}.git"
+
+
+class GitHttpServer(GitServer):
+    """nginx + fcgiwrap + ``git http-backend``: smart HTTP with push, fsck on receive, push-to-create."""
+
+    name = "git-http"
+    scheme = "http"
+
+    def __init__(self, workdir: Path, root: Path | None = None, fcgi_children: int = 4):
+        super().__init__(workdir, root)
+        self.fcgi_port = 0
+        self.fcgi_children = fcgi_children
 
     def start(self) -> GitHttpServer:
         fcgiwrap = _which("fcgiwrap")
@@ -263,28 +285,133 @@ class GitHttpServer(Engine):
         self._wait_port(self.port)
         return self
 
-    def repo(self, folder: str) -> Path:
-        """The bare repository behind ``{owner}`` = ``folder``."""
-        return self.root / f"{folder}.git"
+
+GUIDE = REPO / "deploy" / "cluster" / "README.md"
+# The absolute paths the guide installs to; a test keeps them under its own folder.
+_GUIDE_PATHS = re.compile(r"(?<![\w/.-])(/usr/local/lib/wikimem|/srv/git|/etc/nginx|/run/fcgiwrap)")
 
 
-class GitDaemon(Engine):
-    """``git daemon`` serving every repository under ``root`` with receive-pack enabled (git:// URLs)."""
+def guide_blocks(path: Path = GUIDE) -> dict[str, str]:
+    """The shell blocks of a guide marked ``<!-- guide: NAME -->``, by name (dedented, as a shell reads them)."""
+    import textwrap
 
-    name = "git-daemon"
+    found = re.findall(r"<!-- guide: (\w+) -->\n *```sh\n(.*?)\n *```", path.read_text(encoding="utf-8"), re.S)
+    return {name: textwrap.dedent(body) for name, body in found}
 
-    def __init__(self, workdir: Path, root: Path | None = None):
-        super().__init__(workdir)
-        self.root = Path(root or self.workdir / "repos")
-        self.root.mkdir(parents=True, exist_ok=True)
+
+class GuideGitServer(GitServer):
+    """The git server of ``deploy/cluster/README.md``, "The git server", made by following it.
+
+    Its shell blocks run as written (as root, from the repository, with its files), but every
+    absolute path they name lives under ``<workdir>/root`` (``/srv/git`` is ``<workdir>/root/srv/git``);
+    the installed site then gets the edit the guide asks of an operator: its ``listen`` address
+    (127.0.0.1 and a free port) and, for TLS, a certificate (self-signed, ``self.cert``). nginx's
+    workers run as ``www-data`` as on Debian, so ``workdir`` must be one ``www-data`` can reach.
+    ``site``: ``"http"`` or ``"https"``. The repositories are ``<url>/wikimem/<folder>.git``.
+    """
+
+    name = "guide-git"
+
+    def __init__(self, workdir: Path, site: str = "http"):
+        Engine.__init__(self, workdir)  # (not GitServer's: the guide makes the repositories' folder)
+        self.fs = self.workdir / "root"
+        self.root = self.fs / "srv" / "git" / "wikimem"
         self.port = 0
+        self.scheme = site
+        self.password = ""
+        self.cert = self.workdir / "cert.pem"
+        self.output: dict[str, str] = {}  # what each step printed
 
     @property
     def url(self) -> str:
-        return f"git://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}/wikimem"
 
     def template(self) -> str:
-        return f"{self.url}/{{owner}}.git"
+        """The hosts' ``WIKIMEM_REMOTE``, with the guide's account."""
+        return f"{self.authed()}/{{owner}}.git"
+
+    def authed(self, user: str = "wikimem", password: str | None = None) -> str:
+        """The base URL with credentials: ``…/wikimem`` (a repository is ``<base>/<folder>.git``)."""
+        return f"{self.scheme}://{user}:{self.password if password is None else password}@127.0.0.1:{self.port}/wikimem"
+
+    def rooted(self, text: str) -> str:
+        return _GUIDE_PATHS.sub(lambda m: f"{self.fs}{m.group(1)}", text)
+
+    def run_step(self, name: str, script: str, timeout: float = 60) -> str:
+        """One block of the guide, with its paths under ``self.fs``; ``nginx`` is this server's nginx."""
+        conf = self.fs / "etc" / "nginx" / "nginx.conf"
+        wrapper = f"nginx() {{ command {' '.join(_nginx_argv(self.workdir, conf))} \"$@\"; }}\n"
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", wrapper + self.rooted(script)], cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/sbin:/sbin"})
+        self.output[name] = done.stdout + done.stderr
+        if done.returncode != 0:
+            raise EngineError(f"step {name!r} of the guide failed ({done.returncode}):\n{self.output[name]}")
+        return done.stdout
+
+    def start(self) -> GuideGitServer:
+        if os.geteuid() != 0:
+            raise EngineError("the guide's steps are root's (install -o www-data, spawn-fcgi -u www-data)")
+        blocks = guide_blocks()
+        # What a fresh Debian machine has once the packages are in.
+        for folder in ("run", "usr/local/lib", "etc/nginx/sites-enabled"):
+            (self.fs / folder).mkdir(parents=True, exist_ok=True)
+        site = f"git-server-{self.scheme}.nginx.conf"
+        files = re.sub(r"(?m)^site=\S+$", f"site={site}", blocks["files"])
+        self.password = self.run_step("files", files).strip().rsplit(" ", 1)[-1]
+        self.port = self.port or free_port()
+        self._edit_site(self.fs / "etc" / "nginx" / "sites-available" / "wikimem-git")
+        snippet = self.fs / "etc" / "nginx" / "snippets" / "wikimem-git.conf"
+        snippet.write_text(self.rooted(snippet.read_text()))
+        (self.fs / "etc" / "nginx" / "nginx.conf").write_text(  # Debian's nginx.conf, in short
+            _nginx_prelude(self.workdir, user="www-data") + "    include sites-enabled/*;\n}\n")
+        self.run_step("fcgiwrap", blocks["fcgiwrap"])
+        self.run_step("nginx", blocks["nginx"])
+        self._spawn(_nginx_argv(self.workdir, self.fs / "etc" / "nginx" / "nginx.conf"))
+        self._wait_port(self.port)
+        return self
+
+    def _edit_site(self, site: Path) -> None:
+        """The operator's edit: this machine's address, and for TLS its certificate."""
+        text = self.rooted(site.read_text())
+        text, listens = re.subn(r"(?m)^(\s*listen )([^;]*);",
+                                lambda m: f"{m.group(1)}127.0.0.1:{self.port}{' ssl' if 'ssl' in m.group(2) else ''};",
+                                text)
+        assert listens == 1, text
+        if self.scheme == "https":
+            key = self.workdir / "key.pem"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                            "-out", str(self.cert)], check=True, capture_output=True, timeout=60)
+            text, certs = re.subn(r"(ssl_certificate(?:_key)?)\s+\S+;",
+                                  lambda m: f"{m.group(1)} {key if m.group(1).endswith('key') else self.cert};", text)
+            assert certs == 2, text
+        site.write_text(text)
+
+    def fcgiwrap_pid(self) -> int | None:
+        try:
+            return int((self.fs / "run" / "fcgiwrap.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def stop(self) -> None:
+        super().stop()
+        pid = self.fcgiwrap_pid()  # spawn-fcgi made it the leader of its own group: stop the group
+        if pid is not None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(pid, sig)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.2)
+            (self.fs / "run" / "fcgiwrap.pid").unlink(missing_ok=True)
+
+
+class GitDaemon(GitServer):
+    """``git daemon`` serving every repository under ``root`` with receive-pack enabled (git:// URLs)."""
+
+    name = "git-daemon"
+    scheme = "git"
 
     def start(self) -> GitDaemon:
         self.port = self.port or free_port()
@@ -296,15 +423,12 @@ class GitDaemon(Engine):
         self._wait_port(self.port)
         return self
 
-    def repo(self, folder: str) -> Path:
-        return self.root / f"{folder}.git"
-
 
 class Balancer(Engine):
     """nginx in front of N hosts, routing ``/…/owners/<owner>/…`` with ``hash $owner consistent``.
 
     Passive health checks only (``max_fails``/``fail_timeout``, as in
-    ``deploy/cluster/nginx.conf``); ``proxy_next_upstream`` retries a request
+    ``deploy/cluster/nginx-balancer.conf``); ``proxy_next_upstream`` retries a request
     on another host only when the chosen one refused the connection, so a
     write is never sent twice.
     """

@@ -44,7 +44,22 @@ WRITES = {
     "add": "vs.add('preferences', 'tea', '喝乌龙茶。', ctx=WriteContext(actor='bot', idempotency_key=KEY))",
     "diary": "vs.diary_append('下午去了海边。', date='2026-07-21', time='15:00', "
              "ctx=WriteContext(actor='bot', idempotency_key=KEY))",
+    "settings": "settings_write(vs, KEY)",
 }
+# What Owner.put_settings does at the versioned store (a host is not needed to kill it half-way).
+SETTINGS_WRITE = """
+def settings_write(vs, key):
+    new = b'{\\n  "tz": "Asia/Shanghai"\\n}\\n'
+    with vs.batch(WriteContext(actor='bot', idempotency_key=key), message='settings: tz=Asia/Shanghai',
+                  kind='settings') as b:
+        if b.replay is None:
+            vs.writer.apply({'settings.json': (vs.writer.read('settings.json'), new)},
+                            {'ts': '2026-07-21T00:00:00+00:00', 'action': 'settings', 'detail': 'tz=Asia/Shanghai'})
+            b.result = {'settings': {'tz': 'Asia/Shanghai'}}
+    from wikimem.versioned import Committed
+    return Committed(None, b.commit, b.replay is not None)
+"""
+exec(SETTINGS_WRITE)
 
 CHILD = """
 import importlib, os, sys
@@ -62,6 +77,7 @@ def dying(*args, **kwargs):
 setattr(cls, name, dying)
 vs = VersionedStore(sys.argv[1])
 KEY = "retry-me-1"
+exec(sys.argv[5])
 exec(write)
 os._exit(0)  # the step was never reached: a broken test
 """
@@ -80,8 +96,8 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
     vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))  # something before, so undo has a base
     vs.close()
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind]], env=env,
-                           capture_output=True, text=True, timeout=60)
+    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES[kind], SETTINGS_WRITE],
+                           env=env, capture_output=True, text=True, timeout=60)
     assert child.returncode == 9, child.stderr  # it died right after the step
 
     vs = VersionedStore(root)
@@ -98,6 +114,9 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
     assert len(journal) == 2
     if kind == "add":
         assert vs.store.get("preferences", "tea").content == "喝乌龙茶。"
+    elif kind == "settings":
+        assert json.loads(vs.head_file("settings.json")) == {"tz": "Asia/Shanghai"}
+        assert json.loads((root / "settings.json").read_text()) == {"tz": "Asia/Shanghai"}
     else:
         assert [e.content for e in vs.diary.day("2026-07-21")] == ["下午去了海边。"]
     assert vs.intent.in_flight() is None
@@ -130,3 +149,51 @@ def test_the_intent_of_a_writer_of_the_previous_version_is_reconciled(tmp_path):
     assert [json.loads(line)["item"] for line in (root / "journal.jsonl").read_text().splitlines()] == ["sea", "tea"]
     if GIT:
         assert _git(root, "status", "--porcelain") == ""
+
+
+HOST_CHILD = """
+import importlib, os, sys
+from wikimem.context import WriteContext
+from wikimem.host import Host
+module, path = sys.argv[2], sys.argv[3]
+owner_cls, _, name = path.partition(".")
+cls = getattr(importlib.import_module(module), owner_cls)
+original = getattr(cls, name)
+def dying(*args, **kwargs):
+    result = original(*args, **kwargs)
+    if path != "HistoryDB.sync" or kwargs.get("results"):
+        os._exit(9)
+    return result
+host = Host(sys.argv[1])
+owner = host.owner("user:ann")
+setattr(cls, name, dying)
+owner.add("preferences", "tea", "oolong", ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", STEPS, ids=[s[2] for s in STEPS])
+def test_a_host_write_killed_after_any_step_is_in_the_run_index_after_its_retry(tmp_path, step):
+    """Issue 22 finding 4: killed after the branch moved, the retry replays without a new commit — the run
+    index must still learn of the commit (the recovery tells the listeners), without any search catching up."""
+    from wikimem.host import Host, RunQuery
+
+    data = tmp_path / "data"
+    host = Host(data)
+    host.ensure_owner("user:ann")[0].add("preferences", "sea", "likes the sea", ctx=WriteContext(actor="seed"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.run([sys.executable, "-c", HOST_CHILD, str(data), step[0], step[1]], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 9, child.stderr
+
+    host = Host(data)  # the retry, in another process's shoes
+    done = host.owner("user:ann").add("preferences", "tea", "oolong",
+                                      ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
+    assert done.replayed == (step[2] in COMMITTED)
+    rows = host.run_index.search(RunQuery.parse(run="run_crash")).runs  # the index itself, no catch-up
+    assert [(r.owner, r.commit, r.commits) for r in rows] == [("user:ann", done.commit, 1)]
+    assert host.run_index.indexed_head("user:ann") == done.commit
+    before = host.run_index.dump()
+    host.fleet.refresh_run_index(full=True)
+    assert host.run_index.dump() == before  # equal to a rebuild from git

@@ -76,7 +76,8 @@ def test_hostile_characters_never_reach_a_git_object(app, tmp_path):
             else:
                 accepted += 1
         # content may hold them: it is the memory itself, a blob to git
-        assert client.put(O + "/items/f/c", headers=auth(ADMIN), json={"content": f"text {value} end"}).status_code in (200, 201)
+        r = client.put(O + "/items/f/c", headers=auth(ADMIN), json={"content": f"text {value} end"})
+        assert r.status_code in (200, 201)
         assert client.post(O + "/diary", headers=auth(ADMIN), json={"content": f"event {value}"}).status_code == 201
     assert refused >= len(HOSTILE) * 10
     memorized = client.post(O + "/memorize", headers=auth(ADMIN), json={"turn": "user: hi"})

@@ -124,7 +124,7 @@ def test_every_html_page_carries_the_security_headers(world, path):
 
 @pytest.mark.parametrize("owner_id", ["--help", "-rf", ".hidden", "_x", "@x"])
 def test_owner_ids_that_read_as_options_or_hidden_files_are_refused(world, owner_id):
-    assert _error(world.client.put(f"/api/v1/owners/{owner_id}", headers=auth(ADMIN)), 400)["code"] == "invalid_name"
+    assert _error(world.client.put(f"/api/v1/owners/{owner_id}", headers=auth(ADMIN)), 422)["code"] == "invalid_name"
 
 
 def _app_with_token(tmp_path, prefix: str, **config):
@@ -165,13 +165,13 @@ def test_a_new_owner_keeps_its_history_index_small(world):
 
 
 def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypatch):
-    import wikimem.store.writer as mutation
+    from wikimem.store import Door
 
-    def full(path, data, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    def full(door, rel, data, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", rel)
 
     head = _commits(world)
-    monkeypatch.setattr(mutation, "atomic_write", full)
+    monkeypatch.setattr(Door, "write", full)  # every file of an owner folder is written through its door
     r = world.client.put(O + "/items/f/a", headers=auth(ADMIN), json={"content": "x"})
     err = _error(r, 507)
     assert err["code"] == "storage_full" and r.headers["Retry-After"]
@@ -208,6 +208,6 @@ def test_a_writer_that_waited_for_a_deleted_owner_does_not_bring_its_folder_back
 
 @pytest.mark.parametrize("field", ["budget_tokens", "limit"])
 @pytest.mark.parametrize("value", [0, -1])
-def test_retrieve_numbers_below_the_schemas_minimum_are_400(world, field, value):
+def test_retrieve_numbers_below_the_schemas_minimum_are_422(world, field, value):
     r = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "海", field: value})
-    assert _error(r, 400)["code"] == "bad_request"
+    assert _error(r, 422)["code"] == "invalid_value"  # an integer, as the schema says, out of its range

@@ -108,7 +108,7 @@ def test_add_refuses_an_existing_item_and_a_bad_name(app):
                                               "content": "overwrite?"})
     assert r.status_code == 412 and "already exists" in r.get_data(as_text=True)
     r = client.post(f"{BASE}/new-item", data={"csrf_token": token, "file": "Bad File", "name": "x", "content": "y"})
-    assert r.status_code == 400 and owner(app).head() == head
+    assert r.status_code == 422 and owner(app).head() == head  # a refused name: 422
 
 
 def test_delete_an_item_with_its_etag(app):
@@ -185,7 +185,7 @@ def test_runs_page_and_bulk_preview_render_and_need_a_search(app):
     html = client.get("/admin/runs", query_string={"actor": "Elaina-v12"}).get_data(as_text=True)
     assert "run_bad" in html and 'id="bulk-rollback"' in html
     assert 'id="bulk-rollback"' not in client.get("/admin/runs").get_data(as_text=True)
-    assert client.get("/admin/runs", query_string={"since": "soon"}).status_code == 400
+    assert client.get("/admin/runs", query_string={"since": "soon"}).status_code == 422  # a refused value
     preview = client.get("/admin/bulk/rollback", query_string={"actor": "Elaina-v12"}).get_data(as_text=True)
     assert "Roll back 1 run of 1 owner?" in preview and "Hates tea" not in preview
     assert client.get("/admin/bulk/rollback", query_string={"owner_prefix": "user:"}).status_code == 400

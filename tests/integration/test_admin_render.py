@@ -48,7 +48,8 @@ def test_resolved_link_is_an_anchor_and_dangling_link_is_flagged():
     html = renderer({("work", "job")})("see [[work:job]] or [[work:gone]]")
     assert isinstance(html, Markup)
     assert '<a class="wikilink" href="/admin/owners/o/items/work/job">[[work:job]]</a>' in html
-    assert '<span class="wikilink dangling" title="dangling link: no item &#39;gone&#39; in &#39;work&#39;">[[work:gone]]</span>' in html
+    assert ('<span class="wikilink dangling" title="dangling link: no item &#39;gone&#39; in &#39;work&#39;">'
+            '[[work:gone]]</span>') in html
 
 
 def test_hostile_content_is_escaped_text_and_links_do_not_open_a_hole():

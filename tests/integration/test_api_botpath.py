@@ -98,14 +98,35 @@ def test_settings_are_read_written_and_committed(world):
     same = world.client.put(O + "/settings", headers=auth(ADMIN), json={"tz": "Asia/Shanghai"})
     assert same.get_json()["commit"] is None
     history = world.client.get(O + "/history", headers=auth(ADMIN)).get_json()["entries"]
-    assert [e["summary"] for e in history[:2]] == ["settings: character=unset", "settings: character=Elaina, tz=Asia/Shanghai"]
+    assert [e["summary"] for e in history[:2]] == ["settings: character=unset",
+                                                   "settings: character=Elaina, tz=Asia/Shanghai"]
+
+
+def test_a_character_of_the_documented_200_characters_works_end_to_end(chat, llm):
+    """Issue 24 item 22: the commit summary "settings: character=…" passed the message's 200 characters
+    at ~180, so a documented 200-character character was refused."""
+    character = "龙" * 100 + "e" * 100
+    put = chat.client.put(O + "/settings", headers=auth(ADMIN), json={"character": character})
+    assert put.status_code == 200, put.get_json()
+    assert chat.client.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"]["character"] == character
+    assert json.loads(_git(chat, "show", "HEAD:settings.json")) == {"character": character}
+    summary = _git(chat, "log", "-1", "--format=%s").strip()
+    assert summary.startswith("settings: character=龙") and summary.endswith("…") and len(summary) <= 200
+    llm.replies.append(json.dumps([{"content": "去了海边。"}], ensure_ascii=False))
+    r = chat.client.post(O + "/memorize", headers=auth(ADMIN), json={"turn": "user: 去了海边"})
+    assert r.status_code == 200, r.get_json()
+    assert f"You are {character}." in llm.chat_messages[0][0]["content"]
+    assert chat.client.post(O + "/memorize", headers=auth(ADMIN),
+                            json={"turn": "user: x", "character": character + "!"}).status_code == 422
 
 
 @pytest.mark.parametrize("body, status, words", [
     ({"tz": "Mars/Olympus"}, 422, "unknown time zone"),
     ({"tz": 8}, 400, "tz must be a string"),
     ({"timezone": "UTC"}, 400, "unknown field(s): timezone"),
-    ({"character": ""}, 400, "character must be"),
+    ({"character": ""}, 422, "character must be"),
+    ({"character": 7}, 400, "character must be a string"),
+    ({"character": "x" * 201}, 422, "character must be"),
 ])
 def test_bad_settings_are_refused(world, body, status, words):
     _error(world.client.put(O + "/settings", headers=auth(ADMIN), json=body), status, words)
@@ -148,7 +169,35 @@ def test_memorize_uses_the_owners_time_zone_and_character(chat, llm):
     # Told at 01:00 on the 23rd in Shanghai (still the 22nd in UTC): "yesterday" is the 22nd.
     assert (entry["date"], entry["time"]) == ("2026-07-22", "01:00")
     assert "You are Elaina." in llm.chat_messages[0][0]["content"]
-    assert _git(chat, "log", "-1", "--format=%an") == "Elaina\n"
+    assert _git(chat, "log", "-1", "--format=%an") == "admin\n"  # who wrote: the token, as for every write
+
+
+def test_every_write_without_an_actor_is_recorded_as_the_tokens_name(chat, llm):
+    """Issue 24 item 16: a memorize without an actor was recorded as its character ("the assistant")
+    while every other write defaulted to the token's name. One default now; the character stays in
+    the prompt, and an actor given in the body still wins."""
+    writer = auth(chat.secrets["writer"])
+    chat.client.put(O + "/settings", headers=auth(ADMIN), json={"character": "Elaina"})
+    llm.reply_fn = lambda messages: json.dumps([{"content": "去了海边。"}], ensure_ascii=False)
+    writes = [
+        chat.client.put(O + "/items/notes/sea", headers=writer, json={"content": "海边"}),
+        chat.client.post(O + "/diary", headers=writer, json={"content": "下雨。"}),
+        chat.client.post(O + "/diary-tool", headers=writer, json={"arguments": {"content": "工具。"}}),
+        chat.client.post(O + "/batch", headers=writer, json={"ops": [{"op": "diary", "content": "批量。"}]}),
+        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 去了海边"}),
+        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 又去了", "character": "Mia"}),
+    ]
+    assert [w.status_code for w in writes] == [201, 201, 201, 200, 200, 200]
+    job = chat.client.post(O + "/memorize", headers=auth(chat.secrets["writer"], Prefer="respond-async"),
+                           json={"turn": "user: 第三次"})
+    assert _wait_job(chat, job.headers["Location"])["state"] == "done"
+    history = chat.client.get(O + "/history?limit=7", headers=auth(ADMIN)).get_json()["entries"]
+    assert [e["actor"] for e in history] == ["writer"] * 7
+    assert "You are Elaina." in llm.chat_messages[0][0]["content"]  # the character: the owner's setting
+    assert "You are Mia." in llm.chat_messages[1][0]["content"]
+    named = chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: x", "actor": "bot-7"})
+    assert named.status_code == 200
+    assert _git(chat, "log", "-1", "--format=%an") == "bot-7\n"
 
 
 @pytest.fixture
@@ -190,7 +239,8 @@ def test_memorize_with_respond_async_is_a_job(chat, llm):
     job = r.get_json()
     assert r.headers["Location"] == f"/api/v1/jobs/{job['id']}"
     assert r.headers["Preference-Applied"] == "respond-async"
-    assert job["kind"] == "memorize" and job["total"] == 1 and job["params"] == {"owner": OWNER, "run": "run_j"}
+    assert job["kind"] == "memorize" and job["total"] == 1
+    assert job["params"] == {"owner": OWNER, "run": "run_j", "request_id": r.headers["X-Request-Id"]}
     done = _wait_job(world, r.headers["Location"])
     assert done["state"] == "done" and done["done"] == 1
     result = done["results"][0]["result"]
@@ -229,4 +279,4 @@ def test_jobs_are_seen_only_by_tokens_that_reach_their_owner(chat):
     _error(world.client.get(location, headers=auth(world.secrets["scoped"])), 403)  # owners user:lu… only
     _error(world.client.get(location), 401)
     _error(world.client.get("/api/v1/jobs/job_20260721T000000Z_0123456789ab", headers=auth(ADMIN)), 404)
-    _error(world.client.get("/api/v1/jobs/not-a-job", headers=auth(ADMIN)), 400)
+    _error(world.client.get("/api/v1/jobs/not-a-job", headers=auth(ADMIN)), 422)

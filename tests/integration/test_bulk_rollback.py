@@ -38,7 +38,7 @@ def test_preview_shows_each_owners_changes_and_conflicts_and_writes_nothing(host
     before = heads(host, deploy.owners)
     preview = host.fleet.preview_bulk_rollback(BAD)
     assert preview.total == {"owners": 6, "runs": 6, "changes": 5 * 2, "changes_if_forced": 6 * 2, "conflicts": 1,
-                             "owners_with_conflicts": 1, "owners_with_nothing_to_do": 0}
+                             "owners_with_conflicts": 1, "owners_to_change": 5, "owners_with_nothing_to_do": 0}
     by_owner = {p.part.owner: p for p in preview.plans}
     conflicted = by_owner[deploy.conflicted]
     assert [(c["name"], c["current"], c["wanted"]) for c in conflicted.conflicts] == [

@@ -56,9 +56,10 @@ def test_explain_of_a_host_owner_uses_the_hosts_recall_settings(tmp_path, monkey
     owner = build_host(load_config({"DATA_ROOT": str(data)}, environ={})).create_owner("user:ann")
     owner.diary_append("今天去了海边，很开心。", date="2026-07-21", time="14:30")
     monkeypatch.setenv("WIKIMEM_DATA", str(data))
+    monkeypatch.setenv("WIKIMEM_DIARY_RECALL", "window")
     assert main(["--owner", "user:ann", "explain", "开心", "--no-jieba"]) == 1  # the seed's window: no diary
     capsys.readouterr()
-    monkeypatch.setenv("WIKIMEM_DIARY_RECALL", "all")
+    monkeypatch.delenv("WIKIMEM_DIARY_RECALL")  # the host's default: the diary ranked by topic
     assert main(["--owner", "user:ann", "explain", "开心", "--no-jieba"]) == 0
     assert "every diary entry is searched" in capsys.readouterr().out
     assert main(["--owner", "user:ann", "explain", "开心", "--no-jieba", "--diary", "window"]) == 1  # a flag wins

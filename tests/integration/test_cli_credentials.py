@@ -119,4 +119,5 @@ def test_an_account_line_without_a_role_is_an_operator(tmp_path):
     accounts = tmp_path / "operators.jsonl"
     accounts.write_text(json.dumps({"name": "old", "password_hash": hash_password("old password")}) + "\n")
     assert check_account(str(accounts), "old", "old password").role == "operator"
-    assert wikimem("operator", "list", "--file", str(accounts)).stdout.splitlines()[1].split() == ["old", "operator", "*"]
+    listing = wikimem("operator", "list", "--file", str(accounts)).stdout
+    assert listing.splitlines()[1].split() == ["old", "operator", "*"]

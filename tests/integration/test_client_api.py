@@ -104,9 +104,16 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         state[key] = value
         return value
 
+    def cancelled_or_started(cancel) -> bool:  # the background runner may have taken the job already: 409
+        try:
+            return cancel()["state"] == "cancelled"
+        except ConflictError:
+            return True
+
     steps = [
         ("healthz", lambda: c.health() is True),
-        ("readyz", lambda: c.ready() == {"ready": True, "remote": "none"}),
+        ("readyz", lambda: {k: v for k, v in c.ready().items() if k != "details"}
+         == {"ready": True, "remote": "none", "disk": "ok"}),
         ("version", lambda: c.version()["api"] == 1),
         ("openapi", lambda: c.openapi()["paths"]["/runs"]["get"]["operationId"] == "runs"),
         ("replication", lambda: c.replication()["mode"] == "none"),
@@ -132,6 +139,8 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
          == ["I started learning to surf"]),
         ("memorize", lambda: remember("job", c.memorize_async("user: a surf lesson"))["state"] == "queued"),
         ("job", lambda: c.job(state["job"]["id"])["kind"] == "memorize"),
+        ("jobs", lambda: state["job"]["id"] in [j["id"] for j in c.jobs(kind="memorize").entries]),
+        ("cancel_job", lambda: cancelled_or_started(lambda: c.cancel_job(state["job"]["id"]))),
         ("owner_stats", lambda: c.owner_stats()["items"] == 2),
         ("owners", lambda: "user:walk" in [o["id"] for o in c.owners(prefix="user:walk").entries]),
         ("history", lambda: remember("history", c.history(limit=100)).entries[0]["id"]),
@@ -147,8 +156,13 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("bulk_rollback", lambda: c.wait_job(c.bulk_rollback(run="run_1", owner_prefix="user:walk"),
                                              timeout=60, poll=0.05)["state"] == "done"),
         ("export", lambda: zipfile.ZipFile(io.BytesIO(c.export())).namelist() != []),
+        ("export", lambda: c.export(format="bundle").startswith(b"# v2 git bundle")),
+        ("forget", lambda: c.wait_job(c.forget("preferences", "likes-the-sea"), timeout=60,
+                                      poll=0.05)["state"] == "done"),
         ("delete_item", lambda: c.remove("people", "mia").value is True),  # back by the restore
         ("delete_owner", lambda: c.delete_owner() is None),
+        ("erase_owner", lambda: c.wait_job(c.erase_owner(), timeout=60, poll=0.05)["state"] == "done"),
+        ("erasure", lambda: c.erasure()["kind"] == "erase-owner"),
     ]
     called = set()
     for op_id, call in steps:
@@ -318,6 +332,23 @@ def test_the_client_rebuilds_the_diary_mode_of_a_result(live):
     assert result.diary == "all" and isinstance(result.items[0].item, RecallItem)
     assert c.diary_day("2026-07-21")[0] == DiaryItem("2026-07-21", "14:30", "Went to the beach.", owner="user:mode",
                                                      ts=c.diary_day("2026-07-21")[0].ts)
+
+
+def test_a_diary_hit_comes_back_with_its_date_and_time_and_as_prompt_text(live):
+    """Issue 24 item 15: the API's diary hits name ``date`` and ``time`` as the diary routes do."""
+    c = client_for(live, "user:prompt")
+    c.create_owner()
+    c.add("pets", "biscuit", "Our dog Biscuit, a beagle.")
+    c.diary_append("Took Biscuit to the vet.", date="2026-12-03", time="20:30")
+    body, _ = c.request("POST", "/owners/user:prompt/retrieve", body={"query": "Biscuit vet", "diary": "all"})
+    diary = next(e["item"] for e in body["items"] if e["kind"] == "diary")
+    assert (diary["date"], diary["time"]) == (diary["file"], diary["name"]) == ("2026-12-03", "20:30")
+    result = c.retrieve("Biscuit vet", diary="all", budget_tokens=100)
+    hit = next(e for e in result.items if e.kind == "diary")
+    assert (hit.date, hit.time) == ("2026-12-03", "20:30")
+    text = result.to_prompt(heading="Memories:")
+    assert "- [diary 2026-12-03 20:30] Took Biscuit to the vet." in text.splitlines()
+    assert "- [pets/biscuit] Our dog Biscuit, a beagle." in text.splitlines()
 
 
 def test_a_conflicting_rollback_raises_with_its_conflicts(live):

@@ -8,7 +8,6 @@ writes were spread over the worker processes.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import time
@@ -19,33 +18,14 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeOpenAI
-from gunicorn_env import free_port as _free_port
-from gunicorn_env import gunicorn_command as _gunicorn_command
-from gunicorn_env import stop_process
+from gunicorn_env import Gunicorn, access_pids
 
 from wikimem.client import Client, ClientError, NotFoundError, PreconditionFailedError, TooLargeError
 from wikimem.host.owner_ids import encode_owner_id
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-CONF = REPO / "deploy" / "gunicorn.conf.py"
 OWNER = "user:gunicorn"
-STARTUP_SECONDS = 30
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"gunicorn exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(base + "/healthz", timeout=1) as resp:
-                if json.load(resp) == {"ok": True}:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    pytest.fail(f"gunicorn did not become healthy:\n{log.read_text(errors='replace')}")
 
 
 @pytest.fixture(scope="module")
@@ -57,28 +37,15 @@ def llm():
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory, llm):
-    """A running gunicorn: ``(base_url, admin_token, data_root, log_path)``."""
-    tmp = tmp_path_factory.mktemp("gunicorn")
-    data, log = tmp / "data", tmp / "gunicorn.log"
-    port, token = _free_port(), secrets.token_urlsafe(24)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
-    env.update(WIKIMEM_DATA=str(data), WIKIMEM_BIND=f"127.0.0.1:{port}", WIKIMEM_WORKERS="3",
-               WIKIMEM_ADMIN_TOKEN=token, WIKIMEM_SECRET_KEY=secrets.token_hex(32), HOME=str(tmp),
-               WIKIMEM_LLM_URL=llm.url, WIKIMEM_LLM_MODEL="fake-chat")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(_gunicorn_command() + ["-c", str(CONF)], cwd=REPO, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, proc, log)
-        yield base, token, data, log
-    finally:
-        stop_process(proc)
+    """A running gunicorn of three workers: its ``base`` URL, admin ``token``, ``data`` root and ``log``."""
+    with Gunicorn(tmp_path_factory.mktemp("gunicorn"), WIKIMEM_WORKERS="3", WIKIMEM_LLM_URL=llm.url,
+                  WIKIMEM_LLM_MODEL="fake-chat") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def client(host):
-    base, token, _, _ = host
+    base, token = host.base, host.token
     c = Client(base, token, owner=OWNER, timeout=30.0, proxies={})
     c.create_owner()
     return c
@@ -108,13 +75,12 @@ def _raw(base: str, method: str, path: str, *, token: str | None, body: bytes | 
 
 
 def _worker_pids(log: Path, needle: str) -> set[str]:
-    """Pids of the workers whose access-log lines contain ``needle`` (format: host, <pid>, request …)."""
-    lines = log.read_text(errors="replace").splitlines()
-    return {line.split()[1] for line in lines if needle in line and len(line.split()) > 2}
+    """Pids of the workers whose access-log lines contain ``needle`` (JSON or text lines)."""
+    return access_pids(log.read_text(errors="replace"), needle)
 
 
 def test_version_answers(host):
-    base, token, _, _ = host
+    base, token = host.base, host.token
     assert Client(base, token, proxies={}).version()["api"] == 1
 
 
@@ -153,7 +119,7 @@ def test_if_match_refuses_a_lost_update(client):
 
 
 def test_diary_append_replayed_with_the_same_key_writes_one_event(host, client):
-    base, token, data, _ = host
+    base, token, data = host.base, host.token, host.data
     before = _commits(data, OWNER)
     path = f"/api/v1/owners/{OWNER.replace(':', '%3A')}/diary"
     body = json.dumps({"content": "在海边散步，捡到一只贝壳。", "date": "2026-07-21", "time": "09:15"}).encode()
@@ -168,7 +134,7 @@ def test_diary_append_replayed_with_the_same_key_writes_one_event(host, client):
 
 
 def test_same_key_sent_in_parallel_to_several_workers_writes_once(host, client):
-    base, token, data, _ = host
+    base, token, data = host.base, host.token, host.data
     owner = "user:parallel-key"
     client.create_owner(owner)
     before = _commits(data, owner)
@@ -186,13 +152,13 @@ def test_same_key_sent_in_parallel_to_several_workers_writes_once(host, client):
 
 
 def test_concurrent_writes_over_three_workers_lose_nothing(host, client):
-    _, _, data, log = host
+    data, log = host.data, host.log
     owner = "user:concurrent"
     client.create_owner(owner)
     before = _commits(data, owner)
     threads, per_thread = 4, 25
 
-    base, token, _, _ = host
+    base, token = host.base, host.token
 
     def write(t: int) -> list[str]:
         # A new client (so a new connection) per write: a kept-alive connection stays with the worker
@@ -233,7 +199,7 @@ def test_history_diff_and_revert(client):
 
 
 def test_oversized_body_is_413_json(host, client):  # client: the owner exists
-    base, token, _, _ = host
+    base, token = host.base, host.token
     body = json.dumps({"content": "x" * (1024 * 1024 + 10)}).encode()
     status, answer = _raw(base, "PUT", f"/api/v1/owners/{OWNER}/items/big/one", token=token, body=body,
                           headers={"Content-Type": "application/json"})
@@ -246,7 +212,7 @@ def test_client_raises_too_large(client):
 
 
 def test_no_token_is_a_401_json_error(host):
-    base, _, _, _ = host
+    base = host.base
     status, answer = _raw(base, "GET", "/api/v1/owners", token=None)
     assert status == 401 and answer["error"]["code"] == "unauthorized"
     with pytest.raises(ClientError) as info:
@@ -273,7 +239,7 @@ def _concurrently(client: Client, word: str, owner: str, n: int = 8) -> list[lis
 
 
 def test_every_worker_sees_each_write_at_once(host, client):
-    _, _, _, log = host
+    log = host.log
     owner = "user:fresh"
     client.create_owner(owner)
     for n in range(5):
@@ -289,7 +255,7 @@ def test_every_worker_sees_each_write_at_once(host, client):
 
 
 def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
-    _, token, data, _ = host
+    token, data = host.token, host.data
     owner = "user:memorize"
     client.create_owner(owner)
     before = _commits(data, owner)
@@ -298,13 +264,13 @@ def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
     body = json.dumps({"turn": "user: 今天去海边了", "character": "Elaina", "run": "run_g"}).encode()
     headers = {"Content-Type": "application/json", "Idempotency-Key": "memo-1"}
     path = f"/api/v1/owners/{owner}/memorize"
-    status, first = _raw(host[0], "POST", path, token=token, body=body, headers=headers)
+    status, first = _raw(host.base, "POST", path, token=token, body=body, headers=headers)
     assert status == 200 and first["run"] == "run_g" and len(first["entries"]) == 2
-    status, again = _raw(host[0], "POST", path, token=token, body=body, headers=headers)  # a retry
+    status, again = _raw(host.base, "POST", path, token=token, body=body, headers=headers)  # a retry
     assert status == 200 and again["commit"] == first["commit"]
     assert llm.chat_calls == 1 and "Elaina" in llm.chat_messages[0][0]["content"]
     assert _commits(data, owner) == before + 1
     history = client.history(owner=owner, run="run_g").entries
-    assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "Elaina"
+    assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "admin"  # the token's name
     assert [e.content for e in client.diary_window("2000-01-01", "2100-01-01", owner=owner)] == \
         ["傍晚去海边散步。", "想八月去青岛。"]

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.errors import PreconditionFailed
-from wikimem.host import BadRequest, Host
+from wikimem.errors import InvalidValue, PreconditionFailed
+from wikimem.host import Host
 from wikimem.host.demo import BAD_RUN, bad_run_hint, seed_demo
 
 
@@ -47,7 +47,7 @@ def test_a_time_window_and_a_jump_to_a_date(owner):
     assert jumped.entries == [] and jumped.next is None
     today = owner.history(limit=1).entries[0].time[:10]
     assert owner.review.search_history(at=today, limit=1).entries[0].summary == "add notes/a"
-    with pytest.raises(BadRequest):
+    with pytest.raises(InvalidValue):  # a value refused (422), not a malformed request
         owner.review.search_history(since="last tuesday")
 
 
@@ -120,7 +120,7 @@ def test_text_search_finds_every_word_in_wiki_and_diary(owner):
     assert owner.review.text_search("TEA").hits[0].name_spans == [(0, 3)]
     assert owner.review.text_search("oolong", limit=1).total == 2
     for bad in ("", "   ", "x" * 201):
-        with pytest.raises(BadRequest):
+        with pytest.raises(InvalidValue):  # a value refused (422), not a malformed request
             owner.review.text_search(bad)
 
 

@@ -12,12 +12,12 @@ import multiprocessing
 import os
 import subprocess
 import tarfile
-import threading
 import zipfile
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from parallel import run_threads
 
 from wikimem.errors import InvalidName, NotFound
 from wikimem.host import Host, decode_owner_id, encode_owner_id, validate_owner_id
@@ -156,22 +156,13 @@ def test_processes_creating_one_owner_at_once_make_one_repository(tmp_path):
 def test_threads_of_one_host_share_the_owner_safely(tmp_path):
     host = Host(tmp_path)
     host.ensure_owner("user:t")
-    errors = []
 
     def work(n):
-        try:
-            for k in range(10):
-                host.owner("user:t").vstore.add("notes", f"t{n}-{k}", f"thread {n} note {k}", owner="user:t")
-                assert host.owner("user:t").retrieve(f"thread {n} note {k}").items
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for k in range(10):
+            host.owner("user:t").vstore.add("notes", f"t{n}-{k}", f"thread {n} note {k}", owner="user:t")
+            assert host.owner("user:t").retrieve(f"thread {n} note {k}").items
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert run_threads(work, [(n,) for n in range(4)]) == []
     assert len(host.owner("user:t").store.items()) == 40
     count = subprocess.run(["git", "-C", str(host.owner_path("user:t")), "rev-list", "--count", "main"],
                            check=True, capture_output=True, text=True).stdout.strip()

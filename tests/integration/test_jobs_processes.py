@@ -185,11 +185,12 @@ def test_processes_with_busy_runners_exit_promptly(tmp_path):
     """Runner threads polling one database from several processes never hang the interpreter's exit."""
     root = tmp_path / "data"
     JobStore.at(root).submit("effect", [{"n": n} for n in range(200)])
-    script = ("import sys, time; sys.path.insert(0, %r)\n"
+    repo = str(Path(__file__).resolve().parents[2])
+    script = (f"import sys, time; sys.path.insert(0, {repo!r})\n"
               "from wikimem.host.fleet.jobs import JobRunner, JobStore\n"
-              "r = JobRunner(JobStore.at(%r), threads=4, lease=5, poll=0.01)\n"
+              f"r = JobRunner(JobStore.at({str(root)!r}), threads=4, lease=5, poll=0.01)\n"
               "r.register('effect', lambda step: time.sleep(0.001) or step.n)\n"
-              "r.start(); time.sleep(0.5)\n") % (str(Path(__file__).resolve().parents[2]), str(root))
+              "r.start(); time.sleep(0.5)\n")
     procs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(4)]
     for proc in procs:
         try:

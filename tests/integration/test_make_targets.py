@@ -37,6 +37,15 @@ def test_make_test_installs_the_development_tools(tmp_path):
     assert '-e ".[dev]"' in plan and "pytest" in plan
 
 
+def test_make_test_runs_the_gates_before_the_suite(tmp_path):
+    """ruff and mypy fail fast, before pytest; `make lint` runs the two alone."""
+    plan = _plan("test", tmp_path / "venv")
+    ruff, mypy, suite = (plan.index(f"/bin/{tool}") for tool in ("ruff check .", "mypy", "pytest"))
+    assert ruff < mypy < suite
+    lint = _plan("lint", tmp_path / "venv")
+    assert "/bin/ruff check ." in lint and "/bin/mypy" in lint and "/bin/pytest" not in lint
+
+
 def test_the_run_extra_is_the_host_without_development_tools():
     extras = _extras()
     run = " ".join(extras["run"])

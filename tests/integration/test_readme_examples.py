@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from fakes import FakeOpenAI
-from gunicorn_env import free_port
+from fresh_thread import on_fresh_thread
+from gunicorn_env import free_port, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -76,12 +76,7 @@ class DevServer:
         raise AssertionError(f"the host did not start:\n{self.log.read_text()}")
 
     def __exit__(self, *exc) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
@@ -139,3 +134,28 @@ def test_the_python_client_example_works_as_written(tmp_path):
     assert env["plan"]["total"]["owners"] == 1 and env["plan"]["total"]["changes"] == 1
     assert env["undone"]["state"] == "done" and env["undone"]["results"][0]["result"]["status"] == "done"
     assert env["seen"].etag and env["seen"].item.content == "会冲浪的朋友。"
+
+
+def test_the_mcp_example_works_as_written(tmp_path, capsys):
+    code = block("### MCP tools (`/mcp`)", "python")
+    assert DOC_BASE + "/mcp" in code
+    with DevServer(tmp_path) as host:
+        token = (tmp_path / "var" / "data" / "admin-token").read_text().strip()
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        opener.open(urllib.request.Request(f"{host.base}/api/v1/owners/user:ann", method="PUT",
+                                           headers={"Authorization": f"Bearer {token}"})).close()
+        request = urllib.request.Request(f"{host.base}/api/v1/owners/user:ann/diary", method="POST",
+                                         data=json.dumps({"content": "上周三去了海边，看了日落。",
+                                                          "date": last_wednesday()}).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        with opener.open(request) as answer:
+            assert answer.status == 201
+        cwd = os.getcwd()
+        os.chdir(tmp_path)  # the example reads var/data/admin-token from the current folder
+        try:
+            example = compile(code.replace(DOC_BASE, host.base), "README.md (MCP tools)", "exec")
+            on_fresh_thread(lambda: exec(example, {}))  # its asyncio.run needs a thread without a loop
+        finally:
+            os.chdir(cwd)
+    assert f"- [diary {last_wednesday()} " in capsys.readouterr().out

@@ -22,9 +22,14 @@ def config(**env) -> Config:
 
 def test_the_defaults_are_the_measured_ones():
     options = config().recall_options()
-    assert (options.use_jieba, options.query_stopwords, options.neighbour_context) == (False, True, True)
+    assert (options.use_jieba, options.query_stopwords, options.neighbour_context) == (False, True, 0.6)
     assert options.embed_in_background is False  # no embedder, or an endpoint: as before
-    assert config(WIKIMEM_EMBEDDER="local").recall_options().embed_in_background is True
+    # issue 23 (bench/quality.py): BM25 b 0.4; without an embedder, lexical neighbour smoothing 0.2
+    assert (options.bm25_b, options.neighbour_smoothing, options.fusion_weight) == (0.4, 0.2, 0.3)
+    assert (options.diary, options.recency_half_life) == ("all", None)  # bench/quality_diary.py
+    local = config(WIKIMEM_EMBEDDER="local").recall_options()
+    assert local.embed_in_background is True
+    assert (local.fusion_weight, local.neighbour_smoothing, local.bm25_b) == (0.3, 0.0, 0.4)
 
 
 @pytest.mark.parametrize("env, expected", [
@@ -32,7 +37,14 @@ def test_the_defaults_are_the_measured_ones():
     ({"WIKIMEM_QUERY_STOPWORDS": "off"}, {"query_stopwords": False}),
     ({"WIKIMEM_NEIGHBOUR_CONTEXT": "0"}, {"neighbour_context": False}),
     ({"WIKIMEM_EMBEDDER": "local", "WIKIMEM_EMBED_BACKGROUND": "no"}, {"embed_in_background": False}),
-    ({"WIKIMEM_FUSION_WEIGHT": "0.3"}, {"fusion_weight": 0.3}),
+    ({"WIKIMEM_FUSION_WEIGHT": "0.5"}, {"fusion_weight": 0.5}),
+    ({"WIKIMEM_QUERY_STOPWORDS": "en"}, {"query_stopwords": "en"}),
+    ({"WIKIMEM_NEIGHBOUR_ITEM_WEIGHT": "0.4"}, {"neighbour_context": 0.4}),
+    ({"WIKIMEM_BM25_B": "0.75"}, {"bm25_b": 0.75}),
+    ({"WIKIMEM_NEIGHBOUR_SMOOTHING": "0"}, {"neighbour_smoothing": 0.0}),
+    ({"WIKIMEM_EMBEDDER": "local", "WIKIMEM_NEIGHBOUR_SMOOTHING": "0.3"}, {"neighbour_smoothing": 0.3}),
+    ({"WIKIMEM_RECENCY_HALF_LIFE": "0"}, {"recency_half_life": None}),
+    ({"WIKIMEM_RECENCY_HALF_LIFE": "14"}, {"recency_half_life": 14.0}),
 ])
 def test_switches(env, expected):
     options = config(**env).recall_options()
@@ -48,6 +60,10 @@ def test_switches(env, expected):
     ({"WIKIMEM_EMBED_THREADS": "0"}, "positive"),
     ({"WIKIMEM_FUSION_WEIGHT": "1.5"}, r"\[0, 1\]"),
     ({"WIKIMEM_FUSION_WEIGHT": "half"}, "number"),
+    ({"WIKIMEM_BM25_B": "2"}, r"\[0, 1\]"),
+    ({"WIKIMEM_NEIGHBOUR_SMOOTHING": "-0.1"}, r"\[0, 1\]"),
+    ({"WIKIMEM_RECENCY_HALF_LIFE": "-3"}, "days"),
+    ({"WIKIMEM_QUERY_STOPWORDS": "fr"}, "en / zh"),
     ({"WIKIMEM_EMBEDDER": "local", "WIKIMEM_EMBED_URL": "http://127.0.0.1:9/v1", "WIKIMEM_EMBED_MODEL": "m"},
      "not both"),
 ])

@@ -1,4 +1,7 @@
-"""Retrieve's second-wave options through the API: diary recall by topic, transcripts, the strict budget, vector counts."""
+"""Retrieve's second-wave options through the API.
+
+Diary recall by topic, transcripts, the strict budget, vector counts.
+"""
 
 from __future__ import annotations
 
@@ -18,21 +21,31 @@ def _diary(client, content: str, date: str = "2026-07-01") -> None:
 
 def test_diary_all_finds_an_event_by_topic_that_window_mode_never_sees(world):
     _diary(world.client, "She started learning to surf at the beach.")
-    window = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "surf"}).get_json()
+    body = {"query": "surf", "diary": "window"}
+    window = world.client.post(O + "/retrieve", headers=auth(ADMIN), json=body).get_json()
     assert window["items"] == []  # the seed's behaviour: no time phrase, no diary
-    found = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "surf", "diary": "all"}).get_json()
+    # the host's default is "all" (bench/quality_diary.py): "remember the surfing?" finds the day
+    found = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "surf"}).get_json()
     assert [e["item"]["file"] for e in found["items"]] == ["2026-07-01"] and found["diary"] == "all"
 
 
 def test_the_host_default_diary_mode_comes_from_the_environment(tmp_path):
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path), "ADMIN_TOKEN": ADMIN, "DIARY_RECALL": "all"})
+    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path), "ADMIN_TOKEN": ADMIN, "DIARY_RECALL": "window"})
     client = app.test_client()
     client.put(O, headers=auth(ADMIN))
     _diary(client, "学会了冲浪，很开心。")
-    found = client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "冲浪"}).get_json()
-    assert [e["item"]["content"] for e in found["items"]] == ["学会了冲浪，很开心。"]
-    window = client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "冲浪", "diary": "window"}).get_json()
+    window = client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "冲浪"}).get_json()
     assert window["items"] == []
+    found = client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "冲浪", "diary": "all"}).get_json()
+    assert [e["item"]["content"] for e in found["items"]] == ["学会了冲浪，很开心。"]
+
+
+def test_remember_the_hotpot_without_a_time_word(world):
+    """The issue's companion question: {"query": "火锅"} finds the hotpot evening in the diary."""
+    world.client.put(O + "/items/preferences/food", headers=auth(ADMIN), json={"content": "不吃香菜。"})
+    _diary(world.client, "晚上一起去吃了火锅，辣得直冒汗。", date="2026-06-12")
+    found = world.client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": "还记得那次火锅吗"}).get_json()
+    assert found["items"][0]["item"]["file"] == "2026-06-12" and found["items"][0]["kind"] == "diary"
 
 
 def test_a_transcript_is_the_query_of_its_user_turns(world):

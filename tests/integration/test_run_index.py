@@ -13,7 +13,9 @@ import pytest
 from operators_world import BAD_ACTOR, GOOD_ACTOR, bad_deploy, owner_name
 
 from wikimem.context import WriteContext
+from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest, Host, RunQuery
+from wikimem.host.fleet.runindex import encode_cursor
 
 
 @pytest.fixture
@@ -85,13 +87,17 @@ def test_scope_and_prefix_limit_what_a_search_sees(host):
 
 @pytest.mark.parametrize("field, value", [("since", "yesterday"), ("until", "2026-13-01"), ("actor", "x" * 201)])
 def test_bad_search_values_are_a_clear_error(field, value):
-    with pytest.raises(BadRequest):
+    with pytest.raises(InvalidValue):  # well-formed, refused: 422
         RunQuery.parse(**{field: value})
 
 
-def test_a_forged_cursor_is_a_clear_error(host):
-    with pytest.raises(BadRequest):
-        host.fleet.find_runs(RunQuery.parse(), cursor="bm90IGEgY3Vyc29y")
+@pytest.mark.parametrize("key", [None, [2**63, "user:a", 1], [0, "user:a", -(2**63) - 1], [0, "user:a", 10**40],
+                                 [1.5, "user:a", 1], [0, 7, 1], [0, "user:a"]])
+def test_a_forged_cursor_is_a_clear_error(host, key):
+    """Issue 24 item 22: a cursor holding an integer past SQLite's (>= 2**63) was a 500 (OverflowError)."""
+    cursor = "bm90IGEgY3Vyc29y" if key is None else encode_cursor(*key)
+    with pytest.raises(BadRequest, match="invalid cursor"):
+        host.fleet.find_runs(RunQuery.parse(), cursor=cursor)
 
 
 def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
@@ -101,7 +107,7 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     fresh = Host(tmp_path / "data")
-    assert fresh.fleet.find_runs(query).total["runs"] == 0
+    assert fresh.run_index.search(query).total["runs"] == 0  # the file itself starts empty
     counts = fresh.fleet.refresh_run_index()
     assert counts["owners"] == 5 and counts["commits"] == 5 * 2 + 1
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
@@ -109,20 +115,32 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     assert [r.to_dict() for r in all_pages(fresh, query, limit=100)[0]] == before
 
 
-def test_an_index_younger_than_the_owners_says_so_until_rebuilt(host, tmp_path):
+def test_an_index_younger_than_the_owners_is_incomplete_until_a_read_or_a_sweep_catches_it_up(host, tmp_path):
     bad_deploy(host, 2, conflict=False)
     assert host.fleet.find_runs(RunQuery.parse()).complete
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
     upgraded = Host(tmp_path / "data")  # a host upgraded over existing owners
-    page = upgraded.fleet.find_runs(RunQuery.parse())
-    assert not page.complete and page.total["runs"] == 0
-    upgraded.owner(owner_name(1)).add("notes", "n", "x", ctx=WriteContext(actor="bot"))
-    assert upgraded.fleet.find_runs(RunQuery.parse()).total["owners"] == 1  # that owner, whole, at its next write
-    assert upgraded.fleet.find_runs(RunQuery.parse(owner_prefix=owner_name(1))).total["runs"] == 3
-    upgraded.fleet.refresh_run_index()
-    page = upgraded.fleet.find_runs(RunQuery.parse())
-    assert page.complete and page.total["owners"] == 2
+    assert not upgraded.run_index.complete() and upgraded.run_index.search(RunQuery.parse()).total["runs"] == 0
+    page = upgraded.fleet.find_runs(RunQuery.parse())  # the read indexes the owners beyond the index first
+    assert page.total == {"owners": 2, "runs": 4, "commits": 4}
+    assert not page.complete  # ...but only a sweep of every owner makes the index say it is whole
+    assert upgraded.fleet.sweep_run_index()
+    assert upgraded.fleet.find_runs(RunQuery.parse()).complete
+
+
+def test_a_read_beyond_its_time_budget_says_incomplete(host, monkeypatch):
+    from wikimem.host.fleet import operations
+
+    bad_deploy(host, 3, conflict=False)
+    for owner_id in host.owner_ids():
+        host.run_index.forget(owner_id)  # as if three commits had reached the host without a listener
+    monkeypatch.setattr(operations, "INLINE_CATCH_UP", 0.0)
+    page = host.fleet.find_runs(RunQuery.parse(), limit=5)
+    assert not page.complete
+    host.fleet.sweep_run_index()
+    page = host.fleet.find_runs(RunQuery.parse())
+    assert page.complete and page.total["owners"] == 3
 
 
 def test_a_hand_edit_is_indexed_by_the_owners_next_write(host):

@@ -56,7 +56,8 @@ def test_only_the_git_layer_imports_dulwich():
 
 
 def test_only_webapp_imports_flask():
-    bad = [rel(p) for p in modules("wikimem") if any(is_under(m, "flask", "werkzeug", "flask_wtf") for m, _ in imports(p))]
+    bad = [rel(p) for p in modules("wikimem")
+           if any(is_under(m, "flask", "werkzeug", "flask_wtf") for m, _ in imports(p))]
     assert bad == []
 
 
@@ -69,7 +70,8 @@ def test_the_library_never_imports_the_web_app():
 
 
 def test_the_git_layer_does_not_reach_up_into_the_host():
-    bad = [rel(p) for p in modules("wikimem/versioned") if any(is_under(m, "wikimem.host", "wikimem.client") for m, _ in imports(p))]
+    bad = [rel(p) for p in modules("wikimem/versioned")
+           if any(is_under(m, "wikimem.host", "wikimem.client") for m, _ in imports(p))]
     assert bad == []
 
 
@@ -234,7 +236,9 @@ ENVIRONMENT_READERS = {"wikimem/host/config.py", "webapp/config.py"}
 def environment_reads(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+        # os.environ, not a WSGI request's environ (request.environ is the request, not the process)
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
+                and not ast.unparse(node.value).endswith("request"):
             out.append(f"{ast.unparse(node)} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and node.module == "os":
             out += [f"from os import {a.name}" for a in node.names if a.name in ("environ", "getenv")]
@@ -256,3 +260,15 @@ def test_no_module_is_named_like_a_function_it_exports():
         if p.stem in functions:
             bad.append(rel(p))
     assert bad == []
+
+
+def test_only_the_mcp_tools_import_the_mcp_sdk_and_only_when_used():
+    """The SDK (pydantic, starlette, anyio) is loaded by the first /mcp request, never by create_app."""
+    sdk = ("mcp", "mcp_types", "anyio", "pydantic", "starlette", "httpx2")
+    bad = [rel(p) for p in modules("wikimem") + modules("webapp")
+           if "mcp_tools" not in p.parts and any(is_under(m, *sdk) for m, _ in imports(p))]
+    assert bad == []
+    eager = [rel(p) for p in (ROOT / "webapp" / "mcp_tools").glob("*.py")
+             if p.name != "tools.py" and any(is_under(m, *sdk) or m == "webapp.mcp_tools.tools"
+                                             for m, top in imports(p) if top)]
+    assert eager == []

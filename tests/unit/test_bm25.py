@@ -151,7 +151,7 @@ def test_numpy_and_pure_python_rank_identically(seed, monkeypatch):
     words = sorted({w for d in corpus.values() for w in d})
     queries = [rng.sample(words, rng.randint(1, 6)) for _ in range(60)]
     queries += [["w0", "w1", "w2"], ["w0"], ["w1", "w250"]]  # common terms: dense rows and pruning
-    for step in range(3):
+    for _ in range(3):
         for q in queries:
             for k in (1, 10, None):
                 assert py.top_k(q, k) == np_.top_k(q, k), (q, k)  # scores equal bit for bit

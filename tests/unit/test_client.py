@@ -14,6 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from parallel import run_threads
 
 from wikimem.client import (
     BadRequestError,
@@ -21,13 +22,14 @@ from wikimem.client import (
     Client,
     ClientError,
     ConflictError,
+    InvalidValueError,
     NotFoundError,
     PreconditionFailedError,
     RateLimitedError,
     ServerError,
     TransportError,
 )
-from wikimem.errors import NotFound, WikimemError
+from wikimem.errors import InvalidName, InvalidValue, NotFound, WikimemError
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.recall.index import RetrievalResult, RetrievedItem
 
@@ -166,7 +168,8 @@ def test_reads_send_no_key_and_are_retried_too(server, client):
 
 
 @pytest.mark.parametrize("status,code,cls", [
-    (400, "invalid_name", BadRequestError),
+    (400, "bad_request", BadRequestError),
+    (422, "invalid_name", InvalidValueError),
     (401, "unauthorized", ClientError),
     (403, "forbidden", ClientError),
     (404, "not_found", NotFoundError),
@@ -369,17 +372,25 @@ def test_a_redirect_says_the_base_url_is_wrong(server, client):
 
 def test_bad_request_is_not_an_invalid_name_unless_the_server_says_so(server, client):
     from wikimem.client import InvalidNameError
-    from wikimem.errors import InvalidName
 
     server.script = [err(400, "bad_request", "unknown field 'q'")]
     with pytest.raises(BadRequestError) as info:
         client.retrieve("x")
     assert not isinstance(info.value, InvalidName) and isinstance(info.value, ValueError)
     assert not issubclass(BadRequestError, InvalidName)
-    server.script = [err(400, "invalid_name", "invalid file name 'Bad'")]
-    with pytest.raises(InvalidName) as info:
-        client.add("Bad", "x", "y")
-    assert isinstance(info.value, InvalidNameError) and isinstance(info.value, BadRequestError)
+    for status in (422, 400):  # 422 from this host; 400 from hosts before the 400/422 rule
+        server.script = [err(status, "invalid_name", "invalid file name 'Bad'")]
+        with pytest.raises(InvalidName) as info:
+            client.add("Bad", "x", "y")
+        assert isinstance(info.value, InvalidNameError) and isinstance(info.value, InvalidValueError)
+        assert isinstance(info.value, InvalidValue) and info.value.status == status
+
+
+def test_a_refused_value_is_the_librarys_invalid_value(server, client):
+    server.script = [err(422, "invalid_value", "unknown time zone 'Mars/Olympus'")]
+    with pytest.raises(InvalidValue) as info:
+        client.diary_append("x", tz="Mars/Olympus")
+    assert isinstance(info.value, InvalidValueError) and not isinstance(info.value, (InvalidName, BadRequestError))
 
 
 def test_headers_are_read_without_regard_to_case(server, client):
@@ -440,11 +451,7 @@ def test_each_thread_gets_its_own_connection(recording_server):
         for _ in range(4):
             c.files()
 
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(work, [()] * 3) == []
     c.close()
     assert len(recording_server.requests) == 12
     assert len(_ports(recording_server)) == 3

@@ -52,9 +52,21 @@ def test_index_default_and_validation(mem):
             index.retrieve("x", diary=bad)
     with pytest.raises(ValueError):
         MemoryIndex(mem, diary="every")
-    for bad in (0, -1, True, float("nan"), "7"):
+    for bad in (-1, True, float("nan"), float("inf"), "7"):
         with pytest.raises(ValueError):
             index.retrieve("x", recency_half_life=bad)
+    with pytest.raises(ValueError):
+        MemoryIndex(mem, recency_half_life=-3)
+
+
+def test_the_index_default_recency_prior_and_zero_for_none(mem):
+    index = MemoryIndex(mem, use_jieba=False, diary="all", recency_half_life=30)
+    assert index.recency_half_life == 30.0
+    with_prior = index.retrieve("hospital")
+    without = index.retrieve("hospital", recency_half_life=0)
+    plain = MemoryIndex(mem, use_jieba=False, diary="all").retrieve("hospital")
+    assert [e.score for e in without.items] == [e.score for e in plain.items]
+    assert [e.score for e in with_prior.items] != [e.score for e in plain.items]
 
 
 def test_statistics_cover_wiki_and_diary_together(mem):

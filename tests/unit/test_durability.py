@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from contextlib import contextmanager
 
 import pytest
+from parallel import run_threads
 
 from wikimem import MemoryStore
 from wikimem.store.writer import Mutation
@@ -155,11 +155,7 @@ def test_threads_do_not_lose_updates(tmp_path):
             s.add("shared", f"t{t}-{i}", f"content {t} {i}")
             s.diary.append(f"event {t} {i}", date="2026-07-21", time="10:00")
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(writer, [(t,) for t in range(4)]) == []
     fresh = MemoryStore(s.root)
     assert len(fresh.items("shared")) == 100
     assert len(fresh.diary.day("2026-07-21")) == 100

@@ -8,15 +8,18 @@ import sys
 HEAVY = ("numpy", "flask", "dulwich", "jieba")
 
 
+def heavy_modules_after(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; the optional dependencies it loaded, as printed."""
+    code = "import sys, wikimem\n" + code + f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def test_import_wikimem_pulls_in_no_optional_dependency():
-    code = (
-        "import sys, wikimem\n"
+    assert heavy_modules_after(
         "s = wikimem.MemoryStore('/nonexistent-never-written')\n"
         "import wikimem.store.wiki, wikimem.store.diary, wikimem.store.journal, wikimem.format.blocks, wikimem.links\n"
-        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    ) == "[]"
 
 
 def test_public_names_resolve():
@@ -37,12 +40,8 @@ def test_every_exported_name_resolves():
 
 
 def test_retrieval_and_the_cli_stay_light():
-    code = (
-        "import sys, wikimem\n"
+    assert heavy_modules_after(
         "from wikimem import MemoryIndex, MemoryStore\n"
         "MemoryIndex(MemoryStore('/nonexistent-never-written'), use_jieba=False).retrieve('x')\n"
         "import wikimem.cli; wikimem.cli.build_parser()\n"
-        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    ) == "[]"

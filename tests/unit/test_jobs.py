@@ -210,3 +210,102 @@ def test_unknown_job_is_not_found(jobs):
 def test_bad_submissions_are_refused(jobs, kind, steps, key):
     with pytest.raises(ValueError):
         jobs.submit(kind, steps, key=key)
+
+
+# -- fair, bounded queues (issue 25) --------------------------------------------------------------
+
+def test_a_tenants_flood_delays_another_tenants_job_by_at_most_one_step_per_runner(tmp_path):
+    """Tenants take turns: the step of the tenant served longest ago goes first."""
+    from wikimem.host.fleet.jobs import Limits
+
+    jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=0, per_owner=0))
+    for i in range(50):
+        jobs.submit("work", [{"i": i}], params={"owner": f"user:a{i % 5}"}, tenant="user:a")
+    order: list[str] = []
+    r = runner(jobs, work=lambda step: order.append(step.job_params["owner"]))
+    assert r.run_once() and r.run_once()  # the flood is being served
+    jobs.submit("work", [{"i": 0}], params={"owner": "user:b1"}, tenant="user:b")
+    drain(r)
+    assert order.index("user:b1") == 2  # next after the step in flight, not after 48 more
+    assert len(order) == 51
+
+
+def test_open_jobs_past_a_tenants_or_an_owners_cap_are_refused_with_a_retry_after(tmp_path):
+    from wikimem.host.errors import QueueFull
+    from wikimem.host.fleet.jobs import Limits
+
+    jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=3, per_owner=2, retry_after=7))
+    jobs.submit("work", [{}], params={"owner": "user:a1"}, tenant="user:a")
+    jobs.submit("work", [{}], params={"owner": "user:a1"}, tenant="user:a", key="k")
+    with pytest.raises(QueueFull, match="user:a1") as refused:
+        jobs.submit("work", [{}], params={"owner": "user:a1"}, tenant="user:a")
+    assert refused.value.retry_after == 7 and refused.value.code == "queue_full"
+    again, created = jobs.submit("work", [{}], params={"owner": "user:a1"}, tenant="user:a", key="k")
+    assert not created  # a retry of an accepted job is never refused
+    jobs.submit("work", [{}], params={"owner": "user:a2"}, tenant="user:a")
+    with pytest.raises(QueueFull, match="prefix 'user:a'"):
+        jobs.submit("work", [{}], params={"owner": "user:a3"}, tenant="user:a")
+    jobs.submit("work", [{}], params={"owner": "user:b1"}, tenant="user:b")  # another tenant
+    drain(runner(jobs, work=lambda step: None))
+    jobs.submit("work", [{}], params={"owner": "user:a3"}, tenant="user:a")  # finished jobs free the cap
+
+
+def test_a_finished_memorize_job_drops_its_raw_turn_after_the_window_and_keeps_its_result(tmp_path):
+    from wikimem.host.fleet.jobs import MEMORIZE, Limits
+
+    jobs = JobStore.at(tmp_path, limits=Limits(turn_keep=600))
+    job, _ = jobs.submit(MEMORIZE, [{"owner": "user:a", "turn": "user: my password is hunter2", "run": "r"}],
+                         params={"owner": "user:a", "run": "r"})
+    queued, _ = jobs.submit(MEMORIZE, [{"owner": "user:a", "turn": "still to do", "run": "r2"}],
+                            params={"owner": "user:a", "run": "r2"})
+    r = runner(jobs, **{MEMORIZE: lambda step: {"entries": 1, "run": "r"}})
+    assert r.run_once()
+    assert jobs.forget_turns() == 0  # within the window
+    assert jobs.forget_turns(now=time.time() + 601) == 1
+    raw = sqlite3.connect(jobs.path).execute("SELECT params FROM steps WHERE job = ?", (job.id,)).fetchone()[0]
+    assert "hunter2" not in raw and '"turn_dropped":true' in raw
+    assert jobs.get(job.id).results[0]["result"] == {"entries": 1, "run": "r"}
+    pending = sqlite3.connect(jobs.path).execute("SELECT params FROM steps WHERE job = ?", (queued.id,)).fetchone()
+    assert "still to do" in pending[0]  # an unfinished job keeps what it needs
+
+
+def test_over_its_size_budget_the_database_drops_finished_jobs_first_then_refuses(tmp_path):
+    from wikimem.host.errors import QueueFull
+    from wikimem.host.fleet.jobs import Limits
+
+    jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=0, per_owner=0, max_bytes=256 * 1024))
+    big = "x" * 4000
+    done = [jobs.submit("work", [{"blob": big}])[0].id for _ in range(40)]
+    drain(runner(jobs, work=lambda step: None))
+    for _ in range(30):  # unfinished jobs push it over: the finished ones go first
+        jobs.submit("work", [{"blob": big}])
+    assert jobs.size() <= 256 * 1024
+    gone = [j for j in done if _missing(jobs, j)]
+    assert gone and gone == done[:len(gone)]  # oldest first
+    with pytest.raises(QueueFull, match="size budget"):
+        for _ in range(200):
+            jobs.submit("work", [{"blob": big}])
+
+
+def _missing(jobs: JobStore, job_id: str) -> bool:
+    try:
+        jobs.get(job_id)
+    except NotFound:
+        return True
+    return False
+
+
+def test_a_step_meant_for_another_host_is_taken_over_only_once_that_host_stops_beating(tmp_path, monkeypatch):
+    jobs = JobStore.at(tmp_path, host="east")
+    monkeypatch.setattr(type(jobs), "shared", property(lambda self: True))  # as on a cluster's database
+    job, _ = jobs.submit("work", [{"o": "user:w"}], homes=["west"])
+    jobs.heartbeat("west-runner", lease=30, host="west")
+    east = JobRunner(jobs, lease=30, poll=0.05, host="east", foreign=True)
+    east.register("work", lambda step: "east")
+    local = JobRunner(jobs, lease=30, poll=0.05, host="east", foreign=False)
+    local.register("work", lambda step: "east")
+    assert not east.run_once() and not local.run_once()  # west is alive: its step waits for it
+    with jobs.db.write() as tx:
+        tx.execute("UPDATE hosts SET seen = ? WHERE name = 'west'", (time.time() - 120,))
+    assert not local.run_once()  # a host that cannot reach other hosts' owners never takes it
+    assert east.run_once() and jobs.get(job.id).results[0]["result"] == "east"

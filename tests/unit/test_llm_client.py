@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
 from fakes import FakeOpenAI
+from parallel import run_threads
 
 from wikimem.llm.chat import ChatClient, LLMError
 
@@ -48,8 +48,8 @@ def test_reply_function_sees_the_messages(fake):
 
 
 def test_content_parts_are_joined(fake):
-    fake.respond_with = lambda path, body: (200, {"choices": [{"message": {
-        "role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}}]})
+    parts = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+    fake.respond_with = lambda path, body: (200, {"choices": [{"message": {"role": "assistant", "content": parts}}]})
     assert ChatClient(fake.url, "m").chat(MESSAGES) == "ab"
 
 
@@ -161,9 +161,5 @@ def test_concurrent_calls_from_threads(fake):
     def call(i):
         results[i] = client.chat([{"role": "user", "content": f"n{i}"}])
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(call, [(i,) for i in range(8)]) == []
     assert results == {i: f"n{i}" for i in range(8)}

@@ -53,7 +53,8 @@ def test_memorize_appends_each_entry_and_returns_them(store):
     llm = ScriptedLLM(entries("他说换了工作，去了一家做机器人的公司，语气很兴奋。", "睡前他提到有点担心新工作压力大。"))
     written = memorize(store.diary, "user: 我换工作啦！", llm=llm, owner="user:xnne",
                        source_conv="conv_1", date="2026-07-21", time="14:30")
-    assert [e.content for e in written] == ["他说换了工作，去了一家做机器人的公司，语气很兴奋。", "睡前他提到有点担心新工作压力大。"]
+    assert [e.content for e in written] == ["他说换了工作，去了一家做机器人的公司，语气很兴奋。",
+                                            "睡前他提到有点担心新工作压力大。"]
     assert all((e.date, e.time, e.owner, e.source_conv) == ("2026-07-21", "14:30", "user:xnne", "conv_1")
                for e in written)
     assert store.diary.day("2026-07-21") == written

@@ -52,7 +52,8 @@ def test_scores_are_the_mixed_cosine(tmp_path):
     q = np.array(fake_embedding(query, DIM))
     contexts = context_texts(TURNS)
     for item, ctx in zip(TURNS, contexts):
-        expected = 0.6 * q @ fake_embedding(embed_text(item.name, item.content), DIM) + 0.4 * q @ fake_embedding(ctx, DIM)
+        own = fake_embedding(embed_text(item.name, item.content), DIM)
+        expected = 0.6 * q @ own + 0.4 * q @ fake_embedding(ctx, DIM)
         assert wiki[(item.file, item.name)] == pytest.approx(expected, abs=1e-5)
 
 
@@ -80,7 +81,9 @@ def test_the_answer_turn_is_found_through_its_neighbour(tmp_path):
     plain = MemoryIndex(s, use_jieba=False, embedder=Local(), vectors_dir=tmp_path / "v1", fusion_weight=0.0)
     ctx = MemoryIndex(s, use_jieba=False, embedder=Local(), vectors_dir=tmp_path / "v2", fusion_weight=0.0,
                       neighbour_context=True)
-    rank = lambda r: [e.item.name for e in r.items].index("t3")
+
+    def rank(r):
+        return [e.item.name for e in r.items].index("t3")
     assert rank(ctx.retrieve(question, expand_links=False)) < rank(plain.retrieve(question, expand_links=False))
     result = ctx.retrieve(question, expand_links=False, explain=True)
     assert result.embedding_used and result.vectors == {"embedded": 11, "total": 11}
@@ -122,6 +125,8 @@ def test_the_exact_and_the_sign_bit_tiers_mix_alike(tmp_path):
     a, _ = exact.search("coffee please", 5, candidates=everyone, diary=[])
     b, _ = tier1.search("coffee please", 5, candidates=everyone, diary=[])
     assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], abs=1e-5) for k in a)
-    top = lambda scores: sorted(scores, key=lambda k: -scores[k])[:5]
+
+    def top(scores):
+        return sorted(scores, key=lambda k: -scores[k])[:5]
     exact_only, _ = exact.search("coffee please", 5, candidates=[], diary=[])
     assert set(top(exact_only)) == set(top(a))

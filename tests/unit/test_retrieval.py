@@ -15,7 +15,8 @@ from wikimem.recall.tokenizer import tokenize
 def store(store) -> MemoryStore:
     s = store
     s.add("preferences", "likes-the-sea", "Loves the sea and wants a beach trip. [[daily_life:beach-trip-plan]]")
-    s.add("daily_life", "beach-trip-plan", "Plans a trip to the coast in August. [[daily_life:packing]] [[gone:missing]]")
+    s.add("daily_life", "beach-trip-plan",
+          "Plans a trip to the coast in August. [[daily_life:packing]] [[gone:missing]]")
     s.add("daily_life", "packing", "Packs a towel and sunscreen.")
     s.add("preferences", "coffee", "Only drinks pour-over coffee, never with sugar.")
     s.add("work", "current-job", "Works at a robotics company; the sea view office.")

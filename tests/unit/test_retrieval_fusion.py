@@ -25,7 +25,8 @@ def test_fuse_min_max_normalises_both_sets_over_the_union():
 
 
 def test_fusion_weight_moves_between_the_two_rankings():
-    make = lambda: [cand("a", 10.0, 0.2), cand("b", 4.0, 0.9), cand("c", 7.0, 0.5)]
+    def make():
+        return [cand("a", 10.0, 0.2), cand("b", 4.0, 0.9), cand("c", 7.0, 0.5)]
     assert [c.key[1] for c in _fuse(make(), 1.0)] == ["a", "c", "b"]  # BM25 alone
     assert [c.key[1] for c in _fuse(make(), 0.0)] == ["b", "c", "a"]  # cosine alone
 
@@ -82,7 +83,9 @@ def test_fused_scores_follow_the_formula(store, fake):
     entries = result.items
     assert len(entries) == 4  # 4 wiki items, all in the vector top k: the union is what we see
     bm, cs = [e.bm25_score for e in entries], [e.cos_score for e in entries]
-    norm = lambda v, xs: (v - min(xs)) / (max(xs) - min(xs))
+
+    def norm(v, xs):
+        return (v - min(xs)) / (max(xs) - min(xs))
     for e in entries:
         assert e.score == pytest.approx(0.3 * norm(e.bm25_score, bm) + 0.7 * norm(e.cos_score, cs))
     assert [e.score for e in entries] == sorted((e.score for e in entries), reverse=True)

@@ -43,9 +43,12 @@ def test_explicit_window_adds_its_entries_and_keeps_the_wiki(store):
     assert result.time_range == ("2026-07-21", "2026-07-21") and result.time_range_source == "explicit"
     got = hits(result)
     diary = [h for h in got if h[0] == "diary"]
-    # both same-minute entries, as distinct items; nothing from outside the window
-    assert sorted(h[3] for h in diary) == ["Second note in the same minute about the sea.", "Talked about the sea again."]
-    assert all(h[1] == "2026-07-21" and h[2] == "21:00" for h in diary)
+    # both same-minute entries, as distinct items, first; then the window's entry that does
+    # not match (a window's entries are always candidates); nothing from outside the window
+    assert sorted(h[3] for h in diary[:2]) == ["Second note in the same minute about the sea.",
+                                               "Talked about the sea again."]
+    assert all(h[1] == "2026-07-21" and h[2] == "21:00" for h in diary[:2])
+    assert diary[2:] == [("diary", "2026-07-21", "19:30", "Hotpot dinner, very spicy.")]
     assert ("wiki", "preferences", "likes-the-sea", "Loves the sea.") in got  # the wiki is not filtered
 
 
@@ -85,7 +88,12 @@ def test_parsed_relative_words_follow_tz(tmp_path):
 def test_english_words_open_a_window(store):
     result = MemoryIndex(store, use_jieba=False).retrieve("what happened yesterday", tz=TZ)
     assert result.time_range_source == "parsed"
-    assert result.query_terms == ["what", "happened"]
+    assert result.query_terms == []  # the frame of a time question is not its topic
+
+
+def test_a_time_question_keeps_only_its_topic_terms(store):
+    result = MemoryIndex(store, use_jieba=False).retrieve("what did we eat on 2026-07-21?")
+    assert result.query_terms == ["eat"]
 
 
 def test_empty_query_with_a_window_returns_it_newest_first(store):
@@ -138,7 +146,10 @@ def test_an_empty_window_is_widened_once(store):
 
 def test_window_with_a_query_still_ranks_wiki_when_diary_misses(store):
     result = MemoryIndex(store, use_jieba=False).retrieve("robotics", time_range=("2026-07-21", "2026-07-21"))
-    assert hits(result) == [("wiki", "work", "current-job", "Works at a robotics company.")]
+    assert hits(result)[0] == ("wiki", "work", "current-job", "Works at a robotics company.")
+    # the window's entries follow, newest first: a time question is never answered without its window
+    assert [(h[1], h[2], h[3][:6]) for h in hits(result)[1:]] == [
+        ("2026-07-21", "21:00", "Second"), ("2026-07-21", "21:00", "Talked"), ("2026-07-21", "19:30", "Hotpot")]
 
 
 def test_reversed_explicit_bounds_are_swapped(store):

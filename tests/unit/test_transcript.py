@@ -10,7 +10,8 @@ CHAT = [
     {"role": "system", "content": "You are Elaina."},
     {"role": "user", "content": "I adopted a puppy!"},
     {"role": "assistant", "content": "How lovely! What is its name?"},
-    {"role": "user", "content": [{"type": "text", "text": "Biscuit."}, {"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "user", "content": [{"type": "text", "text": "Biscuit."},
+                                 {"type": "image_url", "image_url": {"url": "x"}}]},
     {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
     {"role": "user", "content": "   "},
     {"role": "user", "content": "Where should we walk him?"},
@@ -51,4 +52,5 @@ def test_bad_last(last):
 
 
 def test_message_text_of_parts():
-    assert message_text({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "a\nb"
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert message_text({"role": "user", "content": parts}) == "a\nb"

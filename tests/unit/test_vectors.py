@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes import FakeOpenAI, fake_embedding
+from parallel import run_threads
 
 from wikimem import RecallItem
 from wikimem.vectors import (
@@ -508,22 +509,13 @@ def test_concurrent_syncs_from_separate_caches_stay_consistent(tmp_path):
     """Two workers (separate caches, so separate flocks) syncing one folder never tear it."""
     emb = LocalEmbedder()
     sets = [entries(n) for n in (5, 9, 7, 12)]
-    errors = []
 
     def worker(k):
         cache = VectorCache(tmp_path)
-        try:
-            for i in range(6):
-                cache.sync(sets[(k + i) % len(sets)], emb)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(6):
+            cache.sync(sets[(k + i) % len(sets)], emb)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(worker, [(k,) for k in range(3)]) == []
     final = VectorCache(tmp_path).load()
     texts = {content_hash(t): t for s in sets for _, _, t in s}
     assert np.allclose(final.matrix, [fake_embedding(texts[h], DIM) for _, _, h in final.keys])
@@ -620,11 +612,7 @@ def test_concurrent_searches_agree_with_sequential():
     def run(i):
         results[i] = index.search(queries[i], 10)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(queries))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(run, [(i,) for i in range(len(queries))]) == []
     assert results == expected
 
 

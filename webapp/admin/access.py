@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import overload
+
 from flask import g, url_for
 
 from webapp import get_host
@@ -36,6 +38,10 @@ def wikitext_for(owner) -> WikiText:
     return WikiText(lambda link: owner.has_item(link.file, link.name), href)
 
 
+@overload
+def int_param(args, name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def int_param(args, name: str, default: None, lo: int, hi: int) -> int | None: ...
 def int_param(args, name: str, default: int | None, lo: int, hi: int) -> int | None:
     """An optional integer parameter within ``[lo, hi]``; a clear error otherwise."""
     return int_in_range(args.get(name), name, default, lo, hi)

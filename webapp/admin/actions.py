@@ -36,8 +36,12 @@ ACTIONS = {
 
 
 def _page(owner, kind: str, target: str, error: str | None = None):
+    # A run rolled back already is shown as such: its undo is to revert that rollback, not to roll back again
+    # (a second rollback meets the first as conflicts, and forcing it would write over later edits).
+    rolled_back = owner.review.run_rolled_back_by(target) if kind == "rollback" else []
     return render_template("admin/confirm.html", owner=owner, kind=kind, action=ACTIONS[kind], target=target,
-                           plan=owner.preview_undo(kind, target), error=error, inline_diff=DiffBudget())
+                           plan=None if rolled_back else owner.preview_undo(kind, target), error=error,
+                           inline_diff=DiffBudget(), rolled_back=rolled_back)
 
 
 def _confirm(owner_id: str, kind: str, target: str):
@@ -45,6 +49,9 @@ def _confirm(owner_id: str, kind: str, target: str):
     if request.method == "GET":
         return _page(owner, kind, target)
     require_role("operator")  # reviewers may preview, not change
+    if kind == "rollback" and owner.review.run_rolled_back_by(target):
+        return _page(owner, kind, target, error=f"Run {target} is rolled back already: nothing was written. "
+                                                "Undo that rollback to bring its changes back."), 409
     try:
         done = owner.undo(kind, target, force=request.form.get("force") == "on",
                           ctx=WriteContext(actor=g.operator.name))

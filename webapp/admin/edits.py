@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import flash, g, redirect, render_template, request, url_for
 
 from webapp import get_host
+from webapp.errors import error_status
 from wikimem.context import WriteContext
 from wikimem.errors import PreconditionFailed
 from wikimem.host import BadRequest
@@ -28,10 +29,10 @@ def _form(name: str) -> str:
 
 def _edit_page(owner, file: str, name: str, content: str, etag: str, *, preview: bool = False,
                error: str | None = None, status: int = 200):
-    current = owner.item(file, name)
+    current, conflict = owner.item(file, name), status == 412
     return render_template("admin/edit.html", owner=owner, item=current, content=content, etag=etag,
-                           diff=inline_diff(current.content, content) if preview or error else None,
-                           current_etag=owner.etag(current), error=error), status
+                           diff=inline_diff(current.content, content) if preview or conflict else None,
+                           current_etag=owner.etag(current), error=error, conflict=conflict), status
 
 
 @bp.route("/owners/<owner_id>/new-item", methods=["GET", "POST"])
@@ -39,16 +40,23 @@ def new_item(owner_id: str):
     owner = load_owner(owner_id)
     if request.method == "GET":
         return render_template("admin/new_item.html", owner=owner, file=request.args.get("file", ""), name="",
-                               content="", error=None)
+                               content="", error=None, existing=False)
     operator = require_role("operator")
     file, name, content = _form("file"), _form("name"), request.form.get("content") or ""
     try:
         done = owner.review.add_new(file, name, content, ctx=WriteContext(actor=operator.name))
     except (PreconditionFailed, ValueError) as exc:  # exists already, or a name the library refuses
+        exists = isinstance(exc, PreconditionFailed)
         return render_template("admin/new_item.html", owner=owner, file=file, name=name, content=content,
-                               error=str(exc)), 412 if isinstance(exc, PreconditionFailed) else 400
+                               error=_said(exc), existing=exists), 412 if exists else error_status(exc)
     flash(f"Added {file} / {done.value.name} as commit {str(done.commit)[:12]}.", "ok")
     return redirect(url_for("admin.item", owner_id=owner.id, file=file, name=done.value.name))
+
+
+def _said(exc: Exception) -> str:
+    """An error as the page shows it: the library's message, first letter up."""
+    text = str(exc).strip() or type(exc).__name__
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", ":")) else ".")
 
 
 @bp.route("/owners/<owner_id>/edit/<file>/<path:name>", methods=["GET", "POST"])
@@ -65,8 +73,10 @@ def edit_item(owner_id: str, file: str, name: str):
 
 
 def _save(owner, file: str, name: str, content: str, etag: str, actor: str):
-    try:
-        done = owner.add(file, name, content, ctx=WriteContext(actor=actor, if_match=etag or None))
+    try:  # only the text changes: the item keeps its provenance (source, recorded time)
+        done = owner.review.edit(file, name, content, ctx=WriteContext(actor=actor, if_match=etag or None))
+    except ValueError as exc:  # empty text
+        return _edit_page(owner, file, name, content, etag, error=_said(exc), status=error_status(exc))
     except PreconditionFailed:
         return _edit_page(owner, file, name, content, etag, status=412, error=(
             "Someone changed this item after you opened it: nothing was written. Their version is on the left; "

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from flask import render_template, request
 
-from wikimem.errors import NotFound
+from webapp.errors import error_status
+from wikimem.errors import NotFound, WikimemError
 from wikimem.host import HISTORY_FILTERS
 
 from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for
 from .diffs import DiffBudget
 from .timeline import group_by_run
+from .zones import current_zone, in_zone, zoned
 
-# Actions an operator filters by (what commits record in Wikimem-Action).
+# Actions an operator filters by: what a commit was, as its Wikimem-Action records it (one write over the API
+# or the UI: add, update, remove, diary; a request: memorize, diary-tool, batch; an undo; a hand edit...).
 ACTIONS = ("add", "update", "remove", "diary", "batch", "memorize", "diary-tool", "revert", "rollback", "restore",
-           "external-edit")
+           "external-edit", "settings")
+# Recorded since issue 24; older commits of the same requests carry "diary" or "batch".
+NEW_ACTIONS = ("memorize", "diary-tool")
 
 
 def history_filters(args) -> dict[str, str]:
@@ -26,12 +31,16 @@ def history_filters(args) -> dict[str, str]:
 @bp.get("/owners/<owner_id>/history")
 def history(owner_id: str):
     owner = load_owner(owner_id)
-    filters = history_filters(request.args)
-    page = owner.review.search_history(**filters, limit=PAGE_SIZE, cursor=request.args.get("cursor") or None,
-                                       after=request.args.get("after") or None, at=request.args.get("at") or None)
-    return render_template("admin/history.html", owner=owner, filters=filters, groups=group_by_run(page.entries),
-                           marks=owner.review.history_marks(page.entries), page=page, actions=ACTIONS,
-                           at=request.args.get("at", ""))
+    filters, at, zone = history_filters(request.args), (request.args.get("at") or "").strip(), current_zone()
+    shown = {"owner": owner, "filters": filters, "actions": ACTIONS, "new_actions": NEW_ACTIONS, "at": at}
+    try:  # dates and times without an offset are the operator's zone's
+        page = owner.review.search_history(**zoned(filters, zone), limit=PAGE_SIZE,
+                                           cursor=request.args.get("cursor") or None,
+                                           after=request.args.get("after") or None, at=in_zone(at, zone, end=True))
+    except (WikimemError, ValueError) as exc:  # shown above the filters as typed, with the status the app gives it
+        return render_template("admin/history.html", **shown, groups=[], page=None, error=str(exc)), error_status(exc)
+    return render_template("admin/history.html", **shown, groups=group_by_run(page.entries), page=page, error=None,
+                           marks=owner.review.history_marks(page.entries))
 
 
 @bp.get("/owners/<owner_id>/runs/<run>")
@@ -56,10 +65,15 @@ def commit(owner_id: str, commit: str):
 @bp.get("/owners/<owner_id>/diff")
 def diff(owner_id: str):
     owner = load_owner(owner_id)
-    a, b = (request.args.get("from") or "").strip(), (request.args.get("to") or "").strip() or "HEAD"
-    ends = (owner.review.entry_at(a), owner.review.entry_at(b)) if a else None
-    return render_template("admin/diff.html", owner=owner, a=a, b=b, ends=ends, inline_diff=DiffBudget(),
-                           diff=owner.diff(ends[0].id, ends[1].id) if ends else None)
+    a, b = (request.args.get("from") or "").strip(), (request.args.get("to") or "").strip()
+    shown = {"owner": owner, "a": a, "b": b, "inline_diff": DiffBudget()}
+    points = (in_zone(a, current_zone()), in_zone(b, current_zone()) or "HEAD")  # times: the operator's zone
+    try:
+        ends = (owner.review.entry_at(points[0]), owner.review.entry_at(points[1])) if a else None
+        return render_template("admin/diff.html", **shown, ends=ends, error=None,
+                               diff=owner.diff(ends[0].id, ends[1].id) if ends else None)
+    except (WikimemError, ValueError) as exc:  # the form stays, with what was typed and what is wrong with it
+        return render_template("admin/diff.html", **shown, ends=None, diff=None, error=str(exc)), error_status(exc)
 
 
 @bp.get("/owners/<owner_id>/versions/<file>/<path:name>")

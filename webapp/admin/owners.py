@@ -30,7 +30,7 @@ def owner(owner_id: str):
     files = owner.files()
     file = request.args.get("file") or (files[0] if files else None)
     if file is not None and file not in files:
-        raise NotFound(f"no RecallFile {file!r} for {owner_id!r}")
+        raise NotFound(f"no wiki file {file!r} in {owner_id!r}")
     items = owner.items(file) if file else []
     return render_template("admin/owner.html", owner=owner, stats=owner.stats(), files=files,
                            file=file, items=items, etags=etags_of(owner, items), wikitext=wikitext_for(owner))
@@ -55,7 +55,7 @@ def diary(owner_id: str):
     day = day or view.latest
     entries = owner.diary_day(day) if day else []
     return render_template("admin/diary.html", owner=owner, cal=view, day=day, entries=entries,
-                           wikitext=wikitext_for(owner))
+                           wikitext=wikitext_for(owner), tz=owner.settings().tz)
 
 
 @bp.get("/owners/<owner_id>/export")

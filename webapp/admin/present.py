@@ -3,9 +3,9 @@
 Two kinds of time appear on the pages and must not be confused:
 
 * an **instant** (a commit time, an item's ``ts``): a point in UTC. It is
-  rendered as ``<time class="instant" datetime="…Z">`` with UTC text, so the
-  page reads correctly without JavaScript; ``static/admin.js`` then shows it
-  in the browser's time zone and the ``title`` keeps the UTC value (hover).
+  rendered as ``<time class="instant" datetime="…Z">`` with its text in the
+  operator's zone (:mod:`.zones`; UTC until the browser's zone is known) and
+  the UTC value in the ``title`` (hover).
 * a diary event's **wall-clock time** (``HH:MM``): the person's own local
   time, recorded as such. It is never converted.
 """
@@ -13,11 +13,12 @@ Two kinds of time appear on the pages and must not be confused:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from markupsafe import Markup
 
-__all__ = ["instant", "DayPart", "day_parts", "GROUP_FROM", "DAY_PARTS"]
+__all__ = ["instant", "Clock", "clock_of", "DayPart", "day_parts", "GROUP_FROM", "DAY_PARTS"]
 
 # A diary day with this many events or more is shown in parts of the day.
 GROUP_FROM = 6
@@ -45,8 +46,9 @@ def _parse_instant(value) -> datetime | None:
     return moment.astimezone(timezone.utc)
 
 
-def instant(value, label: str | None = None) -> Markup:
-    """A UTC instant as ``<time>``: UTC text (minutes), full UTC in the title, ISO ``…Z`` in datetime.
+def instant(value, label: str | None = None, zone: tzinfo | None = None) -> Markup:
+    """An instant as ``<time>``: its text in ``zone`` (default UTC) to the minute with the zone's abbreviation,
+    the full UTC time in the title (hover), ISO ``…Z`` in ``datetime``.
 
     Text that is not an ISO-8601 instant is shown as it is, escaped, and is
     left alone by the script (no ``instant`` class).
@@ -61,7 +63,50 @@ def instant(value, label: str | None = None) -> Markup:
     if label:
         title = f"{label}: {title}"
     text = moment.strftime("%Y-%m-%d %H:%M UTC")
+    if zone is not None and zone is not timezone.utc:
+        try:
+            local = moment.astimezone(zone)
+            text = f"{local:%Y-%m-%d %H:%M} {local.tzname() or ''}".rstrip()
+        except OverflowError:  # an instant at the calendar's edge has no local time in some zones
+            pass
     return Markup('<time class="instant" datetime="{}" title="{}">{}</time>').format(iso, title, text)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Which time a diary event's ``HH:MM`` is, as its page says it."""
+
+    kind: str  # "happened" (a time told with the event), "told" (when it was told), "" (the record does not say)
+    told_on: str = ""  # the day it was told, when that is not the event's day
+
+    @property
+    def label(self) -> str:
+        if self.kind == "told":
+            return "when it was told" + (f", on {self.told_on}" if self.told_on else "")
+        return "when it happened" if self.kind == "happened" else ""
+
+
+def clock_of(entry, tz: tzinfo | str | None = None) -> Clock:
+    """Whether ``entry``'s ``HH:MM`` is when it happened or when it was told.
+
+    An event filed without a time of its own gets the local time it was
+    recorded (its ``ts`` in the owner's zone ``tz``, the diary's own rule):
+    when the two agree the ``HH:MM`` is the time it was told, and on another
+    day than the event's, it was told on that day. A time that differs was
+    told with the event. Without a ``ts`` the record does not say.
+    """
+    moment = _parse_instant(getattr(entry, "ts", None))
+    if moment is None:
+        return Clock("")
+    try:
+        zone = ZoneInfo(tz) if isinstance(tz, str) else tz
+        local = moment.astimezone(zone)
+    except (ZoneInfoNotFoundError, ValueError, OverflowError):
+        return Clock("")
+    if local.strftime("%H:%M") != getattr(entry, "time", None):
+        return Clock("happened")
+    day = local.date().isoformat()
+    return Clock("told", "" if day == getattr(entry, "date", None) else day)
 
 
 @dataclass

@@ -14,12 +14,14 @@ from flask import g, redirect, render_template, request, url_for
 from webapp import get_host
 from webapp.errors import error_status
 from webapp.peering import forward_for
+from webapp.requestid import current_request_id
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
 from . import bp
 from .access import PAGE_SIZE, require_role
 from .diffs import DiffBudget
+from .zones import current_zone, zoned
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 
@@ -29,11 +31,16 @@ def selection_args(args) -> dict[str, str]:
     return {k: args[k].strip() for k in SELECTION if (args.get(k) or "").strip()}
 
 
+def run_query(chosen: dict[str, str]) -> RunQuery:
+    """The search of ``chosen``, a date or time without an offset read in the operator's zone."""
+    return RunQuery.parse(**zoned(chosen, current_zone()))
+
+
 @bp.get("/runs")
 def runs():
     chosen, by_owner = selection_args(request.args), request.args.get("by") == "owner"
     try:
-        query = RunQuery.parse(**chosen)
+        query = run_query(chosen)
         page = _page(query, by_owner, request.args.get("cursor") or None)
     except (WikimemError, ValueError) as exc:  # shown on the page, with the status the app gives it
         return render_template("admin/runs.html", chosen=chosen, by_owner=by_owner, page=None, query=None,
@@ -57,8 +64,8 @@ def _page(query: RunQuery, by_owner: bool, cursor: str | None):
 
 @bp.get("/bulk/rollback")
 def bulk_preview():
-    chosen = selection_args(request.args)
-    preview = get_host().fleet.preview_bulk_rollback(RunQuery.parse(**chosen), within=g.operator.owner_prefix)
+    chosen = zoned(selection_args(request.args), current_zone())  # the job keeps the instants, offsets and all
+    preview = get_host().fleet.preview_bulk_rollback(run_query(chosen), within=g.operator.owner_prefix)
     # The form's request id is the job's idempotency key: a double submit starts one job.
     return render_template("admin/bulk_preview.html", chosen=chosen, preview=preview, inline_diff=DiffBudget(),
                            request_id="ui-" + secrets.token_hex(12))
@@ -68,9 +75,10 @@ def bulk_preview():
 def bulk_start():
     operator = require_role("admin")
     chosen = selection_args(request.form)
-    job = get_host().fleet.start_bulk_rollback(RunQuery.parse(**chosen), within=operator.owner_prefix,
+    job = get_host().fleet.start_bulk_rollback(run_query(chosen), within=operator.owner_prefix,
                                                force=request.form.get("force") == "on", actor=operator.name,
-                                               idempotency_key=request.form.get("request_id") or None)
+                                               idempotency_key=request.form.get("request_id") or None,
+                                               request_id=current_request_id())
     return redirect(url_for("admin.job", job_id=job["id"]))
 
 

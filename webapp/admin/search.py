@@ -15,6 +15,7 @@ from wikimem.naming import validate_date
 from . import bp
 from .access import int_param, load_owner, wikitext_for
 from .highlight import marked
+from .zones import Zone, current_zone, in_zone
 
 DIARY_CHOICES = ("", "window", "all")
 
@@ -42,8 +43,20 @@ class SearchForm:
                 "diary": self.diary or None}
 
 
-def parse_search(args) -> SearchForm:
-    """Read and check the search parameters; a bad one raises :class:`BadRequest`."""
+def typed_search(args) -> dict:
+    """The search box as typed, valid or not: what the page shows back (an error never empties the form)."""
+    keys = ("q", "limit", "budget", "start", "end", "as_of", "diary")
+    typed: dict = {k: (args.get(k) or "") for k in keys}
+    typed["limit"] = typed["limit"] or "10"
+    typed["links"] = args.get("links") == "on" if "submitted" in args else True
+    return typed
+
+
+def parse_search(args, zone: Zone | None = None) -> SearchForm:
+    """Read and check the search parameters; a bad one raises :class:`BadRequest`.
+
+    An ``as_of`` time without an offset is read in ``zone`` (the operator's).
+    """
     start, end = (args.get("start") or "").strip(), (args.get("end") or "").strip()
     if bool(start) != bool(end):
         raise BadRequest("a time range needs both a start and an end date")
@@ -60,23 +73,24 @@ def parse_search(args) -> SearchForm:
         # A submitted form without the box ticked means "no expansion";
         # a bare link (?q=...) keeps the library's default.
         expand_links=args.get("links") == "on" if "submitted" in args else True,
-        start=start, end=end, as_of=(args.get("as_of") or "").strip(), diary=diary,
+        start=start, end=end, as_of=in_zone((args.get("as_of") or "").strip(), zone or Zone()) or "", diary=diary,
     )
 
 
 @bp.get("/owners/<owner_id>/search")
 def search(owner_id: str):
     owner = load_owner(owner_id)
+    typed = typed_search(request.args)
     if "q" not in request.args:
-        return render_template("admin/search.html", owner=owner, form=SearchForm(), result=None, error=None)
+        return render_template("admin/search.html", owner=owner, form=SearchForm(), typed=typed, result=None,
+                               error=None)
     try:
-        form = parse_search(request.args)
+        form = parse_search(request.args, current_zone())
         result = owner.retrieve(form.q, **form.retrieve_kwargs())
-    except (WikimemError, ValueError) as exc:  # shown on the page itself, with the status the app gives it
-        form = SearchForm(q=request.args.get("q", ""), as_of=request.args.get("as_of", ""))
-        return render_template("admin/search.html", owner=owner, form=form, result=None,
+    except (WikimemError, ValueError) as exc:  # shown on the page itself, the form as typed, with the app's status
+        return render_template("admin/search.html", owner=owner, form=SearchForm(), typed=typed, result=None,
                                error=str(exc)), error_status(exc)
-    return render_template("admin/search.html", owner=owner, form=form, result=result, error=None,
+    return render_template("admin/search.html", owner=owner, form=form, typed=typed, result=result, error=None,
                            wikitext=wikitext_for(owner))
 
 

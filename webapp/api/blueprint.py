@@ -30,9 +30,9 @@ def owner_for(owner_id: str, scope: str) -> Owner:
     return get_host().owner(owner_id)
 
 
-def context_of(data: dict, **overrides) -> WriteContext:
-    """The write's context; the actor defaults to the token's name."""
-    return write_context(data, default_actor=current_principal().name, **overrides)
+def context_of(data: dict, *, create_only: bool = False) -> WriteContext:
+    """The write's context; the actor defaults to the token's name (``create_only``: ``If-None-Match: *``)."""
+    return write_context(data, default_actor=current_principal().name, create_only=create_only)
 
 
 def committed(done, key: str) -> Response:

@@ -12,6 +12,7 @@ from webapp.params import (
     query_int,
     query_str,
 )
+from wikimem.errors import InvalidValue
 from wikimem.host import HISTORY_FILTERS, UNDO_TARGETS, BadRequest
 
 from .blueprint import OWNER, bp, context_of, owner_for
@@ -41,8 +42,10 @@ def _target(data: dict, field: str) -> str:
     """The run id of a rollback, or the commit point of a revert / restore."""
     if field == "run":  # a run id, as written in Wikimem-Run
         run = opt_str(data, "run", limit=64)
-        if not run or not run.strip():
-            raise BadRequest("run must be a non-empty run id")
+        if run is None:
+            raise BadRequest("run must be a string: the run id to roll back")
+        if not run.strip():
+            raise InvalidValue("run must be a non-empty run id")
         return run
     return point(opt_str(data, field), field)
 

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from flask import jsonify
 
 from webapp import get_host
+from webapp.auth import current_principal
 from webapp.params import (
     WRITE_FIELDS,
     json_body,
@@ -19,8 +20,8 @@ from webapp.params import (
     prefers,
     query_str,
     req_str,
-    write_context,
 )
+from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
 from .blueprint import OWNER, bp, committed, context_of, owner_for, with_etag
@@ -47,8 +48,11 @@ def get_item(owner_id: str, file: str, name: str):
 def put_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
-    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=context_of(data))
-    return with_etag(committed(done, "item"), owner.etag(done.value)), 201 if done.created else 200
+    ctx = context_of(data, create_only=True)
+    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=ctx)
+    # (a replay of a write whose item was forgotten since answers item null: the item is no more)
+    tag = owner.etag(done.value) if done.value is not None else None
+    return with_etag(committed(done, "item"), tag), 201 if done.created else 200
 
 
 @bp.delete(OWNER + "/items/<file>/<path:name>")
@@ -110,7 +114,7 @@ def retrieve(owner_id: str):
     data = json_body(_RETRIEVE, one_of=("query", "messages"))
     as_of = opt_str(data, "as_of")
     time_range = opt_str_list(data, "time_range", 2)
-    limit = opt_int(data, "limit", minimum=1)
+    limit = opt_int(data, "limit")  # its range is the host's to judge (1 to MAX_RETRIEVE_LIMIT)
     result = owner.retrieve(
         opt_str(data, "query"), messages=data.get("messages"), messages_last=opt_int(data, "messages_last", minimum=1),
         as_of=None if as_of is None else point(as_of, "as_of"),
@@ -129,11 +133,13 @@ def memorize(owner_id: str):
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
     turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
-    ctx = write_context(data)
+    ctx = context_of(data)  # the actor defaults to the token's name, as for every write
     if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
-        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, character=character,
+        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, request_id=current_request_id(),
+                                            character=character,
                                             prompt=prompt, run=ctx.run, actor=ctx.actor,
-                                            source_conv=ctx.source_conv, **when)
+                                            source_conv=ctx.source_conv,
+                                            tenant=current_principal().owner_prefix, **when)
         response = jsonify(job.to_dict())
         response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
         response.headers["Preference-Applied"] = "respond-async"

@@ -10,8 +10,18 @@ from flask import jsonify
 
 from webapp import get_host
 from webapp.auth import require
-from webapp.params import idempotency_key, int_in_range, json_body, opt_bool, opt_int, opt_str, query_int, query_str
+from webapp.params import (
+    idempotency_key,
+    json_body,
+    offset_cursor,
+    opt_bool,
+    opt_int,
+    opt_str,
+    query_int,
+    query_str,
+)
 from webapp.peering import forward_for, listing_scope
+from webapp.requestid import current_request_id
 from wikimem.host import RunQuery
 
 from .blueprint import bp
@@ -44,13 +54,14 @@ def bulk_rollback():
     data = json_body({*SELECTION_FIELDS, "force", "preview", "limit", "cursor"})
     query = query_of({k: opt_str(data, k, limit=200) for k in SELECTION_FIELDS})
     if opt_bool(data, "preview", False):
-        limit = int_in_range(str(opt_int(data, "limit") or 100), "limit", 100, 1, 1000)
-        offset = int_in_range(opt_str(data, "cursor", limit=12), "cursor", 0, 0, 10**9)
+        limit = opt_int(data, "limit", minimum=1, maximum=1000) or 100
+        offset = offset_cursor(opt_str(data, "cursor", limit=12))
         preview = get_host().fleet.preview_bulk_rollback(query, within=principal.owner_prefix)
         return jsonify(preview.to_dict(limit=limit, offset=offset))
     job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
                                                force=opt_bool(data, "force", False), actor=principal.name,
-                                               idempotency_key=idempotency_key())
+                                               idempotency_key=idempotency_key(), request_id=current_request_id(),
+                                               tenant=principal.owner_prefix)
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

@@ -7,12 +7,11 @@ from flask import Response, jsonify
 import wikimem
 from webapp import get_host
 from webapp.auth import Forbidden, current_principal, require
-from webapp.params import (
-    json_body,
-)
+from webapp.params import json_body, query_int, query_str
 from webapp.peering import revocation_from
 from webapp.session import revoke
 from wikimem.errors import NotFound
+from wikimem.host import JobQuery
 from wikimem.host.fleet import job_visible
 
 from .blueprint import bp
@@ -47,13 +46,31 @@ def replication():
     return jsonify(get_host().replication_status())
 
 
+@bp.get("/jobs")
+def list_jobs():
+    """Jobs newest first: a token sees the jobs of the owners its prefix reaches; bulk jobs need the admin scope."""
+    principal = require("read")
+    query = JobQuery.parse(**{k: query_str(k) for k in ("kind", "state", "owner_prefix", "since")})
+    page = get_host().fleet.list_jobs(query, within=principal.owner_prefix, admin=principal.has("admin"),
+                                      limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=200))
+    return jsonify(page.to_dict())
+
+
 @bp.get("/jobs/<job_id>")
 def get_job(job_id: str):
     require("read")
     job = get_host().job(job_id)
     owner_id = job.params.get("owner")
-    if owner_id:
+    if owner_id and job.kind != "bulk-rollback":
         require("read", owner_id)
     elif not job_visible(job.params, require("admin").owner_prefix):  # a bulk job: admins of its owners
         raise NotFound(f"no job {job_id!r}")
+    return jsonify(job.to_dict())
+
+
+@bp.post("/jobs/<job_id>/cancel")
+def cancel_job(job_id: str):
+    """Cancel a queued job (409 once a step started): a write token for its owner's jobs, admin for bulk jobs."""
+    principal = require("write")
+    job = get_host().fleet.cancel_job(job_id, within=principal.owner_prefix, admin=principal.has("admin"))
     return jsonify(job.to_dict())

@@ -88,7 +88,7 @@ def cmd_restore(args) -> int:
         raise ValueError("name owners with --owner, --owners-file or --all")
     done = restore(host, list(dict.fromkeys(ids)))
     _print(args, done, [f"{what:18} {owner_id}" for owner_id, what in done.items()])
-    return EXIT_OK if all(w != "not on the remote" for w in done.values()) else EXIT_NOT_FOUND
+    return EXIT_OK if all(w in ("cloned", "caught up") for w in done.values()) else EXIT_NOT_FOUND
 
 
 def cmd_push(args) -> int:

@@ -44,12 +44,17 @@ def register(sub) -> None:
 
     for name, what, helptext in (("revert", "commit", "undo one commit, item by item, as a new commit"),
                                  ("rollback", "run", "undo every commit of a run as one new commit"),
-                                 ("restore", "point", "make wiki/ and diary/ what they were at a commit or time")):
+                                 ("restore", "point", "make wiki/ and diary/ what they were at a commit or time; "
+                                                      "given a backup folder (wikimem backup), a data root from it")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument(what)
         p.add_argument("--dry-run", action="store_true", help="only show the plan")
         if name != "restore":
             p.add_argument("--force", action="store_true", help="apply even over conflicts")
+        else:
+            from .backup import restore_args
+
+            restore_args(p)
         p.add_argument("--actor", default="cli")
         p.set_defaults(handler=cmd_undo, op=name, target=what, force=False)
 
@@ -108,6 +113,11 @@ def _undo_calls(args):
 def cmd_undo(args) -> int:
     from wikimem.context import WriteContext
     from wikimem.errors import Conflict
+
+    from .backup import cmd_restore, is_backup
+
+    if args.op == "restore" and is_backup(args.point):
+        return cmd_restore(args)
 
     preview, apply = _undo_calls(args)
     target = getattr(args, args.target)

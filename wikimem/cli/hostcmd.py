@@ -1,7 +1,10 @@
-"""``serve``, ``token mint|list|revoke``, ``operator add|list|remove|role|passwd``: the host and its credentials.
+"""``serve``, ``token mint|list|revoke|rotate``, ``operator add|list|remove|role|passwd``: the host and its
+credentials.
 
 Flask and the host layer are imported only when one of these commands runs,
-so ``wikimem ls`` keeps working with the standard library alone.
+so ``wikimem ls`` keeps working with the standard library alone. Every
+change of a credentials file is an audit event (:mod:`wikimem.host.auditlog`)
+on stderr, with the system user as its actor.
 
 ``wikimem serve`` is the development server (one process, threads). In
 production run gunicorn: ``gunicorn -c deploy/gunicorn.conf.py``.
@@ -9,12 +12,14 @@ production run gunicorn: ``gunicorn -c deploy/gunicorn.conf.py``.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, read_setting
 
@@ -42,19 +47,29 @@ def _file_option(parser, var: str, what: str) -> None:
 
 
 def _register_tokens(sub) -> None:
-    p = sub.add_parser("token", help="API tokens: mint, list, revoke")
+    p = sub.add_parser("token", help="API tokens: mint, list, revoke, rotate")
     tsub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True, parser_class=Parser)
     m = tsub.add_parser("mint", help="make a token, store its hash, print the secret once")
     m.add_argument("name", help="who uses it, e.g. worker-elaina")
     m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
                    help="read, write or admin (repeatable)")
     m.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
+    m.add_argument("--expires", default=None, metavar="DURATION",
+                   help="it stops working after this long: 90d, 12h, 2w… (default: never)")
     _file_option(m, "WIKIMEM_TOKENS_FILE", "tokens file")
     m.set_defaults(handler=cmd_token_mint)
-    ls = tsub.add_parser("list", help="the tokens of the file (id, name, scopes, owners, created)")
-    ls.add_argument("--all", action="store_true", help="revoked tokens too")
+    ls = tsub.add_parser("list", help="the tokens of the file (id, name, scopes, owners, created, expires, "
+                                      "last used)")
+    ls.add_argument("--all", action="store_true", help="revoked and expired tokens too")
     _file_option(ls, "WIKIMEM_TOKENS_FILE", "tokens file")
     ls.set_defaults(handler=cmd_token_list)
+    ro = tsub.add_parser("rotate", help="a new secret for a token (same name, scopes, owners); the old one "
+                                        "works until the grace period ends")
+    ro.add_argument("token", help="a token id from `wikimem token list` (6+ hex digits) or a token name")
+    ro.add_argument("--grace", default="1d", metavar="DURATION",
+                    help="how long the old secret keeps working: 1d (default), 2h, 0s…")
+    _file_option(ro, "WIKIMEM_TOKENS_FILE", "tokens file")
+    ro.set_defaults(handler=cmd_token_rotate)
     r = tsub.add_parser("revoke", help="revoke a token by id or name; it stops working at once")
     r.add_argument("token", help="a token id from `wikimem token list` (6+ hex digits) or a token name")
     r.add_argument("--all", action="store_true", help="revoke every token of that name")
@@ -143,10 +158,17 @@ def _admin_token(data: Path, configured: str | None) -> str:
 def cmd_serve(args) -> int:
     settings = host_config(args, BIND=args.bind)  # WIKIMEM_*, checked before anything is made
     host, port = _split_bind(settings.bind)
+    from webapp.devserver import listen, serve  # flask only now
+
+    try:  # first, so a busy port is said plainly before anything is made
+        listener = listen(host, port)
+    except OSError as exc:
+        print(busy_port_message(host, port, exc), file=sys.stderr)
+        return EXIT_ERROR
     data = Path(settings.data_root)
     data.mkdir(parents=True, exist_ok=True)
     token = _admin_token(data, settings.admin_token)
-    from webapp import create_app  # flask only now
+    from webapp import create_app
 
     config = {"DATA_ROOT": str(data), "BIND": settings.bind, "ADMIN_TOKEN": token}
     if settings.secret_key:
@@ -155,6 +177,9 @@ def cmd_serve(args) -> int:
         # The development server keeps its session key next to the admin token,
         # so a restart does not sign every operator out.
         config.update(ENV="development", SECRET_KEY=_kept_secret(data / SECRET_KEY_FILE, lambda: secrets.token_hex(32)))
+    from webapp.logs import configure
+
+    configure(settings.log_format or "text")  # WIKIMEM_LOG_FORMAT; plain text by default here
     app = create_app(config)
     if args.demo:
         from wikimem.host import bad_run_hint, seed_demo
@@ -167,35 +192,109 @@ def cmd_serve(args) -> int:
         print(f"demo data: {', '.join(seeded.owners)}" + ("" if seeded.created else " (already there)"))
         if hint:
             print(f"  {hint}")
+    port = listener.getsockname()[1]  # the one the system gave, for --bind HOST:0
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"wikimem host on http://{shown}:{port}/  (admin UI: /admin/, API: /api/v1/)")
     print(f"data root:   {data.resolve()}")
     print(f"admin token: {token}")
+    for line in service_lines(settings):
+        print(line)
+    print(f"port:        {port}; another with WIKIMEM_BIND=HOST:PORT (make run too) or --bind HOST:PORT")
     sys.stdout.flush()
-    app.run(host=host, port=port, threaded=True, use_reloader=False)
+    serve(app, host, listener)
     return EXIT_OK
 
 
-def _need_file(args, var: str) -> bool:
-    """Whether the command has its credentials file: ``--file``, else the setting ``var`` names."""
-    args.file = args.file or read_setting(_FILE_KEYS[var])
-    if args.file:
-        return True
-    print(f"wikimem: give --file or set {var}", file=sys.stderr)
-    return False
+def busy_port_message(host: str, port: int, exc: OSError) -> str:
+    """What ``wikimem serve`` says when it cannot listen: why, and how to pick another address."""
+    import errno
+
+    other = f"{host}:{port + 1 if 0 < port < 65535 else 8001}"
+    why = ("the port is in use (another wikimem, or another program)" if exc.errno == errno.EADDRINUSE
+           else exc.strerror or str(exc))
+    return (f"wikimem: cannot listen on {host}:{port}: {why}.\n"
+            f"  Pick another address: WIKIMEM_BIND={other} make run\n"
+            f"                    or: wikimem serve --bind {other}   (WIKIMEM_BIND works for it too)")
 
 
+def _endpoint(url: str) -> str:
+    """A URL as the banner shows it: no user name or password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else url
+
+
+def service_lines(settings) -> list[str]:
+    """The start banner's lines on memorize (the chat model) and the embedder: on or off, and how to turn on."""
+    if settings.llm_url:
+        memorize = f"on: {settings.llm_model} at {_endpoint(settings.llm_url)}"
+    else:
+        memorize = "off (POST …/memorize answers 501): set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL"
+    if settings.embedder == "local":
+        embedder = "the bundled local model (WIKIMEM_EMBEDDER=local): retrieval fuses BM25 with vectors"
+    elif settings.embed_url and settings.embedder != "none":
+        embedder = f"{settings.embed_model} at {_endpoint(settings.embed_url)}: retrieval fuses BM25 with vectors"
+    else:
+        embedder = ("off, retrieval is BM25 only: WIKIMEM_EMBEDDER=local, or WIKIMEM_EMBED_URL and "
+                    "WIKIMEM_EMBED_MODEL")
+    return [f"memorize:    {memorize}", f"embedder:    {embedder}"]
+
+
+Command = Callable[[Any], int]
+
+
+def _needs_file(var: str) -> Callable[[Command], Command]:
+    """Run the command only with its credentials file: ``--file``, else the setting ``var`` names."""
+    def wrap(cmd: Command) -> Command:
+        @functools.wraps(cmd)
+        def run(args) -> int:
+            args.file = args.file or read_setting(_FILE_KEYS[var])
+            if not args.file:
+                print(f"wikimem: give --file or set {var}", file=sys.stderr)
+                return EXIT_ERROR
+            return cmd(args)
+        return run
+    return wrap
+
+
+def _audit(action: str, **fields) -> None:
+    """An audit event of a credentials change, on stderr (the actor: the system user running the command)."""
+    import logging
+
+    from wikimem.host import AUDIT_LOGGER, audit
+
+    logger = logging.getLogger(AUDIT_LOGGER)
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("wikimem: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    try:
+        actor = getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (a container)
+        actor = f"uid:{os.getuid()}"
+    audit(action, actor=actor, **fields)
+
+
+@_needs_file("WIKIMEM_TOKENS_FILE")
 def cmd_token_mint(args) -> int:
-    from wikimem.host.access import append_token, mint_token
+    from wikimem.host.access import append_token, mint_token, parse_duration
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
-    secret, entry = mint_token(args.name, args.scope, args.owner_prefix)
+    lifetime = parse_duration(args.expires) if args.expires else None
+    secret, entry = mint_token(args.name, args.scope, args.owner_prefix, expires_in=lifetime)
     append_token(args.file, entry)
     reach = f", owners {entry['owner_prefix']}*" if entry["owner_prefix"] else ""
-    print(f"minted {entry['name']!r} ({','.join(entry['scopes'])}{reach}) into {args.file}; "
+    until = f", expires {entry['expires']}" if "expires" in entry else ""
+    print(f"minted {entry['name']!r} ({','.join(entry['scopes'])}{reach}{until}) into {args.file}; "
           "the secret is shown only now:", file=sys.stderr)
     print(secret)
+    _audit("token-mint", token=entry["sha256"][:16], token_name=entry["name"], scopes=",".join(entry["scopes"]),
+           owner_prefix=entry["owner_prefix"] or None, expires=entry.get("expires"))
     return EXIT_OK
 
 
@@ -205,30 +304,74 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
-def cmd_token_list(args) -> int:
-    from wikimem.host.access import list_tokens
+def _last_uses() -> dict[str, float]:
+    """When each token was last used, from the host's shared state (empty when the host never ran here)."""
+    from wikimem.host.access import STATE_FILE, AuthState
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
-    entries = [e for e in list_tokens(args.file) if args.all or not e.revoked]
+    data = Path(read_setting("DATA_ROOT"))
+    if not (data / STATE_FILE).is_file():
+        return {}
+    try:
+        return AuthState(data).last_used()
+    except Exception as exc:  # unreadable: the listing still shows the file
+        print(f"wikimem: cannot read when tokens were last used ({exc})", file=sys.stderr)
+        return {}
+
+
+def _when(t: float | None) -> str:
+    from datetime import datetime, timezone
+
+    return "-" if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
+def _state(entry) -> str:
+    if entry.revoked:
+        return f"revoked {entry.revoked}"
+    if entry.expired():
+        return "expired"
+    return f"rotated to {entry.rotated}" if entry.rotated else "active"
+
+
+@_needs_file("WIKIMEM_TOKENS_FILE")
+def cmd_token_list(args) -> int:
+    from wikimem.host.access import expires_in_words, list_tokens
+
+    used = _last_uses()
+    entries = [e for e in list_tokens(args.file) if args.all or not (e.revoked or e.expired())]
     rows = [(e.id, e.principal.name, ",".join(sorted(e.principal.scopes, key=("read", "write", "admin").index)),
              (e.principal.owner_prefix + "*") if e.principal.owner_prefix else "*", e.created or "-",
-             f"revoked {e.revoked}" if e.revoked else "active") for e in entries]
-    _table(("ID", "NAME", "SCOPES", "OWNERS", "CREATED", "STATE"), rows)
+             expires_in_words(e), _when(used.get(e.id)), _state(e)) for e in entries]
+    _table(("ID", "NAME", "SCOPES", "OWNERS", "CREATED", "EXPIRES", "LAST USED", "STATE"), rows)
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_TOKENS_FILE")
+def cmd_token_rotate(args) -> int:
+    from wikimem.host.access import parse_duration, rotate_token
+
+    done = rotate_token(args.file, args.token, grace=parse_duration(args.grace))
+    if done is None:
+        print(f"wikimem: no active token with id or name {args.token!r} in {args.file}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    print(f"rotated {done.old.id} ({done.old.principal.name}) to {done.new.id}; the old secret works until "
+          f"{done.old.expires}. The new secret is shown only now:", file=sys.stderr)
+    print(done.secret)
+    _audit("token-rotate", token=done.old.id, new_token=done.new.id, token_name=done.new.principal.name,
+           old_expires=done.old.expires)
+    return EXIT_OK
+
+
+@_needs_file("WIKIMEM_TOKENS_FILE")
 def cmd_token_revoke(args) -> int:
     from wikimem.host.access import revoke_tokens
 
-    if not _need_file(args, "WIKIMEM_TOKENS_FILE"):
-        return EXIT_ERROR
     done = revoke_tokens(args.file, args.token, every=args.all)
     if not done:
         print(f"wikimem: no active token with id or name {args.token!r} in {args.file}", file=sys.stderr)
         return EXIT_NOT_FOUND
     for entry in done:
         print(f"revoked {entry.id} ({entry.principal.name})")
+        _audit("token-revoke", token=entry.id, token_name=entry.principal.name)
     return EXIT_OK
 
 
@@ -236,39 +379,38 @@ def _read_password(prompt: str = "password: ") -> str:
     return getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_add(args) -> int:
     from webapp.session import hash_password
     from wikimem.host.access import Account, add_account, check_name
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     check_name(args.name)
     account = Account(args.name, hash_password(_read_password()), args.role, args.owner_prefix)
     add_account(args.file, account)
     reach = f", owners {args.owner_prefix}*" if args.owner_prefix else ""
     print(f"added operator {args.name!r} ({args.role}{reach}) to {args.file}", file=sys.stderr)
+    _audit("operator-add", account=args.name, role=args.role, owner_prefix=args.owner_prefix or None)
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_list(args) -> int:
     from wikimem.host.access import list_accounts
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     rows = [(a.name, a.role, (a.owner_prefix + "*") if a.owner_prefix else "*") for a in list_accounts(args.file)]
     _table(("NAME", "ROLE", "OWNERS"), rows)
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_remove(args) -> int:
     from wikimem.host.access import remove_account
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     if not remove_account(args.file, args.name):
         print(f"wikimem: no operator {args.name!r} in {args.file}", file=sys.stderr)
         return EXIT_NOT_FOUND
     print(f"removed operator {args.name!r}; their sessions have ended", file=sys.stderr)
+    _audit("operator-remove", account=args.name)
     return EXIT_OK
 
 
@@ -281,18 +423,20 @@ def _update(args, **change) -> int:
         print(f"wikimem: {exc.args[0]} in {args.file}", file=sys.stderr)
         return EXIT_NOT_FOUND
     print(f"operator {account.name!r} is now {account.role}; their sessions have ended", file=sys.stderr)
+    if "role" in change:
+        _audit("operator-role", account=account.name, role=account.role)
+    else:
+        _audit("operator-passwd", account=account.name)
     return EXIT_OK
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_role(args) -> int:
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     return _update(args, role=args.role)
 
 
+@_needs_file("WIKIMEM_OPERATORS_FILE")
 def cmd_operator_passwd(args) -> int:
     from webapp.session import hash_password
 
-    if not _need_file(args, "WIKIMEM_OPERATORS_FILE"):
-        return EXIT_ERROR
     return _update(args, password_hash=hash_password(_read_password("new password: ")))

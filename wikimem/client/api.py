@@ -23,6 +23,9 @@ and :meth:`Client.ready`). Values come back as the library's types
 Preconditions: ``if_match=`` takes an etag as the ``ETag`` header shows it
 (``"abc"``) or bare (``abc``), or a commit id; a weak ``W/"abc"`` (what a
 compressing proxy makes of an etag) is taken as ``abc``, as the host does.
+``add(..., if_none_match=True)`` is create-only (``If-None-Match: *``): a
+:class:`PreconditionFailedError` (412, with the ``current`` etag and the
+``item`` there) when the item exists, and nothing is written.
 
 Retries: a request is retried (``retries`` times, exponential ``backoff``)
 on a connection error or timeout, on 502/503/504, on 429 after the
@@ -41,10 +44,12 @@ Errors: any JSON error answer raises :class:`ClientError` (``status``,
 (404), :class:`ConflictError` (409, with ``conflicts``),
 :class:`PreconditionFailedError` (412, with ``current``), …; they also
 subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
-code written against the library catches them unchanged. A 400 is a
-:class:`BadRequestError` (a ``ValueError``); only a 400 ``invalid_name`` is
-also the library's ``InvalidName`` (:class:`InvalidNameError`). A request
-that never got an answer raises :class:`TransportError` (``status`` 0).
+code written against the library catches them unchanged. A 400 (a
+malformed request) is a :class:`BadRequestError`; a 422 (a value refused) is
+an :class:`InvalidValueError` (the library's ``InvalidValue``), and a 422
+``invalid_name`` is an :class:`InvalidNameError` (the library's
+``InvalidName``); all three are ``ValueError``. A request that never got an
+answer raises :class:`TransportError` (``status`` 0).
 
 Connections: each thread of a client keeps one HTTP/1.1 connection open and
 reuses it (``close()`` or ``with Client(...)`` ends them); a connection the
@@ -52,7 +57,7 @@ server closed while idle is replaced without counting as a retry.
 
 This module is not imported by ``import wikimem``. The errors live in
 :mod:`wikimem.client.errors`, the result types in :mod:`wikimem.client.results`,
-the connections in :mod:`wikimem.client.transport`; import them from here.
+the connections in :mod:`wikimem.client.transport`; import them from :mod:`wikimem.client`.
 """
 
 from __future__ import annotations
@@ -68,32 +73,11 @@ from typing import Any
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.recall import RetrievalResult
 
-from .errors import (
-    BadRequestError,
-    BusyError,
-    ClientError,
-    ConflictError,
-    ForbiddenError,
-    InvalidNameError,
-    InvalidValueError,
-    NotFoundError,
-    PreconditionFailedError,
-    RateLimitedError,
-    ServerError,
-    TooLargeError,
-    TransportError,
-    UnauthorizedError,
-    error_for,
-)
+from .errors import ClientError, TransportError, error_for
 from .results import Fetched, Memorized, Page, Written, diary_item, memorized, recall_item, retrieval_result
-from .transport import API, Headers, Transport, describe_error, no_answer, refused, retry_after, split_base_url
+from .transport import API, Transport, describe_error, no_answer, refused, retry_after, split_base_url
 
-__all__ = [
-    "Client", "Written", "Fetched", "Page", "Memorized",
-    "ClientError", "TransportError", "BadRequestError", "InvalidNameError", "UnauthorizedError", "ForbiddenError",
-    "NotFoundError", "ConflictError", "PreconditionFailedError", "TooLargeError", "InvalidValueError",
-    "RateLimitedError", "ServerError", "BusyError", "Headers",
-]
+__all__ = ["Client"]
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # The host's probes are outside the API: request() sends these paths to the host's root.
@@ -284,7 +268,11 @@ class Client:
         return f"{self._owner_path(owner)}/items/{_q(file)}/{_q(name)}"
 
     @staticmethod
-    def _precondition(if_match: str | None) -> dict[str, str]:
+    def _precondition(if_match: str | None, if_none_match: bool = False) -> dict[str, str]:
+        if if_match and if_none_match:
+            raise ValueError("give if_match (the item as you saw it) or if_none_match (it must not exist), not both")
+        if if_none_match:
+            return {"If-None-Match": "*"}
         return {"If-Match": _if_match_header(if_match)} if if_match else {}
 
     @staticmethod
@@ -298,8 +286,9 @@ class Client:
         return bool((self._call("GET", "/healthz") or {}).get("ok"))
 
     def ready(self) -> dict[str, Any]:
-        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state}`` — ``ready`` is false
-        (the host answered 503) until the data root is writable and the remote, if any, answers."""
+        """``/readyz`` once, without retries: ``{"ready": bool, "remote": state, "disk": state}`` — ``ready`` is
+        false (the host answered 503) while the data root's disk is full or read-only, or the remote, if any,
+        does not answer (``details``, with paths, for an admin token only)."""
         try:
             return self._call("GET", "/readyz", retries=0)
         except ClientError as exc:
@@ -339,7 +328,8 @@ class Client:
         self._call("DELETE", self._owner_path(owner), write=True, dedup=False)
 
     def export(self, *, owner: str | None = None, format: str = "zip") -> bytes:
-        """An archive (``zip`` or ``tar``) of the owner's markdown."""
+        """An archive (``zip`` or ``tar``) of the owner's markdown, or (``bundle``) its whole history as a git
+        bundle (``git clone owner.bundle``)."""
         return self.request("GET", self._owner_path(owner) + "/export", query={"format": format}, raw=True)[0]
 
     # -- wiki ------------------------------------------------------------------
@@ -363,11 +353,12 @@ class Client:
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, source_conv: str | None = None,
             ts: str | None = None, run: str | None = None, actor: str | None = None,
-            if_match: str | None = None) -> Written:
-        """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412."""
+            if_match: str | None = None, if_none_match: bool = False) -> Written:
+        """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412,
+        ``if_none_match=True`` adds it only if it does not exist yet (else 412, nothing written)."""
         body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor)
         data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
-                                     headers=self._precondition(if_match))
+                                     headers=self._precondition(if_match, if_none_match))
         return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
                        _unquote_etag(headers.get("ETag")))
 
@@ -431,7 +422,10 @@ class Client:
         """``MemoryIndex.retrieve`` on the host.
 
         Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
-        dicts; the query is then its user turns, the last ``messages_last``).
+        dicts; the query is then its user turns, the last ``messages_last``):
+        send the messages rather than a transcript pasted into ``query`` —
+        the character's own words pull its earlier answers back
+        (``bench/quality_chat.py``).
         ``budget_strict``: nothing over ``budget_tokens``, not even the first
         entry. ``diary``: ``"window"`` (diary entries only through a time
         window) or ``"all"`` (ranked with the wiki; ``recency_half_life`` in
@@ -472,20 +466,61 @@ class Client:
         return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
 
     def job(self, job_id: str) -> dict[str, Any]:
-        """A background job: ``state`` (queued, running, done, failed), ``done``/``total``, ``results``."""
+        """A background job: ``state`` (queued, running, done, failed, cancelled), ``done``/``total``,
+        ``results``."""
         return self._call("GET", f"/jobs/{_q(job_id)}")
 
+    def jobs(self, *, kind: str | None = None, state: str | None = None, owner_prefix: str | None = None,
+             since: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """Background jobs the token may see, newest first (``GET /jobs``): entries are dicts with ``id``,
+        ``kind``, ``state``, ``done``/``total``, ``owner`` (one owner's job) or ``scope`` (a bulk job's owner
+        prefix); bulk jobs only with the admin scope."""
+        data = self._call("GET", "/jobs", query={"kind": kind, "state": state, "owner_prefix": owner_prefix,
+                                                  "since": since, "limit": str(limit), "cursor": cursor})
+        return _page(data, "jobs")
+
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job none of whose steps has started: the job, ``state`` ``cancelled`` (a
+        :class:`~wikimem.errors.Conflict` once it runs)."""
+        return self._call("POST", f"/jobs/{_q(job_id)}/cancel", write=True)
+
     def wait_job(self, job: str | Mapping[str, Any], *, timeout: float = 120.0, poll: float = 0.5) -> dict[str, Any]:
-        """Poll a job until it is done or failed (``TimeoutError`` after ``timeout`` seconds)."""
+        """Poll a job until it is done, failed or cancelled (``TimeoutError`` after ``timeout`` seconds)."""
         job_id = job if isinstance(job, str) else job["id"]
         deadline = time.monotonic() + timeout
         while True:
             found = self.job(job_id)
-            if found.get("state") in ("done", "failed"):
+            if found.get("state") in ("done", "failed", "cancelled"):
                 return found
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
             self._sleep(poll)
+
+    # -- erasure (admin) ------------------------------------------------------------
+
+    def erase_owner(self, owner: str | None = None, *, confirm: str | None = None,
+                    actor: str | None = None) -> dict[str, Any]:
+        """Erase the owner everywhere — repository, history, remote, indexes, jobs — as a background job: the
+        job, at once; :meth:`wait_job` gives its receipt as the step's result. ``confirm`` repeats the owner id
+        (default: the owner named). Asking again is the same job."""
+        owner = owner or self.owner
+        body = self._fields(confirm=confirm if confirm is not None else owner, actor=actor)
+        return self._call("POST", self._owner_path(owner) + "/erase", body=body, write=True)
+
+    def forget(self, file: str | None = None, name: str | None = None, *, date: str | None = None,
+               time: str | None = None, index: int | None = None, owner: str | None = None,
+               actor: str | None = None) -> dict[str, Any]:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time``, and ``index`` when
+        several share the minute) with its history, as a background job (see :meth:`erase_owner`)."""
+        body = self._fields(file=file, name=name, date=date, time=time, index=index, actor=actor)
+        return self._call("POST", self._owner_path(owner) + "/forget", body=body, write=True)
+
+    def erasure(self, owner: str | None = None) -> dict[str, Any]:
+        """The receipt of the owner's erasure (``NotFound`` when it was not erased)."""
+        owner = owner or self.owner
+        if not owner:
+            raise ValueError("no owner: pass owner= to the call or to Client(...)")
+        return self._call("GET", "/erasures", query={"owner": owner})
 
     # -- settings ----------------------------------------------------------------
 

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wikimem.errors import Conflict, InvalidName, NotFound, PreconditionFailed, StoreBusy, WikimemError
+from wikimem.errors import (
+    Conflict,
+    InvalidName,
+    InvalidValue,
+    NotFound,
+    PreconditionFailed,
+    StoreBusy,
+    TooLarge,
+    WikimemError,
+)
 
 from .transport import Headers
 
@@ -47,11 +56,7 @@ class TransportError(ClientError):
 
 
 class BadRequestError(ClientError, ValueError):
-    """400: a request the host refused as malformed (a missing or unknown field, a wrong type, …)."""
-
-
-class InvalidNameError(BadRequestError, InvalidName):
-    """400 ``invalid_name``: a file, item, owner, date or time name the library refuses to write."""
+    """400: a request the host refused as malformed (not JSON, a missing or unknown field, a wrong type, …)."""
 
 
 class UnauthorizedError(ClientError):
@@ -75,19 +80,28 @@ class ConflictError(ClientError, Conflict):
 
 
 class PreconditionFailedError(ClientError, PreconditionFailed):
-    """412: ``If-Match`` no longer holds; ``current`` is the current etag or commit."""
+    """412: ``If-Match`` no longer holds, or the item of an ``If-None-Match: *`` write exists;
+    ``current`` is the current etag or commit, ``item`` the item there (a dict) when the host sent it."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.current = self.body.get("current")
+        self.item = self.body.get("item")
 
 
-class TooLargeError(ClientError):
-    """413: the request body is larger than the host accepts."""
+class TooLargeError(ClientError, TooLarge):
+    """413: the request body, or a value in it, is larger than the host accepts."""
 
 
-class InvalidValueError(ClientError, ValueError):
-    """422: a value the library refuses."""
+class InvalidValueError(ClientError, InvalidValue):
+    """422: a well-formed request with a value the library refuses (a range, a time zone, a choice, …)."""
+
+
+class InvalidNameError(InvalidValueError, InvalidName):
+    """422 ``invalid_name``: a file, item, owner, date, time or provenance value the library refuses to write.
+
+    Hosts before the 400/422 rule answered these with 400 ``invalid_name``: that maps here too.
+    """
 
 
 class RateLimitedError(ClientError):
@@ -118,7 +132,7 @@ def error_for(status: int, body: Any, headers: Mapping[str, str] | None = None,
     else:  # not an error of ours: a proxy's HTML page, an empty body, or an answer such as /readyz's 503
         code, message, extra = "http_error", reason or f"HTTP {status}", body if isinstance(body, dict) else {}
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ClientError)
-    if cls is BadRequestError and code == InvalidName.code:
+    if code == InvalidName.code and status in (400, 422):
         cls = InvalidNameError
     return cls(status, code, message, body=extra, headers=headers)
 

@@ -174,7 +174,7 @@ class Transport:
 class Headers(dict):
     """Response headers; ``get`` and ``in`` ignore case, as HTTP does."""
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         if dict.__contains__(self, key):
             return dict.__getitem__(self, key)
         low = key.lower()

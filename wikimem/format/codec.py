@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 
 from wikimem.fsio import decode
 from wikimem.models import DiaryItem, RecallItem
@@ -35,8 +32,9 @@ from .blocks import Block, parse_blocks, render_blocks
 
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
-    "memory_entries", "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
+    "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
+    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings",
+    "render_settings",
 ]
 
 WIKI_DIR = "wiki"
@@ -48,8 +46,10 @@ _SUFFIX = ".md"
 # -- which paths are memory files ---------------------------------------------
 
 def is_memory_name(name: str) -> bool:
-    """A memory file's name inside ``wiki/`` or ``diary/``: ``<stem>.md``, not hidden (temp files are)."""
-    return name.endswith(_SUFFIX) and len(name) > len(_SUFFIX) and not name.startswith(".") and "/" not in name
+    """A memory file's name inside ``wiki/`` or ``diary/``: ``<stem>.md``, not hidden (temp files are), no ``/``
+    or NUL (the listing of a folder goes through :class:`wikimem.store.Door`)."""
+    return (name.endswith(_SUFFIX) and len(name) > len(_SUFFIX) and not name.startswith(".") and "/" not in name
+            and "\0" not in name)
 
 
 def memory_path(path: str) -> tuple[str, str] | None:
@@ -66,18 +66,6 @@ def wiki_path(file: str) -> str:
 
 def day_path(date: str) -> str:
     return f"{DIARY_DIR}/{date}{_SUFFIX}"
-
-
-def memory_entries(root: Path | str, folder: str) -> Iterator[os.DirEntry]:
-    """The directory entries of ``root/folder`` that are memory files (nothing if the folder is missing)."""
-    try:
-        entries = os.scandir(Path(root) / folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    with entries:
-        for entry in entries:
-            if is_memory_name(entry.name):
-                yield entry
 
 
 # -- wiki files ----------------------------------------------------------------
@@ -158,14 +146,19 @@ SETTINGS_PATH = "settings.json"
 
 
 def parse_settings(data: bytes | None) -> dict:
-    """The settings in a ``settings.json`` (None = no file); a file that is not a JSON object reads as ``{}``."""
-    if not data:
+    """The settings in a ``settings.json`` (None or empty = no settings); ValueError when it is not a JSON
+    object (a syntax error, nesting too deep to read, a list…)."""
+    if not data or not data.strip():
         return {}
     try:
         value = json.loads(decode(data))
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    except RecursionError:
+        raise ValueError("settings.json is nested too deeply to be read") from None
+    except ValueError as exc:
+        raise ValueError(f"settings.json is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"settings.json holds a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def render_settings(values: dict) -> bytes:

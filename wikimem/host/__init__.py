@@ -9,10 +9,21 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 from __future__ import annotations
 
 from .access import OwnerQuota
-from .config import Config, ConfigError, build_host, load_config, read_setting
+from .auditlog import AUDIT_LOGGER, audit, result_of
+from .backups import make_backup, restore_backup
+from .config import (
+    Config,
+    ConfigError,
+    build_host,
+    build_metrics,
+    load_config,
+    mark_worker_dead,
+    prepare_metrics_dir,
+    read_setting,
+)
 from .demo import bad_run_hint, seed_demo
-from .errors import BadRequest, LLMNotConfigured, ToolCallError
-from .fleet import RunQuery
+from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
+from .fleet import JobQuery, RunQuery
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
@@ -21,9 +32,12 @@ from .review import HISTORY_FILTERS
 from .settings import SETTINGS_FIELDS
 
 __all__ = [
+    "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS",
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
-    "BadRequest", "ToolCallError", "LLMNotConfigured", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota", "RunQuery",
-    "Config", "ConfigError", "load_config", "read_setting", "build_host",
+    "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
+    "RunQuery", "JobQuery",
+    "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
+    "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
 ]

@@ -7,35 +7,31 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from wikimem.format import MEMORY_DIRS, memory_entries
+from wikimem.format import MEMORY_DIRS
+from wikimem.store import Door
 
 __all__ = ["FORMATS", "archive_markdown"]
 
 FORMATS = {"zip": "application/zip", "tar": "application/x-tar"}  # format → media type
 
 
-def _markdown_files(root: Path) -> list[tuple[str, Path]]:
-    """``(archive path, file)`` of every memory file, sorted; nothing outside the folders."""
-    out = []
-    for folder in MEMORY_DIRS:
-        # Links could point anywhere: only regular files go into an archive.
-        names = sorted(e.name for e in memory_entries(root, folder) if e.is_file(follow_symlinks=False))
-        out.extend((f"{folder}/{name}", root / folder / name) for name in names)
-    return out
-
-
 def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
-    """An archive of ``root``'s ``wiki/`` and ``diary/`` markdown under the folder ``top``."""
+    """An archive of ``root``'s ``wiki/`` and ``diary/`` markdown under the folder ``top``.
+
+    Files are read through the folder's door: a link, a FIFO or an oversized file in it is
+    :class:`~wikimem.errors.DamagedFolder`, never followed into the archive.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"unknown archive format {fmt!r}: use one of {', '.join(FORMATS)}")
     buf = io.BytesIO()
+    door = Door(root)
     files = []
-    for arc, path in _markdown_files(Path(root)):
-        # Read first: a file replaced while the archive is built must not tear it.
-        try:
-            files.append((f"{top}/{arc}", path.read_bytes(), path.stat().st_mtime))
-        except FileNotFoundError:
-            continue
+    for folder in MEMORY_DIRS:
+        for name, stamp in sorted(door.stamps(folder).items()):
+            # Read first: a file replaced while the archive is built must not tear it.
+            data = door.read(f"{folder}/{name}")
+            if data is not None:
+                files.append((f"{top}/{folder}/{name}", data, stamp[1] / 1e9))
     if fmt == "zip":
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for arc, data, mtime in files:
@@ -45,9 +41,9 @@ def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
     else:
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
             for arc, data, mtime in files:
-                info = tarfile.TarInfo(arc)
-                info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
-                tf.addfile(info, io.BytesIO(data))
+                member = tarfile.TarInfo(arc)
+                member.size, member.mtime, member.mode = len(data), int(mtime), 0o644
+                tf.addfile(member, io.BytesIO(data))
     return buf.getvalue()
 
 

@@ -6,88 +6,56 @@
   its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
   recall options, quotas, replication, peers and index cache;
 - :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
-  a tokens file, gunicorn's bind).
+  a tokens file, gunicorn's bind);
+- :func:`prepare_metrics_dir` (gunicorn's master), :func:`build_metrics` (each
+  process), :func:`mark_worker_dead` (gunicorn's ``child_exit``): the metrics
+  of every worker in one folder (``PROMETHEUS_MULTIPROC_DIR``, set here).
 
 The Flask app (``webapp``), gunicorn's master check and every CLI command get
 their host or their settings here; ``webapp.config`` derives Flask's own keys
 from the same :class:`Config`. Nothing else reads the environment.
 
-=================================== ==================================================================
-environment                         meaning (default)
-=================================== ==================================================================
-``WIKIMEM_DATA``                    data root (``./data``)
-``WIKIMEM_BIND``                    address to serve on (``127.0.0.1:8000``)
-``WIKIMEM_STORE``                   the CLI's memory folder without ``--owner`` (``.``)
-``WIKIMEM_ADMIN_TOKEN``             a plain admin token (development, tests)
-``WIKIMEM_TOKENS_FILE``             hashed tokens, see :mod:`wikimem.host.access.tokens`
-``WIKIMEM_OPERATORS_FILE``          admin UI accounts, see :mod:`wikimem.host.access.operators`
-``WIKIMEM_SECRET_KEY``              session and peer signing key (web)
-``WIKIMEM_ENV``                     ``production`` (default) or ``development``
-``WIKIMEM_LLM_URL``                 OpenAI-compatible chat endpoint (``…/v1``)
-``WIKIMEM_LLM_MODEL``               chat model name
-``WIKIMEM_LLM_API_KEY``             its key
-``WIKIMEM_LLM_TIMEOUT``             seconds one chat call may take (30; below the worker timeout)
-``WIKIMEM_EMBED_URL``               OpenAI-compatible embeddings endpoint
-``WIKIMEM_EMBED_MODEL``             embedding model name
-``WIKIMEM_EMBED_API_KEY``           its key
-(key ``EMBED_TIMEOUT`` only)        seconds one embeddings call may take (5)
-``WIKIMEM_EMBED_QUERY_MODEL``       model name sent for queries (the same)
-``WIKIMEM_EMBED_QUERY_PREFIX``      text put before queries (e5: ``"query: "``)
-``WIKIMEM_EMBED_PASSAGE_PREFIX``    text put before memory items (``"passage: "``)
-``WIKIMEM_EMBED_INPUT_TYPE``        send ``input_type`` query/passage (off)
-``WIKIMEM_EMBEDDER``                ``local`` = the bundled model; ``none``; unset = the URL if given
-``WIKIMEM_EMBED_THREADS``           threads of the local model (all cores)
-``WIKIMEM_EMBED_BACKGROUND``        embed memory off the request path (on for local)
-``WIKIMEM_TOKENIZER``               Chinese terms: ``bigram`` (default) or ``jieba``
-``WIKIMEM_DIARY_RECALL``            retrieve's default ``diary``: ``window`` (the seed's) or ``all``
-``WIKIMEM_QUERY_STOPWORDS``         drop function words from queries (on)
-``WIKIMEM_NEIGHBOUR_CONTEXT``       score items with their neighbours too (on)
-``WIKIMEM_FUSION_WEIGHT``           BM25's share of the fused score (0.5)
-``WIKIMEM_INDEX_CACHE``             owners' indexes a process keeps (64)
-``WIKIMEM_MAX_BODY``                largest request body in bytes (1 MiB; web)
-``WIKIMEM_PROXIES``                 reverse proxies to trust for X-Forwarded-* (0; web)
-``WIKIMEM_REMOTE``                  git remote URL template with ``{owner}`` (none)
-``WIKIMEM_REPLICATION``             ``sync`` (default with a remote) or ``async``
-``WIKIMEM_REPLICATION_MAX_LAG``     async: unpushed commits per owner before writes wait (1000)
-``WIKIMEM_REMOTE_FRESHNESS``        staleness bound of reads, seconds (2)
-``WIKIMEM_REMOTE_TIMEOUT``          seconds per remote operation (10)
-``GIT_SSH_COMMAND``                 git's own: the ssh command of ``ssh://`` remotes (``ssh -o BatchMode=yes``)
-``WIKIMEM_PEERS``                   every host of the cluster, comma-separated base URLs
-``WIKIMEM_SELF``                    this host's entry in ``PEERS`` (default: the one on ``BIND``)
-``WIKIMEM_LOGIN_LIMIT_ADDRESS``     sign-ins per client address (``10/minute;50/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_ACCOUNT``     sign-ins per account (``5/minute;20/hour``; web)
-``WIKIMEM_LOGIN_LIMIT_STORAGE``     where sign-in counters live (unset: shared, at the data root; web)
-``WIKIMEM_QUOTA_OWNERS``            owners one token's prefix may hold (10000; 0 = no limit)
-``WIKIMEM_QUOTA_OWNERS_PER_MINUTE`` owners it may create a minute (120; 0 = no limit)
-=================================== ==================================================================
-
-A variable's key (in :func:`load_config`'s overrides and a test config) is its name
-without ``WIKIMEM_``, except ``WIKIMEM_DATA`` → ``DATA_ROOT``,
-``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``; the :class:`Config` field is the
-key in lower case (``SELF``: ``self_url``).
+Every variable is one entry of :data:`wikimem.host.variables.VARIABLES`: its name,
+its key, how its value reads (integer, number, flag, text), its default and
+meaning. :data:`ENV_VARS` (variable → key) and the value kinds come from there,
+and so do the README's tables and ``deploy/env.example`` (``make docs``; a test
+fails while they are stale). A key (in :func:`load_config`'s overrides and a
+test config) is the variable's name without ``WIKIMEM_``, except
+``WIKIMEM_DATA`` → ``DATA_ROOT``, ``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``
+and git's ``GIT_SSH_COMMAND`` → ``SSH_COMMAND``; ``EMBED_TIMEOUT`` (seconds one
+embeddings call may take, 5) is a key without a variable. The :class:`Config`
+field is the key in lower case (``SELF``: ``self_url``).
 
 "web" marks what only the Flask app uses (see ``webapp.config``, which also
 refuses a production start without a real ``SECRET_KEY``). gunicorn's own
 process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
-…) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
+…, listed there too) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from .variables import VARIABLES
 
 if TYPE_CHECKING:
     from wikimem.host.access import OwnerQuota
     from wikimem.host.cluster import Peers, Settings
+    from wikimem.host.fleet import Limits
     from wikimem.host.host import Host
+    from wikimem.host.metrics import Metrics
+    from wikimem.host.retention import Retention
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
-           "build_llm", "TOKENIZERS", "EMBEDDERS"]
+           "build_llm", "build_metrics", "prepare_metrics_dir", "mark_worker_dead", "metrics_folder", "TOKENIZERS",
+           "EMBEDDERS"]
 
 
 class ConfigError(RuntimeError, ValueError):
@@ -97,61 +65,28 @@ class ConfigError(RuntimeError, ValueError):
     """
 
 
-ENV_VARS = {
-    "WIKIMEM_DATA": "DATA_ROOT",
-    "WIKIMEM_BIND": "BIND",
-    "WIKIMEM_STORE": "STORE",
-    "WIKIMEM_ADMIN_TOKEN": "ADMIN_TOKEN",
-    "WIKIMEM_TOKENS_FILE": "TOKENS_FILE",
-    "WIKIMEM_OPERATORS_FILE": "OPERATORS_FILE",
-    "WIKIMEM_SECRET_KEY": "SECRET_KEY",
-    "WIKIMEM_ENV": "ENV",
-    "WIKIMEM_LLM_URL": "LLM_URL",
-    "WIKIMEM_LLM_MODEL": "LLM_MODEL",
-    "WIKIMEM_LLM_API_KEY": "LLM_API_KEY",
-    "WIKIMEM_LLM_TIMEOUT": "LLM_TIMEOUT",
-    "WIKIMEM_EMBED_URL": "EMBED_URL",
-    "WIKIMEM_EMBED_MODEL": "EMBED_MODEL",
-    "WIKIMEM_EMBED_API_KEY": "EMBED_API_KEY",
-    "WIKIMEM_EMBED_QUERY_MODEL": "EMBED_QUERY_MODEL",
-    "WIKIMEM_EMBED_QUERY_PREFIX": "EMBED_QUERY_PREFIX",
-    "WIKIMEM_EMBED_PASSAGE_PREFIX": "EMBED_PASSAGE_PREFIX",
-    "WIKIMEM_EMBED_INPUT_TYPE": "EMBED_INPUT_TYPE",
-    "WIKIMEM_EMBEDDER": "EMBEDDER",
-    "WIKIMEM_EMBED_THREADS": "EMBED_THREADS",
-    "WIKIMEM_EMBED_BACKGROUND": "EMBED_BACKGROUND",
-    "WIKIMEM_TOKENIZER": "TOKENIZER",
-    "WIKIMEM_DIARY_RECALL": "DIARY_RECALL",
-    "WIKIMEM_QUERY_STOPWORDS": "QUERY_STOPWORDS",
-    "WIKIMEM_NEIGHBOUR_CONTEXT": "NEIGHBOUR_CONTEXT",
-    "WIKIMEM_FUSION_WEIGHT": "FUSION_WEIGHT",
-    "WIKIMEM_INDEX_CACHE": "INDEX_CACHE",
-    "WIKIMEM_MAX_BODY": "MAX_CONTENT_LENGTH",
-    "WIKIMEM_PROXIES": "PROXIES",
-    "WIKIMEM_REMOTE": "REMOTE",
-    "WIKIMEM_REPLICATION": "REPLICATION",
-    "WIKIMEM_REPLICATION_MAX_LAG": "REPLICATION_MAX_LAG",
-    "WIKIMEM_REMOTE_FRESHNESS": "REMOTE_FRESHNESS",
-    "WIKIMEM_REMOTE_TIMEOUT": "REMOTE_TIMEOUT",
-    "GIT_SSH_COMMAND": "SSH_COMMAND",
-    "WIKIMEM_PEERS": "PEERS",
-    "WIKIMEM_SELF": "SELF",
-    "WIKIMEM_LOGIN_LIMIT_ADDRESS": "LOGIN_LIMIT_ADDRESS",
-    "WIKIMEM_LOGIN_LIMIT_ACCOUNT": "LOGIN_LIMIT_ACCOUNT",
-    "WIKIMEM_LOGIN_LIMIT_STORAGE": "LOGIN_LIMIT_STORAGE",
-    "WIKIMEM_QUOTA_OWNERS": "QUOTA_OWNERS",
-    "WIKIMEM_QUOTA_OWNERS_PER_MINUTE": "QUOTA_OWNERS_PER_MINUTE",
-}
+# Every variable read here, and the key it sets (gunicorn's own have no key: deploy/gunicorn.conf.py reads them).
+ENV_VARS = {v.name: v.key for v in VARIABLES if v.key is not None}
 
-_INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
-         "REPLICATION_MAX_LAG"}
-_MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE"}
-_OPTIONAL_INTS = {"EMBED_THREADS"}
-_FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT"}
-_BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
+
+def _keys_of(*kinds: str) -> set[str]:
+    """The keys whose values read as one of ``kinds`` (:data:`wikimem.host.variables.KINDS`)."""
+    return {v.key for v in VARIABLES if v.kind in kinds and v.key is not None}
+
+
+_OPTIONAL_INTS = {"EMBED_THREADS"}  # an integer when set; None (its default) leaves the choice to the model
+_INTS = _keys_of("int", "count") - _OPTIONAL_INTS
+_MAY_BE_ZERO = _keys_of("count")  # the others are at least 1
+_FLOATS = _keys_of("number")
+_BOOLS = _keys_of("flag")
+_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
+_LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
+_WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
+LOG_FORMATS = ("json", "text")
+PEER_STATE = Path("run") / "peers"  # under the data root: the peers' breaker records, shared by the workers
 # Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
 KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
 
@@ -194,10 +129,15 @@ class Config:
     embed_threads: int | None = None
     embed_background: bool | None = None  # None: on for the local model, off for an endpoint
     tokenizer: str = "bigram"
-    diary_recall: str = "window"
-    query_stopwords: bool = True
+    # Recall: what bench/quality*.py measured best (bench/README.md, "Recall quality").
+    diary_recall: str = "all"
+    recency_half_life: float = 0.0
+    query_stopwords: bool | str = True
+    bm25_b: float = 0.4
+    neighbour_smoothing: float | None = None  # None: 0.2 without an embedder, 0 with one
     neighbour_context: bool = True
-    fusion_weight: float = 0.5
+    neighbour_item_weight: float = 0.6
+    fusion_weight: float = 0.3
     index_cache: int = 64
     max_content_length: int = 1024 * 1024
     proxies: int = 0
@@ -207,6 +147,11 @@ class Config:
     remote_freshness: float = 2.0
     remote_timeout: float = 10.0
     ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
+    remote_hook: str | None = None
+    idempotency_days: float = 30.0
+    jobs_keep_days: float = 7.0
+    erasure_receipt_days: float = 365.0
+    session_hours: float = 12.0
     peers: str | None = None
     self_url: str | None = None
     login_limit_address: str = "10/minute;50/hour"
@@ -214,6 +159,18 @@ class Config:
     login_limit_storage: str | None = None
     quota_owners: int = 10_000
     quota_owners_per_minute: int = 120
+    peer_connect_timeout: float = 0.5
+    peer_timeout: float = 2.0
+    peer_cooldown: float = 30.0
+    api_limit: str = "1200/minute"
+    log_format: str | None = None  # None: json under gunicorn, text for the development server
+    metrics_dir: str | None = None  # None: see metrics_folder()
+    ready_min_free: int = 64  # MiB
+    database_url: str | None = field(default=None, repr=False)  # may hold a password
+    jobs_per_prefix: int = 100
+    jobs_per_owner: int = 20
+    jobs_max_mb: int = 256
+    jobs_turn_keep: float = 600.0
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -234,8 +191,34 @@ class Config:
             raise ConfigError("set both WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL, or neither")
         if bool(self.embed_url) != bool(self.embed_model):
             raise ConfigError("set both WIKIMEM_EMBED_URL and WIKIMEM_EMBED_MODEL, or neither")
+        if self.log_format not in (None, "", *LOG_FORMATS):
+            raise ConfigError(f"WIKIMEM_LOG_FORMAT must be json or text, got {self.log_format!r}")
+        for key in ("PEER_CONNECT_TIMEOUT", "PEER_TIMEOUT", "PEER_COOLDOWN"):
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
         self._check_recall()
         self._check_cluster()
+        self._check_jobs()
+        for key in _RETENTIONS:  # (issue 27: what is kept, and how long)
+            value = getattr(self, _field_of(key))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"WIKIMEM_{key} must be a positive number, got {value!r}")
+
+    def _check_jobs(self) -> None:
+        """The shared database and the limits of the job queue (issues 22 and 25)."""
+        if self.database_url:
+            from wikimem.host.fleet import is_url
+
+            if not is_url(self.database_url):
+                raise ConfigError("WIKIMEM_DATABASE_URL must be a postgresql:// URL (unset: SQLite in the data root)")
+            try:
+                import psycopg  # noqa: F401
+            except ImportError:
+                raise ConfigError("WIKIMEM_DATABASE_URL needs psycopg: pip install 'wikimem[postgres]'") from None
+        keep = self.jobs_turn_keep
+        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 <= keep < float("inf"):
+            raise ConfigError(f"WIKIMEM_JOBS_TURN_KEEP must be a number of seconds >= 0, got {keep!r}")
 
     def _check_recall(self) -> None:
         """The tokenizer, the embedder choice and their switches (issue 17)."""
@@ -257,12 +240,18 @@ class Config:
         threads = self.embed_threads
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
-        weight = self.fusion_weight
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-            raise ConfigError(f"WIKIMEM_FUSION_WEIGHT must be a number in [0, 1], got {weight!r}")
+        for key in _WEIGHTS:
+            weight = getattr(self, _field_of(key))
+            if weight is None and key == "NEIGHBOUR_SMOOTHING":
+                continue
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+                raise ConfigError(f"WIKIMEM_{key} must be a number in [0, 1], got {weight!r}")
+        half_life = self.recency_half_life
+        if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not 0 <= half_life < float("inf"):
+            raise ConfigError(f"WIKIMEM_RECENCY_HALF_LIFE must be a number of days (0: none), got {half_life!r}")
         for key in sorted(_BOOLS - {"EMBED_BACKGROUND"}):
             value = getattr(self, _field_of(key))
-            if not isinstance(value, bool):
+            if not isinstance(value, bool) and not (key in _LANGUAGE_LISTS and value in ("en", "zh")):
                 raise ConfigError(f"{key} must be true or false, got {value!r}")
 
     def _check_cluster(self) -> None:
@@ -273,7 +262,8 @@ class Config:
             try:
                 settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
-                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command)
+                                    timeout=float(self.remote_timeout), ssh_command=self.ssh_command,
+                                    hook=self.remote_hook or None)
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)
@@ -283,7 +273,10 @@ class Config:
             from wikimem.host.cluster import Peers
 
             try:
-                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind)
+                peer_set = Peers.parse(self.peers, self_url=self.self_url, bind=self.bind,
+                                       connect_timeout=float(self.peer_connect_timeout),
+                                       timeout=float(self.peer_timeout), cooldown=float(self.peer_cooldown),
+                                       state_dir=Path(self.data_root) / PEER_STATE)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "peer_set", peer_set)
@@ -293,22 +286,53 @@ class Config:
     def recall_options(self) -> RecallOptions:
         """How the host's indexes retrieve (:class:`wikimem.recall.RecallOptions`).
 
-        The defaults are what ``bench/quality.py`` measured best: character
-        bigrams for Chinese, function words dropped from queries, neighbour
-        context, memory embedded in the background with the local model.
+        The defaults are what ``bench/quality*.py`` measured best (bench/README.md,
+        "Recall quality"): character bigrams for Chinese, function words dropped
+        from queries, BM25 ``b`` 0.4, the diary ranked by topic; with an embedder
+        fusion weight 0.3 and neighbour context (the item at 0.6), memory
+        embedded in the background with the local model; without one, lexical
+        neighbour smoothing 0.2.
         """
         from wikimem.recall import DIARY_WAIT, RecallOptions
 
         background = self.embed_background
+        local = self.embedder == "local"
+        smoothing = self.neighbour_smoothing
+        if smoothing is None:  # it helps BM25 alone; with vectors the neighbour context does that work
+            smoothing = 0.0 if local or self.embed_url else 0.2
         return RecallOptions(
             diary_wait=DIARY_WAIT,  # a request never waits longer for a diary index being built
             use_jieba=self.tokenizer == "jieba",
             diary=self.diary_recall,
             query_stopwords=self.query_stopwords,
-            neighbour_context=self.neighbour_context,
-            embed_in_background=self.embedder == "local" if background is None else bool(background),
+            neighbour_context=float(self.neighbour_item_weight) if self.neighbour_context else False,
+            embed_in_background=local if background is None else bool(background),
             fusion_weight=float(self.fusion_weight),
+            bm25_b=float(self.bm25_b),
+            neighbour_smoothing=float(smoothing),
+            recency_half_life=float(self.recency_half_life) or None,
         )
+
+    def retention(self) -> Retention:
+        """How long the host keeps idempotency results, finished jobs and receipts (:mod:`wikimem.host.retention`)."""
+        from wikimem.host.retention import DAY, Retention
+
+        return Retention(idempotency=self.idempotency_days * DAY, jobs=self.jobs_keep_days * DAY,
+                         receipts=self.erasure_receipt_days * DAY)
+
+    def job_limits(self) -> Limits:
+        """What one tenant may queue, and the jobs database's budget."""
+        from wikimem.host.fleet import Limits
+
+        return Limits(per_tenant=self.jobs_per_prefix, per_owner=self.jobs_per_owner,
+                      max_bytes=self.jobs_max_mb * 1024 * 1024, turn_keep=float(self.jobs_turn_keep))
+
+    def host_name(self) -> str | None:
+        """This host's name in a cluster's shared database: its entry in ``PEERS`` (None: the machine's name and
+        the data root)."""
+        if self.self_url:
+            return self.self_url
+        return self.peer_set.self_url if self.peer_set is not None else None
 
     def quota(self) -> OwnerQuota:
         """The owner-creation limits of the host."""
@@ -340,8 +364,11 @@ def _parse(var: str, key: str, value: str) -> Any:
             raise ConfigError(f"{var} must be a number, got {value!r}") from None
     if key in _BOOLS:
         flag = value.strip().lower()
+        if key in _LANGUAGE_LISTS and flag in ("en", "zh"):
+            return flag
         if flag not in _TRUE | _FALSE:
-            raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off, got {value!r}")
+            also = " (or en / zh)" if key in _LANGUAGE_LISTS else ""
+            raise ConfigError(f"{var} must be 1/0, true/false, yes/no or on/off{also}, got {value!r}")
         return flag in _TRUE
     return value
 
@@ -419,10 +446,75 @@ def build_llm(config: Config):
                       timeout=float(config.llm_timeout))
 
 
-def build_host(config: Config) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks)."""
+def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+
+    ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
+    """
     from wikimem.host.host import Host
+
+    if config.peer_set is not None and not config.database_url:
+        logging.getLogger(__name__).warning(
+            "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
+            "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
+            "share one PostgreSQL database for the cluster's runs and jobs")
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set)
+                replication=config.replication_settings, peers=config.peer_set,
+                metrics=metrics if metrics is not None else build_metrics(config),
+                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
+                retention=config.retention())
+
+
+# -- metrics (wikimem/host/metrics.py) ------------------------------------------------------
+
+MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own: set, every process writes its files there
+
+
+def metrics_folder(config: Config) -> Path:
+    """Where gunicorn's workers keep their metric files: ``WIKIMEM_METRICS_DIR``, else a folder of this data
+    root under the system's temporary folder (``wikimem-metrics-<hash of the data root>``)."""
+    if config.metrics_dir:
+        return Path(config.metrics_dir)
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(os.fsencode(os.path.abspath(config.data_root))).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"wikimem-metrics-{tag}"
+
+
+def prepare_metrics_dir(config: Config) -> Path:
+    """In gunicorn's master, before any worker: an empty metrics folder for this run, named in the environment
+    (``PROMETHEUS_MULTIPROC_DIR``) so that every worker's :func:`build_metrics` writes its files there.
+
+    Emptied because files of an earlier run would be summed in as if their workers still ran.
+    """
+    import shutil
+
+    folder = metrics_folder(config)
+    if folder.is_dir():
+        for leftover in folder.glob("*.db"):
+            leftover.unlink()
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(mode=0o700, parents=True)
+    os.environ[MULTIPROC_VAR] = str(folder)
+    return folder
+
+
+def mark_worker_dead(pid: int) -> None:
+    """gunicorn's ``child_exit``: a dead worker's live gauges stop counting (its counters are kept)."""
+    if os.environ.get(MULTIPROC_VAR):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+def build_metrics(config: Config | None = None) -> Metrics:
+    """The process's :class:`~wikimem.host.metrics.Metrics`: every worker's folder when gunicorn's master
+    prepared one (:func:`prepare_metrics_dir`), else this process alone."""
+    from wikimem.host.metrics import Metrics
+
+    return Metrics(os.environ.get(MULTIPROC_VAR) or None)

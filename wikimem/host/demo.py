@@ -43,7 +43,9 @@ def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, s
               **kwargs) -> None:
     saved, owner.llm = owner.llm, _ScriptedLLM(entries)
     try:
-        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv), **kwargs)
+        # the demo's bot writes as its character (a memorize's actor is its context's, never the character)
+        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv, actor=kwargs.get("character")),
+                       **kwargs)
     finally:
         owner.llm = saved
 
@@ -68,7 +70,7 @@ def _xnne(host) -> None:
     vs.diary_append("说最近工作很累，晚饭也没怎么吃，一句话都不想说。", date="2026-07-22", time="21:40",
                     owner=oid, ctx=_by("Elaina", "conv_105"))
     # The bad run: the model misread a joke and wrote the opposite of what is true.
-    with vs.batch(_by("Elaina", "conv_106", run=BAD_RUN), message="memorize: 1 fact, 1 diary entry"):
+    with vs.batch(_by("Elaina", "conv_106", run=BAD_RUN), message="memorize: 1 fact, 1 diary entry", action="memorize"):
         vs.store.add("preferences", "likes-the-sea", "其实讨厌海边，从来不去。", owner=oid, source_conv="conv_106")
         vs.diary.append("说自己讨厌大海，再也不想去青岛了。", date="2026-07-23", time="20:15", owner=oid,
                         source_conv="conv_106")

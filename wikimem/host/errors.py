@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikimem.errors import WikimemError
+from wikimem.errors import QuotaExceeded, WikimemError
 
-__all__ = ["BadRequest", "ToolCallError", "LLMNotConfigured"]
+__all__ = ["BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull"]
 
 
 class BadRequest(WikimemError, ValueError):
@@ -23,3 +23,15 @@ class LLMNotConfigured(WikimemError):
     """Memorize was asked for, but the host has no chat endpoint configured."""
 
     code = "llm_not_configured"
+
+
+class QueueFull(QuotaExceeded):
+    """A job refused: its tenant (or owner) has as many open jobs as it may, or the jobs database is full.
+
+    HTTP 429 with ``Retry-After`` (``retry_after`` seconds).
+    """
+
+    code = "queue_full"
+
+    def __init__(self, message: str, retry_after: int = 5):
+        super().__init__(message, retry_after=retry_after)

@@ -25,9 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikimem.format import WIKI_DIR, is_memory_name, memory_path
 from wikimem.fsio import Stamp, folder_signature, stat_stamp
+
+if TYPE_CHECKING:
+    from wikimem.recall import MemoryIndex
 
 __all__ = ["IndexSlot", "wiki_signature", "FULL_CHECK_SECONDS"]
 
@@ -61,17 +65,17 @@ def _wiki_files(paths: list[str]) -> set[str]:
 class IndexSlot:
     """One owner's index and what it was last synchronised with."""
 
-    def __init__(self, vstore, make_index: Callable[[], object]):
+    def __init__(self, vstore, make_index: Callable[[], MemoryIndex]):
         self.vstore = vstore
         self._make_index = make_index
         self._lock = threading.Lock()
-        self.index = None
+        self.index: MemoryIndex | None = None
         self._head: str | None = None
         self._signature: Signature = {}
         self._folder: Stamp | None = None  # the wiki folder's own stamp at the last full listing
         self._next_full = 0.0  # (monotonic) the next full listing is due
 
-    def fresh(self):
+    def fresh(self) -> MemoryIndex:
         """The index, brought up to date with the repository and the working tree."""
         with self._lock:
             # Read HEAD before the files: a write landing in between makes the
@@ -87,11 +91,11 @@ class IndexSlot:
                 self.index = self._make_index()
                 self.index.rebuild()
             elif head != self._head or signature != self._signature:
-                self._catch_up(head, signature)
+                self._catch_up(self.index, head, signature)
             self._head, self._signature = head, signature
             return self.index
 
-    def _catch_up(self, head: str | None, signature: Signature) -> None:
+    def _catch_up(self, index: MemoryIndex, head: str | None, signature: Signature) -> None:
         try:
             files = _changed(self._signature, signature)
             if head != self._head:
@@ -99,8 +103,8 @@ class IndexSlot:
                     raise LookupError("no common commit")
                 files |= _wiki_files(self.vstore.changed_paths(self._head, head))
             if files:
-                self.index.refresh(files)
+                index.refresh(files)
         except Exception as exc:  # an odd file name, a vanished commit: start over
             log.info("full index rebuild for %s: %s", self.vstore.store.root, exc)
             self.vstore.store.invalidate()
-            self.index.rebuild()
+            index.rebuild()

@@ -6,7 +6,12 @@ Layout::
     ├── owners/<encoded owner id>/   one versioned store (git repo) per owner
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
-    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see jobs.py
+    ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
+    ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
+    └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
+
+(With ``WIKIMEM_DATABASE_URL`` the run index and the jobs live in the
+PostgreSQL database the hosts of a cluster share instead.)
 
 Each process keeps an LRU of :class:`Owner` objects (each with its
 ``MemoryIndex``), bounded by ``index_cache``; every lookup checks that the
@@ -22,26 +27,46 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from wikimem.errors import InvalidName, NotFound, RemoteMoved
+from wikimem.errors import DamagedFolder, Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
-from wikimem.host.fleet import INDEX_PATH, UNFINISHED, Fleet, JobRunner, JobStore, RunIndex
+from wikimem.host.fleet import (
+    INDEX_PATH,
+    JOBS_FILE,
+    UNFINISHED,
+    Erasure,
+    Fleet,
+    JobRunner,
+    JobStore,
+    Limits,
+    RunIndex,
+    copy_time,
+)
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
+from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
+from .retention import Retention
 
 __all__ = ["Host", "MAX_PAGE", "EXPORT_TYPES", "JOB_THREADS"]
 
-EXPORT_TYPES = FORMATS  # archive format → media type
+# export format → media type: the markdown as an archive, or the whole history as a git bundle
+EXPORT_TYPES = {**FORMATS, "bundle": "application/x-git-bundle"}
 JOB_THREADS = 2  # background job threads per host process
 
+log = logging.getLogger(__name__)
+
 MAX_PAGE = 1000
+# The newest commit of an owner that is gone everywhere: deleted (its history kept), or erased (a tombstone).
+GONE_ACTIONS = ("delete-owner", "erase-owner")
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +80,25 @@ class Host:
 
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
-                 peers: Peers | None = None):
+                 peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
+                 name: str | None = None, job_limits: Limits | None = None,
+                 retention: Retention | None = None):
+        """``database``: the ``postgresql://`` URL of the database a cluster's hosts share for the run index and
+        the jobs (None: SQLite files in the data root); ``name`` names this host there (default: the machine's
+        name and the data root); ``job_limits`` bound what one tenant may queue."""
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
+        self.retention = retention or Retention()  # how long idempotency results, jobs and receipts are kept
         self.owners_dir = self.root / "owners"
         self.staging_dir = self.root / "staging"
         self.cache_dir = self.root / "cache"
         self.index_cache = index_cache
+        # What the host reports (wikimem/host/metrics.py); with real metrics the embedder is timed per request.
+        self.metrics = metrics
+        if metrics.enabled and embedder is not None:
+            embedder = TimedEmbedder(embedder)
+            self._watch_embedding_backlog()
         self.embedder = embedder
         self.llm = llm
         self.quota = quota or OwnerQuota()
@@ -71,19 +107,30 @@ class Host:
         self._lock = threading.Lock()
         self._jobs: JobStore | None = None  # opened on first use
         self._runner: JobRunner | None = None  # this process's
+        self.database = database
+        self.name = name or f"{socket.gethostname()}:{self.root.resolve()}"
+        self.job_limits = job_limits or Limits()
         self.owners_dir.mkdir(parents=True, exist_ok=True)
-        # Runs of every owner, fed at commit time (see wikimem/host/fleet/runindex.py); derived, rebuildable.
-        self.run_index = RunIndex(self.root / INDEX_PATH)
+        # Runs of every owner, fed whenever an owner's main moves (see wikimem/host/fleet/runindex.py);
+        # derived, rebuildable. On a cluster's shared database, one row per run whichever host holds the owner.
+        self.run_index = RunIndex(database or self.root / INDEX_PATH, host=self.name)
         with os.scandir(self.owners_dir) as entries:
             self.run_index.start(has_owners=any(entries))
         # Every owner repository replicates to its own git remote when set (SPEC §9).
-        self.replication = Replication(replication) if replication is not None else None
+        self.replication = (Replication(replication, state_dir=self.root / "replication", metrics=metrics)
+                            if replication is not None else None)
         # The other hosts of the cluster, asked for listings (owners are sharded across hosts).
         self.peers = peers
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
-                           run_jobs=self.start_jobs, peers=peers)
+                           run_jobs=self.start_jobs, peers=peers, peek=self.peek, heads=self.owner_heads,
+                           lock_dir=self.root / INDEX_PATH.parent)
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
+        # Erasing owners everywhere and forgetting items with their history (jobs; see fleet/erase.py).
+        self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
+                               drop_local=self.drop_if_here, replication=self.replication,
+                               wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts)
         if self.replication is not None:
+            self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
 
     def __repr__(self) -> str:
@@ -97,8 +144,10 @@ class Host:
 
     def _open(self, owner_id: str, path: Path, folder: str | None = None) -> Owner:
         owner = Owner(owner_id, path, embedder=self.embedder, llm=self.llm,
-                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall)
+                      cache_dir=self.cache_dir / (folder or path.name), recall=self.recall, metrics=self.metrics)
         owner.vstore.on_commit.append(self.run_index.listener(owner))
+        owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
+        owner.vstore.idempotency_ttl = self.retention.idempotency
         if self.replication is not None:
             self.replication.attach(owner, folder)
         return owner
@@ -142,54 +191,100 @@ class Host:
         with self._lock:
             cached = self._owners.get(owner_id)
             if cached is not None:
-                if cached.exists():
+                if cached.current():
                     self._owners.move_to_end(owner_id)
                 else:
-                    del self._owners[owner_id]  # deleted by another process
+                    del self._owners[owner_id]  # deleted, or its history rewritten, by another process
                     cached = None
         if cached is not None:
+            self.metrics.owner_cache("hit")
             return self._fresh(cached)
-        if not (path / ".git").is_dir() and not self._from_remote(owner_id, path):
-            raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
-                           "(Client.create_owner(), Host.create_owner())")
+        self.metrics.owner_cache("miss")
+        cloned = False
+        if not (path / ".git").is_dir():
+            cloned = self._from_remote(owner_id, path)
+            if not cloned:
+                raise NotFound(f"no owner {owner_id!r}; create it first: PUT /api/v1/owners/{owner_id} "
+                               "(Client.create_owner(), Host.create_owner())")
         opened = self._open(owner_id, path)
+        if cloned:  # its commits reached this host without a write: the run index learns of them now
+            self._learn(opened)
         with self._lock:
             owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
             self._owners.move_to_end(owner_id)
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
+                self.metrics.owner_cache("eviction")
         return self._fresh(owner)
+
+    def _learn(self, owner: Owner) -> None:
+        try:
+            self.run_index.catch_up(owner)
+        except Exception:  # derived: a search or the next sweep catches it up
+            log.exception("run index: could not index the cloned owner %s", owner.id)
+
+    def peek(self, owner_id: str) -> Owner:
+        """The owner as this host's disk holds it (no catch-up with the remote, the LRU left as it is);
+        :class:`NotFound` if this host has no copy."""
+        with self._lock:
+            owner = self._owners.get(owner_id)
+        if owner is not None and owner.exists():
+            return owner
+        path = self.owner_path(owner_id)
+        if not (path / ".git").is_dir():
+            raise NotFound(f"no owner {owner_id!r} on this host")
+        return self._open(owner_id, path)
+
+    def owner_heads(self, prefix: str = "") -> dict[str, str]:
+        """``{owner id: the commit its main points at}`` of every owner held here under ``prefix`` (ref files
+        only: cheap for many owners)."""
+        from wikimem.versioned import folder_head
+
+        out = {}
+        for owner_id in self.owner_ids(prefix):
+            head = folder_head(self.owner_path(owner_id))
+            if head is not None:
+                out[owner_id] = head
+        return out
 
     def _revived(self, owner_id: str) -> bool:
         """Whether an owner just cloned for creation was a deleted one (then it is created again: True)."""
         owner = self.owner(owner_id)
-        return owner.vstore.head_action() == "delete-owner"
+        return owner.vstore.head_action() in GONE_ACTIONS
 
     @staticmethod
     def _deleted(folder: Path) -> bool:
-        """Whether a cloned folder's newest commit is the deletion of its owner."""
+        """Whether a cloned folder's newest commit is the deletion (or the erasure) of its owner."""
         from wikimem.versioned import VersionedStore
 
         vs = VersionedStore(folder)
         try:
-            return vs.head_action() == "delete-owner"
+            return vs.head_action() in GONE_ACTIONS
         finally:
             vs.close()
 
     def _fresh(self, owner: Owner) -> Owner:
-        if self.replication is not None and self.replication.refresh(owner):
-            if owner.vstore.head_action() == "delete-owner":  # deleted on another host meanwhile
-                self.drop_local(owner.id, owner)
-                raise NotFound(f"no owner {owner.id!r}")
+        if self.replication is None:
+            return owner
+        try:
+            moved = self.replication.refresh(owner)
+        except Erased:  # erased on another host: its remote holds the tombstone, or the register names it
+            self.drop_local(owner.id, owner)
+            raise NotFound(f"no owner {owner.id!r}") from None
+        if moved and owner.vstore.head_action() in GONE_ACTIONS:  # deleted on another host meanwhile
+            self.drop_local(owner.id, owner)
+            raise NotFound(f"no owner {owner.id!r}")
         return owner
 
-    def ready(self) -> tuple[bool, str]:
-        """``(ready, remote state)``: ready to serve once the data root is usable and the remote (if any) answers."""
-        if not os.access(self.owners_dir, os.W_OK):
-            return False, f"data root {self.owners_dir} is not writable"
+    def ready(self, min_free: int = DEFAULT_MIN_FREE) -> Readiness:
+        """Whether the host can serve: its data root's disk is writable with ``min_free`` bytes left, and the
+        remote (if any) answers (:class:`~wikimem.host.readiness.Readiness`)."""
+        disk, details = disk_state(self.owners_dir, min_free)
         if self.replication is None:
-            return True, "none"
-        return self.replication.ready()
+            return Readiness(disk, "none", {"disk": details})
+        reachable, message = self.replication.ready()
+        return Readiness(disk, "reachable" if reachable else "unreachable",
+                         {"disk": details, "remote": {"url": self.replication.shown(), "state": message}})
 
     def replication_status(self) -> dict:
         """Replication mode, remote and lag of every owner held here (``{"mode": "none"}`` without a remote)."""
@@ -271,31 +366,76 @@ class Host:
         (no write of another process is half-way through), then removed.
         """
         owner = self.owner(owner_id)
+        buried = None
         if self.replication is not None:  # on the remote first, so that no host clones it back
             owner.delete_everywhere()
+            buried = owner.head()
         self.drop_local(owner_id, owner)
+        self.run_index.bury(owner_id, buried)  # (a host with an older copy must not index it back)
 
     def drop_local(self, owner_id: str, owner: Owner | None = None) -> None:
         """Remove this host's copy of an owner (the remote and other hosts keep theirs)."""
-        owner = owner or self.owner(owner_id)
+        if owner is None:
+            with self._lock:
+                owner = self._owners.get(owner_id)
+        if owner is None:  # this copy only: never a clone or a catch-up from the remote first
+            path = self.owner_path(owner_id)
+            if not (path / ".git").is_dir():
+                raise NotFound(f"no owner {owner_id!r}")
+            owner = self._open(owner_id, path)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         trash = self.staging_dir / f"del-{owner.root.name}-{secrets.token_hex(4)}"
-        with owner.store.batch():
+        with owner.vstore.held():  # (not a unit: settling with a remote that holds a tombstone would refuse)
             if not owner.exists():
                 raise NotFound(f"no owner {owner_id!r}")
             os.rename(owner.root, trash)
         with self._lock:
             self._owners.pop(owner_id, None)
-        self.run_index.forget(owner_id)
+        self.run_index.forget_copy(owner_id)  # (a cluster's shared index keeps it: the owner lives elsewhere)
         if self.replication is not None:
             self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
         shutil.rmtree(self.cache_dir / owner.root.name, ignore_errors=True)
 
+    def drop_if_here(self, owner_id: str) -> bool:
+        """:meth:`drop_local` if this host holds the owner; whether it did."""
+        try:
+            self.drop_local(owner_id)
+            return True
+        except NotFound:
+            return False
+
     def _discard(self, path: Path) -> None:
         trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
         os.rename(path, trash)
         shutil.rmtree(trash, ignore_errors=True)
+
+    # -- erasure -----------------------------------------------------------
+
+    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+        """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erase`): ``(job, created)``. Its
+        result is the receipt; asking again is the same job."""
+        return self.erasure.submit_erase(owner_id, actor=actor, within=within)
+
+    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: str = ""):
+        """Forget one item (``{file, name}``) or diary entry (``{date, time, index?}``) of an owner with its
+        history, as a job: ``(job, created)``. The owner must exist here (or on the remote)."""
+        self.owner(owner_id)
+        return self.erasure.submit_forget(owner_id, target, actor=actor, within=within)
+
+    def erasure_job(self, job_id: str, *, within: str = ""):
+        """An erase or forget job (its result: the receipt) for a caller limited to ``within``; helps run it."""
+        found = self.erasure.job(job_id, within=within)
+        if found.state in UNFINISHED:
+            self.start_jobs()
+        return found
+
+    def erasure_receipt(self, owner_id: str) -> dict:
+        """The receipt of an owner's erasure; :class:`NotFound` if it was not erased (or not yet)."""
+        found = self.erasure.receipt(owner_id)
+        if found is None:
+            raise NotFound(f"no finished erasure of {owner_id!r} is recorded")
+        return found
 
     # -- listing -----------------------------------------------------------
 
@@ -344,9 +484,12 @@ class Host:
             return [], None
         prefix = scoped
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_PAGE}")
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
         if cursor is not None:
-            validate_owner_id(cursor)
+            try:
+                validate_owner_id(cursor)
+            except InvalidName:
+                raise BadRequest(f"invalid cursor {cursor[:40]!r}: give the next of a previous page") from None
         ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
         page, more = ids[:limit], len(ids) > limit
         stats = [s for s in map(self._stats_of, page) if s is not None]
@@ -362,14 +505,25 @@ class Host:
             return owner.stats()
         except (NotFound, FileNotFoundError):  # deleted meanwhile
             return None
+        except DamagedFolder as exc:  # listed all the same: one damaged folder never hides the others
+            return OwnerStats(owner_id, 0, 0, 0, None, None, damaged=str(exc))
 
     # -- export ------------------------------------------------------------
 
     def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), named by :meth:`export_name`."""
-        if fmt not in FORMATS:
-            raise BadRequest(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), or (``bundle``) its whole history
+        with its settings as a git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+        if fmt not in EXPORT_TYPES:
+            raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
+        if fmt == "bundle":
+            import io
+
+            from wikimem.versioned import write_bundle_of
+
+            buf = io.BytesIO()
+            write_bundle_of(owner.root, buf)
+            return buf.getvalue()
         return archive_markdown(owner.root, owner.root.name, fmt)
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
@@ -385,7 +539,8 @@ class Host:
         if jobs is None:
             with self._lock:
                 if self._jobs is None:
-                    self._jobs = JobStore.at(self.root)
+                    self._jobs = JobStore(self.database or self.root / JOBS_FILE, host=self.name,
+                                          limits=self.job_limits, retention=self.retention.jobs)
                 jobs = self._jobs
         return jobs
 
@@ -404,26 +559,72 @@ class Host:
         except Exception:  # a request loads it again (and reports what fails)
             log.exception("warming up the host failed")
 
+    @property
+    def jobs_started(self) -> bool:
+        """Whether this process runs jobs (:meth:`start_jobs` was called)."""
+        return self._runner is not None
+
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
+        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler
         from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
-        from wikimem.host.fleet import MEMORIZE, memorize_handler
         from wikimem.host.fleet import handler as bulk_handler
 
         jobs = self.jobs  # (takes the lock itself)
         with self._lock:
             if self._runner is None:
-                self._runner = JobRunner(jobs, threads=threads)
-                self._runner.register(MEMORIZE, memorize_handler(self))
-                self._runner.register(BULK_ROLLBACK, bulk_handler(self.owner))
+                # With a remote this host can act on any owner: it takes over the steps of a host that is gone.
+                self._runner = JobRunner(jobs, threads=threads, host=self.name,
+                                         foreign=self.replication is not None,
+                                         maintenance=[self.fleet.sweep_run_index, self.erasure.maintain,
+                                                      lambda: self.erasure.sweep(self._folders())])
+                self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
+                self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
+                self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
+                self._runner.register(FORGET, self._counted(FORGET, self.erasure.run_forget))
             runner = self._runner
         return runner.start()
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, **memorize_kwargs):
+    def _counted(self, kind: str, handler):
+        """``handler``, its outcomes counted in the metrics (done, failed, retry)."""
+        from wikimem.host.fleet import RetryLater
+
+        def run(step):
+            try:
+                result = handler(step)
+            except RetryLater:
+                self.metrics.job_step(kind, "retry")
+                raise
+            except Exception:
+                self.metrics.job_step(kind, "failed")
+                raise
+            self.metrics.job_step(kind, "done")
+            return result
+
+        return run
+
+    def metrics_collector(self) -> HostCollector:
+        """What a scrape reads from the shared files (jobs, replication lag): see :mod:`wikimem.host.metrics`."""
+        def lags() -> dict[str, int] | None:
+            return None if self.replication is None else self.replication.lags(self._folders())
+
+        return HostCollector(lambda: self.jobs.stats(), lags)
+
+    def _watch_embedding_backlog(self) -> None:
+        from wikimem.vectors import shared_worker
+
+        shared_worker().on_backlog.append(self.metrics.embedding_backlog)
+
+    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, tenant: str = "",
+                        request_id: str | None = None,
+                        **memorize_kwargs):
         """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
+        ``tenant`` (the submitting token's owner prefix) is its fair share and
+        cap (:class:`~wikimem.host.errors.QueueFull` past it).
+        ``request_id`` (the submitting request's) is kept in the job's params.
         """
         from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
@@ -437,11 +638,14 @@ class Host:
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
             given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
+                               source_conv=given["source_conv"])
             request = owner.memorize_request(
-                turn, ctx=WriteContext(idempotency_key=key, **given),
+                turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})
             memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, **memorize_kwargs)
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, tenant=tenant, request_id=request_id,
+                                       **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

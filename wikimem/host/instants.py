@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import overload
 
+from wikimem.errors import InvalidValue
 from wikimem.format import OutsideCalendar, utc_instant
-
-from .errors import BadRequest
 
 __all__ = ["parse_instant", "iso_instant"]
 
@@ -21,18 +21,22 @@ def parse_instant(text: str | None, what: str, *, end_of_day: bool = False) -> i
         return None
     raw = str(text).strip()
     if len(raw) > 64:
-        raise BadRequest(f"{what} is longer than 64 characters")
+        raise InvalidValue(f"{what} is longer than 64 characters")
     try:
         moment = utc_instant(raw)
     except OutsideCalendar:
-        raise BadRequest(f"{what} {raw!r} falls outside the years 1 to 9999 once converted to UTC") from None
+        raise InvalidValue(f"{what} {raw!r} falls outside the years 1 to 9999 once converted to UTC") from None
     except ValueError:
-        raise BadRequest(f"{what} must be a date (YYYY-MM-DD) or an ISO-8601 time, got {raw!r}") from None
+        raise InvalidValue(f"{what} must be a date (YYYY-MM-DD) or an ISO-8601 time, got {raw!r}") from None
     if end_of_day and len(raw) == 10:
         moment += timedelta(days=1, seconds=-1)
     return int(moment.timestamp())
 
 
+@overload
+def iso_instant(ts: int) -> str: ...
+@overload
+def iso_instant(ts: None) -> None: ...
 def iso_instant(ts: int | None) -> str | None:
     """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ``."""
     if ts is None:

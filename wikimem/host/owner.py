@@ -7,34 +7,51 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import NotFound, RemoteMoved
+from wikimem.errors import DamagedFolder, InvalidValue, NotFound, RemoteError, RemoteMoved
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
-from wikimem.fsio import read_bytes, stat_stamp
-from wikimem.limits import MAX_QUERY_CHARS, MAX_TURN_CHARS, check_length
+from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 
 from .batchops import Op, check_content, parse_ops
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
+from .metrics import NULL_METRICS, NullMetrics
 from .review import Review
-from .settings import OwnerSettings, check_settings, settings_record
+from .settings import OwnerSettings, check_settings, settings_record, settings_summary
 
 if TYPE_CHECKING:
-    from wikimem.versioned import CommitDiff, Committed, HistoryPage, Plan
+    from wikimem.versioned import CommitDiff, Committed, Forgotten, HistoryPage, Plan
 
-__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id"]
+__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+           "remove_vector_files"]
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
 AS_OF_CACHE = 4
 # Attempts of a write whose sync push found the remote moved (another host wrote this owner):
 # each failed attempt was rolled back and the folder caught up before the next one.
 MOVED_ATTEMPTS = 5
+
+
+def _check_when(*, ts: str | None = None, date: str | None = None, time: str | None = None,
+                tz: Any = None) -> None:
+    """The time fields of a diary write, refused (422) as :meth:`Diary.append` would refuse them."""
+    from wikimem.format import normalize_ts
+    from wikimem.naming import validate_date, validate_time
+    from wikimem.store import resolve_tz
+
+    normalize_ts(ts)
+    resolve_tz(tz)
+    if date is not None:
+        validate_date(date)
+    if time is not None:
+        validate_time(time)
 
 
 def new_run_id() -> str:
@@ -55,11 +72,14 @@ class OwnerStats:
     # With an embedder: how many items have their vectors ({"embedded", "total"}), so a client can
     # wait for background embedding; None in listings and without an embedder.
     vectors: dict[str, int] | None = None
+    # In a listing: why the owner's folder cannot be read (DamagedFolder); its counts are then 0.
+    damaged: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if self.vectors is None:
-            del out["vectors"]
+        for key in ("vectors", "damaged"):
+            if out[key] is None:
+                del out[key]
         return out
 
     @classmethod
@@ -133,7 +153,7 @@ class Owner:
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
-                 recall=None):
+                 recall=None, metrics: NullMetrics = NULL_METRICS):
         from wikimem.versioned import VersionedStore
 
         self.id = owner_id
@@ -144,10 +164,12 @@ class Owner:
         self.llm = llm
         self._cache_dir = cache_dir
         self.recall = recall  # RecallOptions of the host (None: the library's defaults)
+        self.metrics = metrics  # what the host reports (wikimem/host/metrics.py): write and retrieve latency
         self._slot = IndexSlot(self.vstore, self._new_index)
         self._as_of: OrderedDict[str, Any] = OrderedDict()
         self._as_of_lock = threading.Lock()
-        self._settings: tuple[tuple | None, OwnerSettings] = (None, OwnerSettings())
+        self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
+        self._generation = self.vstore.generation()  # changes when another process rewrites the history
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
@@ -166,13 +188,23 @@ class Owner:
         are kept, one after the other. After :data:`MOVED_ATTEMPTS` the
         :class:`~wikimem.errors.RemoteMoved` goes to the caller (retriable).
         """
-        for attempt in range(MOVED_ATTEMPTS):
-            try:
-                return write()
-            except RemoteMoved:
-                if attempt == MOVED_ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
+        start = time.perf_counter()
+        try:
+            for attempt in range(MOVED_ATTEMPTS):
+                try:
+                    return write()
+                except RemoteMoved:
+                    self.metrics.push_failed("sync")
+                    if attempt == MOVED_ATTEMPTS - 1:
+                        raise
+                    time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # two hosts racing: let one through
+            raise AssertionError("unreachable")  # (the loop returns or raises)
+        except RemoteError as exc:
+            if not isinstance(exc, RemoteMoved):
+                self.metrics.push_failed("sync")  # the remote down or refusing: the write failed
+            raise
+        finally:
+            self.metrics.write(time.perf_counter() - start)
 
     @property
     def store(self):
@@ -187,6 +219,32 @@ class Owner:
     def exists(self) -> bool:
         """Whether the owner's repository is still on disk (another process may delete it)."""
         return (self.root / ".git").is_dir()
+
+    def current(self) -> bool:
+        """Whether this object may still be used: the repository is there and its history was not rewritten
+        (a forget) since it was opened; else the host opens the owner again, dropping every cache of it."""
+        return self.exists() and self.vstore.generation() == self._generation
+
+    # -- forgetting ----------------------------------------------------------
+
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None,
+               before: Callable[[set[str], set[str]], None] | None = None, **where: Any) -> Forgotten:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
+        history (:meth:`VersionedStore.forget`): every commit rewritten without it, the remote's history
+        replaced, unreachable objects pruned; ``before(texts, runs)`` is called, under the owner lock, with every
+        text it held and the runs that wrote it before anything is rewritten. This object's caches go, the
+        vector caches are deleted (made again from the memory); other processes open the owner again on
+        their next lookup. ``key`` makes a second call a replay (a job's step key)."""
+        done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
+        self._slot = IndexSlot(self.vstore, self._new_index)
+        with self._as_of_lock:
+            self._as_of.clear()
+        self._settings = (None, OwnerSettings())
+        remove_vector_files(self.root)
+        if self._cache_dir is not None:
+            remove_vector_files(self._cache_dir)
+        self._generation = self.vstore.generation()
+        return done
 
     # -- reading -----------------------------------------------------------
 
@@ -217,30 +275,43 @@ class Owner:
     # -- settings ----------------------------------------------------------
 
     def settings(self) -> OwnerSettings:
-        """The owner's settings (``settings.json`` in its repository; re-read only when the file changed)."""
-        path = self.root / SETTINGS_PATH
-        key = stat_stamp(path)
+        """The owner's settings: ``settings.json`` as the branch holds it (re-read when the head moves).
+
+        The branch, not the file on disk, is what replicates: a copy of the
+        file a catch-up has not rewritten yet never decides a diary date.
+        An unreadable file is :class:`~wikimem.errors.DamagedFolder`.
+        """
+        head = self.vstore.head()
         cached_key, cached = self._settings
-        if key is not None and key == cached_key:
+        if head and head == cached_key:
             return cached
-        value = OwnerSettings.from_file(parse_settings(read_bytes(path))) if key is not None else OwnerSettings()
-        self._settings = (key, value)
+        value = OwnerSettings.from_file(self._committed_settings())
+        self._settings = (head, value)
         return value
+
+    def _committed_settings(self) -> dict:
+        try:
+            return parse_settings(self.vstore.head_file(SETTINGS_PATH))
+        except ValueError as exc:
+            raise DamagedFolder(f"{self.id}: {exc} (at {self.vstore.head()[:12]}); write the settings again "
+                                f"(PUT …/settings) or run: wikimem repair --owner {self.id}") from None
 
     def put_settings(self, changes: dict[str, Any], *, ctx: WriteContext | None = None) -> Committed:
         """Set some settings (``None`` unsets one; the others keep their value) as one commit."""
         from wikimem.versioned import Committed
 
         changes = check_settings(changes)
-        shown = ", ".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(changes.items()))
         ctx = WriteContext.of(ctx).bound("settings", sorted(changes.items()))
-        with self.vstore.batch(ctx, message=f"settings: {shown or 'unchanged'}", kind="settings") as b:
+        with self.vstore.batch(ctx, message=settings_summary(changes), kind="settings") as b:
             if b.replay is not None:
                 return Committed(OwnerSettings.from_file(b.replay.get("settings") or {}), b.commit, True)
-            old = read_bytes(self.root / SETTINGS_PATH)
-            merged = {k: v for k, v in {**parse_settings(old), **changes}.items() if v is not None}
+            # From the branch (what the other hosts see), never from a copy on disk that may be stale:
+            # a write starting from an old file would put back settings another host changed.
+            base = self.vstore.head_file(SETTINGS_PATH)
+            merged = {k: v for k, v in {**self._committed_settings(), **changes}.items() if v is not None}
             new = render_settings(merged)
-            if changes and new != old:
+            if changes and new != base:
+                old = self.vstore.writer.read(SETTINGS_PATH)
                 self.vstore.writer.apply({SETTINGS_PATH: (old, new)}, settings_record(changes))
             b.result = {"settings": merged}
         return Committed(OwnerSettings.from_file(merged), b.commit)
@@ -306,20 +377,34 @@ class Owner:
         ``{"role", "content"}`` dicts): the query is then the user's turns
         (the last ``messages_last`` of them), cut to the most recent
         :data:`~wikimem.limits.MAX_QUERY_CHARS` characters. A ``query`` is
-        at most that long (:class:`TooLarge`). Time words are read in ``tz``,
-        else in the owner's time zone.
+        at most that long (:class:`TooLarge`), ``limit`` from 1 to
+        :data:`~wikimem.limits.MAX_RETRIEVE_LIMIT` (:class:`InvalidValue`).
+        Time words are read in ``tz``, else in the owner's time zone.
         """
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
+        limit = retrieve_kwargs.get("limit")
+        if limit is not None and not 1 <= limit <= MAX_RETRIEVE_LIMIT:
+            raise InvalidValue(f"limit must be from 1 to {MAX_RETRIEVE_LIMIT}, got {limit}")
         if messages is not None:
             from wikimem.llm import query_from_messages
 
             query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
+        start = time.perf_counter()
         index = self.index() if as_of is None else self._index_as_of(as_of)
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
-        return index.retrieve(query, **retrieve_kwargs)
+        ready = time.perf_counter()
+        take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
+        if callable(take):
+            take()
+        result = index.retrieve(query, **retrieve_kwargs)
+        end = time.perf_counter()
+        embedding = take() if callable(take) else 0.0
+        self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,
+                               "ranking": max(0.0, end - ready - embedding), "total": end - start})
+        return result
 
     def _index_as_of(self, point: str):
         commit = self.vstore.resolve(point)
@@ -374,7 +459,8 @@ class Owner:
     def add(self, file: str, name: str, content: str, *, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
-        etag or the head commit id. Empty content is refused (``ValueError``)."""
+        etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
+        Empty content is refused (``ValueError``)."""
         check_content(content)
         return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
@@ -389,8 +475,11 @@ class Owner:
         """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`
         (``tz`` defaults to the owner's)."""
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
-        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, **append_kwargs))
+        given = append_kwargs.pop("tz", None)
+        # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
+        # the catch-up brought.
+        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
+                                                            **append_kwargs))
 
     @staticmethod
     def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
@@ -406,9 +495,11 @@ class Owner:
         The LLM is asked before the owner's lock is taken (a slow model must
         not block other writers); a retry carrying the same idempotency key
         returns the first result without asking again. The run id defaults
-        to a new one, the actor to the character; the character and ``tz``
-        default to the owner's settings (then "the assistant" and local
-        time). Unpacks as ``entries, run_id, commit``.
+        to a new one; the character and ``tz`` default to the owner's
+        settings (then "the assistant" and local time). The character is who
+        the prompt asks the model to be, not who wrote: the actor is
+        ``ctx.actor`` as for every other write (the API's default is the
+        token's name). Unpacks as ``entries, run_id, commit``.
         """
         from wikimem.llm import memorize
 
@@ -422,7 +513,7 @@ class Owner:
         character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         run = ctx.run or new_run_id()
-        ctx = WriteContext.of(ctx, run=run, actor=ctx.actor or character)
+        ctx = WriteContext.of(ctx, run=run)
         if ctx.idempotency_key is not None:
             replay = self.vstore.replay(ctx.idempotency_key, "memorize",
                                         self.vstore.request_of(ctx, "memorize"))
@@ -434,7 +525,7 @@ class Owner:
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
 
         def write() -> MemorizeResult:
-            with self.vstore.batch(ctx, message=message, kind="memorize") as b:
+            with self.vstore.batch(ctx, message=message, kind="memorize", action="memorize") as b:
                 if b.replay is not None:
                     return _memorize_replay(b.replay)
                 entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
@@ -452,9 +543,10 @@ class Owner:
 
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
+        _check_when(**append_kwargs)  # the request's own fields are refused as in any diary write, not told the agent
 
         def write():
-            with self.vstore.batch(ctx, kind="diary-tool") as b:
+            with self.vstore.batch(ctx, kind="diary-tool", action="diary-tool") as b:
                 if b.replay is not None:
                     entry = b.replay.get("entry")
                     return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
@@ -474,7 +566,7 @@ class Owner:
         ctx = WriteContext.of(ctx).bound("batch", ops, message)
 
         def write() -> BatchResult:
-            with self.vstore.batch(ctx, message=message, kind="batch") as b:
+            with self.vstore.batch(ctx, message=message, kind="batch", action="batch") as b:
                 if b.replay is not None:
                     return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
                 results = [self._apply_op(op, ctx.source_conv) for op in checked]
@@ -503,6 +595,20 @@ class Owner:
 # targets of wikimem.versioned.UNDO_KINDS (the one dispatch; tests hold the two equal), spelled out here so
 # that importing the host needs no dulwich.
 UNDO_TARGETS = {"revert": "commit", "rollback": "run", "restore": "to"}
+
+
+def remove_vector_files(folder: Path) -> int:
+    """Delete the vector caches under ``folder`` (matrices and their keys; the lock files stay, as other processes
+    may hold them); how many files. They are derived: the next retrieve embeds what the memory holds now."""
+    removed = 0
+    for top in folder.iterdir() if folder.is_dir() else ():
+        if not (top.name.startswith(("vectors", "diary-vectors", "as-of-vectors"))):
+            continue
+        for path in [top] if top.is_file() else [p for p in top.rglob("*") if p.is_file()]:
+            if path.suffix == ".npy" or path.name.endswith(".keys.jsonl"):
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def _memorize_replay(stored: dict) -> MemorizeResult:

@@ -7,11 +7,11 @@ owner's versioned store.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import NotFound, PreconditionFailed
+from wikimem.errors import InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 
 from .errors import BadRequest
@@ -47,9 +47,9 @@ def _cursor(value: str | None, what: str) -> int | None:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise BadRequest(f"invalid history {what} {value!r}") from None
-    if number < 0:
-        raise BadRequest(f"invalid history {what} {value!r}")
+        raise BadRequest(f"invalid history {what} {str(value)[:40]!r}") from None
+    if not 0 <= number < 2**63:  # a position in the history index (SQLite's INTEGER): none of ours is outside
+        raise BadRequest(f"invalid history {what} {str(value)[:40]!r}")
     return number
 
 
@@ -161,7 +161,7 @@ class Review:
     def text_search(self, query: str, *, limit: int = 50, diary: bool = True) -> TextSearch:
         """Wiki items and diary entries holding every word of ``query`` (any case), at most ``limit`` shown."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TEXT_HITS:
-            raise BadRequest(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
         patterns = compile_query(query)
         hits: list[TextHit] = []
         total = 0
@@ -196,6 +196,36 @@ class Review:
                 raise PreconditionFailed(f"an item named {name!r} already exists in {file!r}: edit it instead",
                                          current=item_etag(existing))
             item = store.add(file, name, content, owner=self._owner_id, source_conv=ctx.source_conv)
+            b.result = {"value": asdict(item)}
+        return Committed(item, b.commit)
+
+    def edit(self, file: str, name: str, content: str, *, ctx: WriteContext | None = None) -> Committed:
+        """Change the text of an existing item (one commit): its other fields (owner, ``source_conv``, ``ts``)
+        stay as they are, and the commit records ``ctx.actor`` (the operator) as its author.
+
+        ``ctx.if_match`` is the item's etag when the editor was opened: if the
+        item changed since, nothing is written (:class:`PreconditionFailed`).
+        :class:`NotFound` if there is no such item; empty text is refused
+        (``ValueError``: deleting an item is its own action).
+        """
+        from wikimem.versioned import Committed
+
+        if not isinstance(content, str) or not content.strip():
+            raise ValueError("the text is empty: an item needs some text (to remove the item, delete it)")
+        ctx = WriteContext.of(ctx)
+        # The etag is checked here against the item, not as a head commit by batch().
+        with self._vstore.batch(replace(ctx, if_match=None), kind=f"edit {file}/{name}") as b:
+            store = self._vstore.store
+            if b.replay is not None:
+                return Committed(store.get(file, name), b.commit, True)
+            current = store.get(file, name)
+            if current is None:
+                raise NotFound(f"no item {name!r} in {file!r}")
+            if ctx.if_match is not None and item_etag(current) != ctx.if_match:
+                raise PreconditionFailed(f"item {file}/{name} changed since it was opened",
+                                         current=item_etag(current))
+            item = store.add(file, current.name, content, owner=current.owner or self._owner_id,
+                             source_conv=current.source_conv, ts=current.ts)
             b.result = {"value": asdict(item)}
         return Committed(item, b.commit)
 

@@ -17,15 +17,17 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from wikimem.errors import InvalidValue
 from wikimem.format import utc_now
 from wikimem.store import resolve_tz
 
 from .errors import BadRequest
 
-__all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record"]
+__all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record", "settings_summary"]
 
 SETTINGS_FIELDS = ("tz", "character")
 MAX_CHARACTER = 200
+SHOWN_CHARS = 60  # of a value in the commit summary: both settings fit the 200 characters of a message
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,10 @@ def _check(key: str, value: Any) -> Any:
             raise BadRequest("tz must be a string, an IANA time zone name such as Asia/Shanghai")
         resolve_tz(value)  # ValueError: unknown time zone
         return value
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CHARACTER or "\n" in value:
-        raise BadRequest(f"character must be a one-line name of 1 to {MAX_CHARACTER} characters")
+    if not isinstance(value, str):
+        raise BadRequest(f"character must be a string, a one-line name of 1 to {MAX_CHARACTER} characters")
+    if not value.strip() or len(value) > MAX_CHARACTER or "\n" in value:
+        raise InvalidValue(f"character must be a one-line name of 1 to {MAX_CHARACTER} characters")
     return value
 
 
@@ -71,6 +75,19 @@ def check_settings(changes: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise BadRequest(f"unknown setting(s): {', '.join(unknown)} (known: {', '.join(SETTINGS_FIELDS)})")
     return {key: _check(key, value) for key, value in changes.items()}
+
+
+def settings_summary(changes: Mapping[str, Any]) -> str:
+    """The commit summary of a settings write: each value cut to :data:`SHOWN_CHARS` characters.
+
+    A commit message holds at most 200 characters; a 200-character
+    ``character`` is kept whole in ``settings.json`` and the journal line.
+    """
+    def shown(value: Any) -> str:
+        text = "unset" if value is None else str(value)
+        return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
+    return "settings: " + (", ".join(f"{k}={shown(v)}" for k, v in sorted(changes.items())) or "unchanged")
 
 
 def settings_record(changes: Mapping[str, Any]) -> dict[str, Any]:

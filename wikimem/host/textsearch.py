@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from .errors import BadRequest
+from wikimem.errors import InvalidValue
 
 __all__ = ["TextHit", "TextSearch", "compile_query", "MAX_QUERY"]
 
@@ -50,9 +50,9 @@ class TextSearch:
 def compile_query(query: str) -> list[re.Pattern]:
     """One case-insensitive pattern per whitespace-separated word of ``query``."""
     if not isinstance(query, str) or not query.strip():
-        raise BadRequest("give some text to search for")
+        raise InvalidValue("give some text to search for")
     if len(query) > MAX_QUERY:
-        raise BadRequest(f"the search text is longer than {MAX_QUERY} characters")
+        raise InvalidValue(f"the search text is longer than {MAX_QUERY} characters")
     return [re.compile(re.escape(word), re.IGNORECASE) for word in dict.fromkeys(query.split())]
 
 

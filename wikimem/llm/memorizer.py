@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Protocol
+from datetime import datetime, tzinfo
+from typing import Any, Protocol, TypeVar
 
 from wikimem.format import clean_meta_value
 from wikimem.models import DiaryItem
@@ -36,6 +36,7 @@ from wikimem.timeparse import event_day
 
 __all__ = [
     "LLM",
+    "DiaryLike",
     "memorize",
     "parse_diary_reply",
     "render_prompt",
@@ -53,6 +54,18 @@ class LLM(Protocol):
     """The port to the host's model: chat-completions shaped and synchronous."""
 
     def chat(self, messages: list[dict[str, str]]) -> str: ...
+
+
+E = TypeVar("E")
+E_co = TypeVar("E_co", covariant=True)
+
+
+class DiaryLike(Protocol[E_co]):
+    """What :func:`memorize` appends to: the store's :class:`~wikimem.store.Diary`, or a stand-in
+    with its ``append`` (the host records the entries and writes them later, under its lock)."""
+
+    def append(self, content: str, *, ts: str | None = ..., date: str | None = ..., time: str | None = ...,
+               owner: str | None = ..., source_conv: str | None = ..., tz: tzinfo | str | None = ...) -> E_co: ...
 
 
 DIARY_RULES = (
@@ -113,7 +126,7 @@ def render_prompt(prompt: str, character: str) -> str:
 
 
 def memorize(
-    diary: Diary,
+    diary: DiaryLike[E],
     turn: str,
     *,
     llm: LLM,
@@ -122,11 +135,12 @@ def memorize(
     owner: str | None = None,
     source_conv: str | None = None,
     **append_kwargs: Any,
-) -> list[DiaryItem]:
+) -> list[E]:
     """Ask ``llm`` once what in ``turn`` is worth keeping; append it to ``diary``.
 
-    Returns the entries written, ``[]`` when the reply holds nothing usable
-    (prose, bad JSON, no valid entry). Errors of the LLM itself (``llm.chat``
+    Returns what ``diary.append`` returned (with a Diary, the entries
+    written), ``[]`` when the reply holds nothing usable (prose, bad JSON,
+    no valid entry). Errors of the LLM itself (``llm.chat``
     raising) propagate: "the model was down" must not look like "nothing
     worth keeping". ``append_kwargs`` (``date``, ``time``, ``ts``, ``tz``) go
     to every ``diary.append``; invalid ones raise ``ValueError`` before the

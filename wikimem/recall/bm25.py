@@ -130,6 +130,12 @@ class _Term:
     postings: _Postings | None
     extra_tf: tuple  # tf of this term in each extra document (0 when absent)
 
+    @property
+    def posted(self) -> _Postings:
+        """The postings of a term the index holds (what ranking keeps of a plan)."""
+        assert self.postings is not None, self.term
+        return self.postings
+
 
 class BM25Index:
     """An in-memory inverted index with Okapi BM25 ranking and in-place updates.
@@ -356,8 +362,8 @@ class BM25Index:
         The query is planned once for all of them: what fusion needs for the
         vector candidates BM25 did not rank.
         """
-        slots = [(key, self._slot_of.get(key)) for key in keys]
-        slots = [(key, slot) for key, slot in slots if slot is not None]
+        found = [(key, self._slot_of.get(key)) for key in keys]
+        slots = [(key, slot) for key, slot in found if slot is not None]
         if not slots:
             return {}
         extra_docs = [(k, Counter(t)) for k, t in extra]
@@ -367,11 +373,19 @@ class BM25Index:
         for key, slot in slots:
             total, dl = 0.0, self._dl[slot]
             for t in plan:
-                pos = t.postings.find(slot)
+                pos = t.posted.find(slot)
                 if pos >= 0:
-                    total = total + t.weight * self._impact(t.postings.tfs[pos], dl, stats.avgdl)
+                    total = total + t.weight * self._impact(t.posted.tfs[pos], dl, stats.avgdl)
             out[key] = total
         return out
+
+    def extra_scores(self, query: Sequence[str], extra: Sequence[tuple[Hashable, Sequence[str]]], *,
+                     peers: Sequence[BM25Index] = ()) -> dict[Hashable, float]:
+        """BM25 scores of the ``extra`` documents that match (statistics as in :meth:`top_k`)."""
+        extra_docs = [(k, Counter(t)) for k, t in extra]
+        stats = self._stats(extra_docs, peers)
+        plan = self._plan(query, stats, extra_docs, peers)
+        return dict(self._rank_extra(plan, stats, extra_docs)) if plan else {}
 
     def _impact(self, tf: int, dl: int, avgdl: float) -> float:
         # The one formula; bm25_numpy evaluates the same operations in the same order.
@@ -428,7 +442,7 @@ class BM25Index:
         terms = [t for t in plan if t.postings is not None]
         if not terms:
             return []
-        size = sum(len(t.postings.slots) for t in terms)
+        size = sum(len(t.posted.slots) for t in terms)
         if self.use_numpy and size >= NUMPY_MIN_POSTINGS and self._numpy() is not None:
             return self._np.rank(self, terms, stats, k)
         return self._rank_python(terms, stats, k)
@@ -453,7 +467,7 @@ class BM25Index:
         cacheable = stats.version is not None
         if not cacheable:  # statistics with extra documents: nothing to cache, no pruning
             k = None
-        impacts = [self._cached_impacts(t.postings, stats) for t in terms]
+        impacts = [self._cached_impacts(t.posted, stats) for t in terms]
         loose = self.k1 + 1  # an impact is always below k1 + 1
         bounds = [t.weight * (imp[1] if imp else loose) for t, imp in zip(terms, impacts)]
         rest = [0.0] * (len(terms) + 1)
@@ -462,7 +476,7 @@ class BM25Index:
         acc: dict[int, float] = {}
         closed = False  # True once no new document can reach the top k
         for i, t in enumerate(terms):
-            w, p = t.weight, t.postings
+            w, p = t.weight, t.posted
             if closed:
                 if impacts[i] is None and len(acc) * 16 < len(p.slots):
                     self._add_seen_bisect(acc, p, w, stats)  # cheaper than all impacts of a long list
@@ -483,7 +497,7 @@ class BM25Index:
             for s, x in imps.items():
                 acc[s] = get(s, 0.0) + w * x
             nxt = i + 1
-            if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].postings.slots) > len(acc):
+            if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].posted.slots) > len(acc):
                 closed = self._close(acc, k, rest[nxt])
         keys = self._keys
         if k is not None and len(acc) > k:  # only what can make the top k becomes a pair

@@ -63,21 +63,14 @@ def _impacts(index, p, stats) -> tuple[np.ndarray | None, np.ndarray]:
 def rank(index, terms, stats, k: int | None) -> list[tuple[object, float]]:
     """Candidates ``(key, score)`` holding at least the top ``k`` (all matches for None)."""
     n = len(index._keys)
-    scores = None
+    scores = np.zeros(n)
     touched, sparse = [], True
     for t in terms:
         slots, imps = _impacts(index, t.postings, stats)
         if slots is None:  # a dense row over the first len(imps) slots
-            m = len(imps)
-            if scores is None:
-                scores = np.zeros(n)
-                scores[:m] = t.weight * imps  # equals the pure-Python 0.0 + w·x exactly
-            else:
-                scores[:m] += t.weight * imps
+            scores[:len(imps)] += t.weight * imps  # on the first term: 0.0 + w·x, as the pure-Python sum
             sparse = False
         else:
-            if scores is None:
-                scores = np.zeros(n)
             scores[slots] += t.weight * imps  # slots are unique within a term
             touched.append(slots)
     if sparse and sum(len(s) for s in touched) * DENSE_FRACTION < n:

@@ -28,7 +28,7 @@ from wikimem.models import RecallItem, as_recall_item
 from wikimem.naming import DATE_RE
 from wikimem.vectors import content_hash, embed_text
 
-from .bm25 import BM25Index
+from .bm25 import B, BM25Index
 from .tokenizer import item_text, tokenize
 
 __all__ = ["DiaryIndex"]
@@ -55,10 +55,11 @@ class DiaryIndex:
     Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
     """
 
-    def __init__(self, diary: Any, *, use_jieba: bool):
+    def __init__(self, diary: Any, *, use_jieba: bool, b: float = B):
         self.diary = diary
         self.use_jieba = use_jieba
-        self.bm25 = BM25Index()
+        self.b = b  # BM25's length normalisation
+        self.bm25 = BM25Index(b=b)
         self._days: dict[str, list[tuple[Key, RecallItem]]] = {}
         self._items: dict[Key, RecallItem] = {}
         self._by_hash: dict[str, set[Key]] = {}  # hash of the embedded text -> entries (vector hits)
@@ -79,6 +80,16 @@ class DiaryIndex:
     def items(self) -> list[RecallItem]:
         """Every entry, oldest day first, in file order within a day."""
         return [item for day in sorted(self._days) for _, item in self._days[day]]
+
+    def neighbours(self, key: Key) -> tuple[Key, ...]:
+        """The entries just before and after ``key`` on its day (a day is conversation-like)."""
+        day = self._days.get(key[0], [])
+        keys = [k for k, _ in day]
+        try:
+            at = keys.index(key)
+        except ValueError:
+            return ()
+        return tuple(keys[i] for i in (at - 1, at + 1) if 0 <= i < len(keys))
 
     def keyed(self, start: str | None = None, end: str | None = None) -> list[tuple[Key, RecallItem]]:
         """``(key, item)`` of the entries in the closed date range (all without one), in time order."""
@@ -105,7 +116,7 @@ class DiaryIndex:
 
     def rebuild(self) -> None:
         """Forget everything and read the whole diary again."""
-        self.bm25 = BM25Index()
+        self.bm25 = BM25Index(b=self.b)
         self._days, self._items, self._by_hash = {}, {}, {}
         self._signature, self._static_read = None, False
         self.generation += 1

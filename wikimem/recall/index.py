@@ -23,14 +23,17 @@ from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
 from .assembly import cut, entries, expand
+from .bm25 import B
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import Contents, IndexVectors
-from .stopwords import content_terms
+from .smoothing import lexical_sides, smooth
+from .stopwords import LANGUAGES, check_languages, content_terms, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
+from .window import window_order
 
 __all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES", "DIARY_WAIT"]
 
@@ -68,10 +71,12 @@ def _check_diary(mode: Any) -> str:
 
 
 def _check_half_life(value: Any) -> float | None:
-    if value is None:
+    """A half-life in days; None or 0: no recency prior."""
+    if value is None or (value == 0 and not isinstance(value, bool)):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-        raise ValueError(f"recency_half_life must be a positive number of days, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value \
+            or value == float("inf"):
+        raise ValueError(f"recency_half_life must be a positive number of days (0: none), got {value!r}")
     return float(value)
 
 
@@ -97,8 +102,8 @@ def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
 class _DiaryBuild:
     """The first build of a :class:`MemoryIndex`'s diary index, in a thread of its own (see :data:`DIARY_WAIT`)."""
 
-    def __init__(self, diary: Any, use_jieba: bool, install: Callable[[_DiaryBuild, DiaryIndex], None]):
-        self.diary, self.use_jieba = diary, use_jieba
+    def __init__(self, diary: Any, use_jieba: bool, b: float, install: Callable[[_DiaryBuild, DiaryIndex], None]):
+        self.diary, self.use_jieba, self.b = diary, use_jieba, b
         self._install = weakref.WeakMethod(install)  # a build in flight keeps no index alive
         self.done = threading.Event()
         self.retry_at = 0.0
@@ -108,7 +113,7 @@ class _DiaryBuild:
 
     def _run(self) -> None:
         try:
-            built = DiaryIndex(self.diary, use_jieba=self.use_jieba)
+            built = DiaryIndex(self.diary, use_jieba=self.use_jieba, b=self.b)
             built.refresh()  # every day file read and indexed, outside the index's lock
             built.bm25.warm()
             install = self._install()
@@ -137,39 +142,61 @@ class MemoryIndex:
     diary index (``diary="all"``) follows the diary folder day by day.
 
     Options beyond the seed (all off by default, the seed's behaviour):
-    ``query_stopwords`` drops function words from query terms;
-    ``neighbour_context`` (True or a :class:`~wikimem.vectors.NeighbourContext`)
-    scores items with their neighbours too; ``embed_in_background`` moves
+    ``query_stopwords`` drops function words from query terms (True, or
+    the languages whose words go: ``"en"``, ``"zh"``); ``bm25_b`` is BM25's
+    length normalisation (the seed's 0.75); ``neighbour_smoothing`` (a
+    weight, 0 = off) lets a turn of a conversation-like file inherit that
+    share of its neighbours' BM25 score (:mod:`~wikimem.recall.smoothing`;
+    ``transcripts(file, items) -> bool`` replaces its detection of
+    conversation-like wiki files);
+    ``neighbour_context`` (True, the item's weight as a number, or a
+    :class:`~wikimem.vectors.NeighbourContext`) scores items with their neighbours too; ``embed_in_background`` moves
     every embedding of memory off the request path (``worker``: the
     :class:`~wikimem.vectors.worker.EmbeddingWorker` to use, the
     process-wide one by default) — retrieval then scores with the vectors
     that exist (items not embedded yet are ranked by BM25 alone;
     ``RetrievalResult.vectors`` says how far embedding is); ``diary`` is the
-    default diary mode of :meth:`retrieve`.
+    default diary mode of :meth:`retrieve`, ``recency_half_life`` its default
+    recency prior (``diary="all"``).
     """
 
     def __init__(self, store: Any, *, use_jieba: bool | None = None, embedder: Any = None,
                  vectors_dir: Path | str | None = None, fusion_weight: float = 0.5,
                  binary_threshold: int = 10_000, query_stopwords: bool = False,
                  neighbour_context: Any = False, embed_in_background: bool = False,
-                 diary: str = "window", worker: Any = None, diary_wait: float | None = None):
+                 diary: str = "window", worker: Any = None, bm25_b: float = B,
+                 neighbour_smoothing: float = 0.0, transcripts: Callable[[str, list], bool] | None = None,
+                 recency_half_life: float | None = None, diary_wait: float | None = None):
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
-        if not isinstance(neighbour_context, bool) and not hasattr(neighbour_context, "item_weight"):
-            raise ValueError(f"neighbour_context must be True, False or a NeighbourContext, got {neighbour_context!r}")
+        if not isinstance(neighbour_context, bool) and not hasattr(neighbour_context, "item_weight") \
+                and not (isinstance(neighbour_context, (int, float)) and 0.0 <= neighbour_context <= 1.0):
+            raise ValueError("neighbour_context must be True, False, an item weight in [0, 1] or a NeighbourContext, "
+                             f"got {neighbour_context!r}")
         self.store = store
         self.use_jieba = jieba_available() if use_jieba is None else bool(use_jieba)
         self.embedder = embedder
         self.vectors_dir = Path(vectors_dir) if vectors_dir is not None else Path(store.root)
         self.fusion_weight = float(fusion_weight)
         self.binary_threshold = binary_threshold
-        self.query_stopwords = bool(query_stopwords)
+        self.stop_languages = check_languages(query_stopwords)
+        self.query_stopwords = _stop_option(self.stop_languages)
+        if isinstance(bm25_b, bool) or not isinstance(bm25_b, (int, float)) or not 0.0 <= bm25_b <= 1.0:
+            raise ValueError(f"bm25_b must be a number in [0, 1], got {bm25_b!r}")
+        self.bm25_b = float(bm25_b)
+        if isinstance(neighbour_smoothing, bool) or not isinstance(neighbour_smoothing, (int, float)) \
+                or not 0.0 <= neighbour_smoothing <= 1.0:
+            raise ValueError(f"neighbour_smoothing must be a number in [0, 1], got {neighbour_smoothing!r}")
+        self.neighbour_smoothing = float(neighbour_smoothing)
+        self.recency_half_life = _check_half_life(recency_half_life)
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
         self._lock = threading.RLock()
-        self.wiki = WikiIndex(store, use_jieba=self.use_jieba)
+        self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
+        if transcripts is not None:
+            self.wiki.transcripts = transcripts
         self.diary_wait = None if diary_wait is None else float(diary_wait)
         self._diary_index: DiaryIndex | None = None  # built in the background from the first use of diary="all"
         self._diary_build: _DiaryBuild | None = None
@@ -245,7 +272,8 @@ class MemoryIndex:
         """The diary build in progress, started now if there is none (called under the lock)."""
         build = self._diary_build
         if build is None or (build.done.is_set() and time.monotonic() >= build.retry_at):
-            build = self._diary_build = _DiaryBuild(self.store.diary, self.use_jieba, self._install_diary)
+            build = self._diary_build = _DiaryBuild(self.store.diary, self.use_jieba, self.bm25_b,
+                                                    self._install_diary)
             build.start()
         return build
 
@@ -266,8 +294,9 @@ class MemoryIndex:
         raises because an optional path (jieba, embeddings) is missing or down.
 
         ``diary``: ``"window"`` or ``"all"`` (default: the index's ``diary``).
-        ``recency_half_life`` (days, ``diary="all"``): a diary entry's score
-        is multiplied by ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
+        ``recency_half_life`` (days, ``diary="all"``; default: the index's,
+        0 = none): a diary entry's score is multiplied by
+        ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
         the first entry does not survive a budget it alone exceeds. Invalid
         arguments raise ``ValueError``.
 
@@ -279,7 +308,9 @@ class MemoryIndex:
            widened by one day on each side, once. The wiki is never filtered by time.
         2. query terms — the tokens of the text; with ``query_stopwords`` the
            function words are dropped (:func:`~wikimem.recall.stopwords.content_terms`,
-           all kept when nothing else is left). The index is never filtered.
+           all kept when nothing else is left). A time question keeps only the
+           terms of its topic (:func:`~wikimem.recall.stopwords.topic_terms`:
+           "what did I do yesterday?" has none). The index is never filtered.
         3. rank — BM25 over the wiki plus the diary entries in play, or, with an
            embedder, the fusion of BM25 and cosine scores. Which diary entries:
            ``diary="window"`` (the seed's behaviour, the default) — the window's
@@ -288,8 +319,11 @@ class MemoryIndex:
            wiki (statistics over both; a window then filters the diary's
            candidates), optionally with a recency prior (``recency_half_life``).
            A query without terms returns the window's entries newest first, or
-           what the embedding path ranks, or nothing. Only the query is embedded
-           on the request path when ``embed_in_background``.
+           what the embedding path ranks, or nothing. With a window, its entries
+           are always candidates (:func:`~wikimem.recall.window.window_order`):
+           those that match first, then the others newest first, before wiki
+           items that match no word. Only the query is embedded on the request
+           path when ``embed_in_background``.
         4. the top ``limit`` hits; then each hit's link targets right after it
            (``source="link"``, no recursion). The first entry in injection order
            survives: a target linked from an earlier hit stays ``"link"`` even when
@@ -305,14 +339,16 @@ class MemoryIndex:
         limit = _check_count(limit, "limit")
         budget_tokens = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
         mode = self.diary if diary is None else _check_diary(diary)
-        half_life = _check_half_life(recency_half_life)
+        half_life = self.recency_half_life if recency_half_life is None else _check_half_life(recency_half_life)
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
         if mode == "all" and not self.diary_ready(self.diary_wait):
             mode, result.diary_index = "window", "building"  # answered now: the diary through its window
         text = self._gate(query, time_range, tz, result)
         terms = tokenize(text, use_jieba=self.use_jieba)
-        if self.query_stopwords:
-            terms = content_terms(terms)
+        if result.time_range is not None:
+            terms = topic_terms(terms)
+        elif self.stop_languages:
+            terms = content_terms(terms, self.stop_languages)
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
         if result.time_range:
@@ -356,6 +392,7 @@ class MemoryIndex:
                 result.time_range, result.time_range_widened = _widen(window), True
                 entries = self.store.diary.window(*result.time_range)
             q.window = [as_recall_item(e) for e in entries]
+            q.window_keys = [(i.file, i.name, n) for n, i in enumerate(q.window)]
             return
         with self._lock:
             index = self._diary_fresh()
@@ -367,18 +404,22 @@ class MemoryIndex:
                 keyed = index.keyed(*window)
         q.dates = window
         q.window = [item for _, item in keyed]
+        q.window_keys = [key for key, _ in keyed]
 
     def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        if q.terms:
-            return self._rank(q, limit, result)
-        if q.window:  # a window and nothing to search for: the window, newest first
-            return [Candidate((i.file, i.name, n), i, "diary") for n, i in enumerate(q.window)][::-1][:limit]
-        return self._rank(q, limit, result)  # the embedding path alone
+        window = [Candidate(k, i, "diary") for k, i in zip(q.window_keys, q.window)]
+        if not q.window:
+            return self._rank(q, limit, result)[:limit]  # BM25 or fused, or the embedding path alone
+        if not q.terms:  # a window and nothing to search for: the window, newest first
+            return window[::-1][:limit]
+        return window_order(self._rank(q, limit, result), window, limit)
 
     def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        """The top ``limit`` candidates: BM25, or fused with cosine when an embedder works."""
+        """The ranked candidates, best first (at least the top ``limit``): BM25, or fused with cosine."""
         wide = self.vectors is not None or q.half_life is not None
         pool = max(limit * _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN) if wide else limit
+        if q.window:
+            pool += len(q.window)  # every entry of the window that matches, whatever the wiki holds
         if q.mode == "window":
             q.extra.extend(((i.file, i.name, n), cached_terms(item_text(i), self.use_jieba))
                            for n, i in enumerate(q.window))
@@ -387,12 +428,12 @@ class MemoryIndex:
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
             lagging = self._lagging(q.mode)
         if self._hybrid is None or not limit:
-            return self._prior(cands, q)[:limit]
+            return self._prior(cands, q)
         fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
         if fused is None:
-            return self._prior(cands, q)[:limit]
+            return self._prior(cands, q)
         result.embedding_used = True
-        return self._prior(fused, q)[:limit]
+        return self._prior(fused, q)
 
     def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:
@@ -402,23 +443,32 @@ class MemoryIndex:
     def _bm25_candidates(self, q: Query, pool: int) -> list[Candidate]:
         """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock)."""
         bm25 = self.wiki.bm25
+        seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         if q.mode == "window":
-            ranked = bm25.top_k(q.terms, pool, extra=q.extra)
-            return [self._candidate(key, score, q) for key, score in ranked]
+            ranked = bm25.top_k(q.terms, seeds, extra=q.extra)
+            return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
         diary = self._diary_made()
-        wiki = bm25.top_k(q.terms, pool, peers=[diary.bm25])
+        wiki = bm25.top_k(q.terms, seeds, peers=[diary.bm25])
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, pool, peers=[bm25])
+            days = diary.bm25.top_k(q.terms, seeds, peers=[bm25])
         else:
             start, end = q.dates
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(k, s) for k, s in every if start <= k[0] <= end]
-        ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:pool]
-        return [self._candidate(key, score, q) for key, score in ranked]
+        ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:seeds]
+        return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
+
+    def _smoothed(self, q: Query, ranked: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
+        """``ranked`` with neighbour smoothing, when it is on (called under the lock)."""
+        if not self.neighbour_smoothing or not ranked:
+            return ranked
+        diary = self._diary_made() if q.mode == "all" else None
+        return smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary))
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:
             item = q.window[key[2]] if q.mode == "window" else self._diary_made().item(key)
+            assert item is not None  # BM25 ranks only the entries the diary index holds
             return Candidate(key, item, "diary", score)
         return Candidate(key, self.wiki.item(key), "wiki", score)
 
@@ -500,6 +550,13 @@ class MemoryIndex:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
+
+
+def _stop_option(languages: tuple[str, ...]) -> bool | str:
+    """``query_stopwords`` as given back: True (every language), False, or the languages."""
+    if set(languages) == set(LANGUAGES):
+        return True
+    return ",".join(languages) if languages else False
 
 
 def _tzinfo(tz: Any):

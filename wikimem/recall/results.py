@@ -12,12 +12,17 @@ from typing import Any
 
 from wikimem.models import RecallItem
 
+from .tokenizer import est_tokens
+
 __all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query"]
 
 
-def _item_dict(item: RecallItem) -> dict[str, Any]:
-    return {"file": item.file, "name": item.name, "content": item.content,
-            "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+def _item_dict(item: RecallItem, kind: str) -> dict[str, Any]:
+    out = {"file": item.file, "name": item.name, "content": item.content,
+           "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+    if kind == "diary":  # as the diary routes name an entry; file and name stay for older readers
+        out.update(date=item.file, time=item.name)
+    return out
 
 
 @dataclass
@@ -25,8 +30,9 @@ class RetrievedItem:
     """One entry of a retrieval result, with the evidence of why it is there.
 
     ``kind`` (``"wiki"`` or ``"diary"``) and ``via_file`` extend the seed's
-    fields: a diary entry's ``file`` is its date, and ``via`` alone (the
-    parent hit's name) can be ambiguous across files.
+    fields: a diary entry's ``file`` is its date and its ``name`` its time
+    (also :attr:`date` and :attr:`time`, and ``date``/``time`` in its JSON),
+    and ``via`` alone (the parent hit's name) can be ambiguous across files.
     """
 
     item: RecallItem
@@ -40,10 +46,31 @@ class RetrievedItem:
     kind: str = "wiki"
     via_file: str | None = None
 
+    @property
+    def date(self) -> str | None:
+        """A diary entry's day (``YYYY-MM-DD``); None for a wiki item."""
+        return self.item.file if self.kind == "diary" else None
+
+    @property
+    def time(self) -> str | None:
+        """A diary entry's time (``HH:MM``); None for a wiki item."""
+        return self.item.name if self.kind == "diary" else None
+
+    def label(self) -> str:
+        """How a prompt names the entry: ``preferences/likes-the-sea``, or ``diary 2026-12-03 20:30``."""
+        if self.kind == "diary":
+            return f"diary {self.item.file} {self.item.name}"
+        return f"{self.item.file}/{self.item.name}"
+
+    def to_text(self) -> str:
+        """The entry as one block of prompt text: ``- [label] content``, later lines indented."""
+        lines = self.item.content.strip().splitlines() or [""]
+        return "\n".join([f"- [{self.label()}] {lines[0]}"] + [f"  {line}" for line in lines[1:]])
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
         return {
-            "item": _item_dict(self.item),
+            "item": _item_dict(self.item, self.kind),
             "source": self.source,
             "score": self.score,
             "bm25_score": self.bm25_score,
@@ -67,6 +94,7 @@ class RetrievalResult:
     their vectors when this query ran), ``diary_index`` (``"building"``
     when ``diary="all"`` was answered before the diary index's first build
     was done: the diary then took part through its time window only).
+    :meth:`to_prompt` turns the entries into prompt text within the budget.
     """
 
     items: list[RetrievedItem] = field(default_factory=list)
@@ -82,6 +110,32 @@ class RetrievalResult:
     diary: str = "window"
     vectors: dict[str, int] | None = None
     diary_index: str | None = None
+
+    def to_prompt(self, budget_tokens: int | None = None, *, strict: bool = False,
+                  heading: str | None = None) -> str:
+        """The entries as text to put into a prompt, in injection order, within a token budget.
+
+        Each entry is one block (:meth:`RetrievedItem.to_text`): ``- [people/mia] content``
+        for a wiki item, ``- [diary 2026-12-03 20:30] content`` for a diary entry; a
+        ``heading`` line, when given, comes first. ``budget_tokens`` (default: the budget
+        this result was cut to, if any) bounds the whole text as :func:`est_tokens`
+        counts it, heading and labels included: the blocks are a prefix cut as retrieve's
+        own — the first block always survives unless ``strict``. Empty text when nothing
+        is kept (no entries, or ``strict`` and the first is over the budget).
+        """
+        budget = self.budget_tokens if budget_tokens is None else budget_tokens
+        lines = [heading] if heading else []
+        used = est_tokens(heading) if heading else 0
+        kept = 0
+        for entry in self.items:
+            block = entry.to_text()
+            cost = est_tokens(block)
+            if budget is not None and (kept or strict) and used + cost > budget:
+                break
+            lines.append(block)
+            used += cost
+            kept += 1
+        return "\n".join(lines) if kept else ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``time_range`` as a two-element list or None).
@@ -114,22 +168,27 @@ class RecallOptions:
     """How a host configures every index it makes — one object through the layers.
 
     The library's defaults are the seed's behaviour; the host's defaults
-    (``webapp.config``) are what ``bench/quality.py`` measured best.
+    (``wikimem.host.config``) are what ``bench/quality*.py`` measured best.
     """
 
     use_jieba: bool | None = None
-    query_stopwords: bool = False
-    neighbour_context: bool = False
+    query_stopwords: bool | str = False  # True, or the languages whose function words go ("en")
+    neighbour_context: bool | float = False  # True, or the item's weight
     embed_in_background: bool = False
     diary: str = "window"
     fusion_weight: float = 0.5
+    bm25_b: float = 0.75
+    neighbour_smoothing: float = 0.0
+    recency_half_life: float | None = None  # diary="all": the default recency prior, in days
     diary_wait: float | None = None  # seconds a query waits for the diary index's first build (None: all)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~wikimem.recall.index.MemoryIndex`."""
         return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
                 "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
-                "diary": self.diary, "fusion_weight": self.fusion_weight, "diary_wait": self.diary_wait}
+                "diary": self.diary, "fusion_weight": self.fusion_weight, "bm25_b": self.bm25_b,
+                "neighbour_smoothing": self.neighbour_smoothing, "recency_half_life": self.recency_half_life,
+                "diary_wait": self.diary_wait}
 
 
 @dataclass
@@ -139,9 +198,10 @@ class Query:
     text: str
     terms: list[str]
     mode: str
-    window: list[RecallItem]  # the window's entries ("window" mode: extra BM25 documents)
+    window: list[RecallItem]  # the window's entries, in time order ("window" mode: extra BM25 documents)
     dates: tuple[str, str] | None  # "all" mode: the window that filters diary candidates
     half_life: float | None
     tz: Any
     extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
+    window_keys: list = field(default_factory=list)  # the candidate key of each window entry
 

@@ -96,6 +96,8 @@ class IndexVectors:
             context = self.neighbour_context
             if context is True:
                 context = NeighbourContext()
+            elif isinstance(context, (int, float)) and not isinstance(context, bool):
+                context = NeighbourContext(item_weight=float(context))  # the item's weight
             self._search = EmbeddingSearch(self.embedder, self.vectors_dir, binary_threshold=self.binary_threshold,
                                            context=context or None)
         return self._search

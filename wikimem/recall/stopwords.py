@@ -15,13 +15,25 @@ Chinese terms are character bigrams (or jieba words): a term is a function
 term when it is a listed function word, or when all its characters are
 function characters (的 了 是 我 你 他 这 那 什 么 吗 呢 …), so "什么", "我们",
 "这个", "是不" go and "海边", "咖啡" stay.
+
+``languages`` picks whose function words go: the host drops English ones
+only, because ``bench/quality.py`` measured the Chinese list costing recall
+(a bigram such as "吃的" or "去了" carries the topic more often than not).
+
+A **time question** ("what did I do yesterday?", "昨天做了什么") is searched
+for its topic only (:func:`topic_terms`): the time words are the gate, and
+the frame of the question — function words plus :data:`FRAME_WORDS` /
+:data:`FRAME_CHARS` (do, did, go, happen; 做 干 去 发生) — says that
+something happened, not what. When nothing else is left, the window comes
+back newest first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ENGLISH", "CHINESE_CHARS", "CHINESE_WORDS", "is_function_term", "content_terms"]
+__all__ = ["ENGLISH", "CHINESE_CHARS", "CHINESE_WORDS", "FRAME_WORDS", "FRAME_CHARS", "LANGUAGES",
+           "is_function_term", "content_terms", "topic_terms", "check_languages"]
 
 # Tokens as the tokenizer makes them: lowercase, apostrophes split ("don't" → "don", "t").
 ENGLISH = frozenset("""
@@ -54,21 +66,64 @@ CHINESE_WORDS = frozenset("""
 """.split())
 
 
+# The frame of a question about what happened (a time question): these say
+# "something happened", not what. English words, and Chinese characters
+# that make a frame term when every character of it is a frame or function one.
+FRAME_WORDS = frozenset("""
+do does did doing done go goes going went gone happen happens happened happening up
+""".split())
+FRAME_CHARS = frozenset("做干去来发生事情忙弄搞待呆得")
+
+LANGUAGES = ("en", "zh")
+
+
+def check_languages(value: object) -> tuple[str, ...]:
+    """``query_stopwords`` as the languages whose function words go: True = both, False = none."""
+    if value is True:
+        return LANGUAGES
+    if value is False or value is None:
+        return ()
+    names = value.split(",") if isinstance(value, str) else value
+    langs: tuple[str, ...] = ("?",)
+    if isinstance(names, (list, tuple, frozenset, set)):
+        langs = tuple(dict.fromkeys(str(n).strip() for n in names))
+    if not langs or any(lang not in LANGUAGES for lang in langs):
+        raise ValueError(f"query_stopwords must be True, False, 'en', 'zh' or 'en,zh', got {value!r}")
+    return langs
+
+
 def _cjk(term: str) -> bool:
     return term[0] >= "\u3000"
 
 
-def is_function_term(term: str) -> bool:
-    """True for an English or Chinese function word (a tokenizer term, lowercase)."""
+def is_function_term(term: str, languages: Iterable[str] = LANGUAGES) -> bool:
+    """True for an English or Chinese function word (a tokenizer term, lowercase).
+
+    ``languages``: only these languages' function words count.
+    """
     if not term:
         return True
     if not _cjk(term):
-        return term in ENGLISH
-    return term in CHINESE_WORDS or all(c in CHINESE_CHARS for c in term)
+        return "en" in languages and term in ENGLISH
+    return "zh" in languages and (term in CHINESE_WORDS or all(c in CHINESE_CHARS for c in term))
 
 
-def content_terms(terms: Iterable[str]) -> list[str]:
-    """``terms`` without function words; all of them when nothing else is left."""
+def content_terms(terms: Iterable[str], languages: Iterable[str] = LANGUAGES) -> list[str]:
+    """``terms`` without function words (of ``languages``); all of them when nothing else is left."""
     terms = list(terms)
-    kept = [t for t in terms if not is_function_term(t)]
+    langs = tuple(languages)
+    kept = [t for t in terms if not is_function_term(t, langs)]
     return kept if kept else terms
+
+
+def _frame(term: str) -> bool:
+    if not term:
+        return True
+    if not _cjk(term):
+        return term in ENGLISH or term in FRAME_WORDS
+    return term in CHINESE_WORDS or all(c in CHINESE_CHARS or c in FRAME_CHARS for c in term)
+
+
+def topic_terms(terms: Iterable[str]) -> list[str]:
+    """The terms of a time question that name its topic: no function or frame word, possibly none."""
+    return [t for t in terms if not _frame(t)]

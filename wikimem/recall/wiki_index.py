@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from wikimem.models import RecallItem
 
-from .bm25 import BM25Index
+from .bm25 import B, BM25Index
+from .smoothing import is_transcript
 from .tokenizer import cached_terms, est_tokens, item_text, tokenize
 
 __all__ = ["WikiIndex"]
@@ -24,16 +25,21 @@ class WikiIndex:
     Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
     """
 
-    def __init__(self, store: Any, *, use_jieba: bool):
+    def __init__(self, store: Any, *, use_jieba: bool, b: float = B):
         self.store = store
         self.use_jieba = use_jieba
-        self.bm25 = BM25Index()
+        self.b = b  # BM25's length normalisation
+        self.bm25 = BM25Index(b=b)
         self.built = False
         self.generation = 0
         self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
         # (file, name) -> (item, tokens_est, links), valid while the index holds that item
         self._facts: dict[Key, tuple[RecallItem, int, list]] = {}
         self._revision: Any = None
+        # file -> (names in file order, position of each): smoothing's neighbours, made on first use;
+        # no names for a file that is not conversation-like
+        self._order: dict[str, tuple[list[str], dict[str, int]]] = {}
+        self.transcripts: Callable[[str, list[RecallItem]], bool] = is_transcript
 
     def __len__(self) -> int:
         return len(self.bm25)
@@ -62,6 +68,22 @@ class WikiIndex:
             return self.bm25.doc_terms((item.file, item.name))
         return cached_terms(item_text(item), self.use_jieba)
 
+    def neighbours(self, key: Key) -> tuple[Key, ...]:
+        """The items just before and after ``key`` in its file, when the file is conversation-like."""
+        file, name = key
+        items = self._files.get(file)
+        if items is None:
+            return ()
+        order = self._order.get(file)
+        if order is None:
+            names = list(items) if self.transcripts(file, list(items.values())) else []
+            order = self._order[file] = (names, {n: i for i, n in enumerate(names)})
+        names, positions = order
+        at = positions.get(name)
+        if at is None:  # not conversation-like (no names kept), or not there
+            return ()
+        return tuple((file, names[i]) for i in (at - 1, at + 1) if 0 <= i < len(names))
+
     def facts(self, item: RecallItem) -> tuple[int, list]:
         """The item's token estimate and links, remembered while the index holds it."""
         key = (item.file, item.name)
@@ -78,13 +100,13 @@ class WikiIndex:
     def rebuild(self) -> None:
         """Read the whole store again."""
         revision = self.store.revision
-        bm25 = BM25Index()
+        bm25 = BM25Index(b=self.b)
         files: dict[str, dict[str, RecallItem]] = {}
         items = self.store.items()
         for item in items:
             files.setdefault(item.file, {})[item.name] = item
         bm25.extend(((i.file, i.name), tokenize(item_text(i), use_jieba=self.use_jieba)) for i in items)
-        self.bm25, self._files, self._facts = bm25, files, {}
+        self.bm25, self._files, self._facts, self._order = bm25, files, {}, {}
         self._revision, self.built = revision, True
         self.generation += 1
 
@@ -134,3 +156,4 @@ class WikiIndex:
             self._files.pop(file, None)
         if changed:
             self.generation += 1
+            self._order.pop(file, None)

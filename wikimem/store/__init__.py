@@ -1,17 +1,25 @@
-"""The plain memory store: the wiki (:class:`MemoryStore`), the :class:`Diary`, the :class:`Journal`, and the
-mutation seam every write passes (:class:`Writer`, :class:`Unit` and its :class:`UnitInfo`, :class:`MutationHook`)."""
+"""The plain memory store: the wiki (:class:`MemoryStore`), the :class:`Diary`, the :class:`Journal`, the
+mutation seam every write passes (:class:`Writer`, :class:`Unit` and its :class:`UnitInfo`, :class:`MutationHook`),
+and the one door every file of a memory folder passes (:class:`Door`)."""
 
 from __future__ import annotations
 
 from .diary import Diary, DiaryReader, resolve_tz
-from .journal import Journal, diary_record, wiki_record
+from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, folder_file
+from .journal import Journal, diary_record, parse_record, wiki_record
 from .wiki import MemoryStore, Saved, normalize_ts
 from .writer import LOCK_NAME, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
 __all__ = [
+    "Door",
+    "folder_file",
+    "TOP_FILES",
+    "JOURNAL_NAME",
+    "GITIGNORE_NAME",
     "Journal",
     "wiki_record",
     "diary_record",
+    "parse_record",
     "Mutation",
     "MutationHook",
     "PlainHook",

@@ -12,7 +12,6 @@ from wikimem.format import (
     clean_content,
     clean_meta_value,
     day_path,
-    memory_entries,
     normalize_ts,
     parse_day,
     render_day,
@@ -122,8 +121,8 @@ class Diary(DiaryReader):
     def dates(self) -> list[str]:
         """Every date that has a diary file, ascending."""
         out = []
-        for entry in memory_entries(self.root, DIARY_DIR):
-            stem = entry.name[:-3]
+        for name in self.writer.door.names(DIARY_DIR):
+            stem = name[:-3]
             if DATE_RE.fullmatch(stem):
                 try:
                     _date.fromisoformat(stem)

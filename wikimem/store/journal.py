@@ -7,14 +7,24 @@ import os
 from pathlib import Path
 
 from wikimem.format import utc_now
+from wikimem.fsio import open_regular, read_regular
 
-__all__ = ["Journal", "wiki_record", "diary_record", "render_lines"]
+__all__ = ["Journal", "wiki_record", "diary_record", "parse_record", "render_lines"]
 
 
 def _record(ts: str | None, action: str, fields: dict) -> dict:
     record = {"ts": ts or utc_now(), "action": action}
     record.update((k, v) for k, v in fields.items() if v is not None)
     return record
+
+
+def parse_record(line: str) -> dict | None:
+    """The record of one journal line (of the file or a commit's trailer); None for a torn or foreign line."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def wiki_record(action: str, file: str, name: str, owner=None, source_conv=None,
@@ -76,7 +86,9 @@ class Journal:
             return
         data = render_lines(records)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab+") as fh:
+        # Never through a link, never a FIFO: the journal is a regular file of the folder or nothing.
+        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        with open(fd, "ab+") as fh:
             # A crash mid-append can leave a torn last line: start on a new one.
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
@@ -89,30 +101,22 @@ class Journal:
 
     def entries(self) -> list[dict]:
         """Every readable record, oldest first; torn or foreign lines are skipped."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        data = read_regular(self.path)
+        if data is None:
             return []
-        out = []
-        for line in data.decode("utf-8", errors="replace").splitlines():
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
+        records = (parse_record(line) for line in data.decode("utf-8", errors="replace").splitlines())
+        return [record for record in records if record is not None]
 
     def size(self) -> int:
         try:
-            return self.path.stat().st_size
+            return os.lstat(self.path).st_size
         except FileNotFoundError:
             return 0
 
     def truncate(self, size: int, *, durable: bool = True) -> None:
         """Drop lines appended after ``size`` bytes (rollback of a failed unit)."""
         if self.size() > size:
-            with open(self.path, "r+b") as fh:
+            with open(open_regular(self.path, os.O_RDWR), "r+b") as fh:
                 fh.truncate(size)
                 fh.flush()
                 if durable:

@@ -14,14 +14,13 @@ from wikimem.format import (
     WIKI_DIR,
     clean_content,
     clean_meta_value,
-    memory_entries,
     memory_path,
     normalize_ts,
     parse_wiki,
     render_wiki,
     wiki_path,
 )
-from wikimem.fsio import read_bytes, stat_stamp
+from wikimem.fsio import Stamp
 from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
@@ -83,15 +82,16 @@ class MemoryStore:
 
     def files(self) -> list[str]:
         """Sorted RecallFile names: one per ``wiki/*.md``."""
-        return sorted(e.name[:-3] for e in memory_entries(self.root, WIKI_DIR))
+        return [name[:-3] for name in self.writer.door.names(WIKI_DIR)]
 
     def items(self, file: str | None = None) -> list[RecallItem]:
         """All items, or those of one RecallFile, in file order."""
         if file is not None:
             return list(self._read(file))
         out: list[RecallItem] = []
-        for name in self.files():
-            out.extend(self._read(name))
+        stamps = self.writer.door.stamps(WIKI_DIR)  # one listing for every file's cache check
+        for name in sorted(stamps):
+            out.extend(self._read(name[:-3], stamps[name]))
         return out
 
     def get(self, file: str, name: str) -> RecallItem | None:
@@ -102,23 +102,21 @@ class MemoryStore:
                 return item
         return None
 
-    def _path(self, file: str) -> Path:
-        return self.wiki_dir / f"{safe_stem(file)}.md"
-
-    def _read(self, file: str) -> list[RecallItem]:
-        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them)."""
+    def _read(self, file: str, key: Stamp | None = None) -> list[RecallItem]:
+        """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them);
+        ``key`` is its stamp when the caller listed the folder already."""
         rel = wiki_path(safe_stem(file))
         if self.writer.active:
             staged = self.writer.read(rel)
             return parse_wiki(staged, file)
-        path = self.root / rel
-        key = stat_stamp(path)
+        door = self.writer.door
+        key = door.stamp(rel) if key is None else key
         if key is None:
             return []
         cached = self._cache.get(file)
         if cached is not None and cached[0] == key:
             return cached[1]
-        data = read_bytes(path)
+        data = door.read(rel)
         items = parse_wiki(data, file)
         with self._cache_lock:
             self._cache[file] = (key, items)
@@ -202,7 +200,7 @@ class MemoryStore:
         # enclosing unit the file is not written yet: nothing to remember.
         if self.writer.active or not items:
             return
-        key = stat_stamp(self._path(file))
+        key = self.writer.door.stamp(wiki_path(safe_stem(file)))
         if key is None:
             return
         with self._cache_lock:

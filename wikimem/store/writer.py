@@ -54,9 +54,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Protocol
 
-from wikimem.fsio import atomic_write, read_bytes, remove_file
+from wikimem.errors import WikimemError
 from wikimem.locking import FileLock
 
+from .door import Door
 from .journal import Journal
 
 __all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "Landing", "LOCK_NAME"]
@@ -197,15 +198,15 @@ class Landing:
 
     def write(self, durable: bool) -> None:
         """Write each changed file once, atomically, then the journal lines (one append); tell the listeners."""
-        root = self.writer.root
+        door = self.writer.door
         self._written = True
         for rel, new in self.staged.items():
             if new == self.originals.get(rel, _MISSING):
                 continue
             if new is None:
-                remove_file(root / rel, durable=durable)
+                door.remove(rel, durable=durable)
             else:
-                atomic_write(root / rel, new, durable=durable)
+                door.write(rel, new, durable=durable)
         self.writer.journal.write_many(self.records, durable=durable)
         for unit in self.units:
             unit.final = frozenset(rel for rel, owner in self._owner.items() if owner is unit)
@@ -222,15 +223,17 @@ class Landing:
         if not self._written:
             return
         self._written = False
-        root = self.writer.root
+        door = self.writer.door
         for rel, old in self.originals.items():
-            path = root / rel
-            if read_bytes(path) == old:
-                continue
+            try:
+                if door.read(rel) == old:
+                    continue
+            except WikimemError:  # something else took the file's place: put ours back over it
+                pass
             if old is None:
-                remove_file(path, durable=durable)
+                door.remove(rel, durable=durable)
             else:
-                atomic_write(path, old, durable=durable)
+                door.write(rel, old, durable=durable)
         self.writer.journal.truncate(self.journal_size, durable=durable)
         self.writer.notify(tuple(self.staged))
 
@@ -303,6 +306,7 @@ class Writer:
 
     def __init__(self, root: Path, journal: Journal, hook: MutationHook | None = None):
         self.root = Path(root)
+        self.door = Door(self.root)  # every file of the folder is read and written through it
         self.journal = journal
         self.hook: MutationHook = hook if hook is not None else PlainHook(self.root)
         # Held by the leader of a round for the whole round; take it (before any inter-process lock) to keep
@@ -516,7 +520,7 @@ class Writer:
             landing = self._round
             if landing is not None and rel in landing.staged:
                 return landing.staged[rel]
-        return read_bytes(self.root / rel)
+        return self.door.read(rel)
 
     def parse(self, rel: str, parser: Callable[[bytes | None], list]) -> tuple[bytes | None, list]:
         """``(content, parser(content))`` of a file as :meth:`read` sees it, parsed once per staged version.

@@ -31,7 +31,7 @@ mismatch: deleting the cache files does.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .embedders import (
     Embedder,
@@ -46,6 +46,14 @@ from .embedders import (
 )
 from .local import LocalEmbedder, local_model_available
 from .worker import shared_worker
+
+if TYPE_CHECKING:  # what __getattr__ below loads on first access, named here for type checkers
+    from .cache import KEYS_FILE as KEYS_FILE  # (as: re-exported, though not in __all__)
+    from .cache import CachedVectors, VectorCache
+    from .index import RERANK_FACTOR as RERANK_FACTOR
+    from .index import MemmapVectorIndex
+    from .search import DIARY_VECTORS_DIR as DIARY_VECTORS_DIR
+    from .search import EmbeddingSearch, NeighbourContext
 
 __all__ = [
     "local_model_available", "shared_worker",

@@ -19,6 +19,9 @@ import numpy as np
 
 __all__ = ["MemmapVectorIndex", "RERANK_FACTOR", "RERANK_DIVISOR", "rerank_size", "unit_vector"]
 
+# A query or a row: a plain sequence of floats or a numpy vector.
+Vector = Sequence[float] | np.ndarray
+
 # Rows per chunk when a pass over the whole matrix would otherwise allocate
 # a full-size temporary (norms, signatures).
 _CHUNK = 16_384
@@ -34,7 +37,7 @@ def rerank_size(rows: int, top_k: int) -> int:
     return min(rows, top_k * factor)
 
 
-def unit_vector(query: Sequence[float], dim: int) -> np.ndarray:
+def unit_vector(query: Vector, dim: int) -> np.ndarray:
     """The query as a float32 unit vector of the index's dimension."""
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != dim:
@@ -105,7 +108,9 @@ class MemmapVectorIndex:
     @property
     def resident_bytes(self) -> int:
         """RAM this index holds of its own (the matrix itself stays in the page cache)."""
-        sig = self.signatures.nbytes + self.center.nbytes if self.signatures is not None else 0
+        sig = 0
+        if self.signatures is not None and self.center is not None:
+            sig = self.signatures.nbytes + self.center.nbytes
         return self.inv_norms.nbytes + sig
 
     def _inverse_norms(self) -> np.ndarray:
@@ -117,7 +122,7 @@ class MemmapVectorIndex:
             inv = np.where(out > 0, 1.0 / out, 0.0)
         return inv.astype(np.float32)
 
-    def search(self, query: Sequence[float], top_k: int) -> list[tuple[int, float]]:
+    def search(self, query: Vector, top_k: int) -> list[tuple[int, float]]:
         """The ``top_k`` rows nearest to ``query`` as ``(row, cosine)``, best first."""
         if top_k <= 0 or self.rows == 0:
             return []
@@ -126,29 +131,31 @@ class MemmapVectorIndex:
             return self._search_binary(q, top_k)
         return self.exact(q, top_k)
 
-    def exact(self, query: Sequence[float], top_k: int) -> list[tuple[int, float]]:
+    def exact(self, query: Vector, top_k: int) -> list[tuple[int, float]]:
         """Exact cosine over every row (tier 0; the reference the binary tier is measured by)."""
         if top_k <= 0 or self.rows == 0:
             return []
         return _best(np.arange(self.rows), self.all_scores(query), top_k)
 
     def _search_binary(self, q: np.ndarray, top_k: int) -> list[tuple[int, float]]:
-        words = self.signatures.shape[1]
+        signatures, center = self.signatures, self.center
+        assert signatures is not None and center is not None  # built in __init__ whenever self.binary
+        words = signatures.shape[1]
         qsig = np.zeros(words * 8, np.uint8)
-        bits = np.packbits(q > self.center)
+        bits = np.packbits(q > center)
         qsig[:bits.shape[0]] = bits
-        distance = _popcount(self.signatures ^ qsig.view(np.uint64)).sum(axis=1)
+        distance = _popcount(signatures ^ qsig.view(np.uint64)).sum(axis=1)
         m = rerank_size(self.rows, top_k)
         coarse = np.argpartition(distance, m - 1)[:m] if m < self.rows else np.arange(self.rows)
         coarse.sort()  # ascending rows read the memmap in file order
         return _best(coarse, self.scores(q, coarse), top_k)
 
-    def all_scores(self, query: Sequence[float]) -> np.ndarray:
+    def all_scores(self, query: Vector) -> np.ndarray:
         """Exact cosine of ``query`` with every row."""
         q = unit_vector(query, self.dim)
         return (self.matrix @ q) * self.inv_norms
 
-    def scores(self, query: Sequence[float], rows: Sequence[int] | np.ndarray) -> np.ndarray:
+    def scores(self, query: Vector, rows: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact cosine of ``query`` with each of ``rows`` (in that order)."""
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size == 0:

@@ -159,7 +159,7 @@ class EmbeddingSearch:
             try:
                 cached = self._guard(lambda: self.wiki_cache.sync(items, self.embedder, self.batch_size,
                                                                   max_new=max_new))
-                ctx = self._sync_context(items, max_new) if self.context is not None else None
+                ctx = self._sync_context(items, self.context, max_new) if self.context is not None else None
             except BaseException:
                 if max_new is None:
                     with self._lock:
@@ -173,8 +173,8 @@ class EmbeddingSearch:
                 self._warned = False  # a later mismatch deserves a new warning
         return self._pending(items, cached, ctx)
 
-    def _sync_context(self, items: list[RecallItem], max_new: int | None) -> CachedVectors:
-        texts = context_texts(items, self.context.window)
+    def _sync_context(self, items: list[RecallItem], context: NeighbourContext, max_new: int | None) -> CachedVectors:
+        texts = context_texts(items, context.window)
         entries = [((i.file, i.name), t) for i, t in zip(items, texts)]
         return self._guard(lambda: self.context_cache.sync(entries, self.embedder, self.batch_size,
                                                            max_new=max_new))
@@ -185,7 +185,7 @@ class EmbeddingSearch:
         hashes = {(f, n): h for f, n, h in cached.keys}
         matrix = _matrix(cached)
         index = MemmapVectorIndex(matrix, self.binary_threshold)
-        if ctx is None:
+        if ctx is None or self.context is None:  # ctx is synced only with a context
             return _WikiState(index, keys, hashes, row_of_key)
         ctx_matrix = _matrix(ctx)
         if ctx.rows and cached.rows and ctx_matrix.shape[1] != matrix.shape[1]:
@@ -201,7 +201,7 @@ class EmbeddingSearch:
     def _pending(self, items: list[RecallItem], cached: CachedVectors, ctx: CachedVectors | None) -> int:
         held = cached.hashes()
         pending = sum(1 for i in items if content_hash(embed_text(i.name, i.content)) not in held)
-        if ctx is not None:
+        if ctx is not None and self.context is not None:
             have = ctx.hashes()
             pending += sum(1 for t in context_texts(items, self.context.window) if content_hash(t) not in have)
         return pending
@@ -273,8 +273,8 @@ class EmbeddingSearch:
         if state.mixed is not None:  # exact: one pass over the mixed rows scores the top and the candidates
             every = state.mixed @ unit_vector(q, state.dim)
             k = min(top_k, len(every))
-            top = np.argpartition(-every, k - 1)[:k] if k else np.zeros(0, np.int64)
-            rows = np.union1d(top, np.asarray(wanted, np.int64))
+            best = np.argpartition(-every, k - 1)[:k] if k else np.zeros(0, np.int64)
+            rows = np.union1d(best, np.asarray(wanted, np.int64))
             keys = state.keys
             return dict(zip([keys[r] for r in rows.tolist()], every[rows].tolist()))
         rows = np.array(sorted(set(self._context_top(q, top_k, state)) | set(wanted)), np.int64)
@@ -287,9 +287,11 @@ class EmbeddingSearch:
             mixed = state.mixed @ unit_vector(q, state.dim)
             k = min(top_k, len(mixed))
             return np.argpartition(-mixed, k - 1)[:k].tolist() if k else []
+        context, context_row = state.context, state.context_row
+        assert context is not None and context_row is not None  # only called with context
         rows = [r for r, _ in state.index.search(q, top_k)]
-        back = {int(c): i for i, c in enumerate(state.context_row) if c >= 0}
-        rows += [back[r] for r, _ in state.context.search(q, top_k) if r in back]
+        back = {int(c): i for i, c in enumerate(context_row) if c >= 0}
+        rows += [back[r] for r, _ in context.search(q, top_k) if r in back]
         return rows
 
     @staticmethod
@@ -297,12 +299,14 @@ class EmbeddingSearch:
         """The mixed cosine of item ``rows``; an item without a context vector keeps its own."""
         if state.mixed is not None:
             return state.mixed[rows] @ unit_vector(q, state.dim) if len(rows) else np.zeros(0, np.float32)
+        context, context_row = state.context, state.context_row
+        assert context is not None and context_row is not None  # only called with context
         item = state.index.scores(q, rows)
-        ctx_rows = state.context_row[rows]
+        ctx_rows = context_row[rows]
         have = ctx_rows >= 0
         ctx = item.copy()
         if have.any():
-            ctx[have] = state.context.scores(q, ctx_rows[have])
+            ctx[have] = context.scores(q, ctx_rows[have])
         return state.item_weight * item + (1.0 - state.item_weight) * ctx
 
     # -- the query ---------------------------------------------------------

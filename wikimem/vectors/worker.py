@@ -43,6 +43,20 @@ class EmbeddingWorker:
         self._thread: threading.Thread | None = None
         self._pid: int | None = None
         self._stopped = False
+        # Told the backlog (jobs queued or running) whenever it changes; e.g. the host's metrics gauge.
+        self.on_backlog: list[Callable[[int], None]] = []
+
+    def backlog(self) -> int:
+        """Jobs queued or running."""
+        with self._cond:
+            return len(self._jobs) + (self._running is not None)
+
+    def _told(self, size: int) -> None:
+        for listener in self.on_backlog:
+            try:
+                listener(size)
+            except Exception:  # a listener must never stop embedding
+                log.exception("embedding backlog listener failed")
 
     def submit(self, key: Hashable, job: Job) -> None:
         """Queue ``job`` under ``key`` (once; a queued or running key is run again later)."""
@@ -55,6 +69,8 @@ class EmbeddingWorker:
                 self._jobs[key] = job  # a queued key keeps its place
             self._ensure_thread()
             self._cond.notify_all()
+            size = len(self._jobs) + (self._running is not None)
+        self._told(size)
 
     def idle(self) -> bool:
         """True when nothing is queued or running."""
@@ -98,6 +114,8 @@ class EmbeddingWorker:
                 if (more or again is not None) and not self._stopped and key not in self._jobs:
                     self._jobs[key] = again or job  # to the back: round-robin
                 self._cond.notify_all()
+                size = len(self._jobs)
+            self._told(size)
 
     @staticmethod
     def _run(key: Hashable, job: Job) -> bool:

@@ -5,14 +5,20 @@ mutation seam (:mod:`wikimem.store.writer`) and never changes the plain store's
 behaviour: a versioned folder is still an ordinary folder of markdown.
 """
 
+from .bundles import BundleError, branch_head, bundle_refs, restore_bundle, write_bundle_of
 from .catchup import is_ancestor
+from .forget import Forgotten
 from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
+from .objects import folder_head
 from .outcomes import CommitDiff, Committed, Outcome
 from .plans import Plan
+from .pruning import Pruned, prune
 from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
+from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
+from .tombstones import bury
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
 from .versions import blame, item_versions
@@ -21,5 +27,7 @@ from .vstore import PACK_EVERY, VersionedStore
 __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
-    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "undo_info", "undo_links",
+    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
+    "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
+    "restore_bundle", "write_bundle_of",
 ]

@@ -12,9 +12,10 @@ equal to ``HEAD`` (hand edits committed first):
   mode, or hand edits) and the remote moved too: each local commit is applied
   again, item by item, on top of the remote's head (an added or changed item
   takes the local value, a removed one goes, a diary entry appended locally is
-  appended unless it is already there), as a new commit with the same message
-  and author. History stays linear and nothing of either side is lost: a
-  remote version an item replaces is still in the remote's history.
+  appended unless it is already there, a setting written locally takes its
+  local value), as a new commit with the same message and author. History
+  stays linear and nothing of either side is lost: a remote version an item
+  replaces is still in the remote's history.
 """
 
 from __future__ import annotations
@@ -22,15 +23,30 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from wikimem.format import entry_key, memory_path, parse_day, parse_wiki, render_day, render_wiki, same_item
-from wikimem.fsio import atomic_write, remove_file
+from wikimem.errors import DamagedFolder
+from wikimem.format import (
+    SETTINGS_PATH,
+    entry_key,
+    memory_path,
+    parse_day,
+    parse_settings,
+    parse_wiki,
+    render_day,
+    render_settings,
+    render_wiki,
+    same_item,
+)
+from wikimem.store import GITIGNORE_NAME, Door
 
+from .incoming import FILE_MODES
 from .objects import GitRepo
 
 __all__ = ["Diverged", "is_ancestor", "merge_base", "local_only", "fast_forward", "switch_to", "replay"]
 
 # Commits walked at most when looking for an ancestor (a folder behind by more is re-cloned).
 MAX_WALK = 100_000
+# The files at the top of a folder a catch-up keeps as the branch has them (the journal is this host's own).
+_KEPT = (SETTINGS_PATH, GITIGNORE_NAME)
 
 
 class Diverged(Exception):
@@ -88,30 +104,53 @@ def fast_forward(git: GitRepo, root: Path, new: bytes) -> list[str]:
 
 def switch_to(git: GitRepo, root: Path, new: bytes) -> list[str]:
     """Make the work tree and ``main`` equal to ``new`` whatever it is (after :func:`replay`: it holds
-    every local change on top of the remote's); the paths written."""
+    every local change on top of the remote's; for a clone, ``main`` is not set yet); the paths written.
+
+    Every file goes through the folder's :class:`~wikimem.store.Door`: the memory files that differ, and
+    the files at the top this host keeps as the branch has them (``settings.json``, ``.gitignore``) —
+    compared with the disk, so a copy left stale by an older host is put right too. A path that is
+    not a regular memory file of ``new`` is :class:`~wikimem.errors.DamagedFolder` (the remote's
+    commits are checked before they are fetched: see :mod:`wikimem.versioned.incoming`).
+    """
     head = git.head()
     if head == new:
         return []
+    door = Door(root)
     old_tree, new_tree = git.commit_tree(head), git.commit_tree(new)
-    paths = sorted(git.changed_paths(old_tree, new_tree))
+    # (only memory files are the host's: a name that is not one is never written)
+    paths = sorted(p for p in git.changed_paths(old_tree, new_tree) if memory_path(p) is not None)
     written: dict[str, bytes | None] = {}
     for path in paths:
-        data = git.blob_at(new_tree, path)
-        if data is None:
-            remove_file(root / path)
-        else:
-            atomic_write(root / path, data)
         found = git.entry(new_tree, path)
+        if found is not None and found[0] not in FILE_MODES:
+            raise DamagedFolder(f"{path} of commit {new.decode()[:12]} is not a regular file (mode {found[0]:06o})")
+        if found is None:
+            door.remove(path)
+        else:
+            door.write(path, git.blob(found[1]))
         written[path] = None if found is None else found[1]
-    ignore = git.blob_at(new_tree, ".gitignore")
-    if ignore is not None and ignore != git.blob_at(old_tree, ".gitignore"):
-        atomic_write(root / ".gitignore", ignore)
-        found = git.entry(new_tree, ".gitignore")
-        written[".gitignore"] = None if found is None else found[1]
+    for top in _KEPT:
+        found = git.entry(new_tree, top)
+        if found is None:
+            if top == SETTINGS_PATH and git.entry(old_tree, top) is not None:
+                door.remove(top)
+                written[top] = None
+            continue
+        want = git.blob(found[1]) if found[0] in FILE_MODES else None
+        if want is not None and _on_disk(door, top) != want:
+            door.write(top, want)
+            written[top] = found[1]
     git.update_index(written)
     if not git.move_ref(head, new):
         raise RuntimeError(f"{root}: branch moved while the owner lock was held")
     return paths
+
+
+def _on_disk(door: Door, rel: str) -> bytes | None:
+    try:
+        return door.read(rel)
+    except DamagedFolder:  # a link or a FIFO in its place: written over
+        return None
 
 
 def replay(git: GitRepo, commits: list[bytes], onto: bytes) -> bytes:
@@ -136,6 +175,12 @@ def replay(git: GitRepo, commits: list[bytes], onto: bytes) -> bytes:
             picked = (_pick_wiki if kind[0] == "wiki" else _pick_diary)(kind[1], old, new, current)
             if picked != current:
                 changes[path] = picked
+        old, new = git.blob_at(parent_tree, SETTINGS_PATH), git.blob_at(commit.tree, SETTINGS_PATH)
+        if old != new:  # a settings write: the keys it changed, on top of the remote's settings
+            current = git.blob_at(tip_tree, SETTINGS_PATH)
+            picked = _pick_settings(old, new, current)
+            if picked != current:
+                changes[SETTINGS_PATH] = picked
         if not changes:
             continue
         tree = git.write_tree(tip_tree, changes)
@@ -143,6 +188,20 @@ def replay(git: GitRepo, commits: list[bytes], onto: bytes) -> bytes:
         author = commit.author.decode("utf-8", "replace").split(" <")[0]
         tip = git.make_commit(tree, [tip], message, author, when=commit.author_time)
     return tip
+
+
+def _pick_settings(old: bytes | None, new: bytes | None, current: bytes | None) -> bytes | None:
+    """``current`` settings with the keys that changed from ``old`` to ``new`` set (or unset) as in ``new``."""
+    before, after, now = parse_settings(old), parse_settings(new), parse_settings(current)
+    result = dict(now)
+    for key in before.keys() | after.keys():
+        if before.get(key) == after.get(key):
+            continue
+        if key in after:
+            result[key] = after[key]
+        else:
+            result.pop(key, None)
+    return current if result == now else render_settings(result)
 
 
 def _pick_wiki(file: str, old: bytes | None, new: bytes | None, current: bytes | None) -> bytes | None:

@@ -342,12 +342,14 @@ class HistoryDB:
                                      (ts,)).fetchone()
         return row[0] if row else None
 
-    def idem(self, key: str) -> tuple[str, dict | None, str | None] | None:
-        """``(commit, stored result or None, request hash or None)`` of an applied request with this key."""
+    def idem(self, key: str, since: int | None = None) -> tuple[str, dict | None, str | None] | None:
+        """``(commit, stored result or None, request hash or None)`` of an applied request with this key (made at
+        or after ``since``, epoch seconds, when given: an older key is past its retention, as if never seen)."""
         self.sync()
         with self._lock:
-            row = self._db().execute("SELECT commit_id, result, request FROM idem WHERE key=?", (key,)).fetchone()
-        if row is None:
+            row = self._db().execute("SELECT i.commit_id, i.result, i.request, c.time FROM idem i LEFT JOIN commits c"
+                                     " ON c.id = i.commit_id WHERE i.key=?", (key,)).fetchone()
+        if row is None or (since is not None and row[3] is not None and row[3] < since):
             return None
         return row[0], (json.loads(row[1]) if row[1] else None), row[2]
 
@@ -379,6 +381,27 @@ class HistoryDB:
                 db.execute("ROLLBACK")
                 raise
 
+    def touches_by_commit(self) -> dict[str, list[tuple]]:
+        """``{commit id: [(kind, file, name, date, time), …]}`` of every indexed commit (what a rebuild after a
+        rewrite may reuse instead of diffing every commit again)."""
+        self.sync()
+        out: dict[str, list[tuple]] = {}
+        with self._lock:
+            db = self._db()
+            ids = dict(db.execute("SELECT seq, id FROM commits").fetchall())
+            for cid in ids.values():
+                out[cid] = []
+            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time FROM touches ORDER BY rowid"):
+                if seq in ids:
+                    out[ids[seq]].append(tuple(touch))
+        return out
+
+    def expire_results(self, before: int) -> int:
+        """Drop the keys (and stored results) of requests committed before ``before`` (epoch seconds); how many."""
+        with self._lock:
+            return self._db().execute("DELETE FROM idem WHERE commit_id IN (SELECT id FROM commits WHERE time < ?)",
+                                      (int(before),)).rowcount
+
     def since_pack(self) -> int:
         with self._lock:
             return int(self._meta(self._db(), "since_pack") or 0)
@@ -393,6 +416,42 @@ class HistoryDB:
             return self._db().execute("SELECT count(*) FROM commits").fetchone()[0]
 
 
+    # -- repair (``wikimem repair``) ----------------------------------------------------------------
+
+    def known_heads(self, limit: int = 200) -> list[bytes]:
+        """Commits the index saw on the branch, newest first (its last head first), without syncing: where
+        a repair looks for the last good commit when the branch itself is damaged. [] if it cannot be read."""
+        try:
+            with self._lock:
+                db = self._db()
+                head = self._meta(db, "head")
+                rows = db.execute("SELECT id FROM commits ORDER BY seq DESC LIMIT ?", (int(limit),)).fetchall()
+        except sqlite3.Error:
+            return []
+        ids = ([head] if head else []) + [r[0] for r in rows]
+        return [i.encode() for i in dict.fromkeys(ids) if isinstance(i, str)]
+
+    def healthy(self) -> bool:
+        """Whether the file passes SQLite's quick check."""
+        try:
+            with self._lock:
+                return self._db().execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        except sqlite3.Error:
+            return False
+
+    def rebuild(self) -> None:
+        """Delete the file and index the branch again (it is derived from git; other processes reopen it)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn, self._synced = None, None
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(str(self.path) + suffix)
+                except FileNotFoundError:
+                    pass
+        self.sync()
+
     # -- operator queries: more filters, newer/older paging, undo commits -------------------------
 
     def query(self, *, limit: int = 50, before: int | None = None, after: int | None = None,
@@ -405,12 +464,7 @@ class HistoryDB:
         self.sync()
         base, base_args = _where(**filters)
         where, args = list(base), list(base_args)
-        if before is not None:
-            where.append("c.seq < ?")
-            args.append(int(before))
-        if after is not None:
-            where.append("c.seq > ?")
-            args.append(int(after))
+        _bounded(where, args, ("c.seq < ?", before), ("c.seq > ?", after))
         sql = f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, c.seq FROM commits c"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -468,18 +522,21 @@ def _where(file=None, item=None, run=None, date=None, actor=None, action=None, s
         if value is not None:
             where.append(f"c.{column} = ?")
             args.append(value)
-    if since is not None:
-        where.append("c.time >= ?")
-        args.append(int(since))
-    if until is not None:
-        where.append("c.time <= ?")
-        args.append(int(until))
+    _bounded(where, args, ("c.time >= ?", since), ("c.time <= ?", until))
     sub = [(col, v) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
     if sub:
         where.append("EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq AND "
                      + " AND ".join(f"t.{col} = ?" for col, _ in sub) + ")")
         args.extend(v for _, v in sub)
     return where, args
+
+
+def _bounded(where: list[str], args: list, *bounds: tuple[str, int | None]) -> None:
+    """Add each ``(condition, value)`` whose value is given (a seq or epoch seconds, as an int)."""
+    for condition, value in bounds:
+        if value is not None:
+            where.append(condition)
+            args.append(int(value))
 
 
 def _exists(db, where: list[str], args: list, extra: str, seq: int) -> bool:

@@ -355,6 +355,8 @@ class IntentLog:
             size = os.fstat(fd).st_size
             if size > _HEADER_SIZE:
                 os.pwrite(fd, b"\0" * (size - _HEADER_SIZE), _HEADER_SIZE)
+                os.fdatasync(fd)
+                os.ftruncate(fd, _HEADER_SIZE)
         elif os.fstat(fd).st_size > 2 * self.limit:
             os.ftruncate(fd, self.limit)  # one huge round grew the file: give the space back
         os.pwrite(fd, self._header(salt, head), 0)

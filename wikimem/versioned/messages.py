@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 
 from wikimem.naming import is_unsafe
-from wikimem.store import UnitInfo
+from wikimem.store import UnitInfo, parse_record
 
 __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
            "trailer_values", "MAX_UNDO_ITEMS"]
@@ -58,11 +58,13 @@ def describe(record: dict) -> str:
 def build_message(records: list[dict], info: UnitInfo) -> str:
     """The message of one commit made of ``records`` (journal lines) with the unit's ``info``."""
     trailers: dict[str, str | None] = {}
-    if len(records) == 1 and info.action is None:
+    if len(records) == 1:
+        # One change: what it touched, and what the commit was (the unit's action: memorize, diary-tool,
+        # batch, an undo…), else the change's own (add, update, remove, diary).
         rec = records[0]
         summary = info.message or describe(rec)
         trailers.update({
-            "Action": rec.get("action"), "File": rec.get("file"), "Item": rec.get("item"),
+            "Action": info.action or rec.get("action"), "File": rec.get("file"), "Item": rec.get("item"),
             "Date": rec.get("date"), "Time": rec.get("time"), "Owner": rec.get("owner"),
             "Source-Conv": rec.get("source_conv"),
         })
@@ -116,11 +118,7 @@ def parse_trailers(message: str) -> tuple[str, dict[str, str], list[dict]]:
             continue
         name = key[len("Wikimem-"):]
         if name == "Journal":
-            try:
-                rec = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
+            if (rec := parse_record(value)) is not None:
                 journal.append(rec)
         else:
             trailers.setdefault(name, value.strip())

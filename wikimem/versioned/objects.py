@@ -34,6 +34,7 @@ from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
+from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
 from wikimem.fsio import stat_stamp
 from wikimem.naming import is_unsafe
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "loose_bytes"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "loose_bytes", "init_repo", "folder_head"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -84,6 +85,46 @@ def _person(name: str | None) -> bytes:
     return f"{clean} <{local[:64]}@wikimem>".encode()
 
 
+# The config of a repository wikimem makes: auto-gc off (packing is scheduled) and, in a memory folder,
+# paths unquoted; a bare one (a file remote) checks the objects it receives.
+_CONFIG = {False: ((b"gc", b"auto", b"0"), (b"core", b"quotepath", b"false")),
+           True: ((b"receive", b"fsckObjects", b"true"), (b"gc", b"auto", b"0"))}
+
+
+def init_repo(root: Path, *, bare: bool = False) -> Repo:
+    """``git init`` of a memory folder (made here or cloned) or of a bare remote, on branch ``main``."""
+    repo = (Repo.init_bare if bare else Repo.init)(str(root), default_branch=b"main")
+    try:
+        config = repo.get_config()
+        for section, key, value in _CONFIG[bare]:
+            config.set((section,), key, value)
+        config.write_to_path()
+    except BaseException:
+        repo.close()
+        raise
+    return repo
+
+
+def folder_head(root: Path | str) -> str | None:
+    """The commit ``main`` of a memory folder points at, read from its ref files without opening the repository
+    (a cheap look at many owners: is an index behind?); None when there is none."""
+    git = Path(root) / ".git"
+    try:
+        value = (git / "refs" / "heads" / "main").read_bytes().strip()
+        if len(value) == 40:
+            return value.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    try:
+        for line in (git / "packed-refs").read_bytes().splitlines():
+            sha, _, name = line.partition(b" ")
+            if name == BRANCH and len(sha) == 40:
+                return sha.decode("ascii")
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
+    return None
+
+
 class GitRepo:
     """The repository of one memory folder, as seen by the versioned store."""
 
@@ -100,24 +141,21 @@ class GitRepo:
         self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
         # Objects built for a round in progress and not written yet, readable here (see write_objects()).
         self.pending: dict[bytes, object] = {}
+        self._checked_head: bytes | None = None  # the last head found to name a commit of the store
 
     @classmethod
     def init(cls, root: Path) -> GitRepo:
         """Create the repository (branch ``main``, auto-gc off) with a first commit of ``.gitignore``."""
         root = Path(root)
-        repo = Repo.init(str(root), default_branch=b"main")
-        config = repo.get_config()
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"quotepath", b"false")
-        config.write_to_path()
-        repo.close()
+        init_repo(root).close()
         self = cls(root)
-        ignore = root / ".gitignore"
-        if not ignore.exists():
-            from wikimem.fsio import atomic_write
+        from wikimem.store import GITIGNORE_NAME, Door
 
-            atomic_write(ignore, GITIGNORE)
-        data = ignore.read_bytes()
+        door = Door(root)  # (a folder made by hand may hold a link or a FIFO there: refused, never read)
+        data = door.read(GITIGNORE_NAME)
+        if data is None:
+            data = GITIGNORE
+            door.write(GITIGNORE_NAME, data)
         tree = self.write_tree(None, {".gitignore": data})
         commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
         from wikimem.fsio import sync_filesystem
@@ -130,18 +168,40 @@ class GitRepo:
     # -- reading ------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The branch tip, read from disk every time (other processes move it)."""
+        """The branch tip, read from disk every time (other processes move it).
+
+        A branch that names no commit of this repository (a garbage ref file,
+        a commit lost with its objects) is :class:`~wikimem.errors.DamagedFolder`:
+        ``wikimem repair`` moves it back to the last good commit.
+        """
+        value: bytes | None = None
         try:  # the loose ref, as this layer writes it: one small read
             with open(self._branch_path, "rb") as fh:
                 data = fh.read(64)
             if len(data) == 41 and data[40:] == b"\n" and _HEX.fullmatch(data[:40]):
-                return data[:40]
+                value = data[:40]
         except OSError:
             pass
         try:  # anything else (packed refs, a symref): dulwich
-            return self.repo.refs[BRANCH]
+            if value is None:
+                value = self.repo.refs[BRANCH]
         except KeyError:
             return None
+        except Exception as exc:  # (dulwich on an unreadable ref file)
+            raise DamagedFolder(f"{self.root.name}: .git/refs/heads/main cannot be read ({exc}); run "
+                                "`wikimem repair` on this owner") from None
+        if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
+            return value
+        try:
+            present = len(value) == 40 and not value.strip(b"0123456789abcdef") and oid(value) in self.store
+        except Exception:  # (dulwich on a torn object file: a power loss the intent log's redo puts right)
+            present = False
+        if not present:
+            raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
+                                "of this repository; run `wikimem repair` on this owner (it moves the branch back "
+                                "to the last good commit)")
+        self._checked_head = value
+        return value
 
     def _get(self, sha: bytes):
         found = self.pending.get(sha)
@@ -480,3 +540,13 @@ class GitRepo:
 
     def close(self) -> None:
         self.repo.close()
+
+    def reopen(self) -> None:
+        """Open the repository again (after its packs were rewritten: a prune), forgetting cached trees."""
+        self.repo.close()
+        self.repo = Repo(str(self.root))
+        self.store = self.repo.object_store
+        self._index, self._checked_head = None, None
+        with self._lock:
+            self._trees.clear()
+            self._commits.clear()  # (a forget pruned the old history: none of it is read again)

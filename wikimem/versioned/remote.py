@@ -15,14 +15,17 @@ choice and its figures are in ``bench/cluster.py`` and the README):
   ssh; http(s) and git:// cannot: such servers must create on push or be
   prepared by hand);
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
-  remote-tracking ref ``refs/remotes/origin/main``;
+  remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
+  passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
+  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves);
 - :meth:`Remote.push` — compare-and-swap: ``main`` moves only from the
   commit the caller names. The client aborts before sending anything when the
   advertised value differs, and git's receive-pack re-checks the old value
   under its ref lock, so a push racing another one fails rather than
   overwrites. Either way the caller gets :class:`RemoteMoved` with the
   remote's head;
-- :meth:`Remote.clone` — a new working folder at the remote's ``main``.
+- :meth:`Remote.clone` — a new working folder at the remote's ``main``
+  (a checked fetch, then the files written as a fast-forward writes them).
 
 Every failure to reach the remote is :class:`RemoteUnavailable` (retriable);
 a refusal by the server is :class:`RemoteRejected`; a repository that does
@@ -32,6 +35,7 @@ message.
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 import shutil
@@ -41,7 +45,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import (
@@ -54,19 +57,22 @@ from dulwich.client import (
     SubprocessGitClient,
     TCPGitClient,
 )
-from dulwich.errors import GitProtocolError, NotGitRepository, SendPackError
-from dulwich.index import build_index_from_tree
-from dulwich.objects import S_ISGITLINK, ZERO_SHA, Commit
+from dulwich.errors import GitProtocolError, NotGitRepository, ObjectFormatException, SendPackError
+from dulwich.objects import S_ISGITLINK, ZERO_SHA
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
-from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRejected, RemoteUnavailable
+from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRefused, RemoteRejected, RemoteUnavailable
 
-from .objects import BRANCH, oid, ref
+from .catchup import switch_to
+from .incoming import check_incoming
+from .objects import BRANCH, GitRepo, init_repo, oid, ref
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
-           "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
+           "RemoteRefused", "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
+
+log = logging.getLogger(__name__)
 
 TRACKING = ref(b"refs/remotes/origin/main")
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
@@ -183,6 +189,8 @@ class Remote:
                 pool_kw = getattr(self._client.pool_manager, "connection_pool_kw", None)
                 if pool_kw is not None:
                     pool_kw["retries"] = Retry(total=2, connect=0, read=0, status=0, redirect=2)
+            elif not p.hostname:  # validate_template refuses these; a Remote built by hand skips it
+                raise TemplateError(f"remote {self.shown!r} has no host")
             elif self.scheme == "git":
                 self._client = TCPGitClient(p.hostname, p.port)
             else:
@@ -212,6 +220,9 @@ class Remote:
             raise RemoteRejected(f"{what}: {shown} refused the credentials", shown) from None
         except SendPackError as exc:
             raise RemoteRejected(f"{what}: {shown} refused the push: {_text(exc)}", shown) from None
+        except ObjectFormatException as exc:  # dulwich reading the remote's objects (a file:// remote, no git)
+            raise RemoteRefused(f"{what}: {shown} serves a malformed object ({exc}); refused, nothing was "
+                                "applied", shown) from None
         except GitProtocolError as exc:  # HangupException included
             raise self._classify(what, exc) from None
         except (OSError, EOFError) as exc:
@@ -230,6 +241,9 @@ class Remote:
             return RemoteMissing(f"{what}: no git repository at {shown} ({text})", shown)
         if any(s in low for s in ("resp 401", "resp 403", "permission denied", "access denied")):
             return RemoteRejected(f"{what}: {shown} refused access ({text})", shown)
+        if "corrupt" in low or "bad tree object" in low or "malformed" in low:  # git's upload-pack on a bad object
+            return RemoteRefused(f"{what}: {shown} serves a malformed object ({text}); refused, nothing was applied",
+                                 shown)
         return RemoteUnavailable(f"{what}: {shown} failed: {text}", shown)
 
     # -- operations ----------------------------------------------------------------
@@ -243,7 +257,8 @@ class Remote:
                     return _hex(_peek(target))
                 finally:
                     target.close()
-            refs = self.client().get_refs(self.path)
+            # dulwich's GitClient.get_refs says bytes, yet every client encodes a str path itself (as since the start)
+            refs = self.client().get_refs(self.path)  # type: ignore[arg-type]
             return _hex(_refs(refs).get(BRANCH))
 
     def create(self) -> bool:
@@ -281,7 +296,22 @@ class Remote:
         return done.stdout.strip().endswith("created")
 
     def fetch(self, repo: Path | str | Repo) -> str | None:
-        """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head."""
+        """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head.
+
+        :class:`RemoteRefused` (no ref moved) when a new commit breaks the rules of
+        :mod:`~wikimem.versioned.incoming`, or the remote serves a malformed object.
+        """
+        try:
+            return self._fetch(repo)
+        except RemoteRefused as exc:
+            if exc.commit is None:  # refused by the transport: name the head that was served
+                try:
+                    exc.commit = self.remote_head()
+                except RemoteError:
+                    pass
+            raise
+
+    def _fetch(self, repo: Path | str | Repo) -> str | None:
         with _opened(repo) as local, self._talking("fetch"):
             def wants(refs, depth=None, **_):
                 head = _refs(refs).get(BRANCH)
@@ -292,8 +322,18 @@ class Remote:
             if head is None or head == ZERO_SHA:
                 set_tracking(local, None)
                 return None
+            self._check(local, head)
             set_tracking(local, head)
             return head.decode("ascii")
+
+    def _check(self, local: Repo, head: bytes) -> None:
+        """The remote is untrusted input: every commit new to ``local`` is checked before a ref moves to it."""
+        try:
+            check_incoming(local.object_store, head, (_peek(local), _peek(local, TRACKING)), self.shown)
+        except RemoteRefused as exc:
+            log.error("%s: refused the remote's main %s from %s: %s", local.path, head.decode("ascii"),
+                      self.shown, exc)
+            raise
 
     def push(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
         """Move the remote ``main`` from ``expected`` (None: it has none) to ``new``, or raise.
@@ -319,10 +359,11 @@ class Remote:
                 set_tracking(local, want)
                 return
 
-            def pack_data(have, wants, ofs_delta=True, progress=None, **_):
-                return pack_objects_to_data(new_objects(local.object_store, want, old))
+            def pack_data(have, want, *, ofs_delta=True, progress=None, **_):  # dulwich's GeneratePackDataFunc
+                return pack_objects_to_data(new_objects(local.object_store, new.encode("ascii"), old))
 
-            result = self.client().send_pack(self.path, update_refs, pack_data)
+            # str path: as for get_refs, dulwich's stubs say bytes and its clients encode a str themselves
+            result = self.client().send_pack(self.path, update_refs, pack_data)  # type: ignore[arg-type]
             status = (result.ref_status or {}).get(BRANCH)
             if status is not None:
                 # receive-pack found main moved under its lock (a racing push), or a hook said no
@@ -367,26 +408,122 @@ class Remote:
             target.close()
 
     def clone(self, target: Path | str) -> str | None:
-        """A new working folder at ``target`` holding the remote ``main`` (files checked out); its head."""
+        """A new working folder at ``target`` holding the remote ``main``; its head.
+
+        An empty repository fetches the remote (every commit checked, see
+        :meth:`fetch`), then the files are written the way a fast-forward
+        writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the
+        folder's door) — never by a generic checkout — and ``main`` moves last.
+        """
         target = Path(target)
         if (target / ".git").exists():
             raise FileExistsError(f"{target} already holds a repository")
         target.mkdir(parents=True, exist_ok=True)
-        local = Repo.init(str(target), default_branch=b"main")
+        local = init_repo(target)
         try:
-            config = local.get_config()
-            config.set((b"gc",), b"auto", b"0")
-            config.set((b"core",), b"quotepath", b"false")
-            config.write_to_path()
             head = self.fetch(local)
-            if head is not None:
-                sha = oid(head.encode("ascii"))
-                local.refs.set_if_equals(BRANCH, None, sha)
-                tree = cast(Commit, local[sha]).tree  # the remote's main: a commit
-                build_index_from_tree(local.path, local.index_path(), local.object_store, tree)
-            return head
         finally:
             local.close()
+        if head is not None:
+            git = GitRepo(target)
+            try:
+                switch_to(git, target, head.encode("ascii"))
+            finally:
+                git.close()
+        return head
+
+    # -- erasure: replace the history, delete the repository, prune ------------------------------
+
+    def replace(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
+        """Move the remote ``main`` from ``expected`` to ``new`` even when ``new`` does not descend from it (a
+        history rewritten by a forget): the same compare-and-swap as :meth:`push`, without the fast-forward."""
+        want, old = new.encode("ascii"), (expected.encode("ascii") if expected else None)
+        with _opened(repo) as local, self._talking("replace"):
+            have = [oid(old)] if old is not None and oid(old) in local.object_store else []
+            if self.scheme == "file":
+                target = Repo(self.path)
+                try:
+                    current = _peek(target)
+                    if current != old:
+                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
+                                          self.shown, head=_hex(current), expected=expected)
+                    target.object_store.add_pack_data(*local.object_store.generate_pack_data(have, [oid(want)]))
+                    lock = Path(target.controldir()) / "refs" / "heads" / "main.lock"
+                    if not _locked_ref_update(lambda: target.refs.set_if_equals(
+                            BRANCH, None if old is None else oid(old), oid(want)), lock):
+                        raise RemoteMoved(f"replace: {self.shown} moved meanwhile", self.shown,
+                                          head=_hex(_peek(target)), expected=expected)
+                finally:
+                    target.close()
+            else:
+                def update_refs(refs):
+                    current = _refs(refs).get(BRANCH)
+                    current = None if current == ZERO_SHA else current
+                    if current != old:
+                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
+                                          self.shown, head=_hex(current), expected=expected)
+                    return {BRANCH: want}
+
+                def pack_data(_have, _want, *, ofs_delta=True, progress=None, **_):  # GeneratePackDataFunc
+                    return local.object_store.generate_pack_data(have, [oid(want)])
+
+                # str path: as in push (dulwich's stubs say bytes; its clients encode a str themselves)
+                result = self.client().send_pack(self.path, update_refs, pack_data)  # type: ignore[arg-type]
+                status = (result.ref_status or {}).get(BRANCH)
+                if status is not None:
+                    raise RemoteRejected(f"replace: {self.shown} refused main: {status} (a server that denies "
+                                         "non-fast-forward updates must allow them for wikimem's forget)",
+                                         self.shown)
+            set_tracking(local, want)
+
+    def delete(self) -> bool:
+        """Delete the remote repository where this host can (file://: its folder; ssh: ``rm -rf`` over a
+        shell); True when it is gone now or was never there, False when the scheme cannot (http(s), git://)."""
+        if self.scheme == "file":
+            folder = Path(self.path)
+            if not folder.parent.is_dir():
+                raise RemoteUnavailable(f"delete: {folder.parent} does not exist (is the replica mounted?)",
+                                        self.shown)
+            if folder.exists() and not (folder / "HEAD").exists() and not (folder / ".git").exists():
+                raise RemoteRejected(f"delete: {self.shown} is not a git repository; left alone", self.shown)
+            if folder.exists():
+                shutil.rmtree(folder)
+            return True
+        if self.scheme in ("ssh", "git+ssh"):
+            return self._ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
+        return False
+
+    def gc(self) -> bool:
+        """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
+        over a shell); False when the scheme cannot (the server's own housekeeping must)."""
+        if self.scheme == "file":
+            from .pruning import prune
+
+            prune(self.path)
+            return True
+        if self.scheme in ("ssh", "git+ssh"):
+            return self._ssh_script("prune", "rm -rf {q}/logs && git --git-dir={q} -c gc.auto=0 repack -a -d -q && "
+                                             "git --git-dir={q} prune --expire=now && echo gone")
+        return False
+
+    def _ssh_script(self, what: str, template: str) -> bool:
+        """Run a shell script on the ssh remote's host, ``{q}`` being the repository path; False without a
+        shell there (git-shell, a forced command)."""
+        p = self._parts
+        path = p.path[1:] if p.path.startswith("/~") else p.path
+        q = shlex.quote(path) if not path.startswith("~/") else "~/" + shlex.quote(path[2:])
+        argv = shlex.split(self._ssh_command) + (["-p", str(p.port)] if p.port else [])
+        argv += (["-l", p.username] if p.username else []) + [p.hostname or "", template.format(q=q)]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout * 6,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RemoteUnavailable(f"{what}: ssh to {self.shown} timed out", self.shown) from None
+        except OSError as exc:
+            raise RemoteUnavailable(f"{what}: cannot run ssh for {self.shown}: {exc}", self.shown) from None
+        if done.returncode == 255:
+            raise RemoteUnavailable(f"{what}: ssh to {self.shown} failed: {done.stderr.strip()[-300:]}", self.shown)
+        return done.returncode == 0 and done.stdout.strip().endswith("gone")
 
 
 def new_objects(store, new: bytes, base: bytes | None) -> list:
@@ -472,9 +609,9 @@ def set_tracking(repo: Repo, value: bytes | None) -> None:
         pass
 
 
-def _peek(repo: Repo) -> bytes | None:
+def _peek(repo: Repo, name=BRANCH) -> bytes | None:
     try:
-        return repo.refs[BRANCH]
+        return repo.refs[name]
     except KeyError:
         return None
 
@@ -514,12 +651,5 @@ def _init_bare(path: Path) -> bool:
     if (path / "HEAD").exists():
         return False
     path.mkdir(exist_ok=True)
-    repo = Repo.init_bare(str(path), default_branch=b"main")
-    try:
-        config = repo.get_config()
-        config.set((b"receive",), b"fsckObjects", b"true")
-        config.set((b"gc",), b"auto", b"0")
-        config.write_to_path()
-    finally:
-        repo.close()
+    init_repo(path, bare=True).close()
     return True

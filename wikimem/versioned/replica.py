@@ -18,6 +18,8 @@ Everything on ``main`` beyond it is not replicated yet (the *lag*).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import cast
 
 from dulwich.objects import Commit
@@ -25,9 +27,11 @@ from dulwich.repo import Repo
 
 from .catchup import is_ancestor
 from .objects import BRANCH, GitRepo, oid
-from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteUnavailable, set_tracking
+from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteRefused, RemoteUnavailable, set_tracking
 
 __all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
+
+log = logging.getLogger(__name__)
 
 MODES = ("sync", "async")
 DEFAULT_MAX_LAG = 1000
@@ -50,7 +54,8 @@ def tracking(repo: Repo) -> bytes | None:
 class Replica:
     """The remote of one folder and the replication mode."""
 
-    def __init__(self, remote: Remote, mode: str = "sync", max_lag: int = DEFAULT_MAX_LAG):
+    def __init__(self, remote: Remote, mode: str = "sync", max_lag: int = DEFAULT_MAX_LAG,
+                 report: Callable[[RemoteRefused | None], None] | None = None):
         if mode not in MODES:
             raise ValueError(f"replication mode must be one of {', '.join(MODES)}, got {mode!r}")
         if isinstance(max_lag, bool) or not isinstance(max_lag, int) or max_lag < 1:
@@ -58,6 +63,8 @@ class Replica:
         self.remote = remote
         self.mode = mode
         self.max_lag = max_lag
+        # Told of every fetch's verdict: the refusal of the remote's main, or None once a fetch was accepted.
+        self.report = report
 
     def __repr__(self) -> str:
         return f"Replica({self.remote.shown!r}, {self.mode})"
@@ -95,13 +102,49 @@ class Replica:
                 raise
         raise RemoteMoved(f"push: {self.remote.shown} keeps moving", self.remote.shown)
 
+    def replace(self, git: GitRepo, new: bytes, expected: bytes | None) -> None:
+        """Replace the remote's ``main`` with ``new``, a rewritten history, by compare-and-swap from ``expected``
+        (what this folder knows it holds). A remote that moved is fetched, then :class:`RemoteMoved` raised."""
+        try:
+            self.remote.replace(git.repo, new.decode(), expected.decode() if expected else None)
+        except RemoteMissing:
+            if expected is not None or not self.remote.create():
+                raise
+            self.remote.replace(git.repo, new.decode(), None)
+        except RemoteMoved:
+            self.fetch(git)
+            raise
+
     def fetch(self, git: GitRepo) -> bytes | None:
-        """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head."""
+        """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head.
+
+        A remote whose new commits break the rules of
+        :mod:`~wikimem.versioned.incoming` raises :class:`RemoteRefused`
+        (reported, nothing moved). A remote whose history was replaced (not
+        a descendant of what was known: a forget, an erasure) is noted for
+        the next settle to follow.
+        """
+        from .forget import note_replaced
+
+        before = tracking(git.repo)
         try:
             head = self.remote.fetch(git.repo)
         except RemoteMissing:
             return None
-        return head.encode() if head else None
+        except RemoteRefused as exc:
+            self._tell(exc)
+            raise
+        self._tell(None)
+        found = head.encode() if head else None
+        note_replaced(git, before, found)
+        return found
+
+    def _tell(self, refusal: RemoteRefused | None) -> None:
+        if self.report is not None:
+            try:
+                self.report(refusal)
+            except Exception:  # a report is bookkeeping: the fetch's own outcome stands
+                log.exception("reporting the fetch of %s failed", self.remote.shown)
 
     # -- lag -----------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict, NotFound
 from wikimem.format import memory_path, utc_now
-from wikimem.fsio import read_bytes
 from wikimem.store import Writer
 
 from .historydb import HistoryDB
@@ -80,8 +79,7 @@ class Undo:
     # -- plans ---------------------------------------------------------------------------------
 
     def _state(self) -> State:
-        root = self.writer.root
-        return State(lambda p: read_bytes(root / p))
+        return State(self.writer.door.read)
 
     def _revertible(self, point: str) -> str:
         cid = self.resolve(point)

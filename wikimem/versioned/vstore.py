@@ -31,6 +31,7 @@ import logging
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
@@ -39,24 +40,17 @@ from pathlib import Path
 from dulwich.objects import Blob
 
 from wikimem.context import WriteContext, digest
-from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from wikimem.format import (
-    MEMORY_DIRS,
-    SETTINGS_PATH,
-    OutsideCalendar,
-    item_etag,
-    memory_entries,
-    memory_path,
-    utc_instant,
-)
-from wikimem.fsio import Stamp, atomic_write, read_bytes, remove_file, stat_stamp, sweep_temp_files, sync_filesystem
+from wikimem.errors import DamagedFolder, IdempotencyKeyReused, NotFound, PreconditionFailed
+from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, item_etag, memory_path, utc_instant, utc_now
+from wikimem.fsio import Stamp, atomic_write, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
+from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
+from .forget import Forgetting, Forgotten, generation
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import ABORTED, APPLIED, PENDING, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
@@ -138,13 +132,19 @@ class VersionedStore:
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
+        self.door = self.writer.door  # every file of the folder is read and written through it
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
-        # Called with each new commit id of a unit, still inside the owner lock, once the history
-        # index holds it (derived indexes above this folder, background replication).
+        # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
+        # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
+        # once the history index holds it (derived indexes above this folder, background replication).
         self.on_commit: list[Callable[[str], None]] = []
         # Set by the host when the folder replicates to a git remote; None: a local folder only.
         self.replica: Replica | None = None
+        # Seconds an idempotency key replays its write (the host's retention); None: for ever.
+        self.idempotency_ttl: float | None = None
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
+        self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
+                                     replica=lambda: self.replica)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -178,12 +178,25 @@ class VersionedStore:
 
     def _settle(self) -> None:
         """Under the lock: what a killed writer left (git locks, its write in flight, temp files), then
-        what the remote is known to hold (see :meth:`_reconcile`)."""
+        what the remote is known to hold (see :meth:`_reconcile`). A commit recovery finishes, a
+        fast-forward or a replay is told to the :attr:`on_commit` listeners like a write."""
         self.git.clear_stale_locks()
         self.recover()
         sweep_temp_files(self.root)
         if self.replica is not None:
+            before = self.git.head()
             self._reconcile(self.replica)
+            head = self.git.head()
+            if head is not None and head != before:
+                self._tell(head.decode())
+
+    def _tell(self, cid: str) -> None:
+        """Tell the :attr:`on_commit` listeners that ``main`` is at ``cid`` (a failing one is logged)."""
+        for listener in self.on_commit:
+            try:
+                listener(cid)
+            except Exception:  # the commit stands; what listens is derived and catches up later
+                log.exception("commit listener failed for %s at %s", self.root, cid)
 
     def _reconcile(self, replica: Replica) -> None:
         """Bring ``main`` and the files to what the remote is known to hold (the tracking ref).
@@ -197,7 +210,9 @@ class VersionedStore:
         head, known = self.git.head(), tracking(self.git.repo)
         if known is None or head == known or oid(known) not in self.git.store:
             return
-        if head is None or is_ancestor(self.git, head, known):
+        if self.forgetting.follow(head, known, push=replica.push if replica.mode == "sync" else None):
+            pass  # the remote's history was rewritten (a forget elsewhere): followed, the old one pruned
+        elif head is None or is_ancestor(self.git, head, known):
             fast_forward(self.git, self.root, known)
         elif is_ancestor(self.git, known, head):
             return
@@ -213,6 +228,12 @@ class VersionedStore:
         self._stat_cache.clear()
         self.db.sync()
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The owner lock alone: nothing settled, nothing committed (removing the folder from under it)."""
+        with self.writer.lock, self._lock.hold():
+            yield
+
     def catch_up(self, fetch: bool = True) -> str:
         """Fetch the remote (when ``fetch``) and bring this folder up to it, under the owner lock; the head."""
         if self.replica is None:
@@ -222,6 +243,22 @@ class VersionedStore:
         with self.writer.lock, self._lock.hold():
             self._settle()
         return self.head()
+
+    def relation(self, commit: str) -> str:
+        """Where ``commit`` stands to ``main``: ``"head"``, ``"ancestor"`` (main went on from it), ``"descendant"``
+        (main is behind it: another copy went further), ``"diverged"``, or ``"unknown"`` (no such commit here)."""
+        head = self.git.head()
+        try:
+            sha = commit.encode("ascii")
+        except UnicodeEncodeError:
+            return "unknown"
+        if head is not None and sha == head:
+            return "head"
+        if not _HEX_RE.fullmatch(commit) or len(commit) != 40 or oid(sha) not in self.git.store:
+            return "unknown"
+        if head is None or is_ancestor(self.git, head, sha):
+            return "descendant"
+        return "ancestor" if is_ancestor(self.git, sha, head) else "diverged"
 
     def replica_known(self) -> str | None:
         """The commit this folder knows its remote to hold (its tracking ref), or None."""
@@ -250,12 +287,38 @@ class VersionedStore:
 
         with self.batch(ctx, action="delete-owner", message="delete owner: every memory file removed") as b:
             for folder in MEMORY_DIRS:
-                for entry in list(memory_entries(self.root, folder)):
-                    path = f"{folder}/{entry.name}"
-                    self.writer.apply({path: (read_bytes(self.root / path), None)},
+                for name in self.door.names(folder):
+                    path = f"{folder}/{name}"
+                    self.writer.apply({path: (self.door.read(path), None)},
                                       {"ts": utc_now(), "action": "delete-owner", "path": path})
             b.result = {}
         return Committed(None, b.commit)
+
+    def generation(self) -> bytes | None:
+        """The history's generation: changes whenever the history is rewritten (a forget, here or followed)."""
+        return generation(self.root)
+
+    def forget(self, kind: str, *, actor: str = "operator", key: str | None = None,
+               before: Callable[[set[str], set[str]], None] | None = None, **where) -> Forgotten:
+        """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
+        history, under the owner lock (see :mod:`wikimem.versioned.forget`). With a remote, a remote that
+        moved raises :class:`RemoteMoved` (nothing changed; the folder caught up: call again)."""
+        with self.writer.lock, self._lock.hold():
+            if not (self.root / ".git").is_dir():
+                raise NotFound(f"{self.root.name}: the memory folder was deleted")
+            self._settle()
+            self._commit_external(actor=None)
+            target = self.forgetting.resolve(kind, **where)
+            try:
+                return self.forgetting.run(target, actor=actor, key=key, before=before)
+            finally:
+                if self.intent.in_flight() is not None:  # cut short: its files put back, or its commit finished
+                    try:
+                        self.recover()
+                    except Exception:  # the next writer reconciles it; the forget's own error is the one to report
+                        log.exception("%s: reconciling a cut-short forget is left to the next writer", self.root)
+                self.store.invalidate()
+                self._stat_cache.clear()
 
     def head_action(self) -> str | None:
         """The ``Wikimem-Action`` of the newest commit (``delete-owner`` marks an owner deleted everywhere)."""
@@ -345,17 +408,14 @@ class VersionedStore:
             raise
         try:
             self._after_move(steps)
-            self.intent.mark(record, APPLIED)
             done = True
         except Exception:
             log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, steps[-1].commit)
             done = False
         for step in steps:
-            for listener in self.on_commit:
-                try:
-                    listener(step.commit)
-                except Exception:  # the commit stands; what listens is derived and catches up later
-                    log.exception("commit listener failed for %s at %s", self.root, step.commit)
+            self._tell(step.commit)
+        if done:  # after the listeners: a writer killed before they ran leaves the record, and recovery tells them
+            self.intent.mark(record, APPLIED)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             try:
                 self._pack_locked()
@@ -409,7 +469,11 @@ class VersionedStore:
         legacy = self.intent.legacy()
         if legacy is not None:
             return self._reconcile_legacy(legacy)
-        found = self.intent.pending(self.head() or None)
+        try:
+            head = self.head() or None
+        except DamagedFolder:  # a branch naming a commit lost in a power loss: the redo puts it right (or repair)
+            head = None
+        found = self.intent.pending(head)
         if found is None:
             return None
         outcome = self._redo(found.records) if found.restart else self._reconcile_round(found.records[-1])
@@ -422,6 +486,7 @@ class VersionedStore:
         head = self.git.head()
         if record.state == PENDING and head == record.tip.encode():
             self._after_move(record.steps)
+            self._tell(record.tip)  # the listeners may never have heard of it: the writer died first
             self.intent.mark(record, APPLIED)
             return "finished"
         if head != (record.base.encode() if record.base else None):
@@ -444,6 +509,7 @@ class VersionedStore:
             blobs = {p: (sha.decode() if (sha := (self.git.entry(tree, p) or (None, None))[1]) else None)
                      for p in paths}
             self._after_move([Step(head, None, blobs, result)])
+            self._tell(head)  # the listeners never heard of it: the writer died first
             outcome = "finished"
         else:
             self._put_back(paths, head)
@@ -497,14 +563,20 @@ class VersionedStore:
             found = self.git.entry(tree, path)
             want = None if found is None else self.git.blob(found[1])
             shas[path] = None if found is None else found[1]
-            if read_bytes(self.root / path) != want:
-                if want is None:
-                    remove_file(self.root / path, durable=False)
-                else:
-                    atomic_write(self.root / path, want, durable=False)
+            try:
+                if self.door.read(path) == want:
+                    continue
+            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
+                pass
+            if want is None:
+                self.door.remove(path, durable=False)
+            else:
+                self.door.write(path, want, durable=False)
         self.git.update_index(shas, durable=False)
         self.db.sync(results=results or None)
         self.intent.checkpoint(head.decode() if head else None)
+        if head is not None:
+            self._tell(head.decode())  # (derived indexes above the folder may have missed the redone rounds)
         return "redone"
 
     def _rebuild(self, record: Record) -> None:
@@ -530,17 +602,23 @@ class VersionedStore:
         atomic_write(path, fallback.encode() + b"\n", durable=False)
         return fallback.encode()
 
-    def _put_back(self, paths: list[str], head: str) -> None:
-        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed)."""
+    def _put_back(self, paths: list[str], head: str, only_missing: bool = False) -> None:
+        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed); ``only_missing``:
+        write only the files that are not on disk (a hand edit stays)."""
         tree = self.git.commit_tree(head.encode()) if head else None
         for path in paths:
             want = self.git.blob_at(tree, path)
-            if read_bytes(self.root / path) == want:
+            try:
+                if self.door.read(path) == want:
+                    continue
+            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
+                pass
+            if only_missing and self.door.stamp(path) is not None:
                 continue
             if want is None:
-                remove_file(self.root / path)
+                self.door.remove(path)
             else:
-                atomic_write(self.root / path, want)
+                self.door.write(path, want)
 
     # -- hand edits ------------------------------------------------------------
 
@@ -548,7 +626,7 @@ class VersionedStore:
         if sha is None:
             self._stat_cache.pop(path, None)
             return
-        stamp = stat_stamp(self.root / path)
+        stamp = self.door.stamp(path)
         if stamp is None:
             self._stat_cache.pop(path, None)
             return
@@ -558,16 +636,13 @@ class VersionedStore:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
         for folder in MEMORY_DIRS:
-            for entry in memory_entries(self.root, folder):
-                path = f"{folder}/{entry.name}"
-                key = stat_stamp(entry)
-                if key is None:
-                    continue
+            for name, key in self.door.stamps(folder).items():
+                path = f"{folder}/{name}"
                 cached = self._stat_cache.get(path)
                 if cached is not None and cached[0] == key:
                     out[path] = cached[1]
                     continue
-                data = read_bytes(self.root / path)
+                data = self.door.read(path)  # a link, a FIFO, a device, a huge file: DamagedFolder
                 if data is None:
                     continue
                 sha = Blob.from_string(data).id
@@ -587,7 +662,7 @@ class VersionedStore:
         if not paths:
             return None
         self.store.invalidate()
-        contents = {p: read_bytes(self.root / p) for p in paths}
+        contents = {p: self.door.read(p) for p in paths}
         lines = [f"external-edit: {len(paths)} file{'s' if len(paths) != 1 else ''} changed outside wikimem", ""]
         lines += [f"- {printable(p)}" for p in paths] + ["", "Wikimem-Action: external-edit"]
         where = memory_path(paths[0]) if len(paths) == 1 else None
@@ -615,6 +690,11 @@ class VersionedStore:
             return self._tip.decode()
         return self.head()
 
+    def head_file(self, path: str) -> bytes | None:
+        """The bytes of ``path`` (``settings.json``, ``wiki/x.md``…) as the branch's head holds it, or None."""
+        head = self.git.head()
+        return None if head is None else self.git.blob_at(self.git.commit_tree(head), path)
+
     def replay(self, key: str, kind: str | None = None, request: str | None = None, *,
                pending: bool = False) -> dict | None:
         """The stored result of an already-applied request with this idempotency key, or None.
@@ -629,7 +709,9 @@ class VersionedStore:
         commit, so a replay always answers.
         """
         found = self._pending_result(key) if pending else None
-        found = found or self.db.idem(key)
+        if found is None:
+            since = None if self.idempotency_ttl is None else int(time.time() - self.idempotency_ttl)
+            found = self.db.idem(key, since=since)
         if found is None:
             return None
         commit, stored, stored_request = found
@@ -693,11 +775,13 @@ class VersionedStore:
         if outcome.replay is None:
             outcome.commit = unit.commit
 
-    def _check_item(self, file: str, name: str, if_match: str | None) -> None:
-        """``if_match`` is the item's etag, or a full commit id that must still be the head."""
-        if if_match is None:
+    def _check_item(self, file: str, name: str, ctx: WriteContext) -> None:
+        """The item's preconditions, inside the unit (under the owner's lock): ``ctx.if_match`` is its etag
+        or a full commit id that must still be the head; ``ctx.if_none_match`` says it must not exist."""
+        if_match = ctx.if_match
+        if if_match is None and not ctx.if_none_match:
             return
-        if len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
+        if if_match is not None and len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
             head = self._round_head()
             if head != if_match.lower():
                 raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
@@ -705,20 +789,26 @@ class VersionedStore:
             return
         current = self.store.get(file, name)
         tag = item_etag(current) if current is not None else None
-        if tag != if_match:
-            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})", current=tag)
+        shown = asdict(current) if current is not None else None
+        if ctx.if_none_match and current is not None:
+            raise PreconditionFailed(f"item {file}/{name} exists already (etag {tag}): nothing written",
+                                     current=tag, item=shown)
+        if if_match is not None and tag != if_match:
+            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})",
+                                     current=tag, item=shown)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id)."""
+        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
+        ``ctx.if_none_match``: only if it does not exist yet)."""
         ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
-        # The item's etag precondition is checked by _check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None), kind=f"add {file}/{name}") as b:
+        # The item's preconditions are checked by _check_item, not as a head commit by batch().
+        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
             b.result = {"value": asdict(saved.item), "created": saved.created}
         return Committed(saved.item, b.commit, created=saved.created)
@@ -727,10 +817,11 @@ class VersionedStore:
                ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
         ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
-        with self.batch(replace(ctx, if_match=None, source_conv=None), kind=f"remove {file}/{name}") as b:
+        with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
+                        kind=f"remove {file}/{name}") as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
-            self._check_item(file, name, ctx.if_match)
+            self._check_item(file, name, ctx)
             removed = self.store.remove(file, name, owner=owner)
             b.result = {"value": removed}
         return Committed(removed, b.commit)
@@ -865,6 +956,59 @@ class VersionedStore:
             self.git.store.pack_loose_objects()
             sync_filesystem(self.root)
         self.db.reset_since_pack()
+        if self.idempotency_ttl is not None:  # retention: stored results (they hold what was written) go
+            self.db.expire_results(int(time.time() - self.idempotency_ttl))
+
+    def repair(self, actor: str = "wikimem repair") -> list[str]:
+        """Put a damaged folder right (``wikimem repair``); what was done, one line each.
+
+        Under the owner lock: a branch that names no commit goes back to the
+        last good one; what the door refuses (links, FIFOs, devices, files
+        over their limit) is moved to ``.git/wikimem-quarantine/`` and the
+        files it stood for are written back as the branch has them; a
+        damaged history index is rebuilt; a write a killed writer left is
+        reconciled. Then a ``settings.json`` the head holds but nobody can
+        read is replaced, as one commit, by the newest readable version.
+        Memory is never lost: hand edits stay (the next write commits them),
+        what was moved aside stays in the quarantine folder.
+        """
+        from . import repair
+
+        # A link or a FIFO in place of the lock file: moved first, or the lock could never be taken.
+        done = [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in repair.quarantine(self.root, (LOCK_NAME,))]
+        with self.writer.lock, self._lock.hold():
+            self.git.clear_stale_locks()
+            new, why = repair.good_head(self.git, self.db.known_heads())
+            if new is not None:
+                repair.move_branch(self.git, new)
+                done.append(f"branch main moved to {new.decode()[:12]}: {why}")
+            moved = repair.quarantine(self.root)
+            done += [f"moved aside to .git/{repair.QUARANTINE}/: {m}" for m in moved]
+            if moved:  # the files they stood for, as the branch has them (settings.json and .gitignore too,
+                # unless the branch's own copy is unreadable: the settings are replaced below)
+                tree = self.git.commit_tree(self.git.head())
+                tops = [t for t in (SETTINGS_PATH, GITIGNORE_NAME) if repair.readable(self.git.blob_at(tree, t), t)]
+                self._put_back(sorted(self.git.tracked(tree)) + tops, self.head(), only_missing=True)
+            if new is not None or not self.db.healthy():
+                self.db.rebuild()
+                done.append("history index rebuilt from git")
+            if self.recover() is not None:
+                done.append("a write a killed writer left was reconciled")
+            sweep_temp_files(self.root)
+            self.store.invalidate()
+            self._stat_cache.clear()
+        head = self.git.head()
+        fixed = repair.readable_settings(self.git, head) if head is not None else None
+        if fixed is not None:
+            data, source = fixed
+            with self.batch(WriteContext(actor=actor), action="repair",
+                            message="repair: settings.json back to its last readable version") as b:
+                self.writer.apply({SETTINGS_PATH: (self.writer.read(SETTINGS_PATH), data)},
+                                  {"ts": utc_now(), "action": "repair", "detail": "settings.json"})
+                b.result = {}
+            what = f"back to its version of {source[:12]}" if data is not None else "removed"
+            done.append(f"settings.json could not be read: {what} (commit {(b.commit or '')[:12]})")
+        return done
 
     def verify(self) -> list[str]:
         """Problems found: a missing branch or unreadable objects at the branch's tip (hand edits are not problems)."""

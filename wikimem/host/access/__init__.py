@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .authstate import STATE_FILE, AuthState
+from .authstate import SCHEMA_VERSION, STATE_FILE, AuthState, SchemaTooNew
 from .credfile import RACY_SECONDS, WatchedFile, edit_lines
 from .operators import (
     DEFAULT_ROLE,
@@ -22,14 +22,18 @@ from .quotas import OwnerQuota
 from .tokens import (
     SCOPES,
     Principal,
+    Rotation,
     TokenEntry,
     TokenFile,
     append_token,
     check_scopes,
+    expires_in_words,
     hash_secret,
     list_tokens,
     mint_token,
+    parse_duration,
     revoke_tokens,
+    rotate_token,
     token_id,
 )
 
@@ -48,6 +52,10 @@ __all__ = [
     "check_scopes",
     "list_tokens",
     "revoke_tokens",
+    "rotate_token",
+    "Rotation",
+    "parse_duration",
+    "expires_in_words",
     "ROLES",
     "DEFAULT_ROLE",
     "LEGACY_ROLE",
@@ -62,5 +70,7 @@ __all__ = [
     "list_accounts",
     "AuthState",
     "STATE_FILE",
+    "SCHEMA_VERSION",
+    "SchemaTooNew",
     "OwnerQuota",
 ]

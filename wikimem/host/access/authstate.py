@@ -12,9 +12,20 @@ opens the same file, so
   rate limiter of :mod:`webapp.ratelimit`). Counters in each process's
   memory would multiply the limit by the number of workers.
 
+- when each API token was last used (table ``token_use``: token id → time),
+  written at most once a minute per token and process
+  (:meth:`AuthState.touch_token`), so ``wikimem token list`` can show it
+  without a file rewrite per request.
+
 Each host of a cluster has its own data root and so its own file; see
 :mod:`webapp.session` for what that means for logout. SQLite wants a local
 filesystem, as the owners' file locks do. Standard library only.
+
+The file cannot be rebuilt from git, so its layout is versioned
+(``PRAGMA user_version``, :data:`SCHEMA_VERSION`): opening it runs the
+missing steps of :data:`MIGRATIONS` in one transaction, whichever worker
+gets there first; a file newer than this code is refused
+(:class:`SchemaTooNew`) rather than misread.
 """
 
 from __future__ import annotations
@@ -25,16 +36,30 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["AuthState", "STATE_FILE"]
+__all__ = ["AuthState", "STATE_FILE", "SCHEMA_VERSION", "MIGRATIONS", "SchemaTooNew"]
 
 STATE_FILE = Path("auth") / "state.sqlite3"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS revoked (sid TEXT PRIMARY KEY, until REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS revoked_until ON revoked (until);
-CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS hits_expires ON hits (expires);
-"""
+# Step n brings a file of version n to version n + 1. Version 0 is the first layout (a file made
+# before versions existed says 0 too: its tables are there, IF NOT EXISTS keeps step 0 harmless).
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS revoked (sid TEXT PRIMARY KEY, until REAL NOT NULL);
+    CREATE INDEX IF NOT EXISTS revoked_until ON revoked (until);
+    CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires REAL NOT NULL);
+    CREATE INDEX IF NOT EXISTS hits_expires ON hits (expires);
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS token_use (id TEXT PRIMARY KEY, last_used REAL NOT NULL);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+# A token's last use is written at most this often (seconds) by one process.
+TOUCH_EVERY = 60.0
+
+
+class SchemaTooNew(RuntimeError):
+    """The file was written by a newer wikimem (its ``user_version`` is beyond :data:`SCHEMA_VERSION`)."""
 
 # One statement, so atomic across processes: a new window when the old one ended, else one more hit.
 _INCR = """
@@ -53,6 +78,7 @@ class AuthState:
         self.path = Path(root) / STATE_FILE
         self.busy_timeout = busy_timeout
         self._local = threading.local()
+        self._touched: dict[str, float] = {}  # token id → when this process last wrote its use
 
     def _db(self) -> sqlite3.Connection:
         """This thread's connection (a new one after a fork: connections must not cross processes)."""
@@ -62,11 +88,35 @@ class AuthState:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
-        conn.executescript(_SCHEMA)
+        self._prepare(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the schema migration, retried while another process does the same.
+
+        Two connections that both switch an old rollback-journal file to WAL (or both
+        upgrade a read lock) deadlock; SQLite answers one of them "database is locked"
+        at once, without waiting on the busy timeout. The loser waits and tries again,
+        for at most the busy timeout.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
+                migrate(conn, self.path)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
+
+    def version(self) -> int:
+        """The file's schema version (after the migration its opening ran)."""
+        return int(self._db().execute("PRAGMA user_version").fetchone()[0])
 
     # -- ended sessions ---------------------------------------------------
 
@@ -79,6 +129,27 @@ class AuthState:
     def is_revoked(self, sid: str) -> bool:
         """Whether session ``sid`` was ended."""
         return self._db().execute("SELECT 1 FROM revoked WHERE sid = ?", (sid,)).fetchone() is not None
+
+    # -- tokens' last use ---------------------------------------------------
+
+    def touch_token(self, token_id: str, now: float | None = None) -> bool:
+        """Record that token ``token_id`` was used now; written at most every :data:`TOUCH_EVERY` s per process.
+
+        Whether it was written. Cheap on the hot path: a dict look-up on most
+        requests, one small upsert a minute per token otherwise.
+        """
+        now = time.time() if now is None else now
+        last = self._touched.get(token_id)
+        if last is not None and now - last < TOUCH_EVERY:
+            return False
+        self._touched[token_id] = now
+        self._db().execute("INSERT INTO token_use (id, last_used) VALUES (?, ?) ON CONFLICT (id) DO UPDATE "
+                           "SET last_used = max(last_used, excluded.last_used)", (token_id, now))
+        return True
+
+    def last_used(self) -> dict[str, float]:
+        """``{token id: time of its last recorded use}``."""
+        return {row[0]: float(row[1]) for row in self._db().execute("SELECT id, last_used FROM token_use")}
 
     # -- fixed-window counters ----------------------------------------------
 
@@ -117,3 +188,25 @@ class AuthState:
             return True
         except sqlite3.Error:
             return False
+
+
+def migrate(conn: sqlite3.Connection, path: Path | str = "") -> int:
+    """Bring an open state file to :data:`SCHEMA_VERSION` (one transaction; safe when workers race); its version."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version == SCHEMA_VERSION:
+        return version
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])  # another worker may have done it
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(f"{path} has schema version {version}; this wikimem knows up to {SCHEMA_VERSION} "
+                               "(was it opened by a newer release?)")
+        for step in MIGRATIONS[version:]:
+            for statement in filter(str.strip, step.split(";")):
+                conn.execute(statement)  # (executescript would commit the transaction half-way)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return SCHEMA_VERSION

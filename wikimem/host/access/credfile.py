@@ -70,32 +70,33 @@ class WatchedFile(Generic[T]):
 
     def entries(self) -> list[T]:
         """The current entries (the same list object until the file changes)."""
-        if self.path is None:
+        path = self.path
+        if path is None:
             return []
-        stamp = stat_stamp(self.path)
+        stamp = stat_stamp(path)
         if stamp is None:
             with self._lock:
                 self._entries, self._stamp = [], None
             return []
         with self._lock:
             if stamp != self._stamp or time.time_ns() < self._trusted_after:
-                self._entries = self._read()
+                self._entries = self._read(path)
                 self._stamp = stamp
                 # A change this recent may hide a second one behind the same stamp: look again next time.
                 self._trusted_after = stamp[1] + int(RACY_SECONDS * 1e9)  # its mtime_ns
             return self._entries
 
-    def _read(self) -> list[T]:
+    def _read(self, path: Path) -> list[T]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            log.warning("cannot read %s: %s", self.path, exc)
+            log.warning("cannot read %s: %s", path, exc)
             return []
         out = []
-        for number, row in _rows(text, self.path):
+        for number, row in _rows(text, path):
             entry = self._parse(row)
             if entry is None:
-                log.warning("%s line %d is not a valid %s; skipped", self.path, number, self._what)
+                log.warning("%s line %d is not a valid %s; skipped", path, number, self._what)
             else:
                 out.append(entry)
         return out

@@ -152,13 +152,14 @@ def update_account(path: Path | str, name: str, *, role: str | None = None,
     result: list[Account] = []
 
     def edit(rows: list) -> list:
-        hits = [i for i in _named(rows, name) if _parse(rows[i]) is not None]
-        if not hits:
+        parsed = [(i, old) for i in _named(rows, name) if (old := _parse(rows[i])) is not None]
+        if not parsed:
             raise LookupError(f"no operator {name!r}")
-        old = _parse(rows[hits[-1]])  # the line that counts
+        old = parsed[-1][1]  # the line that counts
         new = replace(old, role=role or old.role, password_hash=password_hash or old.password_hash)
         result.append(new)
-        keep = [row for i, row in enumerate(rows) if i not in set(hits)]
+        hits = {i for i, _ in parsed}
+        keep = [row for i, row in enumerate(rows) if i not in hits]
         return [*keep, new.row()]
 
     edit_lines(path, edit)

@@ -3,7 +3,10 @@
 The tokens file (``WIKIMEM_TOKENS_FILE``) is JSON Lines, one token a line;
 blank lines and lines starting with ``#`` are ignored::
 
-    {"name": "worker-1", "sha256": "<64 hex>", "scopes": ["read", "write"], "owner_prefix": "user:", "created": "2026-07-21T06:30:00+00:00"}
+    {"name": "worker-1", "sha256": "<64 hex>", "scopes": ["read", "write"], "owner_prefix": "user:",
+     "created": "2026-07-21T06:30:00+00:00", "expires": "2026-10-19T06:30:00+00:00"}
+
+(one line in the file; wrapped here).
 
 - ``name``: who the token belongs to; it becomes the default ``actor`` of
   the writes made with it.
@@ -14,9 +17,23 @@ blank lines and lines starting with ``#`` are ignored::
   ``write``, ``write`` implies ``read``.
 - ``owner_prefix`` (optional, default ``""``): the token only reaches owners
   whose id starts with it.
+- ``created`` (set when minted, e.g. ``"2026-07-21T06:30:00+00:00"``): when
+  the token was minted.
 - ``revoked`` (set by ``wikimem token revoke``): the time the token was
   revoked; a revoked token authenticates nothing. The line stays, so
   ``wikimem token list --all`` can still show who had which token.
+- ``expires`` (optional, ``wikimem token mint --expires 90d``): the time
+  (UTC ISO-8601) from which the token authenticates nothing; the API says
+  so in its 401 (:meth:`TokenFile.identify` tells an expired token from an
+  unknown one).
+- ``rotated`` (set by ``wikimem token rotate``): the id of the token that
+  replaced this one; the old one keeps working until its ``expires``, the
+  end of the grace period.
+
+**Rotation** (:func:`rotate_token`) appends a new token with the same name,
+scopes and owner prefix (and the same lifetime, when the old one had an
+expiry) and sets the old one's ``expires`` to the end of a grace period, so
+workers can switch over without an outage.
 
 A token's **id** is the first 16 hex digits of its ``sha256``: what
 ``wikimem token list`` shows and ``wikimem token revoke`` accepts, and what
@@ -35,7 +52,9 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -47,7 +66,8 @@ from wikimem.naming import validate_provenance
 from .credfile import WatchedFile, edit_lines
 
 __all__ = ["SCOPES", "Principal", "TokenEntry", "hash_secret", "token_id", "mint_token", "TokenFile",
-           "append_token", "check_scopes", "list_tokens", "revoke_tokens"]
+           "append_token", "check_scopes", "list_tokens", "revoke_tokens", "rotate_token", "parse_duration",
+           "Rotation", "expires_in_words"]
 
 SCOPES = ("read", "write", "admin")
 _IMPLIED = {"admin": {"admin", "write", "read"}, "write": {"write", "read"}, "read": {"read"}}
@@ -82,10 +102,17 @@ class TokenEntry:
     principal: Principal
     created: str = ""
     revoked: str = ""
+    expires: str = ""  # UTC ISO-8601; "" = never
+    rotated: str = ""  # id of the token that replaced this one
+    expires_at: float | None = None  # ``expires`` as a POSIX time (parsed once, when the file is read)
 
     @property
     def id(self) -> str:
         return self.sha256[:ID_LEN]
+
+    def expired(self, now: float | None = None) -> bool:
+        """Whether the token's expiry has passed."""
+        return self.expires_at is not None and (time.time() if now is None else now) >= self.expires_at
 
 
 def hash_secret(secret: str) -> str:
@@ -107,21 +134,56 @@ def check_scopes(scopes: Iterable[str]) -> frozenset[str]:
     return out
 
 
-def mint_token(name: str, scopes: Iterable[str], owner_prefix: str = "") -> tuple[str, dict]:
-    """A new token: ``(secret, entry)``; store the entry, show the secret once."""
+_DURATION_RE = re.compile(r"(\d+)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a duration like ``90d``, ``12h``, ``30m``, ``2w``, ``45s`` (ValueError otherwise)."""
+    match = _DURATION_RE.fullmatch(str(text).strip().lower())
+    if match is None:
+        raise ValueError(f"a duration is a number and a unit (s, m, h, d, w), like 90d or 12h; got {text!r}")
+    return float(int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def _stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
+def _instant(text: str) -> float | None:
+    """A stored ISO-8601 time as a POSIX time (naive = UTC), or None when it is not one."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def mint_token(name: str, scopes: Iterable[str], owner_prefix: str = "", *,
+               expires_in: float | None = None) -> tuple[str, dict]:
+    """A new token: ``(secret, entry)``; store the entry, show the secret once.
+
+    ``expires_in`` (seconds) gives it an ``expires`` time; None: it never expires.
+    """
     # The name is the default actor of the token's writes: a provenance value (one line of visible text).
     if validate_provenance(name, "token name", limit=100) is None:
         raise ValueError("token name must be a non-empty single line of at most 100 characters")
     if not isinstance(owner_prefix, str) or len(owner_prefix) > 128:
         raise ValueError("owner prefix must be a string of at most 128 characters")
+    if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, (int, float))
+                                   or not 0 < expires_in < 100 * 365 * 86400):
+        raise ValueError(f"a token's lifetime must be a positive duration below 100 years, got {expires_in!r}")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    now = time.time()
     entry = {
         "name": name.strip(),
         "sha256": hash_secret(secret),
         "scopes": sorted(check_scopes(scopes), key=SCOPES.index),
         "owner_prefix": owner_prefix,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": _stamp(now),
     }
+    if expires_in is not None:
+        entry["expires"] = _stamp(now + expires_in)
     return secret, entry
 
 
@@ -143,16 +205,20 @@ def _parse_entry(raw: dict) -> TokenEntry | None:
     name, digest, scopes = raw.get("name"), raw.get("sha256"), raw.get("scopes")
     prefix = raw.get("owner_prefix", "") or ""
     created, revoked = raw.get("created") or "", raw.get("revoked") or ""
+    expires, rotated = raw.get("expires") or "", raw.get("rotated") or ""
     if not (isinstance(name, str) and isinstance(digest, str) and isinstance(scopes, list)
-            and isinstance(prefix, str) and isinstance(created, str) and isinstance(revoked, str)
+            and all(isinstance(v, str) for v in (prefix, created, revoked, expires, rotated))
             and len(digest) == 64):
         return None
+    expires_at = _instant(expires) if expires else None
+    if expires and expires_at is None:
+        return None  # an expiry we cannot read: the token must not live for ever because of a typo
     try:
         bytes.fromhex(digest)
         principal = Principal(name, check_scopes(scopes), prefix, token_id(digest.lower()))
     except ValueError:
         return None
-    return TokenEntry(digest.lower(), principal, created, revoked)
+    return TokenEntry(digest.lower(), principal, created, revoked, expires, rotated, expires_at)
 
 
 class TokenFile:
@@ -166,26 +232,34 @@ class TokenFile:
             digest = hash_secret(admin_token)
             self._admin = TokenEntry(digest, Principal(ENV_ADMIN_NAME, frozenset(SCOPES), "", token_id(digest)))
 
-    def _active(self) -> list[TokenEntry]:
+    def _unrevoked(self) -> list[TokenEntry]:
         entries = [e for e in self._file.entries() if not e.revoked]
         return [self._admin, *entries] if self._admin is not None else entries
 
-    def authenticate(self, secret: str | None) -> Principal | None:
-        """The principal of a token secret, or None. Compares every entry in constant time."""
+    def identify(self, secret: str | None) -> TokenEntry | None:
+        """The unrevoked entry of a token secret, expired or not (the caller says which), or None.
+
+        Compares every entry in constant time.
+        """
         if not isinstance(secret, str) or not secret or len(secret) > 512:
             return None
         digest = bytes.fromhex(hash_secret(secret))
         found = None
-        for entry in self._active():
+        for entry in self._unrevoked():
             if hmac.compare_digest(digest, bytes.fromhex(entry.sha256)) and found is None:
-                found = entry.principal
+                found = entry
         return found
 
+    def authenticate(self, secret: str | None) -> Principal | None:
+        """The principal of a token secret, or None (unknown, revoked or expired)."""
+        entry = self.identify(secret)
+        return None if entry is None or entry.expired() else entry.principal
+
     def find(self, token_id_: str) -> TokenEntry | None:
-        """The active (not revoked) token with this id, or None."""
-        for entry in self._active():
+        """The active (neither revoked nor expired) token with this id, or None."""
+        for entry in self._unrevoked():
             if hmac.compare_digest(entry.id, token_id_):
-                return entry
+                return None if entry.expired() else entry
         return None
 
 
@@ -207,20 +281,93 @@ def revoke_tokens(path: Path | str, selector: str, *, every: bool = False) -> li
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     done: list[TokenEntry] = []
 
-    def matches(entry: TokenEntry) -> bool:
-        by_id = len(selector) >= 6 and entry.id.startswith(selector.lower())
-        return by_id or entry.principal.name == selector
-
     def edit(rows: list[dict | str]) -> list[dict | str]:
-        hits = [i for i, row in enumerate(rows) if isinstance(row, dict)
-                and (e := _parse_entry(row)) is not None and not e.revoked and matches(e)]
+        hits = _matching(rows, selector)
         if len(hits) > 1 and not every:
-            ids = ", ".join(token_id(rows[i]["sha256"]) for i in hits)
-            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); give an id, or --all to revoke them all")
+            ids = ", ".join(token_id(_row(rows, i)["sha256"]) for i in hits)
+            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); "
+                             "give an id, or --all to revoke them all")
         for i in hits:
-            rows[i] = {**rows[i], "revoked": stamp}
-            done.append(_parse_entry(rows[i]))
+            rows[i] = revoked = {**_row(rows, i), "revoked": stamp}
+            entry = _parse_entry(revoked)
+            assert entry is not None
+            done.append(entry)
         return rows
 
     edit_lines(path, edit)
     return done
+
+
+def _matching(rows: list[dict | str], selector: str, *, replaced_by_name: bool = True) -> list[int]:
+    """Indexes of the unrevoked tokens ``selector`` names: an id prefix (6+ hex digits) or a name
+    (a token already rotated away only when ``replaced_by_name``)."""
+    def matches(entry: TokenEntry) -> bool:
+        by_id = len(selector) >= 6 and entry.id.startswith(selector.lower())
+        return by_id or (entry.principal.name == selector and (replaced_by_name or not entry.rotated))
+
+    return [i for i, row in enumerate(rows) if isinstance(row, dict)
+            and (e := _parse_entry(row)) is not None and not e.revoked and matches(e)]
+
+
+def _row(rows: list[dict | str], i: int) -> dict:
+    """The JSON object at index ``i`` (one :func:`_matching` found)."""
+    row = rows[i]
+    assert isinstance(row, dict)
+    return row
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """What :func:`rotate_token` did: the new token (its secret shown once) and the old one, until when it works."""
+
+    secret: str
+    new: TokenEntry
+    old: TokenEntry
+
+
+def rotate_token(path: Path | str, selector: str, *, grace: float = 86400.0) -> Rotation | None:
+    """Replace one token by a new secret with the same name, scopes and prefix; the old one expires after ``grace``.
+
+    ``selector`` is an id prefix (6+ hex digits) or a name held by exactly
+    one unrevoked token not rotated yet (ValueError when it names several). The new token
+    gets the old one's lifetime when it had an expiry. Returns None when
+    nothing matched. One atomic rewrite of the file, under its lock.
+    """
+    selector = selector.strip()
+    if not selector:
+        raise ValueError("give a token id (from `wikimem token list`) or a token name")
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
+        raise ValueError(f"the grace period must be a duration of 0 or more, got {grace!r}")
+    done: list[Rotation] = []
+
+    def edit(rows: list[dict | str]) -> list[dict | str]:
+        hits = _matching(rows, selector, replaced_by_name=False)  # by name: the token in use, not one on its way out
+        if len(hits) > 1:
+            ids = ", ".join(token_id(_row(rows, i)["sha256"]) for i in hits)
+            raise ValueError(f"{selector!r} matches {len(hits)} tokens ({ids}); give the id of the one to rotate")
+        if not hits:
+            return rows
+        row = _row(rows, hits[0])
+        old = _parse_entry(row)
+        assert old is not None
+        now = time.time()
+        created = _instant(old.created) if old.created else None
+        lifetime = old.expires_at - created if old.expires_at is not None and created is not None else None
+        secret, entry = mint_token(old.principal.name, old.principal.scopes, old.principal.owner_prefix,
+                                   expires_in=lifetime if lifetime and lifetime > 0 else None)
+        until = now + grace if old.expires_at is None else min(old.expires_at, now + grace)
+        rows[hits[0]] = replaced = {**row, "expires": _stamp(until), "rotated": token_id(entry["sha256"])}
+        new, changed = _parse_entry(entry), _parse_entry(replaced)
+        assert new is not None and changed is not None
+        done.append(Rotation(secret, new, changed))
+        return [*rows, entry]
+
+    edit_lines(path, edit)
+    return done[0] if done else None
+
+
+def expires_in_words(entry: TokenEntry, now: float | None = None) -> str:
+    """``never``, ``expired <time>`` or ``<time>``: what a listing shows of a token's expiry."""
+    if entry.expires_at is None:
+        return "never"
+    return f"expired {entry.expires}" if entry.expired(now) else entry.expires

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from wikimem.errors import RemoteError, RemoteMissing
+from wikimem.errors import DamagedFolder, RemoteError, RemoteMissing, RemoteRefused
 from wikimem.host.owner_ids import decode_owner_id
 
 from .shards import Ring
@@ -29,7 +29,10 @@ class OwnerCheck:
     ``state``: ``equal``; ``ahead`` (commits not pushed yet: async lag);
     ``behind`` (the remote has newer commits: caught up on next use);
     ``diverged``; ``dirty`` (hand edits not committed); ``missing`` (not on
-    the remote); ``unreachable``.
+    the remote); ``unreachable``; ``refused`` (the remote's main breaks the
+    rules of :mod:`wikimem.versioned.incoming`: never applied, ``detail``
+    says why); ``damaged`` (the local folder cannot be read: see
+    ``wikimem repair``).
     """
 
     id: str
@@ -52,23 +55,33 @@ def check_owner(host, owner_id: str) -> OwnerCheck:
     from wikimem.versioned import Replica, VersionedStore, is_ancestor
 
     path = host.owner_path(owner_id)
-    vs = VersionedStore(path)
     try:
-        vs.replica = Replica(host.replication.remote(path.name))
+        vs = VersionedStore(path)
+    except Exception as exc:  # a repository that does not even open
+        return OwnerCheck(owner_id, "damaged", None, None, f"{type(exc).__name__}: {exc}")
+    try:
+        vs.replica = Replica(host.replication.remote(path.name),
+                             report=lambda refusal: host.replication.note(path.name, refusal))
         local = vs.head() or None
         try:
             theirs = vs.replica.fetch(vs.git)
+        except RemoteRefused as exc:
+            return OwnerCheck(owner_id, "refused", local, exc.commit, str(exc))
         except RemoteError as exc:
             return OwnerCheck(owner_id, "unreachable", local, None, str(exc))
-        remote_head = theirs.decode() if theirs else None
-        if remote_head is None:
+        if not theirs:
             return OwnerCheck(owner_id, "missing", local, None)
-        dirty = vs.external_changes()
+        remote_head = theirs.decode()
+        try:
+            dirty = vs.external_changes()
+        except DamagedFolder as exc:
+            return OwnerCheck(owner_id, "damaged", local, remote_head, str(exc))
+        mine = local.encode() if local else None  # None: no commit here yet, the remote is ahead
         if local == remote_head:
             state = "dirty" if dirty else "equal"
-        elif is_ancestor(vs.git, theirs, local.encode()):
+        elif mine is not None and is_ancestor(vs.git, theirs, mine):
             state = "ahead"
-        elif is_ancestor(vs.git, local.encode(), theirs):
+        elif is_ancestor(vs.git, mine, theirs):
             state = "behind"
         else:
             state = "diverged"
@@ -86,7 +99,8 @@ def verify(host, owner_ids: list[str] | None = None) -> list[OwnerCheck]:
 def restore(host, owner_ids: list[str]) -> dict[str, str]:
     """Bring each owner from the remote: cloned when this host lacks it, else fetched and fast-forwarded.
 
-    ``{owner id: "cloned" | "caught up" | "not on the remote"}``.
+    ``{owner id: "cloned" | "caught up" | "not on the remote" | "refused: <why>"}`` (a remote whose
+    commits break the rules of :mod:`wikimem.versioned.incoming` is never applied).
     """
     _need_remote(host)
     out = {}
@@ -94,20 +108,26 @@ def restore(host, owner_ids: list[str]) -> dict[str, str]:
         had = host.exists(owner_id)
         try:
             owner = host.owner(owner_id)
+            if had:
+                owner.vstore.catch_up()
         except RemoteMissing:
             out[owner_id] = "not on the remote"
             continue
         except LookupError:
             out[owner_id] = "not on the remote"
             continue
-        if had:
-            owner.vstore.catch_up()
+        except RemoteRefused as exc:
+            out[owner_id] = f"refused: {exc}"
+            continue
         out[owner_id] = "caught up" if had else "cloned"
     return out
 
 
 def push_all(host) -> dict[str, int]:
-    """Push every owner's pending commits now (async lag, or a folder that predates the remote): ``{id: lag before}``."""
+    """Push every owner's pending commits now (async lag, or a folder that predates the remote).
+
+    Returns ``{owner id: lag before}``.
+    """
     _need_remote(host)
     lags = host.replication.lags((i, host.owner_path(i)) for i in host.owner_ids())
     for owner_id in lags:
@@ -139,7 +159,8 @@ def rebalance(host, servers: list[str], me: str, dry_run: bool = False) -> dict[
             continue
         if not dry_run:
             host.drop_local(owner_id)
-        out[owner_id] = f"{'would drop' if dry_run else 'dropped'}: on the remote, {ring.server_for(owner_id)} serves it"
+        verb = "would drop" if dry_run else "dropped"
+        out[owner_id] = f"{verb}: on the remote, {ring.server_for(owner_id)} serves it"
     return out
 
 

@@ -16,14 +16,20 @@
   than ``freshness`` seconds (plus one remote round trip) before it; writes
   never depend on it (the push's compare-and-swap catches a stale copy);
 - :meth:`Replication.ready` tells whether the remote answers (``/readyz``);
-- :meth:`Replication.status` gives the lag, per owner and in total.
+- :meth:`Replication.status` gives the lag, per owner and in total, and the
+  owners whose remote was refused: a fetch or clone whose commits break the
+  rules of :mod:`wikimem.versioned.incoming` is never applied, and is
+  recorded in ``<data root>/replication/refused/<folder>.json`` (every
+  process sees it) until a later fetch of that owner is accepted.
 
 The git layer is imported lazily, as :class:`~wikimem.host.owner.Owner` does.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -32,7 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem.errors import RemoteError, RemoteMissing, RemoteUnavailable
+from wikimem.errors import Erased, RemoteError, RemoteMissing, RemoteRefused, RemoteUnavailable
+from wikimem.format import utc_now
+from wikimem.fsio import atomic_write, read_regular, remove_file
+from wikimem.host.owner_ids import decode_owner_id
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
@@ -55,6 +64,7 @@ class Settings:
     freshness: float = 2.0  # seconds: staleness bound of reads on a host that was away
     timeout: float = 10.0  # seconds per remote operation
     ssh_command: str | None = None  # for ssh:// remotes (GIT_SSH_COMMAND; None: ssh in batch mode)
+    hook: str | None = None  # WIKIMEM_REMOTE_HOOK: a command run as ``hook erase|prune URL`` on the git server's side
 
     def __post_init__(self) -> None:
         from wikimem.versioned import MODES, validate_template
@@ -71,11 +81,18 @@ class Settings:
 class Replication:
     """Replication of a host's owners to their remotes, for one process."""
 
-    def __init__(self, settings: Settings, owners: Callable[[], Iterable[Owner]] | None = None):
+    def __init__(self, settings: Settings, owners: Callable[[], Iterable[Owner]] | None = None,
+                 state_dir: Path | None = None, *, metrics=None):
         self.settings = settings
+        self.metrics = metrics  # the host's (wikimem/host/metrics.py): async push failures are counted there
+        # Where refusals of a remote are recorded (None: in this process only, for a host without a data root).
+        self.refused_dir = Path(state_dir) / "refused" if state_dir is not None else None
+        self._refused: dict[str, dict] = {}
         self._checked: dict[str, float] = {}
         self._lock = threading.Lock()
         self.pusher = Pusher(self) if settings.mode == "async" else None
+        # Set by the host: whether an owner whose remote repository is missing was erased (its copy goes).
+        self.erased: Callable[[Owner], bool] | None = None
 
     @property
     def mode(self) -> str:
@@ -109,20 +126,74 @@ class Replication:
         from wikimem.versioned import Replica
 
         vstore = owner.vstore
-        vstore.replica = Replica(self.remote(folder or owner.root.name), self.settings.mode,
-                                 max_lag=self.settings.max_lag)
-        if self.pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
-            vstore.on_commit.append(lambda _cid, o=owner: self.pusher.enqueue(o))
+        name = folder or owner.root.name
+
+        def report(refusal: RemoteRefused | None) -> None:
+            self.note(name, refusal)
+
+        vstore.replica = Replica(self.remote(name), self.settings.mode, max_lag=self.settings.max_lag, report=report)
+        pusher = self.pusher
+        if pusher is not None and folder is None:  # (a staging folder is renamed away: never queue it)
+            def queue(_cid: str, o: Owner = owner) -> None:
+                pusher.enqueue(o)
+
+            vstore.on_commit.append(queue)
             if vstore.replication_lag():
-                self.pusher.enqueue(owner)  # what a restart left unpushed
+                pusher.enqueue(owner)  # what a restart left unpushed
 
     def clone(self, folder: str, target: Path) -> bool:
         """Clone the owner ``folder`` from the remote into ``target``; False when the remote has no such owner."""
+        remote = self.remote(folder)
         try:
-            head = self.remote(folder).clone(target)
+            known = self._refusal(folder)
+            if known is not None and known.get("commit") and known["commit"] == remote.remote_head():
+                # Refused before, and the remote has not moved since: no need to fetch it all again.
+                raise RemoteRefused(known["reason"], remote.shown, commit=known["commit"])
+            head = remote.clone(target)
         except RemoteMissing:
             return False
+        except RemoteRefused as exc:
+            self.note(folder, exc)
+            raise
+        self.note(folder, None)
         return head is not None
+
+    # -- refusals -------------------------------------------------------------------
+
+    def note(self, folder: str, refusal: RemoteRefused | None) -> None:
+        """Record that the remote of ``folder`` was refused (or, None, that a fetch of it was accepted)."""
+        path = self.refused_dir / f"{folder}.json" if self.refused_dir is not None else None
+        if refusal is None:
+            self._refused.pop(folder, None)
+            if path is not None:
+                remove_file(path)
+            return
+        record = {"owner": decode_owner_id(folder) or folder, "commit": refusal.commit, "reason": str(refusal),
+                  "at": utc_now()}
+        log.error("replication of %s refused: %s", record["owner"], refusal)
+        self._refused[folder] = record
+        if path is not None:
+            atomic_write(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+
+    def _refusal(self, folder: str) -> dict | None:
+        """The recorded refusal of ``folder``'s remote, or None."""
+        if self.refused_dir is None:
+            return self._refused.get(folder)
+        return _record(self.refused_dir / f"{folder}.json")
+
+    def refused(self) -> dict[str, dict]:
+        """``{owner id: {"commit", "reason", "at"}}`` of the owners whose remote is refused now."""
+        out = {r["owner"]: r for r in self._refused.values()}
+        if self.refused_dir is not None:
+            try:
+                names = sorted(os.listdir(self.refused_dir))
+            except FileNotFoundError:
+                names = []
+            for name in names:
+                record = _record(self.refused_dir / name) if name.endswith(".json") else None
+                if record is not None:
+                    out[record["owner"]] = record
+        return {k: {f: v for f, v in r.items() if f != "owner"} for k, r in sorted(out.items())}
 
     def publish_new(self, owner: Owner) -> None:
         """A just-created owner's first commit: pushed now (sync); async: queued when the owner is opened in
@@ -139,19 +210,50 @@ class Replication:
                 return False
             self._checked[owner.id] = now
         vstore = owner.vstore
+        assert vstore.replica is not None  # attach() gave every owner of a replicated host its replica
         try:
             theirs = vstore.replica.remote.remote_head()
+        except RemoteMissing as exc:  # erased on another host (the register says so): this copy goes
+            if vstore.replica_known() and self.erased is not None and self.erased(owner):
+                raise Erased(f"no owner {owner.id!r}: erased") from None
+            log.warning("cannot check %s against its remote: %s", owner.id, exc)
+            return False
         except RemoteError as exc:  # reads go on from the local copy; writes will say so
             log.warning("cannot check %s against its remote: %s", owner.id, exc)
             return False
+        known = self._refusal(owner.root.name)
+        if known is not None and known.get("commit") == theirs:
+            return False  # refused already (reported): reads go on from the last accepted state
         if theirs and theirs != vstore.head():
-            vstore.catch_up(fetch=theirs != vstore.replica_known())
+            try:
+                vstore.catch_up(fetch=theirs != vstore.replica_known())
+            except RemoteRefused:  # (recorded by the replica) reads go on from the last accepted state
+                return False
             return True
         return False
 
     def forget(self, owner_id: str) -> None:
         with self._lock:
             self._checked.pop(owner_id, None)
+
+    def run_hook(self, action: str, url: str) -> bool:
+        """Run ``WIKIMEM_REMOTE_HOOK action url`` (``erase``: delete the repository; ``prune``: drop its
+        unreachable objects) for a server this host cannot reach itself; whether it succeeded (False: none)."""
+        import shlex
+        import subprocess
+
+        if not self.settings.hook:
+            return False
+        argv = [*shlex.split(self.settings.hook), action, url]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.settings.timeout * 6,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RemoteUnavailable(f"WIKIMEM_REMOTE_HOOK {action}: {exc}", self.shown()) from None
+        if done.returncode != 0:
+            raise RemoteUnavailable(f"WIKIMEM_REMOTE_HOOK {action} failed ({done.returncode}): "
+                                    f"{done.stderr.strip()[-300:]}", self.shown())
+        return True
 
     # -- the whole host -------------------------------------------------------------------
 
@@ -200,7 +302,15 @@ class Replication:
         lags = self.lags(folders)
         return {"mode": self.mode, "remote": self.shown(), "lag": {"total": sum(lags.values()), "owners": lags},
                 "max_lag": self.settings.max_lag, "freshness": self.settings.freshness,
-                "queued": self.pusher.queued() if self.pusher is not None else 0}
+                "queued": self.pusher.queued() if self.pusher is not None else 0, "refused": self.refused()}
+
+
+def _record(path: Path) -> dict | None:
+    try:
+        record = json.loads(read_regular(path, limit=1 << 16) or b"null")
+    except (ValueError, OSError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("owner"), str) else None
 
 
 class Pusher:
@@ -251,15 +361,22 @@ class Pusher:
                     self.pushed += 1
             except RemoteError as exc:
                 self.failures += 1
+                self._count_failure()
                 log.warning("push of %s failed (%s); retrying in %.0fs", owner.id, exc, self.RETRY_SECONDS)
                 time.sleep(self.RETRY_SECONDS)
                 self.enqueue(owner)
             except Exception:  # a bug must not stop replication of every other owner
                 self.failures += 1
+                self._count_failure()
                 log.exception("push of %s failed", owner.id)
             finally:
                 with self._lock:
                     self._busy = False
+
+    def _count_failure(self) -> None:
+        metrics = self.replication.metrics
+        if metrics is not None:
+            metrics.push_failed("async")
 
     def drain(self, timeout: float) -> bool:
         """Wait until nothing is queued (tests, shutdown); False on timeout."""

@@ -1,4 +1,5 @@
-"""What spans the owners of a data root: durable jobs, the run index, bulk rollback, operator actions."""
+"""What spans the owners of a data root (or of a cluster, on its shared database): durable jobs, the run index,
+bulk rollback, operator actions; ``sql.py`` is their one SQL layer (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .bulk import (
     select,
     submit,
 )
+from .erase import ERASE, FORGET, Erasure, copy_time, parse_target
 from .jobs import (
     JOB_STATES,
     JOBS_FILE,
@@ -24,8 +26,11 @@ from .jobs import (
     UNFINISHED,
     Handler,
     Job,
+    JobPage,
+    JobQuery,
     JobRunner,
     JobStore,
+    Limits,
     RetryLater,
     Step,
     memorize_handler,
@@ -45,9 +50,10 @@ from .runindex import (
     merge_pages,
     row_cursor,
 )
+from .sql import Database, is_url
 
 __all__ = [
-    "MEMORIZE", "job_visible",
+    "MEMORIZE", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "RunIndex",
     "RunQuery",
     "RunRow",
@@ -61,6 +67,11 @@ __all__ = [
     "JobStore",
     "JobRunner",
     "Job",
+    "JobQuery",
+    "JobPage",
+    "Limits",
+    "Database",
+    "is_url",
     "Step",
     "RetryLater",
     "Handler",

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import Conflict, IdempotencyKeyReused, NotFound, StoreBusy, WikimemError
+from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest
 
 from .runindex import RunIndex, RunQuery
@@ -91,6 +91,8 @@ class BulkPreview:
                 "changes_if_forced": sum(len(p.changes) + len(p.conflicts) for p in plans),
                 "conflicts": sum(len(p.conflicts) for p in plans),
                 "owners_with_conflicts": sum(1 for p in plans if p.conflicts),
+                # owners whose step writes a commit unless forced (the others are skipped or have nothing to do)
+                "owners_to_change": sum(1 for p in plans if p.changes and not p.conflicts and not p.error),
                 "owners_with_nothing_to_do": sum(1 for p in plans if not p.changes and not p.conflicts)}
 
     def to_dict(self, *, limit: int | None = None, offset: int = 0) -> dict:
@@ -107,7 +109,7 @@ def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
                          "an owner prefix alone would select everything those owners ever wrote")
     groups = index.selection(query, within=within, limit=MAX_BULK_OWNERS + 1)
     if len(groups) > MAX_BULK_OWNERS:
-        raise BadRequest(f"the selection spans more than {MAX_BULK_OWNERS} owners: narrow it (owner_prefix, time)")
+        raise InvalidValue(f"the selection spans more than {MAX_BULK_OWNERS} owners: narrow it (owner_prefix, time)")
     parts = []
     for owner_id, rows in groups.items():
         live = [r for r in rows if r.rolled_back_by is None]
@@ -162,25 +164,35 @@ class StepFailed(WikimemError):
 
 
 def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
-           actor: str = "operator", key: str | None = None) -> tuple[Job, bool]:
+           actor: str = "operator", key: str | None = None, tenant: str = "",
+           request_id: str | None = None) -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
 
     A retry under the same key gets its job even when the job has since
-    rolled everything back (the selection is empty by then).
+    rolled everything back (the selection is empty by then). ``request_id``
+    (the submitting request's) is kept in the job's params, not compared.
     :class:`~wikimem.errors.NotFound` when nothing is left to roll back.
+    On a shared index each step's home is the host that indexed its owner
+    last (the one holding it).
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
     scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
     existing = None if scoped is None else jobs.by_key(scoped)
     if existing is not None:
-        if existing.params != request:
+        if {k: v for k, v in existing.params.items() if k != "request_id"} != request:
             raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
                                        "use a new key for a new request")
         return existing, False
     parts = select(index, query, within=within)
     if not parts:
         raise NotFound("nothing to roll back: no run matches, or every match was rolled back already")
-    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=request, key=scoped, request=request)
+    params = {**request, "request_id": request_id} if request_id else request
+    homes = None
+    if index.shared:
+        held = index.holders([p.owner for p in parts])
+        homes = [held.get(p.owner) for p in parts]
+    return jobs.submit(JOB_KIND, [p.to_dict() for p in parts], params=params, key=scoped, request=request,
+                       tenant=tenant, homes=homes)
 
 
 def handler(owner: Callable[[str], Owner]) -> Handler:

@@ -1,7 +1,10 @@
 """Durable background jobs of the host: memorize without holding a request, bulk work over owners.
 
 A **job** is a list of **steps** (one for a memorize; one per owner for a
-bulk rollback), stored at the data root in ``jobs.sqlite3`` (SQLite, WAL).
+bulk rollback), stored at the data root in ``jobs.sqlite3`` (SQLite, WAL) —
+or, in a cluster, in the PostgreSQL database every host shares
+(``WIKIMEM_DATABASE_URL``), where a step is run by the host holding its
+owner (its ``home``) and taken over by another when that host stops beating.
 It is keyed by an idempotency key: submitting the same key again returns the
 same job. Its state is ``queued`` (no step started), ``running``, ``done``
 (every step done) or ``failed`` (every step finished, at least one failed);
@@ -29,11 +32,26 @@ a handler gets a :class:`Step` and returns a JSON-able result, raises
 fail the step (a :class:`~wikimem.errors.WikimemError` or ``ValueError``
 keeps its message; anything else is logged and reported as ``internal``).
 Finished jobs are pruned after ``retention`` seconds (a week by default).
+
+**Fair and bounded** (:class:`Limits`): each job belongs to a *tenant*, the
+owner prefix of the token that submitted it. A tenant may have at most
+``per_tenant`` open (queued or running) jobs, an owner ``per_owner``; past
+that :meth:`JobStore.submit` raises :class:`~wikimem.host.errors.QueueFull`
+(HTTP 429 with ``Retry-After``). Runners claim round-robin across tenants
+(the tenant served longest ago first), so one tenant's flood delays another
+tenant's job by at most one step per runner thread. The database has a size
+budget (finished jobs go first, oldest first), and a finished memorize step
+drops its raw turn after ``turn_keep`` seconds (its result stays). A job that
+has not started can be cancelled (state ``cancelled``).
+
+The schema is versioned (``PRAGMA user_version``; a ``wikimem_schema`` row on
+PostgreSQL) and migrated on start; a database newer than the code is refused.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import hashlib
 import json
 import logging
@@ -41,34 +59,40 @@ import os
 import re
 import secrets
 import socket
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound, StoreBusy, WikimemError
+from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidName, NotFound, StoreBusy, WikimemError
+from wikimem.host.errors import QueueFull
+
+from .sql import Database, Tx
 
 __all__ = [
-    "JobStore", "JobRunner", "Job", "Step", "RetryLater", "Handler",
+    "JobStore", "JobRunner", "Job", "JobQuery", "JobPage", "Limits", "Step", "RetryLater", "Handler",
     "memorize_handler", "submit_memorize", "validate_job_id", "JOBS_FILE", "JOB_STATES",
-    "UNFINISHED",
+    "UNFINISHED", "SCHEMA_VERSION",
 ]
 
 log = logging.getLogger(__name__)
 
 JOBS_FILE = "jobs.sqlite3"
-JOB_STATES = ("queued", "running", "done", "failed")
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 UNFINISHED = ("queued", "running")  # a process that looks at such a job helps run it
 JOB_ID_RE = re.compile(r"job_\d{8}T\d{6}Z_[0-9a-f]{12}")
 MAX_STEPS = 100_000
 MAX_KEY = 512
 DEFAULT_RETENTION = 7 * 24 * 3600.0
+DEFAULT_PER_TENANT = 100  # open jobs one owner prefix (a token's) may have (WIKIMEM_JOBS_PER_PREFIX)
+DEFAULT_PER_OWNER = 20  # open jobs of one owner (WIKIMEM_JOBS_PER_OWNER)
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # the jobs database's size budget (WIKIMEM_JOBS_MAX_MB)
+DEFAULT_TURN_KEEP = 600.0  # seconds a finished memorize job keeps its raw turn (WIKIMEM_JOBS_TURN_KEEP)
 
+SCHEMA_VERSION = 2  # 1: the unversioned first schema (user_version 0); 2: tenants, scopes, homes, cancel
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,
@@ -80,26 +104,42 @@ CREATE TABLE IF NOT EXISTS jobs (
     total INTEGER NOT NULL,
     done INTEGER NOT NULL DEFAULT 0,
     failed INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    finished REAL
+    created {real} NOT NULL,
+    updated {real} NOT NULL,
+    finished {real},
+    tenant {text_c} NOT NULL DEFAULT '',
+    scope {text_c} NOT NULL DEFAULT '',
+    owner {text_c}
 );
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
 CREATE TABLE IF NOT EXISTS steps (
     job TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     n INTEGER NOT NULL,
     params TEXT NOT NULL,
-    state TEXT NOT NULL,            -- pending | running | done | failed
+    state TEXT NOT NULL,
     lease_owner TEXT,
-    lease_until REAL,
+    lease_until {real},
     attempts INTEGER NOT NULL DEFAULT 0,
-    not_before REAL NOT NULL DEFAULT 0,
+    not_before {real} NOT NULL DEFAULT 0,
     result TEXT,
     error TEXT,
+    home TEXT,
+    finished {real},
     PRIMARY KEY (job, n)
 );
 CREATE INDEX IF NOT EXISTS steps_open ON steps (state, not_before);
+CREATE TABLE IF NOT EXISTS tenants (tenant {text_c} PRIMARY KEY, last_claim {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS hosts (name TEXT PRIMARY KEY, seen {real} NOT NULL)
 """
+# Version 1 → 2: what the first schema lacks (its rows are filled from their params by _fill_v2).
+_V2_COLUMNS = [("jobs", "tenant", "TEXT NOT NULL DEFAULT ''"), ("jobs", "scope", "TEXT NOT NULL DEFAULT ''"),
+               ("jobs", "owner", "TEXT"), ("steps", "home", "TEXT"), ("steps", "finished", "REAL")]
+_V2_INDEXES = """
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs (created);
+CREATE INDEX IF NOT EXISTS jobs_open ON jobs (state, tenant);
+CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, state)
+"""
+_TABLES = ("jobs", "steps", "tenants", "hosts")
 
 
 def validate_job_id(job_id: Any) -> str:
@@ -113,12 +153,28 @@ def _new_job_id() -> str:
     return f"job_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(6)}"
 
 
+@overload
+def _iso(t: float) -> str: ...
+@overload
+def _iso(t: None) -> None: ...
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(scope, owner)`` of a job: one owner's job is scoped to its owner; a job over many owners to the owner
+    prefix it was made over (a bulk rollback: its selection's prefix within its submitter's)."""
+    owner = params.get("owner")
+    if isinstance(owner, str) and kind != "bulk-rollback":
+        return owner, owner
+    within = str(params.get("within") or "")
+    selection = params.get("selection")
+    narrower = str(selection.get("owner_prefix") or "") if isinstance(selection, dict) else ""
+    return (narrower if narrower.startswith(within) else within), None
 
 
 # -- values ----------------------------------------------------------------------
@@ -138,11 +194,62 @@ class Job:
     created: str
     updated: str
     finished: str | None = None
+    tenant: str = ""  # the owner prefix of who submitted it (fair share and caps)
+    scope: str = ""  # its owner, or the owner prefix of a job over many owners
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "state": self.state, "done": self.done, "failed": self.failed,
                 "total": self.total, "results": self.results, "params": self.params, "created": self.created,
                 "updated": self.updated, "finished": self.finished}
+
+    def summary(self) -> dict[str, Any]:
+        """The job without its per-step results (what a list shows)."""
+        out = self.to_dict()
+        del out["results"]
+        out["owner"] = self.params.get("owner") if self.kind != "bulk-rollback" else None
+        out["scope"] = self.scope
+        return out
+
+
+@dataclass(frozen=True)
+class JobQuery:
+    """Which jobs a list shows: by kind, state, owner prefix (of the job's owner or scope), created since."""
+
+    kind: str | None = None
+    state: str | None = None
+    owner_prefix: str = ""
+    since: float | None = None
+
+    @classmethod
+    def parse(cls, *, kind=None, state=None, owner_prefix=None, since=None) -> JobQuery:
+        """A query from request values (strings; ``since`` a date or ISO-8601); a bad one raises ``ValueError``."""
+        from wikimem.host.errors import BadRequest
+        from wikimem.host.instants import parse_instant
+
+        for value, what in ((kind, "kind"), (state, "state"), (owner_prefix, "owner_prefix"), (since, "since")):
+            if value is not None and not isinstance(value, str):
+                raise BadRequest(f"{what} must be a string")
+            if value is not None and len(value) > 128:
+                raise ValueError(f"{what} is longer than 128 characters")  # well-formed, refused: 422
+        if state not in (None, "", *JOB_STATES):
+            raise ValueError(f"state must be one of {', '.join(JOB_STATES)}, got {state!r}")
+        when = parse_instant(since or None, "since")
+        return cls(kind or None, state or None, owner_prefix or "", None if when is None else float(when))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("kind", self.kind), ("state", self.state), ("owner_prefix", self.owner_prefix),
+                                  ("since", _iso(self.since))) if v}
+
+
+@dataclass
+class JobPage:
+    """A page of jobs (newest first) and the cursor of the next one."""
+
+    jobs: list[Job] = field(default_factory=list)
+    next: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jobs": [j.summary() for j in self.jobs], "next": self.next}
 
 
 @dataclass(frozen=True)
@@ -180,63 +287,101 @@ def _error_of(exc: BaseException) -> dict[str, str]:
     return {"code": "internal", "message": "internal error"}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How much one tenant may queue, and how big the jobs database may grow (0: no limit)."""
+
+    per_tenant: int = DEFAULT_PER_TENANT  # open (queued or running) jobs per owner prefix of the submitter
+    per_owner: int = DEFAULT_PER_OWNER  # open jobs of one owner
+    max_bytes: int = DEFAULT_MAX_BYTES  # the database's size budget
+    turn_keep: float = DEFAULT_TURN_KEEP  # seconds a finished memorize job keeps the raw turn it was given
+    retry_after: int = 5  # seconds a refused submitter is told to wait
+
+
 # -- the store -------------------------------------------------------------------
 
 class JobStore:
-    """Jobs and steps in one SQLite file, shared by every process of a host (WAL, one writer at a time)."""
+    """Jobs and steps in one database, shared by every process of a host — SQLite (WAL, one writer at a time)
+    at the data root, or a cluster's PostgreSQL database shared by every host.
 
-    def __init__(self, path: Path | str, *, retention: float = DEFAULT_RETENTION):
-        self.path = Path(path)
+    ``host`` names this host (a step submitted here for one of its owners is
+    run here first); ``limits`` bound what one tenant may queue.
+    """
+
+    def __init__(self, path: Path | str, *, retention: float = DEFAULT_RETENTION, host: str = "",
+                 limits: Limits | None = None):
+        self.db = Database(path, "jobs", synchronous="FULL")  # a step marked done stays done after a power cut
+        self.path = self.db.target
         self.retention = float(retention)
-        self._local = threading.local()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db().executescript(_SCHEMA)  # IF NOT EXISTS: safe when several processes start at once
+        self.host = host
+        self.limits = limits or Limits()
+        self._migrate()
 
     @classmethod
     def at(cls, data_root: Path | str, **kwargs: Any) -> JobStore:
         """The job store of a host's data root."""
+        Path(data_root).mkdir(parents=True, exist_ok=True)
         return cls(Path(data_root) / JOBS_FILE, **kwargs)
 
     def __repr__(self) -> str:
-        return f"JobStore({str(self.path)!r})"
+        return f"JobStore({self.db.shown!r})"
 
-    # -- connections -----------------------------------------------------------
+    @property
+    def shared(self) -> bool:
+        """Whether the hosts of a cluster share it."""
+        return self.db.postgres
 
-    def _db(self) -> sqlite3.Connection:
-        """This thread's connection (a new one after a fork: SQLite handles must not cross it)."""
-        local = self._local
-        db = getattr(local, "db", None)
-        if db is None or local.pid != os.getpid():
-            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a step marked done stays done after a power cut
-            db.execute("PRAGMA foreign_keys=ON")
-            local.db, local.pid = db, os.getpid()
-        return db
+    # -- schema ----------------------------------------------------------------
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``) so claims never race."""
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _migrate(self) -> None:
+        """Create the tables, or bring a database of an older version to :data:`SCHEMA_VERSION` (on start; safe
+        when several processes start at once: each step runs in the store's one write transaction)."""
+        db = self.db
+        version = db.version()
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"{db.shown} is at schema version {version}, newer than this wikimem knows "
+                               f"({SCHEMA_VERSION}): run the newer version, or restore a backup of the database")
+        if version == SCHEMA_VERSION:
+            return
+        old = "jobs" in self._tables()
+        db.script(_SCHEMA)
+        with db.write(schema=True) as tx:
+            if db.version() == SCHEMA_VERSION:
+                return  # another process migrated meanwhile
+            if old:
+                for table, column, decl in _V2_COLUMNS:
+                    if column not in db.columns(table):
+                        tx.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+                self._fill_v2(tx)
+            for statement in (s.strip() for s in _V2_INDEXES.split(";")):
+                if statement:
+                    tx.execute(statement)
+            db.set_version(tx, SCHEMA_VERSION)
+
+    def _tables(self) -> set[str]:
+        if self.db.postgres:
+            return {r[0] for r in self.db.rows("SELECT table_name FROM information_schema.tables "
+                                               "WHERE table_schema = current_schema()")}
+        return {r[0] for r in self.db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    @staticmethod
+    def _fill_v2(tx: Tx) -> None:
+        """Version 1 rows: their scope and owner, from their params."""
+        for job_id, kind, params in tx.rows("SELECT id, kind, params FROM jobs"):
+            scope, owner = _scope_of(kind, json.loads(params))
+            tx.execute("UPDATE jobs SET scope = ?, owner = ? WHERE id = ?", (scope, owner, job_id))
+        tx.execute("UPDATE steps SET finished = (SELECT j.finished FROM jobs j WHERE j.id = steps.job) "
+                   "WHERE state IN ('done', 'failed')")
 
     def close(self) -> None:
         """Close this thread's connection."""
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = None
+        self.db.close()
 
     # -- jobs ------------------------------------------------------------------
 
     def submit(self, kind: str, steps: Sequence[Mapping[str, Any]], *, params: Mapping[str, Any] | None = None,
-               key: str | None = None, request: Any = None) -> tuple[Job, bool]:
+               key: str | None = None, request: Any = None, tenant: str = "",
+               homes: Sequence[str | None] | None = None) -> tuple[Job, bool]:
         """``(job, created)``: a new job of ``kind`` with one step per mapping of ``steps``.
 
         With ``key``, a job already submitted under it is returned instead
@@ -244,6 +389,10 @@ class JobStore:
         (:class:`~wikimem.errors.IdempotencyKeyReused`). ``request`` is what
         "the same request" compares (JSON-able; default: kind, steps and params)
         — pass the caller's own input when steps hold values made at submission.
+        ``tenant`` is the owner prefix of the submitter: a new job beyond its
+        cap of open jobs (or its owner's) is refused with
+        :class:`~wikimem.host.errors.QueueFull`. ``homes`` names, per step, the
+        host that should run it (on a shared database; None: any).
         """
         if not isinstance(kind, str) or not kind:
             raise ValueError("kind must be a non-empty string")
@@ -255,144 +404,314 @@ class JobStore:
         params = dict(params or {})
         same = [kind, steps, params] if request is None else [kind, request]
         fingerprint = hashlib.sha256(_dumps(same).encode()).hexdigest()
+        scope, owner = _scope_of(kind, params)
+        homes = list(homes) if homes is not None else [self.host or None] * len(steps)
+        if not self.shared:
+            homes = [None] * len(steps)  # one host: any of its processes runs any step
         now = time.time()
-        with self._tx() as db:
+        self._keep_budget()
+        with self.db.write() as tx:
             if key is not None:
-                row = db.execute("SELECT id, fingerprint, kind FROM jobs WHERE key = ?", (key,)).fetchone()
+                row = tx.one("SELECT id, fingerprint, kind FROM jobs WHERE key = ?", (key,))
                 if row is not None:
                     if row[1] != fingerprint:
                         raise IdempotencyKeyReused(
                             f"Idempotency-Key {key!r} was already used for another {row[2]} job; "
                             "use a new key for a new request")
-                    return self._load(db, row[0]), False
+                    return self._load(tx, row[0]), False
+            self._check_caps(tx, tenant, owner)
             job_id = _new_job_id()
-            db.execute("INSERT INTO jobs (id, kind, key, fingerprint, params, state, total, created, updated) "
-                       "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
-                       (job_id, kind, key, fingerprint, _dumps(params), len(steps), now, now))
-            db.executemany("INSERT INTO steps (job, n, params, state) VALUES (?, ?, ?, 'pending')",
-                           [(job_id, n, _dumps(s)) for n, s in enumerate(steps)])
-            return self._load(db, job_id), True
+            tx.execute("INSERT INTO jobs (id, kind, key, fingerprint, params, state, total, created, updated, tenant, "
+                       "scope, owner) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                       (job_id, kind, key, fingerprint, _dumps(params), len(steps), now, now, tenant, scope, owner))
+            tx.many("INSERT INTO steps (job, n, params, state, home) VALUES (?, ?, ?, 'pending', ?)",
+                    [(job_id, n, _dumps(s), homes[n]) for n, s in enumerate(steps)])
+            return self._load(tx, job_id), True
+
+    def _check_caps(self, tx: Tx, tenant: str, owner: str | None) -> None:
+        limits = self.limits
+        if limits.per_tenant:
+            open_jobs = tx.scalar("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND tenant = ?",
+                                  (tenant,))
+            if open_jobs >= limits.per_tenant:
+                raise QueueFull(f"{open_jobs} jobs of owner prefix {tenant!r} are queued or running (the cap is "
+                                f"{limits.per_tenant}): wait for some to finish", retry_after=limits.retry_after)
+        if limits.per_owner and owner is not None:
+            open_jobs = tx.scalar("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running') AND owner = ?",
+                                  (owner,))
+            if open_jobs >= limits.per_owner:
+                raise QueueFull(f"{open_jobs} jobs of owner {owner!r} are queued or running (the cap is "
+                                f"{limits.per_owner}): wait for some to finish", retry_after=limits.retry_after)
+
+    def size(self) -> int:
+        """Bytes the jobs take (what the size budget compares)."""
+        return self.db.size(_TABLES)
+
+    def _keep_budget(self) -> None:
+        """Over the size budget: finished jobs go, oldest first, whatever their age; still over → QueueFull."""
+        budget = self.limits.max_bytes
+        if not budget or self.size() <= budget:
+            return
+        while self.size() > budget * 0.9:
+            with self.db.write() as tx:
+                ids = [r[0] for r in tx.rows("SELECT id FROM jobs WHERE finished IS NOT NULL ORDER BY finished "
+                                             "LIMIT 200")]
+                if not ids:
+                    break
+                tx.execute(f"DELETE FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
+        if self.size() > budget:
+            raise QueueFull(f"the jobs database is over its size budget ({budget / (1024 * 1024):g} MiB) with "
+                            "unfinished jobs: wait for some to finish", retry_after=60)
 
     def by_key(self, key: str) -> Job | None:
         """The job submitted under idempotency ``key``, or None (a retry that need not rebuild its steps)."""
-        row = self._db().execute("SELECT id FROM jobs WHERE key = ?", (key,)).fetchone()
-        return None if row is None else self._load(self._db(), row[0])
+        row = self.db.one("SELECT id FROM jobs WHERE key = ?", (key,))
+        return None if row is None else self._load(None, row[0])
 
     def get(self, job_id: str) -> Job:
         """The job; :class:`~wikimem.errors.NotFound` if there is none (or it was pruned)."""
         validate_job_id(job_id)
-        return self._load(self._db(), job_id)
+        return self._load(None, job_id)
 
-    def _load(self, db: sqlite3.Connection, job_id: str) -> Job:
-        row = db.execute("SELECT id, kind, state, done, failed, total, params, created, updated, finished "
-                         "FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    _JOB_COLUMNS = "id, kind, state, done, failed, total, params, created, updated, finished, tenant, scope"
+
+    def _load(self, tx: Tx | None, job_id: str, *, steps: bool = True) -> Job:
+        q = tx or self.db
+        row = q.one(f"SELECT {self._JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
         if row is None:
             raise NotFound(f"no job {job_id!r}")
         results = []
-        for n, state, result, error in db.execute(
-                "SELECT n, state, result, error FROM steps WHERE job = ? ORDER BY n", (job_id,)):
-            entry: dict[str, Any] = {"step": n, "state": state}
-            if result is not None:
-                entry["result"] = json.loads(result)
-            if error is not None:
-                entry["error"] = json.loads(error)
-            results.append(entry)
+        if steps:
+            for n, state, result, error in q.rows(
+                    "SELECT n, state, result, error FROM steps WHERE job = ? ORDER BY n", (job_id,)):
+                entry: dict[str, Any] = {"step": n, "state": state}
+                if result is not None:
+                    entry["result"] = json.loads(result)
+                if error is not None:
+                    entry["error"] = json.loads(error)
+                results.append(entry)
+        return self._job(row, results)
+
+    @staticmethod
+    def _job(row: tuple, results: list) -> Job:
         return Job(id=row[0], kind=row[1], state=row[2], done=row[3], failed=row[4], total=row[5],
-                   results=results, params=json.loads(row[6]), created=_iso(row[7]), updated=_iso(row[8]),
-                   finished=_iso(row[9]))
+                   results=results, params=json.loads(row[6]), created=_iso(row[7]) or "",
+                   updated=_iso(row[8]) or "", finished=_iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
+
+    def list(self, query: JobQuery | None = None, *, within: str = "", admin: bool = False, limit: int = 50,
+             cursor: str | None = None) -> JobPage:
+        """Jobs newest first that a caller limited to owner prefix ``within`` may see: one-owner jobs of its
+        owners, and jobs over many owners (bulk) made within its prefix when ``admin``."""
+        from wikimem.host.owner_ids import scope_prefix
+
+        query = query or JobQuery()
+        prefix = scope_prefix(within, query.owner_prefix)
+        if prefix is None:
+            return JobPage()
+        where: list[str] = ["substr(scope, 1, ?) = ?"]
+        args: list[Any] = [len(prefix), prefix]
+        if not admin:
+            where.append("owner IS NOT NULL")
+        for column, value in (("kind", query.kind), ("state", query.state)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if query.since is not None:
+            where.append("created >= ?")
+            args.append(query.since)
+        if cursor:
+            created, job_id = _decode_cursor(cursor)
+            where.append("(created < ? OR (created = ? AND id < ?))")
+            args += [created, created, job_id]
+        rows = self.db.rows(f"SELECT {self._JOB_COLUMNS} FROM jobs WHERE {' AND '.join(where)} "
+                            "ORDER BY created DESC, id DESC LIMIT ?", [*args, limit + 1])
+        more, rows = len(rows) > limit, rows[:limit]
+        page = [self._job(r, []) for r in rows]
+        return JobPage(page, _encode_cursor(rows[-1][7], rows[-1][0]) if more and rows else None)
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job none of whose steps has started; :class:`~wikimem.errors.Conflict` once one has."""
+        validate_job_id(job_id)
+        now = time.time()
+        with self.db.write() as tx:
+            job = self._load(tx, job_id, steps=False)
+            if job.state == "cancelled":
+                return self._load(tx, job_id)
+            if job.state != "queued":
+                raise Conflict(f"job {job_id} is {job.state}: only a queued job can be cancelled")
+            tx.execute("UPDATE steps SET state = 'cancelled', finished = ? WHERE job = ? AND state = 'pending'",
+                       (now, job_id))
+            tx.execute("UPDATE jobs SET state = 'cancelled', updated = ?, finished = ? WHERE id = ?",
+                       (now, now, job_id))
+            return self._load(tx, job_id)
 
     # -- steps (the runner's side) -----------------------------------------------
 
-    def claim(self, owner: str, kinds: Sequence[str], *, lease: float, max_attempts: int) -> Step | None:
-        """Take the oldest runnable step of one of ``kinds`` under a lease for ``owner``, or None.
+    def claim(self, owner: str, kinds: Sequence[str], *, lease: float, max_attempts: int,
+              host: str | None = None, foreign: bool = False) -> Step | None:
+        """Take the next runnable step of one of ``kinds`` under a lease for ``owner`` (a runner), or None.
 
         Runnable: pending (and due), or running under a lease that lapsed or
-        whose process is gone. A step already tried ``max_attempts`` times
-        is failed instead of being handed out again.
+        whose process is gone; and meant for this ``host`` (or any host), or —
+        when ``foreign`` (this host can act on any owner: replication) — meant
+        for a host that stopped beating. The next one is the oldest step of the
+        tenant served longest ago: tenants take turns, so one tenant's
+        thousand steps delay another's one by at most one step per runner. A
+        step already tried ``max_attempts`` times is failed instead.
         """
         if not kinds:
             return None
         now = time.time()
         marks = ",".join("?" * len(kinds))
-        if not self._db().execute("SELECT 1 FROM steps WHERE state IN ('pending', 'running') AND not_before <= ? "
-                                  "LIMIT 1", (now,)).fetchone():
+        if not self.db.one("SELECT 1 FROM steps WHERE state IN ('pending', 'running') AND not_before <= ? LIMIT 1",
+                           (now,)):
             return None  # nothing to do: no write lock taken (every idle runner polls this)
-        with self._tx() as db:
-            dead = [(j, n) for j, n, holder in db.execute(
+        where_home, home_args = "s.home IS NULL", []  # type: str, list[Any]
+        if host:
+            where_home = "(s.home IS NULL OR s.home = ?"
+            home_args = [host]
+            if foreign:
+                where_home += " OR NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = s.home AND h.seen >= ?)"
+                home_args.append(now - lease)
+            where_home += ")"
+        with self.db.write() as tx:
+            dead = [(j, n) for j, n, holder in tx.rows(
                 "SELECT job, n, lease_owner FROM steps WHERE state = 'running' AND lease_until >= ?", (now,))
                 if _holder_is_gone(holder)]
             for j, n in dead:  # a process of this machine that died: no need to wait for its lease
-                db.execute("UPDATE steps SET lease_until = 0 WHERE job = ? AND n = ?", (j, n))
+                tx.execute("UPDATE steps SET lease_until = 0 WHERE job = ? AND n = ?", (j, n))
             while True:
-                row = db.execute(
-                    f"SELECT s.job, s.n, s.params, s.attempts, j.kind, j.params FROM steps s "
-                    f"JOIN jobs j ON j.id = s.job WHERE j.kind IN ({marks}) AND s.not_before <= ? "
-                    f"AND (s.state = 'pending' OR (s.state = 'running' AND s.lease_until < ?)) "
-                    f"ORDER BY j.created, s.n LIMIT 1", (*kinds, now, now)).fetchone()
+                row = tx.one(
+                    f"SELECT s.job, s.n, s.params, s.attempts, j.kind, j.params, j.tenant FROM steps s "
+                    f"JOIN jobs j ON j.id = s.job LEFT JOIN tenants t ON t.tenant = j.tenant "
+                    f"WHERE j.kind IN ({marks}) AND s.not_before <= ? "
+                    f"AND (s.state = 'pending' OR (s.state = 'running' AND s.lease_until < ?)) AND {where_home} "
+                    f"ORDER BY coalesce(t.last_claim, 0), j.created, s.n LIMIT 1",
+                    (*kinds, now, now, *home_args))
                 if row is None:
                     return None
-                job_id, n, params, attempts, kind, job_params = row
+                job_id, n, params, attempts, kind, job_params, tenant = row
                 if attempts >= max_attempts:
                     error = {"code": "gave_up", "message": f"gave up after {attempts} attempts: the process "
                                                            "running this step stopped each time"}
-                    self._finish(db, job_id, n, "failed", None, error, now)
+                    self._finish(tx, job_id, n, "failed", None, error, now)
                     continue
-                db.execute("UPDATE steps SET state = 'running', lease_owner = ?, lease_until = ?, "
+                tx.execute("UPDATE steps SET state = 'running', lease_owner = ?, lease_until = ?, "
                            "attempts = attempts + 1 WHERE job = ? AND n = ?", (owner, now + lease, job_id, n))
-                db.execute("UPDATE jobs SET state = 'running', updated = ? WHERE id = ? AND state = 'queued'",
+                tx.execute("UPDATE jobs SET state = 'running', updated = ? WHERE id = ? AND state = 'queued'",
                            (now, job_id))
+                tx.execute("INSERT INTO tenants (tenant, last_claim) VALUES (?, ?) ON CONFLICT (tenant) "
+                           "DO UPDATE SET last_claim = excluded.last_claim", (tenant or "", now))
                 return Step(job_id, n, kind, json.loads(params), json.loads(job_params), attempts + 1)
 
-    def heartbeat(self, owner: str, *, lease: float) -> int:
-        """Extend every lease ``owner`` holds; how many it holds."""
-        with self._tx() as db:
-            return db.execute("UPDATE steps SET lease_until = ? WHERE state = 'running' AND lease_owner = ?",
-                              (time.time() + lease, owner)).rowcount
+    def heartbeat(self, owner: str, *, lease: float, host: str | None = None) -> int:
+        """Extend every lease ``owner`` holds (and say ``host`` is alive); how many it holds."""
+        now = time.time()
+        with self.db.write() as tx:
+            if host:
+                tx.execute("INSERT INTO hosts (name, seen) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                           "seen = excluded.seen", (host, now))
+            return tx.execute("UPDATE steps SET lease_until = ? WHERE state = 'running' AND lease_owner = ?",
+                              (now + lease, owner)).rowcount
 
     def complete(self, step: Step, owner: str, *, result: Any = None, error: Mapping[str, Any] | None = None) -> bool:
         """Record a step's outcome, if ``owner`` still holds its lease (else nothing; False)."""
         state = "failed" if error is not None else "done"
-        with self._tx() as db:
-            if not self._holds(db, step, owner):
+        with self.db.write() as tx:
+            if not self._holds(tx, step, owner):
                 return False
-            self._finish(db, step.job, step.n, state, None if error else _dumps(result),
+            self._finish(tx, step.job, step.n, state, None if error else _dumps(result),
                          None if error is None else dict(error), time.time())
             return True
 
     def release(self, step: Step, owner: str, *, delay: float) -> bool:
         """Put a step back to be claimed again after ``delay`` seconds (:class:`RetryLater`)."""
-        with self._tx() as db:
-            if not self._holds(db, step, owner):
+        with self.db.write() as tx:
+            if not self._holds(tx, step, owner):
                 return False
-            db.execute("UPDATE steps SET state = 'pending', lease_owner = NULL, lease_until = NULL, "
+            tx.execute("UPDATE steps SET state = 'pending', lease_owner = NULL, lease_until = NULL, "
                        "not_before = ? WHERE job = ? AND n = ?", (time.time() + max(0.0, delay), step.job, step.n))
             return True
 
     @staticmethod
-    def _holds(db: sqlite3.Connection, step: Step, owner: str) -> bool:
-        row = db.execute("SELECT state, lease_owner FROM steps WHERE job = ? AND n = ?", (step.job, step.n)).fetchone()
+    def _holds(tx: Tx, step: Step, owner: str) -> bool:
+        row = tx.one("SELECT state, lease_owner FROM steps WHERE job = ? AND n = ?", (step.job, step.n))
         return row is not None and row[0] == "running" and row[1] == owner
 
     @staticmethod
-    def _finish(db: sqlite3.Connection, job_id: str, n: int, state: str, result: str | None,
-                error: dict | None, now: float) -> None:
-        db.execute("UPDATE steps SET state = ?, result = ?, error = ?, lease_owner = NULL, lease_until = NULL "
-                   "WHERE job = ? AND n = ?", (state, result, None if error is None else _dumps(error), job_id, n))
+    def _finish(tx: Tx, job_id: str, n: int, state: str, result: str | None, error: dict | None,
+                now: float) -> None:
+        tx.execute("UPDATE steps SET state = ?, result = ?, error = ?, lease_owner = NULL, lease_until = NULL, "
+                   "finished = ? WHERE job = ? AND n = ?",
+                   (state, result, None if error is None else _dumps(error), now, job_id, n))
         failed = 1 if state == "failed" else 0
-        db.execute("UPDATE jobs SET done = done + 1, failed = failed + ?, updated = ?, "
+        tx.execute("UPDATE jobs SET done = done + 1, failed = failed + ?, updated = ?, "
                    "state = CASE WHEN done + 1 < total THEN 'running' "
                    "WHEN failed + ? > 0 THEN 'failed' ELSE 'done' END, "
                    "finished = CASE WHEN done + 1 < total THEN NULL ELSE ? END WHERE id = ?",
                    (failed, now, failed, now, job_id))
 
+    def stats(self) -> builtins.list[tuple[str, str, int, float]]:
+        """``(kind, state, jobs, oldest created)`` for every kind and state held (what metrics show)."""
+        rows = self.db.rows("SELECT kind, state, COUNT(*), MIN(created) FROM jobs GROUP BY kind, state")
+        return [(str(k), str(s), int(n), float(t)) for k, s, n, t in rows]
+
+    # -- housekeeping ------------------------------------------------------------
+
     def prune(self, *, now: float | None = None) -> int:
         """Delete jobs finished more than ``retention`` seconds ago; how many."""
         cutoff = (time.time() if now is None else now) - self.retention
-        with self._tx() as db:
-            gone = db.execute("DELETE FROM jobs WHERE finished IS NOT NULL AND finished < ?", (cutoff,)).rowcount
+        with self.db.write() as tx:
+            gone = tx.execute("DELETE FROM jobs WHERE finished IS NOT NULL AND finished < ?", (cutoff,)).rowcount
         if gone:
-            self._db().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # give the space back to the file system
+            self.db.compact()  # give the space back to the file system
         return gone
+
+    def forget_turns(self, *, now: float | None = None) -> int:
+        """Drop the raw turn of memorize steps finished more than ``limits.turn_keep`` seconds ago (their result
+        stays); how many."""
+        cutoff = (time.time() if now is None else now) - self.limits.turn_keep
+        dropped = 0
+        with self.db.write() as tx:
+            rows = tx.rows("SELECT s.job, s.n, s.params FROM steps s JOIN jobs j ON j.id = s.job "
+                           "WHERE j.kind = ? AND s.state IN ('done', 'failed', 'cancelled') AND s.finished < ? "
+                           "AND s.params LIKE ?", (MEMORIZE, cutoff, '%"turn":%'))
+            for job_id, n, params in rows:
+                kept = {k: v for k, v in json.loads(params).items() if k != "turn"}
+                kept["turn_dropped"] = True
+                tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(kept), job_id, n))
+                dropped += 1
+        return dropped
+
+    def maintain(self) -> dict[str, int]:
+        """The periodic housekeeping: old jobs pruned, old turns dropped, the size budget kept."""
+        out = {"pruned": self.prune(), "turns_dropped": self.forget_turns()}
+        try:
+            self._keep_budget()
+        except QueueFull:
+            log.warning("jobs database over its size budget with unfinished jobs only")
+        return out
+
+
+def _encode_cursor(created: float, job_id: str) -> str:
+    import base64
+
+    raw = json.dumps([created, job_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    import base64
+
+    from wikimem.host.errors import BadRequest
+
+    try:
+        created, job_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(created, (int, float)) or isinstance(created, bool) or not isinstance(job_id, str):
+            raise ValueError
+        return float(created), validate_job_id(job_id)
+    except (ValueError, TypeError, InvalidName):
+        raise BadRequest(f"invalid cursor {cursor[:40]!r}") from None
 
 
 def _holder_is_gone(holder: str | None) -> bool:
@@ -412,10 +731,18 @@ def _holder_is_gone(holder: str | None) -> bool:
 # -- the runner ------------------------------------------------------------------
 
 class JobRunner:
-    """Background threads of one process that run the steps of registered kinds."""
+    """Background threads of one process that run the steps of registered kinds.
+
+    ``host`` is the name of this process's host (its steps first; every
+    heartbeat says it is alive); ``foreign``: this host may also take the
+    steps of a host that stopped beating (it can reach any owner: replication).
+    ``maintenance`` are called every ``maintain_every`` seconds from a worker
+    thread (the store's housekeeping is always one of them).
+    """
 
     def __init__(self, store: JobStore, *, threads: int = 2, lease: float = 30.0, poll: float = 1.0,
-                 max_attempts: int = 5, prune_every: float = 3600.0):
+                 max_attempts: int = 5, prune_every: float = 60.0, host: str | None = None, foreign: bool = False,
+                 maintenance: Sequence[Callable[[], Any]] = ()):
         if threads < 1 or lease <= 0 or poll <= 0 or max_attempts < 1:
             raise ValueError("threads and max_attempts must be >= 1, lease and poll > 0")
         self.store = store
@@ -424,6 +751,9 @@ class JobRunner:
         self.poll = float(poll)
         self.max_attempts = max_attempts
         self.prune_every = prune_every
+        self.host = host or store.host or None
+        self.foreign = foreign
+        self.maintenance = [store.maintain, *maintenance]
         self.handlers: dict[str, Handler] = {}
         self.id = ""
         self._wake = threading.Event()
@@ -482,7 +812,8 @@ class JobRunner:
         """Claim and run one step in the calling thread; whether there was one."""
         if not self.id:
             self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        step = self.store.claim(self.id, sorted(self.handlers), lease=self.lease, max_attempts=self.max_attempts)
+        step = self.store.claim(self.id, sorted(self.handlers), lease=self.lease, max_attempts=self.max_attempts,
+                                host=self.host, foreign=self.foreign)
         if step is None:
             return False
         self._run(step)
@@ -513,21 +844,25 @@ class JobRunner:
             self._maybe_prune()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.lease / 3):
+        while True:
             try:
-                self.store.heartbeat(self.id, lease=self.lease)
+                self.store.heartbeat(self.id, lease=self.lease, host=self.host)
             except Exception:
                 log.exception("job runner: heartbeat failed")
+            if self._stop.wait(self.lease / 3):
+                return
 
     def _maybe_prune(self) -> None:
         now = time.monotonic()
-        if now - self._last_prune < self.prune_every:
-            return
-        self._last_prune = now
-        try:
-            self.store.prune()
-        except sqlite3.Error:
-            log.exception("job runner: pruning old jobs failed")
+        with self._lock:
+            if self._last_prune and now - self._last_prune < self.prune_every:
+                return
+            self._last_prune = now
+        for task in self.maintenance:
+            try:
+                task()
+            except Exception:
+                log.exception("job runner: housekeeping failed")
 
 
 # -- handlers ----------------------------------------------------------------------
@@ -537,8 +872,8 @@ MEMORIZE = "memorize"
 _CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprint")
 
 
-def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None,
-                    **memorize_kwargs: Any) -> tuple[Job, bool]:
+def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None, tenant: str = "",
+                    request_id: str | None = None, **memorize_kwargs: Any) -> tuple[Job, bool]:
     """Submit a memorize of one turn as a one-step job; ``(job, created)``.
 
     ``memorize_kwargs`` are :meth:`Owner.memorize`'s (``character``,
@@ -546,9 +881,11 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
     ``source_conv``). The turn's time (``ts``, default now) and the run id
     (default a new one) are fixed here, at submission: entries are dated from
     when the turn was told, not from when the job ran, and the run id is
-    known at once. ``key`` (the request's Idempotency-Key) is scoped to the
+    known at once. ``tenant`` is the submitter's owner prefix (its fair share
+    and cap). ``key`` (the request's Idempotency-Key) is scoped to the
     owner, names the job, and is the memorize's own idempotency key, so a
     memorize already applied under it synchronously is replayed, not redone.
+    ``request_id`` (the submitting request's) is kept in the job's params.
     """
     from wikimem.format import normalize_ts
     from wikimem.host.owner import new_run_id
@@ -561,8 +898,8 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
         params["idempotency_key"] = key
     step = {"owner": owner, "turn": turn, **params}
     scoped = None if key is None else f"{MEMORIZE}\n{owner}\n{key}"
-    return store.submit(MEMORIZE, [step], params={"owner": owner, "run": params["run"]}, key=scoped,
-                        request=request)
+    meta = {"owner": owner, "run": params["run"], **({"request_id": request_id} if request_id else {})}
+    return store.submit(MEMORIZE, [step], params=meta, key=scoped, request=request, tenant=tenant)
 
 
 def memorize_handler(host: Any) -> Handler:

@@ -1,6 +1,7 @@
-"""The cross-owner run index: every owner's runs in one small SQLite file at the data root.
+"""The cross-owner run index: every owner's runs, in one small SQLite file at the data root or a cluster's database.
 
-``<data root>/index/runs.sqlite3`` (WAL) holds one row per run of an owner
+``<data root>/index/runs.sqlite3`` (WAL) — or, in a cluster, the PostgreSQL
+database every host shares (``WIKIMEM_DATABASE_URL``) — holds one row per run of an owner
 (a commit without a run id is a run of its own): actor, source
 conversation, first and last commit time, how many commits and changed
 items, the actions seen, the newest commit, and the undo commit that rolled
@@ -8,12 +9,15 @@ it back, if any. It answers "what did actor X write between T1 and T2, for
 everyone?" without opening a single owner.
 
 It is derived and rebuildable: each owner's history index is the truth.
-The host feeds it from :attr:`VersionedStore.on_commit` (inside the owner's
-lock, once the owner's history index holds the commit), walking that
-owner's history from the newest commit back to the last one it indexed —
-so commits made outside the host (hand edits, the ``git`` CLI, a listener
-that failed) are picked up by the owner's next write, or by
-``wikimem index rebuild``.
+The host feeds it from :attr:`VersionedStore.on_commit`, which fires
+whenever an owner's ``main`` moves — a write, a recovered write, a
+fast-forward or replay from the remote — inside the owner's lock, walking
+that owner's history from the newest commit back to the last one it indexed.
+``owners`` records that commit per owner (and the host that indexed it), so
+a reader can tell an owner whose head went beyond it (a clone, a hand edit
+with the ``git`` CLI, a worker killed between the branch move and the
+listener) and catch it up first (:meth:`Fleet.find_runs` does), and
+``wikimem index rebuild`` can refill it whole.
 
 A search's JSON (:meth:`RunPage.to_dict`) is ordered by one global key
 (newest ``last`` first, then owner, then the run's place in the owner's
@@ -28,41 +32,44 @@ import base64
 import json
 import logging
 import os
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
 from wikimem.host.owner_ids import scope_prefix
+
+from .sql import Database, Tx
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
 
 __all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "INDEX_PATH", "MAX_FIELD",
-           "row_cursor", "merge_pages"]
+           "row_cursor", "merge_pages", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
 INDEX_PATH = Path("index") / "runs.sqlite3"
 MAX_FIELD = 200
+SQLITE_MIN_INT, SQLITE_MAX_INT = -(2**63), 2**63 - 1  # what an INTEGER column (and a bound parameter) holds
 UNDO_ACTIONS = ("revert", "rollback")
+SCHEMA_VERSION = 2  # 1: the first wave's runs.sqlite3 (no user_version); 2: owners.host, per-host completeness
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
-    owner TEXT NOT NULL, key TEXT NOT NULL, run TEXT, actor TEXT, source_conv TEXT,
-    first INTEGER NOT NULL, last INTEGER NOT NULL, commits INTEGER NOT NULL, changes INTEGER NOT NULL,
+    owner {text_c} NOT NULL, key TEXT NOT NULL, run TEXT, actor TEXT, source_conv TEXT,
+    first BIGINT NOT NULL, last BIGINT NOT NULL, commits INTEGER NOT NULL, changes INTEGER NOT NULL,
     actions TEXT NOT NULL, head TEXT NOT NULL, seq INTEGER NOT NULL, undone_by TEXT, PRIMARY KEY (owner, key));
 CREATE INDEX IF NOT EXISTS runs_last ON runs (last, owner, seq);
 CREATE INDEX IF NOT EXISTS runs_actor ON runs (actor, last);
 CREATE INDEX IF NOT EXISTS runs_run ON runs (run);
 CREATE INDEX IF NOT EXISTS runs_conv ON runs (source_conv, last);
-CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, head TEXT NOT NULL, seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS owners (owner {text_c} PRIMARY KEY, head TEXT NOT NULL, seq INTEGER NOT NULL, host TEXT);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)
 """
 
 
@@ -76,7 +83,7 @@ def _text(value, what: str, limit: int = MAX_FIELD) -> str | None:
     if not isinstance(value, str):
         raise BadRequest(f"{what} must be a string")
     if len(value) > limit:
-        raise BadRequest(f"{what} is longer than {limit} characters")
+        raise InvalidValue(f"{what} is longer than {limit} characters")
     return value
 
 
@@ -116,14 +123,15 @@ class RunQuery:
         prefix = scope_prefix(within, self.owner_prefix)
         if prefix is None:
             return None
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         for column, value in (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
         if self.action is not None:
-            where.append("instr(actions, ?) > 0")
-            args.append(f",{self.action},")
+            where.append("actions LIKE ? ESCAPE '\\'")
+            args.append(_contains(self.action))
         if self.since is not None:
             where.append("last >= ?")
             args.append(self.since)
@@ -182,18 +190,18 @@ class RunPage:
     unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
 
     def to_dict(self) -> dict:
-        out = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
-               "complete": self.complete}
+        out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
+                               "complete": self.complete}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> RunPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> RunPage:
         """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
         page = merge_pages(pages, limit)
         return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
-                   page["next"], page["total"], all(p.get("complete", True) for p in pages), list(unreachable))
+                   page["next"], page["total"], page["complete"], list(unreachable))
 
 
 @dataclass
@@ -205,13 +213,13 @@ class OwnerCountPage:
     unreachable: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        out = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
+        out: dict[str, Any] = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
         return out
 
     @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: list[str] = ()) -> OwnerCountPage:
+    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> OwnerCountPage:
         """One page from every host's page: owners in id order (one host's copy each: the newest), cut at ``limit``."""
         best: dict[str, dict] = {}
         more = False
@@ -223,7 +231,8 @@ class OwnerCountPage:
                     best[row["owner"]] = row
         ids = sorted(best)
         kept, more = ids[:limit], more or len(ids) > limit
-        return cls([OwnerCount(**{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__}) for i in kept],
+        rows: list[dict[str, Any]] = [{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__} for i in kept]
+        return cls([OwnerCount(**row) for row in rows],
                    encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
@@ -239,12 +248,19 @@ def encode_cursor(*key) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+def _fits(value: Any, kind: type) -> bool:
+    """A cursor's part of the right type; an integer one within SQLite's (a cursor of ours always is)."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        return False
+    return not isinstance(value, int) or SQLITE_MIN_INT <= value <= SQLITE_MAX_INT
+
+
 def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
+    """The key a cursor of :func:`encode_cursor` holds; anything else is a 400 ``invalid cursor``."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         key = json.loads(raw)
-        if not (isinstance(key, list) and len(key) == len(shape)
-                and all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(key, shape))):
+        if not (isinstance(key, list) and len(key) == len(shape) and all(map(_fits, key, shape))):
             raise ValueError
         return key
     except ValueError:
@@ -268,87 +284,120 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     """One page from the pages several hosts answered to the same search and cursor (their JSON).
 
     Rows are merged in the search's global order and cut at ``limit``;
-    totals are summed (owners live on one host each). ``next`` continues
-    every host after the last row kept.
+    ``next`` continues every host after the last row kept. This is the
+    gathering of a cluster *without* a shared database: each host indexes the
+    owners it holds, so an owner that moved between hosts may be known to
+    two of them. A run seen twice is kept once (the copy indexed further),
+    and then the totals — summed over hosts — are not exact: ``complete`` is
+    False. (A cluster that shares ``WIKIMEM_DATABASE_URL`` needs no gathering.)
     """
-    rows = sorted((r for p in pages for r in p.get("runs", [])), key=_order)
+    best: dict[tuple, dict] = {}
+    for row in (r for p in pages for r in p.get("runs", [])):
+        key = (row["owner"], row.get("run") or "@" + str(row.get("commit")))
+        seen = best.get(key)
+        if seen is None or int(row["seq"]) > int(seen["seq"]):
+            best[key] = row
+    twice = sum(len(p.get("runs", [])) for p in pages) - len(best)
+    rows = sorted(best.values(), key=_order)
     more = len(rows) > limit or any(p.get("next") for p in pages)
     kept = rows[:limit]
     total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
-    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total}
+    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total,
+            "complete": twice == 0 and all(p.get("complete", True) for p in pages)}
 
 
 class RunIndex:
-    """The cross-owner run index of one data root (safe to share between threads and processes)."""
+    """The cross-owner run index (safe to share between threads and processes, and, on PostgreSQL, hosts).
 
-    def __init__(self, path: Path | str):
-        self.path = Path(path)
-        self._local = threading.local()
+    ``target`` is the SQLite file of one data root or the ``postgresql://``
+    URL a cluster's hosts share; ``host`` names this host in the shared rows
+    (who indexed an owner last: the host holding it).
+    """
+
+    def __init__(self, target: Path | str, *, host: str = ""):
+        self.db = Database(target, "runs")
+        self.host = host
+        self._local = threading.local()  # the connection whose schema this thread checked
 
     def __repr__(self) -> str:
-        return f"RunIndex({str(self.path)!r})"
+        return f"RunIndex({self.db.shown!r})"
+
+    @property
+    def path(self) -> Path | str:
+        return self.db.target
+
+    @property
+    def shared(self) -> bool:
+        """Whether several hosts share it (a cluster's PostgreSQL database)."""
+        return self.db.postgres
 
     # -- connection ------------------------------------------------------------
 
-    def _db(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
-            conn = None  # made before a fork: SQLite handles must not cross it
-        if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                conn = self._connect()
-            except sqlite3.DatabaseError:  # damaged: it is only derived, start it again (a rebuild refills it)
-                for suffix in ("", "-wal", "-shm"):
-                    try:
-                        os.unlink(str(self.path) + suffix)
-                    except FileNotFoundError:
-                        pass
-                conn = self._connect()
-            self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
+    def _db(self) -> Database:
+        """The database, its schema checked once per connection (the file may have been replaced meanwhile)."""
+        conn = self.db.connection()
+        if getattr(self._local, "checked", None) is not conn:
+            self._open()
+            self._local.checked = self.db.connection()
+        return self.db
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        return conn
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE")
+    def _open(self) -> None:
         try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            self._migrate()
+        except self.db.errors:
+            if self.db.postgres:
+                raise
+            # damaged: it is only derived, start it again (a sweep or a rebuild refills it)
+            self.db.close()
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(str(self.db.target) + suffix)
+                except FileNotFoundError:
+                    pass
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Create the tables, or bring an older index to :data:`SCHEMA_VERSION` (it is derived: columns are added,
+        the next catch-up fills them)."""
+        db = self.db
+        if db.version() >= SCHEMA_VERSION:
+            return
+        db.script(_SCHEMA)
+        with db.write(schema=True) as tx:
+            if "host" not in db.columns("owners"):
+                tx.execute("ALTER TABLE owners ADD COLUMN host TEXT")
+            db.set_version(tx, SCHEMA_VERSION)
 
     def start(self, has_owners: bool) -> None:
-        """At a host's start: a new index over a data root that already has owners is incomplete until a rebuild
-        (each owner is indexed whole at its next write; the others only by ``wikimem index rebuild``)."""
-        if self.path.exists():
-            return
+        """At a host's start: until this host's owners are known to be indexed (its first sweep, see
+        :meth:`Fleet.sweep_run_index`), answers say ``complete: false``."""
+        failures: tuple[type[BaseException], ...] = (OSError, *self.db.errors)
         try:
-            self.set_complete(not has_owners)
-        except (OSError, sqlite3.Error):  # a read-only data root: searches work on what is there
-            log.warning("run index: could not create %s", self.path, exc_info=True)
+            known = self._db().one("SELECT value FROM meta WHERE key = ?", (self._complete_key,))
+            if known is None:
+                self.set_complete(not has_owners)
+        except failures:  # a read-only data root: searches work on what is there
+            log.warning("run index: could not open %s", self.db.shown, exc_info=True)
+
+    @property
+    def _complete_key(self) -> str:
+        return f"complete:{self.host}"
 
     def set_complete(self, complete: bool) -> None:
-        with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('complete', ?)", ("1" if complete else "0",))
+        """Record whether every owner of this host is indexed (set by a sweep or a rebuild)."""
+        with self._db().write() as tx:
+            tx.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                       "excluded.value", (self._complete_key, "1" if complete else "0"))
+            if complete:
+                tx.execute("DELETE FROM meta WHERE key = 'complete'")  # the flag of an index before version 2
 
     def complete(self) -> bool:
-        row = self._db().execute("SELECT value FROM meta WHERE key='complete'").fetchone()
-        return row is None or row[0] == "1"
+        """Whether every host that uses the index has it complete (its owners swept since it started)."""
+        row = self._db().one("SELECT count(*) FROM meta WHERE key LIKE 'complete%' AND value = '0'")
+        return row is None or row[0] == 0
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self.db.close()
 
     # -- feeding ---------------------------------------------------------------
 
@@ -359,66 +408,123 @@ class RunIndex:
         return on_commit
 
     def indexed_head(self, owner_id: str) -> str | None:
-        row = self._db().execute("SELECT head FROM owners WHERE owner=?", (owner_id,)).fetchone()
+        row = self._db().one("SELECT head FROM owners WHERE owner = ?", (owner_id,))
         return row[0] if row else None
+
+    def heads(self, prefix: str = "") -> dict[str, str]:
+        """``{owner: the newest commit indexed}`` of the owners under ``prefix``."""
+        sql, args = "SELECT owner, head FROM owners", []
+        if prefix:
+            sql += " WHERE substr(owner, 1, ?) = ?"
+            args = [len(prefix), prefix]
+        return {o: h for o, h in self._db().rows(sql, args)}
 
     def catch_up(self, owner: Owner) -> int:
         """Index the owner's commits newer than the last one indexed; how many were new (the first one,
         ``init``, is not a run and not counted).
 
-        If the last indexed commit is no longer in the owner's history (the
-        history index was rebuilt from another history), the owner is
-        indexed again from scratch.
+        The index only moves forward: when this host's copy is behind what
+        the index holds (another host of a cluster wrote later; this copy
+        has not caught up with the remote yet), nothing changes. When the
+        last indexed commit is no longer in the owner's history at all (the
+        history was rewritten here, or commits were replayed on top of the
+        remote), the owner is indexed again from scratch.
         """
         while True:
-            known = self.indexed_head(owner.id)
-            new, reached = _newer_than(owner, known)
+            db = self._db()
+            row = db.one("SELECT head, host FROM owners WHERE owner = ?", (owner.id,))
+            known, by = (row[0], row[1]) if row else (None, None)
+            head = owner.head()
+            if known is not None and known == head:
+                return 0
+            new, reached = _newer_than(owner, known, limit=8)  # a quick look: usually the commit just made
+            if known is not None and not reached:
+                if self._behind(owner, known, by):
+                    return 0
+                new, reached = _newer_than(owner, known)
             if not new and (reached or known is None):
                 return 0  # nothing to write: no write lock taken
-            with self._write() as db:
-                row = db.execute("SELECT head, seq FROM owners WHERE owner=?", (owner.id,)).fetchone()
+            with db.write() as tx:
+                row = tx.one("SELECT head, seq FROM owners WHERE owner = ?", (owner.id,))
                 if (row[0] if row else None) != known:
                     continue  # a rebuild or another listener moved it meanwhile: look again
-                seq = row[1] if row and reached else 0
+                seq = max(row[1], 0) if row and reached else 0
                 if known is not None and not reached:
-                    db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
-                for entry in reversed(new):
-                    seq = self._add(db, owner, entry, seq)
-                if new:
-                    db.execute("INSERT OR REPLACE INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-            return sum(1 for e in new if e.action != "init")
+                    tx.execute("DELETE FROM runs WHERE owner = ?", (owner.id,))
+                added = self._add_all(tx, owner, new, seq)
+            return added
+
+    def _behind(self, owner: Owner, known: str, by: str | None) -> bool:
+        """Whether this copy of ``owner`` is behind the commit the index holds (then it must not be indexed)."""
+        where = owner.vstore.relation(known)
+        if where == "descendant":  # the index has commits this copy has not fetched yet
+            return True
+        return where == "unknown" and self.shared and by not in (None, self.host)
+
+    def _set_head(self, tx: Tx, owner_id: str, head: str, seq: int) -> None:
+        tx.execute("INSERT INTO owners (owner, head, seq, host) VALUES (?, ?, ?, ?) ON CONFLICT (owner) DO UPDATE "
+                   "SET head = excluded.head, seq = excluded.seq, host = excluded.host",
+                   (owner_id, head, seq, self.host or None))
 
     def reindex(self, owner: Owner) -> int:
         """Index one owner from scratch (its rows are replaced in one transaction); how many commits."""
-        with self._write() as db:
-            db.execute("DELETE FROM runs WHERE owner=?", (owner.id,))
-            db.execute("DELETE FROM owners WHERE owner=?", (owner.id,))
-            new, _ = _newer_than(owner, None)
-            seq = 0
-            for entry in reversed(new):
-                seq = self._add(db, owner, entry, seq)
-            if new:
-                db.execute("INSERT INTO owners VALUES (?, ?, ?)", (owner.id, new[0].id, seq))
-        return sum(1 for e in new if e.action != "init")
+        new, _ = _newer_than(owner, None)
+        with self._db().write() as tx:
+            tx.execute("DELETE FROM runs WHERE owner = ?", (owner.id,))
+            tx.execute("DELETE FROM owners WHERE owner = ?", (owner.id,))
+            return self._add_all(tx, owner, new, 0)
 
     def forget(self, owner_id: str) -> None:
         """Drop a deleted owner's rows (logged, never raised: ``refresh`` drops them later)."""
         try:
-            with self._write() as db:
-                db.execute("DELETE FROM runs WHERE owner=?", (owner_id,))
-                db.execute("DELETE FROM owners WHERE owner=?", (owner_id,))
-        except sqlite3.Error:
+            with self._db().write() as tx:
+                tx.execute("DELETE FROM runs WHERE owner = ?", (owner_id,))
+                tx.execute("DELETE FROM owners WHERE owner = ?", (owner_id,))
+        except self.db.errors:
             log.exception("run index: could not drop the rows of deleted owner %s", owner_id)
 
+    def bury(self, owner_id: str, head: str | None) -> None:
+        """A deleted owner: its runs go. On a shared index the owner keeps a row at ``head`` (the commit that
+        deleted it everywhere, ``seq`` -1), so a host still holding an older copy never indexes it back."""
+        if not self.shared or not head:
+            self.forget(owner_id)
+            return
+        with self._db().write() as tx:
+            tx.execute("DELETE FROM runs WHERE owner = ?", (owner_id,))
+            tx.execute("INSERT INTO owners (owner, head, seq, host) VALUES (?, ?, -1, ?) ON CONFLICT (owner) DO "
+                       "UPDATE SET head = excluded.head, seq = -1, host = excluded.host", (owner_id, head, self.host))
+
+    def forget_copy(self, owner_id: str) -> None:
+        """This host dropped its copy of an owner that lives on (elsewhere): its rows go only if the index is
+        this host's alone."""
+        if not self.shared:
+            self.forget(owner_id)
+
     def forget_others(self, keep: set[str]) -> int:
-        """Drop the rows of every owner not in ``keep`` (deleted meanwhile); how many owners were dropped."""
-        known = {r[0] for r in self._db().execute("SELECT owner FROM owners UNION SELECT DISTINCT owner FROM runs")}
+        """Drop the rows of every owner not in ``keep`` (deleted meanwhile); how many owners were dropped.
+
+        On a shared index only the owners this host indexed last are
+        considered (the others are other hosts' to keep).
+        """
+        sql = "SELECT owner, host FROM owners WHERE seq >= 0"  # (a buried owner keeps its row)
+        known = {o for o, by in self._db().rows(sql) if not self.shared or by in (None, self.host)}
+        if not self.shared:
+            known |= {r[0] for r in self._db().rows("SELECT DISTINCT owner FROM runs")}
         gone = sorted(known - keep)
         for owner_id in gone:
             self.forget(owner_id)
         return len(gone)
 
-    def _add(self, db: sqlite3.Connection, owner: Owner, entry, seq: int) -> int:
+    def _add_all(self, tx: Tx, owner: Owner, new: list, seq: int) -> int:
+        """Index ``new`` (newest first) after position ``seq`` and record the owner's newest indexed commit;
+        how many commits were indexed (the first one, ``init``, is not a run and not counted)."""
+        for entry in reversed(new):
+            seq = self._add(tx, owner, entry, seq)
+        if new:
+            self._set_head(tx, owner.id, new[0].id, seq)
+        return sum(1 for e in new if e.action != "init")
+
+    def _add(self, tx: Tx, owner: Owner, entry, seq: int) -> int:
         """Index one commit (oldest first) at position ``seq + 1``; the position reached."""
         if entry.action == "init":
             return seq
@@ -426,33 +532,34 @@ class RunIndex:
         key = entry.run or "@" + entry.id
         when = _epoch(entry.time)
         action = entry.action or "change"
-        db.execute(
+        tx.execute(
             "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head, seq)"
             " VALUES (?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT (owner, key) DO UPDATE SET"
-            " first = min(first, excluded.first), last = max(last, excluded.last), commits = commits + 1,"
-            " changes = changes + excluded.changes, head = excluded.head, seq = excluded.seq,"
-            " source_conv = coalesce(source_conv, excluded.source_conv),"
-            " actions = CASE WHEN instr(actions, excluded.actions) > 0 THEN actions"
-            " ELSE actions || substr(excluded.actions, 2) END",
+            " first = CASE WHEN excluded.first < runs.first THEN excluded.first ELSE runs.first END,"
+            " last = CASE WHEN excluded.last > runs.last THEN excluded.last ELSE runs.last END,"
+            " commits = runs.commits + 1, changes = runs.changes + excluded.changes, head = excluded.head,"
+            " seq = excluded.seq, source_conv = coalesce(runs.source_conv, excluded.source_conv),"
+            " actions = CASE WHEN runs.actions LIKE ? ESCAPE '\\' THEN runs.actions"
+            " ELSE runs.actions || substr(excluded.actions, 2) END",
             (owner.id, key, entry.run, entry.actor, entry.source_conv, when, when, int(entry.changes or 0),
-             f",{action},", entry.id, seq))
+             f",{action},", entry.id, seq, _contains(action)))
         if entry.action in UNDO_ACTIONS:
-            self._mark(db, owner, entry.id)
+            self._mark(tx, owner, entry.id)
         return seq
 
     @staticmethod
-    def _mark(db: sqlite3.Connection, owner: Owner, undo: str) -> None:
+    def _mark(tx: Tx, owner: Owner, undo: str) -> None:
         """An undo commit: its targets are rolled back by it; whatever it undid is live again."""
         info = owner.review.undo_of(undo)
         for target in info.reverts:
             # Undoing an undo: what that undo had rolled back stands again.
-            db.execute("UPDATE runs SET undone_by = NULL WHERE owner=? AND substr(undone_by, 1, ?) = ?",
+            tx.execute("UPDATE runs SET undone_by = NULL WHERE owner = ? AND substr(undone_by, 1, ?) = ?",
                        (owner.id, len(target), target))
         for run in info.runs:
-            db.execute("UPDATE runs SET undone_by=? WHERE owner=? AND run=?", (undo, owner.id, run))
+            tx.execute("UPDATE runs SET undone_by = ? WHERE owner = ? AND run = ?", (undo, owner.id, run))
         for target in info.reverts:
             # A loose commit, or a run of one commit, undone by a revert of that commit.
-            db.execute("UPDATE runs SET undone_by=? WHERE owner=? AND commits=1 AND substr(head, 1, ?) = ?",
+            tx.execute("UPDATE runs SET undone_by = ? WHERE owner = ? AND commits = 1 AND substr(head, 1, ?) = ?",
                        (undo, owner.id, len(target), target))
 
     # -- searching ---------------------------------------------------------------
@@ -469,15 +576,15 @@ class RunIndex:
             page_where += " AND (last < ? OR (last = ? AND (owner > ? OR (owner = ? AND seq < ?))))"
             page_args += [last, last, owner, owner, seq]
         db = self._db()
-        rows = db.execute(f"SELECT {_ROW} FROM runs WHERE {page_where} ORDER BY last DESC, owner, seq DESC LIMIT ?",
-                          [*page_args, limit + 1]).fetchall()
+        rows = db.rows(f"SELECT {_ROW} FROM runs WHERE {page_where} ORDER BY last DESC, owner, seq DESC LIMIT ?",
+                       [*page_args, limit + 1])
         more, rows = len(rows) > limit, rows[:limit]
-        runs, owners, commits = db.execute(
-            f"SELECT count(*), count(DISTINCT owner), coalesce(sum(commits), 0) FROM runs WHERE {where}", args
-        ).fetchone()
+        totals = db.one(f"SELECT count(*), count(DISTINCT owner), coalesce(sum(commits), 0) FROM runs WHERE {where}",
+                        args)
+        runs, owners, commits = totals if totals is not None else (0, 0, 0)
         nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][11]) if more and rows else None
-        return RunPage([_row(r) for r in rows], nxt, {"runs": runs, "owners": owners, "commits": commits},
-                       self.complete())
+        return RunPage([_row(r) for r in rows], nxt, {"runs": int(runs), "owners": int(owners),
+                                                      "commits": int(commits)}, self.complete())
 
     def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
                   cursor: str | None = None) -> OwnerCountPage:
@@ -489,11 +596,11 @@ class RunIndex:
         if cursor:
             where += " AND owner > ?"
             args = [*args, decode_cursor(cursor, (str,))[0]]
-        rows = self._db().execute(
+        rows = self._db().rows(
             f"SELECT owner, count(*), sum(commits), min(first), max(last) FROM runs WHERE {where}"
-            " GROUP BY owner ORDER BY owner LIMIT ?", [*args, limit + 1]).fetchall()
+            " GROUP BY owner ORDER BY owner LIMIT ?", [*args, limit + 1])
         more, rows = len(rows) > limit, rows[:limit]
-        counts = [OwnerCount(o, n, c, iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
+        counts = [OwnerCount(o, int(n), int(c), iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
         return OwnerCountPage(counts, encode_cursor(rows[-1][0]) if more and rows else None)
 
     def selection(self, query: RunQuery, *, within: str = "", limit: int | None = None) -> dict[str, list[RunRow]]:
@@ -503,23 +610,44 @@ class RunIndex:
             return {}
         where, args = cond
         out: dict[str, list[RunRow]] = {}
-        for r in self._db().execute(f"SELECT {_ROW} FROM runs WHERE {where} ORDER BY owner, seq DESC", args):
+        for r in self._db().rows(f"SELECT {_ROW} FROM runs WHERE {where} ORDER BY owner, seq DESC", args):
             if r[0] not in out and limit is not None and len(out) >= limit:
                 break
             out.setdefault(r[0], []).append(_row(r))
         return out
 
+    def holders(self, owner_ids: list[str]) -> dict[str, str]:
+        """``{owner: the host that indexed it last}`` (the host holding it) of the owners a shared index knows."""
+        out: dict[str, str] = {}
+        for i in range(0, len(owner_ids), 500):
+            chunk = owner_ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update({o: h for o, h in self._db().rows(
+                f"SELECT owner, host FROM owners WHERE owner IN ({marks}) AND host IS NOT NULL", chunk)})
+        return out
 
-def _newer_than(owner: Owner, known: str | None) -> tuple[list, bool]:
-    """``(entries newer than known, newest first; whether known was reached)``: the owner's history walked back."""
+    def dump(self) -> list[tuple]:
+        """Every row, in one order (a test compares the index with a rebuild from git)."""
+        return self._db().rows(f"SELECT {_ROW} FROM runs ORDER BY owner, key")
+
+
+def _contains(word: str) -> str:
+    """The LIKE pattern of a list ``,a,b,`` that holds ``,word,``."""
+    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%,{escaped},%"
+
+
+def _newer_than(owner: Owner, known: str | None, limit: int | None = None) -> tuple[list, bool]:
+    """``(entries newer than known, newest first; whether known was reached)``: the owner's history walked back
+    (``limit``: at most that many entries)."""
     new: list = []
     cursor, size = None, 8  # usually only the commit just made is new: start small
     while True:
-        page = owner.history(limit=size, cursor=cursor)
+        page = owner.history(limit=size if limit is None else min(size, limit), cursor=cursor)
         for entry in page.entries:
             if entry.id == known:
                 return new, True
             new.append(entry)
-        if page.next is None:
+        if page.next is None or (limit is not None and len(new) >= limit):
             return new, False
         cursor, size = page.next, 500

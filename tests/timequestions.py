@@ -1,0 +1,105 @@
+"""Time questions as a companion bot's user asks them, and the memory they are asked of (issue 23).
+
+Shared by the library tests (``tests/unit/test_time_questions.py``) and the
+API tests (``tests/integration/test_time_questions_api.py``): the same
+diary, written relative to today in :data:`TZ`, and the same check of an
+answer (:func:`check_answer`) on the JSON form of a retrieval result.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+TZ = "Asia/Shanghai"
+
+# Wiki facts. Two share only the frame of a question (什么 做了 去了; what do did went): they
+# must never push the day's entries out. One shares a topic word (海边) with a question.
+WIKI = [
+    ("preferences", "food", "最喜欢吃火锅，不吃香菜。"),
+    ("preferences", "likes-the-sea", "喜欢海边。Loves the sea."),
+    ("notes", "chat-habits", "我们什么都聊，他做了很多计划，也去了很多地方。"),
+    ("notes", "work", "What I do at work: I design robots. Did you know he went there twice?"),
+    ("notes", "cat", "The cat likes tuna and sleeping in the sun."),
+]
+
+
+def _days_ago(today: date) -> dict[str, date]:
+    monday = today - timedelta(days=today.weekday())
+    return {"today": today, "yesterday": today - timedelta(days=1), "day-2": today - timedelta(days=2),
+            "day-3": today - timedelta(days=3), "last-wednesday": monday - timedelta(days=5),
+            "last-saturday": monday - timedelta(days=2)}
+
+
+# (day, HH:MM, content); each content holds a marker word the questions look for.
+DIARY = [
+    ("today", "08:30", "早上去公园跑了五公里。Morning run in the park."),
+    ("yesterday", "12:00", "中午和小林吃了拉面。Lunch: ramen with Lin."),
+    ("yesterday", "20:00", "晚上一起看了电影《星际穿越》。Watched Interstellar together."),
+    ("day-2", "19:30", "晚上吃了火锅，很辣。Hotpot dinner, very spicy."),
+    ("day-3", "15:00", "下午去书店买了两本书。Bought two books at the bookshop."),
+    ("last-wednesday", "10:00", "去了海边，捡了很多贝壳。We went to the beach and picked up shells."),
+    ("last-saturday", "14:00", "去爬山了，山顶风很大。Hiked up the hill, very windy at the top."),
+]
+
+# (question, markers of the entries that must be in the answer)
+QUESTIONS = [
+    ("昨天做了什么", ["拉面", "星际穿越"]),
+    ("我昨天干嘛了来着？", ["拉面", "星际穿越"]),
+    ("上周三去哪了", ["海边"]),
+    ("前天晚上吃的什么", ["火锅"]),
+    ("昨天发生了什么", ["拉面", "星际穿越"]),
+    ("前天我们去了哪里", ["火锅"]),
+    ("昨晚做什么了", ["拉面", "星际穿越"]),
+    ("三天前我在干嘛", ["书店"]),
+    ("大前天发生了什么事", ["书店"]),
+    ("上周末去哪玩了", ["爬山"]),
+    ("今天都忙了些什么", ["公园"]),
+    ("昨天吃了什么", ["拉面"]),
+    ("上周三我们聊了什么", ["海边"]),
+    ("上周三去海边了吗", ["海边"]),
+    ("what did I do yesterday?", ["ramen", "Interstellar"]),
+    ("where did we go last Wednesday?", ["beach"]),
+    ("what happened yesterday?", ["ramen", "Interstellar"]),
+    ("what did we eat the day before yesterday?", ["Hotpot"]),
+    ("what did I do 3 days ago?", ["books"]),
+    ("what did we do last weekend?", ["Hiked"]),
+    ("anything happen yesterday?", ["ramen", "Interstellar"]),
+    ("what was I up to yesterday?", ["ramen", "Interstellar"]),
+    ("what did I have for dinner last night?", ["Interstellar"]),
+    ("what did I do this morning?", ["park"]),
+    ("where were we two days ago?", ["Hotpot"]),
+]
+
+
+def today() -> date:
+    return datetime.now(ZoneInfo(TZ)).date()
+
+
+def diary_entries(on: date) -> list[tuple[str, str, str]]:
+    """``(date, time, content)`` of every diary entry, dated from ``on`` (today)."""
+    days = _days_ago(on)
+    return [(days[day].isoformat(), hhmm, content) for day, hhmm, content in DIARY]
+
+
+def check_answer(result: dict, question: str, markers: list[str], entries: list[tuple[str, str, str]]) -> None:
+    """The answer of a time question comes from its window (the JSON of a RetrievalResult).
+
+    Every entry of the window is there, the marked ones among them; no
+    diary entry from outside the window; no wiki item that shares no word
+    with the question ranks above an entry of the window; a question
+    without topic words is answered with the window alone, newest first.
+    """
+    assert result["time_range"] is not None, f"{question!r} opened no window"
+    start, end = result["time_range"]
+    window = [(d, t, c) for d, t, c in entries if start <= d <= end]
+    hits = [e for e in result["items"] if e["source"] == "hit"]
+    got = [(e["item"]["file"], e["item"]["name"], e["item"]["content"]) for e in hits]
+    assert sorted(window) == sorted(g for g, e in zip(got, hits) if e["kind"] == "diary"), (question, got)
+    for marker in markers:
+        assert any(marker in c for _, _, c in window), f"{question!r}: the window {start}..{end} misses {marker!r}"
+    diary_places = [n for n, e in enumerate(hits) if e["kind"] == "diary"]
+    stray = [n for n, e in enumerate(hits) if e["kind"] == "wiki" and not e["matched_terms"]]
+    assert not stray or max(diary_places) < min(stray), (question, got)
+    if not result["query_terms"]:
+        assert [(d, t) for d, t, _ in got] == sorted(((d, t) for d, t, _ in window), reverse=True), (question, got)

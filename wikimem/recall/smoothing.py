@@ -1,0 +1,103 @@
+"""Lexical neighbour smoothing: in a conversation, a turn inherits part of its neighbours' BM25 score.
+
+Evidence is often split across turns: "we adopted a puppy!" / "what did
+you name him?" / "Biscuit. The kids picked it." — the turn that answers
+"what is the name of Maya's dog?" shares no word with it, but sits next to
+the turn that does. With smoothing, each candidate scores
+
+    s'(i) = s(i) + weight · max(s(i − 1), s(i + 1))
+
+over the turns of its own file (file order), and the neighbours of BM25's
+best candidates join the candidates. It only helps where neighbours are
+related, so it applies to **conversation-like files** only:
+
+- every diary day (its entries are one day's events, in order);
+- a wiki RecallFile **marked** by its name — ``chat``, ``transcript``,
+  ``conversation``, ``dialog`` or ``dialogue`` as a part of the name
+  between ``-`` / ``_`` (``chat-2026-07``, ``session_transcript``);
+- a wiki RecallFile **detected** as a transcript: at least
+  :data:`MIN_TURNS` items, three quarters of them starting with a speaker
+  label (``Maya: …``, ``志强：…``).
+
+A file that is a list of facts (``preferences``: one fact per item, no
+speaker labels) is never smoothed: there a neighbour is an unrelated fact,
+and inheriting its score pushes a wrong item up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+__all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
+
+MIN_TURNS = 3
+SPEAKER_RE = re.compile(r"\s*[^\s:：\[\]#|]{1,24}\s*[:：]\s*\S")
+MARK_RE = re.compile(r"(?:^|[-_])(?:chat|chats|transcript|transcripts|conversation|conversations|dialog|dialogue)"
+                     r"(?:[-_]|$)")
+
+
+def is_transcript(file: str, items: Sequence[Any]) -> bool:
+    """True when a RecallFile is marked (by its name) or detected (speaker labels) as a conversation."""
+    if MARK_RE.search(file):
+        return True
+    if len(items) < MIN_TURNS:
+        return False
+    labelled = sum(1 for item in items if SPEAKER_RE.match(item.content))
+    return labelled * 4 >= len(items) * 3
+
+
+def smooth(seeds: list[tuple[Hashable, float]], weight: float,
+           neighbours: Callable[[Hashable], tuple[Hashable, ...]],
+           scores: Callable[[Iterable[Hashable]], dict[Hashable, float]]) -> list[tuple[Hashable, float]]:
+    """BM25's best ``(key, score)`` and their neighbours, re-scored with their neighbours' share.
+
+    ``neighbours(key)``: the keys just before and after it in a
+    conversation-like file (none elsewhere); ``scores(keys)``: raw BM25
+    scores of those keys (missing = 0). Best first, ties by key.
+    """
+    raw: dict[Hashable, float] = dict(seeds)
+    group = list(dict.fromkeys([k for k, _ in seeds] + [n for k, _ in seeds for n in neighbours(k)]))
+    around = {n: neighbours(n) for n in group}
+    wanted = {n for k in group for n in (k, *around[k])} - raw.keys()
+    if wanted:
+        raw.update(scores(wanted))
+    out = []
+    for key in group:
+        share = max((raw.get(n, 0.0) for n in around[key]), default=0.0)
+        value = raw.get(key, 0.0) + weight * share
+        if value > 0:
+            out.append((key, value))
+    out.sort(key=lambda kv: (-kv[1], kv[0]))
+    return out
+
+
+def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
+    """``(neighbours, scores)`` for :func:`smooth` over an index's wiki and diary entries in play.
+
+    ``q``: the :class:`~wikimem.recall.results.Query`; ``diary``: the diary
+    index (``diary="all"``), else None — then the diary entries in play are
+    the window's, extra documents of the wiki's BM25 (keys ``(date, time, n)``).
+    """
+    last = len(q.window) - 1
+
+    def neighbours(key: Any) -> tuple:
+        if len(key) == 2:
+            return wiki.neighbours(key)
+        if diary is not None:
+            return diary.neighbours(key)
+        n = key[2]  # the window's entries in time order: neighbours on the same day
+        return tuple(q.window_keys[i] for i in (n - 1, n + 1) if 0 <= i <= last and q.window[i].file == key[0])
+
+    def scores(keys: Iterable[Any]) -> dict:
+        keys = list(keys)
+        out = wiki.bm25.scores([k for k in keys if len(k) == 2], q.terms, extra=q.extra,
+                               peers=[diary.bm25] if diary is not None else [])
+        if diary is not None:
+            out.update(diary.bm25.scores([k for k in keys if len(k) == 3], q.terms, peers=[wiki.bm25]))
+        elif q.extra and any(len(k) == 3 for k in keys):
+            out.update(wiki.bm25.extra_scores(q.terms, q.extra))
+        return out
+
+    return neighbours, scores

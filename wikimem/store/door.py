@@ -1,0 +1,206 @@
+"""The one door of a memory folder: every file of an owner folder is listed, read, written and removed here.
+
+Whoever changes the folder — a local write, the pickup of a hand edit, a
+fast-forward or replay from the remote, a clone, the recovery of a killed
+write — and whoever reads it (the store, the index, settings, export) passes
+:class:`Door`, which holds the folder's rules:
+
+- only these paths exist: ``wiki/<name>.md`` and ``diary/<name>.md``
+  (:func:`~wikimem.format.memory_path`), and at the top ``settings.json``,
+  ``.gitignore`` and ``journal.jsonl``; anything else (``..``, a slash, a
+  NUL, a dotfile) is refused before the file system is asked;
+- ``wiki/`` and ``diary/`` are opened as folders without following a
+  symbolic link, and each file relative to its folder's descriptor, so no
+  link anywhere on the way leads out of the owner folder;
+- a file is read only if it is a regular file (never through a link, never
+  waiting on a FIFO) of at most :data:`~wikimem.limits.MAX_FILE_BYTES`
+  (memory) or :data:`~wikimem.limits.MAX_SETTINGS_BYTES` (the files at the
+  top); anything else is :class:`~wikimem.errors.DamagedFolder`, which the
+  host reports for that owner only;
+- writes are atomic (temp file, fsync, rename, fsync of the folder; the
+  syncs skipped with ``durable=False`` when an intent log makes the write
+  durable) and refused past the same limits (:class:`~wikimem.errors.TooLarge`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from wikimem.errors import DamagedFolder, TooLarge
+from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, memory_path
+from wikimem.fsio import TEMP_SUFFIX, Stamp, open_folder, open_regular, read_regular
+from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+
+__all__ = ["Door", "TOP_FILES", "JOURNAL_NAME", "GITIGNORE_NAME", "folder_file"]
+
+JOURNAL_NAME = "journal.jsonl"
+GITIGNORE_NAME = ".gitignore"
+# The files a memory folder holds at its top, besides wiki/ and diary/.
+TOP_FILES = (SETTINGS_PATH, GITIGNORE_NAME, JOURNAL_NAME)
+
+
+def folder_file(rel: str) -> tuple[str | None, str]:
+    """``(folder or None, name)`` of a path of a memory folder; :class:`DamagedFolder` for any other path."""
+    if isinstance(rel, str) and "\0" not in rel:
+        if rel in TOP_FILES:
+            return None, rel
+        if memory_path(rel) is not None:
+            folder, _, name = rel.partition("/")
+            return folder, name
+    raise DamagedFolder(f"refused path {rel!r}: not a file of a memory folder (wiki/<name>.md, diary/<name>.md, "
+                        f"{', '.join(TOP_FILES)})")
+
+
+def _limit(folder: str | None) -> int:
+    return MAX_FILE_BYTES if folder is not None else MAX_SETTINGS_BYTES
+
+
+class Door:
+    """The files of the memory folder ``root`` (the folder itself is the host's, trusted)."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"Door({str(self.root)!r})"
+
+    def _shown(self, rel: str) -> str:
+        return f"{self.root.name}/{rel}"
+
+    def _dir(self, folder: str | None, create: bool = False) -> int | None:
+        """A descriptor of ``root`` (None) or of ``root/folder`` (never through a link); None if missing."""
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            top = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        if folder is None:
+            return top
+        try:
+            if create:
+                try:
+                    os.mkdir(folder, 0o755, dir_fd=top)
+                except FileExistsError:
+                    pass
+            return open_folder(folder, dir_fd=top, shown=self._shown(folder))
+        finally:
+            os.close(top)
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, rel: str) -> bytes | None:
+        """The bytes of a file of the folder, None when it does not exist (see the module's rules)."""
+        folder, name = folder_file(rel)
+        fd = self._dir(folder)
+        if fd is None:
+            return None
+        try:
+            return read_regular(name, dir_fd=fd, limit=_limit(folder), shown=self._shown(rel))
+        finally:
+            os.close(fd)
+
+    def stamp(self, rel: str) -> Stamp | None:
+        """``(inode, mtime_ns, size)`` of the entry itself (a link's, not its target's); None when missing."""
+        folder, name = folder_file(rel)
+        fd = self._dir(folder)
+        if fd is None:
+            return None
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            os.close(fd)
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def stamps(self, folder: str) -> dict[str, Stamp]:
+        """``{name: stamp}`` of the memory files in ``wiki/`` or ``diary/`` ({} without the folder)."""
+        if folder not in MEMORY_DIRS:
+            raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)}")
+        fd = self._dir(folder)
+        if fd is None:
+            return {}
+        out: dict[str, Stamp] = {}
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if not is_memory_name(entry.name):
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    out[entry.name] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        finally:
+            os.close(fd)
+        return out
+
+    def names(self, folder: str) -> list[str]:
+        """The memory files' names (``<stem>.md``) in ``wiki/`` or ``diary/``, sorted."""
+        return sorted(self.stamps(folder))
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
+        """Replace a file of the folder with ``data``, atomically and durably (a link in its place is replaced,
+        never followed). ``durable=False`` skips the file's and the folder's fsync: for a caller whose own log
+        makes the write durable (the versioned store's intent log, see :mod:`wikimem.fsio`)."""
+        folder, name = folder_file(rel)
+        limit = _limit(folder)
+        if len(data) > limit:
+            raise TooLarge(f"{rel} would be {len(data):,} bytes long; a file of a memory folder holds at most "
+                           f"{limit:,} bytes (wikimem.limits)")
+        fd = self._dir(folder, create=True)
+        if fd is None:
+            raise FileNotFoundError(self.root)
+        tmp = f".{name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        try:
+            out = open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dir_fd=fd, shown=self._shown(rel))
+            try:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(out, view):]
+                    if durable:
+                        os.fsync(out)
+                finally:
+                    os.close(out)
+                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                raise
+            if durable:
+                os.fsync(fd)
+        except IsADirectoryError:
+            raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are written") from None
+        finally:
+            os.close(fd)
+
+    def remove(self, rel: str, *, durable: bool = True) -> None:
+        """Delete a file of the folder (if present), durably unless ``durable=False`` (a link is removed itself,
+        never its target)."""
+        folder, name = folder_file(rel)
+        fd = self._dir(folder)
+        if fd is None:
+            return
+        try:
+            os.unlink(name, dir_fd=fd)
+            if durable:
+                os.fsync(fd)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except IsADirectoryError:
+            raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
+        except PermissionError:  # Linux answers EPERM when unlinking a folder
+            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
+            raise
+        finally:
+            os.close(fd)

@@ -1,0 +1,192 @@
+"""Putting a damaged memory folder right (``wikimem repair``): the steps, each a function of what it needs.
+
+- :func:`good_head` — a branch that names no commit of the repository (a
+  garbage ``refs/heads/main``, a commit lost with its objects) goes back to
+  the last good commit: the newest the history index saw on the branch, or
+  the remote-tracking ref, or — when neither is usable — the newest commit
+  of the object store whose whole history passes the checks of
+  :mod:`~wikimem.versioned.incoming` (so a refused remote commit never
+  becomes the branch);
+- :func:`quarantine` — what cannot be read through the folder's door (a
+  symbolic link, a FIFO, a device, a folder in a file's place, a file over
+  its limit; ``wiki/`` or ``diary/`` themselves as links) is moved, never
+  followed, to ``.git/wikimem-quarantine/<time>/`` for an operator to look at;
+- :func:`readable_settings` — the newest ``settings.json`` of the history
+  that can be read, when the one at the head cannot.
+
+:meth:`VersionedStore.repair <wikimem.versioned.VersionedStore.repair>` runs
+them under the owner lock, puts the files the quarantine moved back as the
+branch has them, and rebuilds the history index when SQLite finds it damaged.
+History is never rewritten: the branch only moves back when it named nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dulwich.objects import Commit
+
+from wikimem.errors import DamagedFolder, RemoteRefused
+from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, parse_settings
+from wikimem.fsio import file_kind
+from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+from wikimem.store import TOP_FILES
+
+from .incoming import check_incoming
+from .objects import BRANCH, GitRepo, oid
+from .remote import TRACKING
+
+__all__ = ["good_head", "move_branch", "quarantine", "readable", "readable_settings", "QUARANTINE"]
+
+QUARANTINE = "wikimem-quarantine"  # under .git/: never part of the work tree, never committed
+
+
+def good_head(git: GitRepo, known: list[bytes]) -> tuple[bytes | None, str | None]:
+    """``(commit, why)`` to move a damaged branch to; ``(None, None)`` when the branch is fine.
+
+    ``known`` are the commits the history index saw on the branch, newest
+    first. :class:`DamagedFolder` when no good commit is found (restore the
+    owner from its remote: ``wikimem cluster restore``).
+    """
+    try:
+        git.head()
+        return None, None
+    except DamagedFolder:
+        pass
+    for cid in known:
+        if _complete(git, cid):
+            return cid, "the newest commit the history index saw on the branch"
+    tracked = _ref(git, TRACKING)
+    if tracked is not None and _complete(git, tracked):
+        return tracked, "the commit the remote was last known to hold"
+    for cid in _commits_newest_first(git):
+        try:
+            check_incoming(git.store, cid, ())
+        except RemoteRefused:
+            continue
+        return cid, "the newest commit of the object store whose whole history passes the checks"
+    raise DamagedFolder(f"{git.root.name}: the branch main names no commit and no good commit was found; "
+                        "bring the owner back from its remote (wikimem cluster restore --owner …)")
+
+
+def _ref(git: GitRepo, name) -> bytes | None:
+    try:
+        return git.repo.refs[name]
+    except Exception:
+        return None
+
+
+def _complete(git: GitRepo, cid: bytes) -> bool:
+    """Whether the commit, its tree and every memory file of it are in the object store."""
+    try:
+        commit = git.commit(cid)
+        for sha in git.tracked(commit.tree).values():
+            git.blob(sha)
+        for parent in commit.parents:
+            git.commit(parent)
+    except (KeyError, ValueError, AssertionError):
+        return False
+    return True
+
+
+def _commits_newest_first(git: GitRepo) -> list[bytes]:
+    found = []
+    for sha in git.store:
+        try:
+            obj = git.store[oid(sha)]
+        except Exception:
+            continue
+        if isinstance(obj, Commit):
+            found.append((obj.commit_time, sha))
+    return [sha for _, sha in sorted(found, reverse=True)]
+
+
+def move_branch(git: GitRepo, new: bytes) -> None:
+    """Point ``main`` at ``new`` whatever it holds now (only for a branch that names no commit)."""
+    git.clear_stale_locks()
+    git.repo.refs.remove_if_equals(BRANCH, None)
+    if not git.repo.refs.set_if_equals(BRANCH, None, oid(new)):
+        raise DamagedFolder(f"{git.root.name}: cannot move the branch main to {new.decode()[:12]}")
+
+
+def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
+    """Move what the door refuses out of the work tree (never following a link); the paths moved.
+
+    ``only``: just these names at the top (the lock file, before the lock can be taken).
+    """
+    root = Path(root)
+    aside = root / ".git" / QUARANTINE / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    moved: list[str] = []
+
+    def move(rel: str, why: str) -> None:
+        target = aside / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(root / rel, target)
+        moved.append(f"{rel} ({why})")
+
+    for rel in only or TOP_FILES:
+        why = _refused(root / rel, MAX_SETTINGS_BYTES if rel in TOP_FILES and rel != "journal.jsonl" else None)
+        if why:
+            move(rel, why)
+    for folder in () if only else MEMORY_DIRS:
+        try:
+            st = os.lstat(root / folder)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            move(folder, file_kind(st.st_mode))
+            continue
+        with os.scandir(root / folder) as entries:
+            names = [e.name for e in entries if is_memory_name(e.name)]
+        for name in names:
+            why = _refused(root / folder / name, MAX_FILE_BYTES)
+            if why:
+                move(f"{folder}/{name}", why)
+    return moved
+
+
+def _refused(path: Path, limit: int | None) -> str | None:
+    """Why the door refuses ``path`` (None: it does not, or there is nothing there)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return file_kind(st.st_mode)
+    if limit is not None and st.st_size > limit:
+        return f"{st.st_size:,} bytes, over the limit of {limit:,}"
+    return None
+
+
+def readable(data: bytes | None, rel: str) -> bool:
+    """Whether a file at the top of a folder (``settings.json``, ``.gitignore``) with these bytes passes the door."""
+    if data is None or len(data) > MAX_SETTINGS_BYTES:
+        return False
+    try:
+        parse_settings(data) if rel == SETTINGS_PATH else None
+    except ValueError:
+        return False
+    return True
+
+
+def readable_settings(git: GitRepo, head: bytes) -> tuple[bytes | None, str] | None:
+    """When ``settings.json`` at ``head`` cannot be read: ``(the newest readable version or None, its commit)``;
+    None when it can be read."""
+    try:
+        parse_settings(git.blob_at(git.commit_tree(head), SETTINGS_PATH))
+        return None
+    except ValueError:
+        pass
+    cid: bytes | None = head
+    while cid is not None:
+        commit = git.commit(cid)
+        data = git.blob_at(commit.tree, SETTINGS_PATH)
+        try:
+            parse_settings(data)
+            return data, cid.decode()
+        except ValueError:
+            cid = commit.parents[0] if commit.parents else None
+    return None, ""
