@@ -14,6 +14,8 @@ from .plans import Plan
 from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
 from .snapshot import Snapshot
+from .stagedrefs import folder_staged, validate_staged_run
+from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
 from .versions import blame, item_versions
@@ -23,5 +25,6 @@ __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
     "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
-    "undo_links",
+    "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
+    "folder_staged", "validate_staged_run",
 ]
