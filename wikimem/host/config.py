@@ -81,6 +81,13 @@ environment                         meaning (default)
 ``WIKIMEM_JOBS_PER_OWNER``          open jobs of one owner (20; 0 = no limit)
 ``WIKIMEM_JOBS_MAX_MB``             size budget of the jobs database, MiB (256; 0 = no limit)
 ``WIKIMEM_JOBS_TURN_KEEP``          seconds a finished memorize job keeps its raw turn (600)
+``WIKIMEM_STAGED_ACTORS``           runs on probation: actors whose writes are staged, comma-separated
+                                    shell patterns (``memorize-v7,memorize-exp-*``; none)
+``WIKIMEM_STAGED_TOKENS``           token names whose writes are staged (patterns; none)
+``WIKIMEM_STAGED_READ_TOKENS``      token names whose retrieves include staged runs by default (none)
+``WIKIMEM_STAGED_AUTO_APPROVE``     seconds after which an unheld staged run is approved (0 = never; 0)
+``WIKIMEM_STAGED_EXPIRE``           seconds after which an unheld, unapproved staged run is discarded as
+                                    expired (0 = never; 2592000, 30 days)
 =================================== ==================================================================
 
 A variable's key (in :func:`load_config`'s overrides and a test config) is its name
@@ -110,6 +117,7 @@ if TYPE_CHECKING:
     from wikimem.host.fleet import Limits
     from wikimem.host.host import Host
     from wikimem.host.metrics import Metrics
+    from wikimem.host.probation import StagingPolicy
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
@@ -184,6 +192,11 @@ ENV_VARS = {
     "WIKIMEM_JOBS_PER_OWNER": "JOBS_PER_OWNER",
     "WIKIMEM_JOBS_MAX_MB": "JOBS_MAX_MB",
     "WIKIMEM_JOBS_TURN_KEEP": "JOBS_TURN_KEEP",
+    "WIKIMEM_STAGED_ACTORS": "STAGED_ACTORS",
+    "WIKIMEM_STAGED_TOKENS": "STAGED_TOKENS",
+    "WIKIMEM_STAGED_READ_TOKENS": "STAGED_READ_TOKENS",
+    "WIKIMEM_STAGED_AUTO_APPROVE": "STAGED_AUTO_APPROVE",
+    "WIKIMEM_STAGED_EXPIRE": "STAGED_EXPIRE",
 }
 
 _INTS = {"INDEX_CACHE", "MAX_CONTENT_LENGTH", "PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE",
@@ -193,7 +206,7 @@ _MAY_BE_ZERO = {"PROXIES", "QUOTA_OWNERS", "QUOTA_OWNERS_PER_MINUTE", "READY_MIN
 _OPTIONAL_INTS = {"EMBED_THREADS"}
 _FLOATS = {"FUSION_WEIGHT", "LLM_TIMEOUT", "REMOTE_FRESHNESS", "REMOTE_TIMEOUT", "PEER_CONNECT_TIMEOUT",
            "PEER_TIMEOUT", "PEER_COOLDOWN", "JOBS_TURN_KEEP", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING",
-           "RECENCY_HALF_LIFE"}
+           "RECENCY_HALF_LIFE", "STAGED_AUTO_APPROVE", "STAGED_EXPIRE"}
 _BOOLS = {"EMBED_INPUT_TYPE", "EMBED_BACKGROUND", "QUERY_STOPWORDS", "NEIGHBOUR_CONTEXT"}
 _LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
@@ -281,6 +294,11 @@ class Config:
     jobs_per_owner: int = 20
     jobs_max_mb: int = 256
     jobs_turn_keep: float = 600.0
+    staged_actors: str = ""
+    staged_tokens: str = ""
+    staged_read_tokens: str = ""
+    staged_auto_approve: float = 0.0
+    staged_expire: float = 30 * 24 * 3600.0
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -424,6 +442,16 @@ class Config:
         return Limits(per_tenant=self.jobs_per_prefix, per_owner=self.jobs_per_owner,
                       max_bytes=self.jobs_max_mb * 1024 * 1024, turn_keep=float(self.jobs_turn_keep))
 
+    def staging_policy(self) -> StagingPolicy:
+        """The policy of runs on probation (``WIKIMEM_STAGED_*``); a bad value is a :class:`ConfigError`."""
+        from wikimem.host.probation import StagingPolicy
+
+        try:
+            return StagingPolicy.parse(self.staged_actors, self.staged_tokens, self.staged_read_tokens,
+                                       float(self.staged_auto_approve), float(self.staged_expire))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"WIKIMEM_STAGED_*: {exc}") from None
+
     def host_name(self) -> str | None:
         """This host's name in a cluster's shared database: its entry in ``PEERS`` (None: the machine's name and
         the data root)."""
@@ -560,7 +588,8 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
                 replication=config.replication_settings, peers=config.peer_set,
                 metrics=metrics if metrics is not None else build_metrics(config),
-                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits())
+                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
+                staging=config.staging_policy())
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

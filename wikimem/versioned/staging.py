@@ -423,9 +423,10 @@ class Staging:
     def settled(self, run: str) -> dict[str, str] | None:
         """The trailers of the approve or discard commit on ``main`` that settled ``run``, or None."""
         for cid in self.vstore.db.run_commits(run):
-            _, trailers, _ = parse_trailers(self.git.commit(cid.encode()).message.decode("utf-8", "replace"))
+            obj = self.git.commit(cid.encode())
+            _, trailers, _ = parse_trailers(obj.message.decode("utf-8", "replace"))
             if trailers.get("Action") in SETTLING_ACTIONS:
-                return {**trailers, "commit": cid}
+                return {**trailers, "commit": cid, "time": iso(obj.commit_time)}
         return None
 
     def settle(self) -> None:

@@ -50,6 +50,7 @@ from .runindex import (
     row_cursor,
 )
 from .sql import Database, is_url
+from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
     "MEMORIZE", "job_visible",
@@ -95,4 +96,7 @@ __all__ = [
     "JOB_KIND",
     "Fleet",
     "MAX_RUNS_PAGE",
+    "StagedIndex",
+    "StagedRow",
+    "STAGED_PATH",
 ]
