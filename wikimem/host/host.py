@@ -553,9 +553,9 @@ class Host:
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
-            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv", "staged")}
             ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
-                               source_conv=given["source_conv"])
+                               source_conv=given["source_conv"], staged=bool(given["staged"]))
             request = owner.memorize_request(
                 turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})

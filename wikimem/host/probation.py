@@ -25,8 +25,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
 
 if TYPE_CHECKING:
-    from wikimem.host.fleet import Job, JobRunner, JobStore
-    from wikimem.host.fleet import StagedIndex
+    from wikimem.host.fleet import Job, JobRunner, JobStore, StagedIndex
     from wikimem.host.owner import Owner
 
 __all__ = ["StagingPolicy", "Probation", "APPROVE_JOB", "DISCARD_JOB", "JOB_KINDS", "settle_part", "handler",
