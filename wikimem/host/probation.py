@@ -303,10 +303,16 @@ class Probation:
 
     # -- acting ------------------------------------------------------------------------------------
 
-    def start(self, action: str, run: str, *, within: str = "", force: bool = False, actor: str = "operator",
-              owners: list[str] | None = None, except_owners: list[str] | None = None, reason: str = "discarded",
-              idempotency_key: str | None = None, tenant: str | None = None,
-              request_id: str | None = None) -> dict[str, Any]:
+    def start(self, action: str, run: str, **kwargs: Any) -> dict[str, Any]:
+        """:meth:`submit` the job, and have this process help run it; the job as its page shows it."""
+        job = self.submit(action, run, **kwargs)
+        self._run_jobs().wake()
+        return job
+
+    def submit(self, action: str, run: str, *, within: str = "", force: bool = False, actor: str = "operator",
+               owners: list[str] | None = None, except_owners: list[str] | None = None, reason: str = "discarded",
+               idempotency_key: str | None = None, tenant: str | None = None,
+               request_id: str | None = None) -> dict[str, Any]:
         """Queue a bulk approve (``action`` = ``approve``) or discard of ``run`` across its staged owners (under
         ``within``; ``owners`` only, less ``except_owners``) as one durable job, one step per owner; the job.
 
@@ -332,7 +338,6 @@ class Probation:
         params = {**request, "request_id": request_id} if request_id else request
         job, _ = jobs.submit(kind, [{"owner": o} for o in chosen], params=params, key=scoped, request=request,
                              tenant=within if tenant is None else tenant)
-        self._run_jobs().wake()
         return job_view(job)
 
     def job(self, job_id: str, *, within: str = "") -> dict[str, Any]:
