@@ -77,7 +77,8 @@ def test_approving_puts_the_same_items_on_main_with_the_approver_in_the_trailer(
     assert done.value["skipped"] == 0
     approved = {(c["kind"], c["file"], c["name"], c["date"], c["time"], c["after"]) for c in done.value["changes"]}
     assert approved == staged and len(staged) == 2
-    assert [e.content for e in owner.diary_day(DATE)] == ["Walked by the sea.", "They talked about the lighthouse trip."]
+    assert [e.content for e in owner.diary_day(DATE)] == ["Walked by the sea.",
+                                                          "They talked about the lighthouse trip."]
     assert owner.item("people", "mia").content == "A friend who surfs."
     message = git(owner.root, "log", "-1", "--format=%B", "main")
     for trailer in ("Wikimem-Action: approve", "Wikimem-Run: run_v7_1", "Wikimem-Actor: memorize-v7",
