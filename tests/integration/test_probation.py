@@ -267,3 +267,31 @@ def test_only_admins_approve_and_a_token_sees_its_own_owners(world):
     scoped = auth(world.secrets["scoped"])
     assert c.get("/api/v1/staged", headers=scoped).get_json()["runs"] == []
     assert [x["run"] for x in c.get("/api/v1/staged", headers=writer).get_json()["runs"]] == ["r1"]
+
+
+def test_the_cli_lists_shows_holds_and_approves_a_run_leaving_an_owner_out(tmp_path):
+    import os
+    import sys
+
+    root = tmp_path / "data"
+    host = Host(root)
+    for i in range(3):
+        host.create_owner(f"user:c{i}").add("people", "mia", f"staged {i}",
+                                           ctx=WriteContext(run="run_cli", actor="v7", staged=True))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "wikimem", "staged", "--data", str(root), *args],
+                              capture_output=True, text=True, env=env)
+
+    listed = cli()
+    assert listed.returncode == 0 and "run_cli\tv7\t3 owner(s)" in listed.stdout
+    assert "1 staged run(s) waiting on 3 owner(s)" in listed.stderr
+    assert cli("show", "run_cli").stdout.count("\tstaged\t") == 3
+    assert cli("hold", "run_cli").stdout.strip() == "run_cli: held on 3 owner(s)"
+    done = cli("approve", "run_cli", "--except", "user:c2", "--actor-name", "alice")
+    assert done.returncode == 0 and done.stdout.count(": done ") == 2
+    assert host.owner("user:c0").item("people", "mia").content == "staged 0"
+    assert [r.run for r in host.owner("user:c2").staged_runs()] == ["run_cli"]
+    assert cli("discard", "run_cli").stdout.startswith("user:c2: done")
+    assert cli().returncode == 1  # nothing waits any more

@@ -340,6 +340,14 @@ class Probation:
                              tenant=within if tenant is None else tenant)
         return job_view(job)
 
+    def settle_now(self, action: str, run: str, *, within: str = "", force: bool = False, actor: str = "operator",
+                   owners: list[str] | None = None, except_owners: list[str] | None = None,
+                   job: str = "cli") -> list[dict[str, Any]]:
+        """Approve or discard ``run`` here and now, owner after owner (the CLI; the API queues a job)."""
+        kind = APPROVE_JOB if action == "approve" else DISCARD_JOB
+        return [settle_part(self._owner, o, run, action=kind, job=job, force=force, actor=actor)
+                for o in self._chosen(run, within, owners, except_owners)]
+
     def job(self, job_id: str, *, within: str = "") -> dict[str, Any]:
         """A bulk approve or discard job (:class:`NotFound` for another kind, or one beyond ``within``)."""
         from wikimem.host.fleet import UNFINISHED, job_visible

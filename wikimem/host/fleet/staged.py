@@ -135,8 +135,8 @@ class StagedIndex:
                          else "expired" if done.get("Reason") == "expired" else "discarded")
                 by = done.get("Approved-By") if state == "approved" else done.get("Actor")
                 when = done.get("time")
-                tx.execute("UPDATE staged_runs SET state = ?, settled_by = ?, settled_commit = ?, settled_at = ? "
-                           "WHERE owner = ? AND run = ?",
+                tx.execute("UPDATE staged_runs SET state = ?, held = 0, settled_by = ?, settled_commit = ?, "
+                           "settled_at = ? WHERE owner = ? AND run = ?",
                            (state, by, done.get("commit"), _epoch(when) if when else None, owner_id, run))
 
     def known(self, owner_ids: Iterable[str]) -> dict[str, dict[str, str]]:
