@@ -91,6 +91,7 @@ def test_search_shows_the_explain_breakdown_now_and_as_of(world, signed_in, scre
     before_bad = world.owner().vstore.history(run=BAD_RUN).entries[-1].parents[0]
     page.goto(owner_url(world, "/search"))
     page.fill("#q", "sea")
+    page.select_option("#diary", "window")  # the wiki alone (the host's default also ranks every diary day)
     page.click("form[role=search] button[type=submit]")
     results = page.locator("section[aria-label=results] article.retrieved")
     expect(results).to_have_count(1)
@@ -108,7 +109,7 @@ def test_search_shows_the_explain_breakdown_now_and_as_of(world, signed_in, scre
     expect(page.locator(".explain-summary")).to_contain_text(f"as of {before_bad}")
     page.screenshot(path=screenshots / "search-as-of.png", full_page=True)
     # A budget cut and a time gate with its source.
-    page.goto(owner_url(world, "/search?q=sea+beach+tea&budget=12"))
+    page.goto(owner_url(world, "/search?q=sea+beach+tea&budget=12&diary=window"))
     expect(page.locator("section[aria-label=dropped] article")).to_have_count(2)
     expect(page.locator("section[aria-label='unresolved links']")).to_contain_text("[[people:sister]]")
     page.goto(owner_url(world, "/search?q=海边&start=2026-07-20&end=2026-07-20"))
