@@ -85,3 +85,59 @@ def test_a_staged_write_racing_another_hosts_on_the_same_run_keeps_both(tmp_path
     assert names == {"mia", "lu", "kai"}
     bare = tmp_path / "replicas" / f"{encode_owner_id(OWNER)}.git"
     assert git(bare, "rev-list", "--count", f"main..refs/heads/staged/{RUN}").strip() == "3"
+
+
+def test_staged_branches_push_fetch_and_go_over_every_kind_of_remote(remote_kind, tmp_path):
+    """file://, smart HTTP (nginx + git http-backend) and git daemon: a staged branch is pushed with CAS, a clone
+    brings it, approving removes it on the remote, and a fetch removes it where it was cloned."""
+    from wikimem.versioned import Replica, Staging, VersionedStore
+    from wikimem.versioned.remote import Remote
+
+    url, bare = remote_kind.new()
+    remote = Remote(url)
+    remote.create()
+    a = VersionedStore(tmp_path / "a", auto_pack=False)
+    a.replica = Replica(remote)
+    a.add("preferences", "tea", "Drinks green tea.")
+    staging = Staging(a)
+    done = staging.branch(RUN).add("people", "mia", "A friend who surfs.", ctx=WriteContext(run=RUN, actor="v7"))
+    assert git(bare, "rev-parse", f"refs/heads/staged/{RUN}").strip() == done.commit
+    Remote(url).clone(tmp_path / "b")
+    b = VersionedStore(tmp_path / "b", auto_pack=False)
+    b.replica = Replica(Remote(url))
+    assert Staging(b).tips() == {RUN: done.commit}
+    approved = staging.approve(RUN, ctx=WriteContext(actor="alice"))
+    assert git(bare, "rev-parse", "main").strip() == approved.commit
+    assert git(bare, "for-each-ref", "refs/heads/staged/") == ""
+    b.replica.fetch(b.git)
+    assert Staging(b).tips() == {}
+    b.catch_up(fetch=False)
+    assert b.store.get("people", "mia").content == "A friend who surfs."
+    a.close()
+    b.close()
+
+
+def test_a_hostile_staged_branch_on_the_remote_is_refused_and_main_still_follows(tmp_path, remote):
+    """The remote is untrusted for staged branches too: a branch whose commit holds a symbolic link never reaches a
+    ref here, while main's new commits are fetched as usual."""
+    from dulwich.repo import Repo
+    from hostile import push_hostile
+
+    a = Host(tmp_path / "a", replication=Settings(remote, freshness=0))
+    a.create_owner(OWNER).add("preferences", "tea", "Drinks green tea.")
+    bare = tmp_path / "replicas" / f"{encode_owner_id(OWNER)}.git"
+    b = Host(tmp_path / "b", replication=Settings(remote, freshness=0))
+    b.owner(OWNER)
+    good_main = git(bare, "rev-parse", "main").strip()
+    bad = push_hostile(bare, "symlink", "/etc/passwd")  # moves the remote's main: put it on a staged branch instead
+    repo = Repo(str(bare))
+    try:
+        repo.refs[b"refs/heads/staged/run_evil"] = bad.encode()
+        repo.refs[b"refs/heads/main"] = good_main.encode()
+    finally:
+        repo.close()
+    a.owner(OWNER).add("preferences", "coffee", "Never drinks coffee.")
+    taken = b.owner(OWNER)
+    assert taken.item("preferences", "coffee").content == "Never drinks coffee."
+    assert taken.staged_runs() == []
+    assert "run_evil" not in git(taken.root, "for-each-ref")
