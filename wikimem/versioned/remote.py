@@ -17,9 +17,13 @@ choice and its figures are in ``bench/cluster.py`` and the README):
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
   remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
   passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
-  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves);
-- :meth:`Remote.push` — compare-and-swap: ``main`` moves only from the
-  commit the caller names. The client aborts before sending anything when the
+  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves); the
+  remote's staged branches (``refs/heads/staged/<run>``, runs on probation)
+  come along, each checked the same way (one that fails is left out, logged),
+  and the local ones follow them (:func:`~wikimem.versioned.stagedrefs.follow_remote`);
+- :meth:`Remote.push` — compare-and-swap: ``main`` (or, with ``name``, a
+  staged branch, which ``new=None`` deletes) moves only from the commit the
+  caller names. The client aborts before sending anything when the
   advertised value differs, and git's receive-pack re-checks the old value
   under its ref lock, so a push racing another one fails rather than
   overwrites. Either way the caller gets :class:`RemoteMoved` with the
