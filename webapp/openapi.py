@@ -57,6 +57,9 @@ def _arr(items: dict) -> dict:
 
 _WRITE = {"run": {**_NSTR, "maxLength": 200}, "actor": {**_NSTR, "maxLength": 200},
           "source_conv": {**_NSTR, "maxLength": 200}}
+_STAGED = {"staged": {"type": "boolean", "description": "put the write on probation: onto the branch "
+                      "staged/<run> (run: the body's, else one made from the Idempotency-Key or new), not main; "
+                      "the host's policy may stage it anyway (WIKIMEM_STAGED_ACTORS, WIKIMEM_STAGED_TOKENS)"}}
 _APPEND = {"ts": {**_NSTR, "maxLength": 64}, "date": {**_NSTR, "maxLength": 64},
            "time": {**_NSTR, "maxLength": 64}, "tz": {**_NSTR, "maxLength": 64}}
 
@@ -108,7 +111,9 @@ SCHEMAS: dict[str, dict] = {
                            "bm25_score": {"type": "number", "nullable": True},
                            "cos_score": {"type": "number", "nullable": True},
                            "via": _NSTR, "via_file": _NSTR, "matched_terms": _arr({"type": "string"}),
-                           "tokens_est": {"type": "integer"}, "kind": {"type": "string"}},
+                           "tokens_est": {"type": "integer"}, "kind": {"type": "string"},
+                           "staged": {"type": "boolean", "description": "with include_staged: whether the entry "
+                                      "comes from a staged run (else from the approved memory)"}},
                           ["item", "source"]),
     "Settings": _obj({"tz": {**_NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
@@ -284,15 +289,15 @@ def _paths() -> dict[str, dict]:
                            **_ok(committed("item", _ref("Item")), "201", "created", etag=True),
                            "200": _ok(committed("item", _ref("Item")), etag=True)["200"]},
                        params=[_HDR_IF_MATCH, _HDR_IF_NONE_MATCH, _HDR_IDEM],
-                       body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE},
+                       body=_body({"content": _CONTENT, "ts": {**_NSTR, "maxLength": 64}, **_WRITE, **_STAGED},
                                   ["content"])),
             "delete": _op("remove an item", "write", _ok(committed("removed", {"type": "boolean"})),
-                          params=[_HDR_IF_MATCH, _HDR_IDEM], body=_body(dict(_WRITE), optional=True)),
+                          params=[_HDR_IF_MATCH, _HDR_IDEM], body=_body({**_WRITE, **_STAGED}, optional=True)),
         },
         owner + "/diary": {
             "parameters": [_OWNER],
             "post": _op("append a diary event", "write", _ok(committed("entry", _ref("DiaryItem")), "201", "appended"),
-                        params=[_HDR_IDEM], body=_body({"content": _CONTENT, **_APPEND, **_WRITE},
+                        params=[_HDR_IDEM], body=_body({"content": _CONTENT, **_APPEND, **_WRITE, **_STAGED},
                                                        ["content"])),
             "get": _op("diary events of a window of days", "read", _ok(entries),
                        params=[_param("start", "query", _DATE, required=True),
@@ -314,10 +319,13 @@ def _paths() -> dict[str, dict]:
                                 "minItems": 1, "maxItems": MAX_OPS,
                                 "description": f"at most {MAX_OPS} ops and {MAX_BATCH_CHARS} characters of "
                                                "content in all (413 beyond)"},
-                        "message": {**_NSTR, "maxLength": 200}, **_WRITE}, ["ops"]))},
+                        "message": {**_NSTR, "maxLength": 200}, **_WRITE, **_STAGED}, ["ops"]))},
         owner + "/retrieve": {"parameters": [_OWNER], "post": _op(
             "the memories that belong in the prompt", "read", _ok(_ref("RetrievalResult")),
-            body=_body({"query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
+            body=_body({"include_staged": {"type": "boolean", "description": "read the owner's staged runs too "
+                                           "(each hit then says whether it is staged); default: the token's "
+                                           "(WIKIMEM_STAGED_READ_TOKENS), else false; not with as_of"},
+                        "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
                                   "description": "what to recall; or give `messages` instead"},
                         "messages": {**_arr(_obj({"role": {"type": "string"}, "content": {"type": "string"}},
                                                  ["role"])),
@@ -363,12 +371,12 @@ def _paths() -> dict[str, dict]:
                                       description="respond-async: answer 202 at once, run as a job")],
             body=_body({"turn": {"type": "string", "maxLength": MAX_TURN_CHARS},
                         "character": {**_NSTR, "maxLength": 200},
-                        "prompt": _NSTR, "ts": _APPEND["ts"], "tz": _APPEND["tz"], **_WRITE}, ["turn"]),
+                        "prompt": _NSTR, "ts": _APPEND["ts"], "tz": _APPEND["tz"], **_WRITE, **_STAGED}, ["turn"]),
             tag="memorize")},
         owner + "/diary-tool": {"parameters": [_OWNER], "post": _op(
             "handle the agent's append_diary tool call (400 carries the message for the agent)", "write",
             _ok(committed("entry", _ref("DiaryItem")), "201", "appended"), params=[_HDR_IDEM],
-            body=_body({"arguments": {}, **_APPEND, **_WRITE}, ["arguments"]), tag="memorize")},
+            body=_body({"arguments": {}, **_APPEND, **_WRITE, **_STAGED}, ["arguments"]), tag="memorize")},
         owner + "/settings": {
             "parameters": [_OWNER],
             "get": _op("the owner's settings (unset: null)", "read", _ok(_obj({"settings": _ref("Settings")},
@@ -416,6 +424,7 @@ def _paths() -> dict[str, dict]:
                     _param("cursor", "query", _Q), _param("after", "query", _Q)], tag="history")},
         **_operator_paths(),
         **_erasure_paths(owner),
+        **_staged_paths(),
         owner + "/commits/{commit}": {"parameters": [_OWNER, _param("commit", "path", _POINT)], "get": _op(
             "one commit with its per-item diff", "read",
             _ok(_obj({"entry": _ref("HistoryEntry"), "changes": _arr(_ref("ItemChange")),
@@ -563,6 +572,90 @@ def _erasure_paths(owner: str) -> dict[str, dict]:
     }
 
 
+_RUN = _param("run", "path", {"type": "string", "pattern": r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}$",
+                               "example": "run_20260721T063000Z_5f0c"}, description="a staged run's id")
+_OWNER_LIST = {**_arr({"type": "string", "maxLength": 128}), "nullable": True}
+_STAGED_ROW = _obj({"owner": {"type": "string"}, "run": {"type": "string"}, "actor": _NSTR, "source_conv": _NSTR,
+                    "first": {"type": "string"}, "last": {"type": "string"}, "commits": {"type": "integer"},
+                    "changes": {"type": "integer"}, "tip": {"type": "string"},
+                    "state": {"type": "string", "enum": ["staged", "approved", "discarded", "expired", "gone"]},
+                    "held": {"type": "boolean"}, "settled_by": _NSTR, "settled_commit": _NSTR, "settled_at": _NSTR},
+                   ["owner", "run", "state"])
+_STAGED_RUN = _obj({"run": {"type": "string"}, "tip": {"type": "string"}, "base": {"type": "string"},
+                    "actor": _NSTR, "source_conv": _NSTR, "first": {"type": "string"}, "last": {"type": "string"},
+                    "commits": {"type": "integer"}, "changes": {"type": "integer"}}, ["run", "tip", "base"])
+_SETTLED = _obj({"result": {"type": "object"}, "commit": _NSTR, "replayed": {"type": "boolean"}}, ["commit"])
+
+
+def _staged_paths() -> dict[str, dict]:
+    """Runs on probation (issue 28): across owners, and one owner's."""
+    owner = "/owners/{owner_id}/staged"
+    listing = _obj({"runs": _arr(_obj({"run": {"type": "string"}, "actor": _NSTR, "owners": {"type": "integer"},
+                                       "first": _NSTR, "last": _NSTR, "age_seconds": {"type": "integer",
+                                                                                      "nullable": True},
+                                       "commits": {"type": "integer"}, "changes": {"type": "integer"},
+                                       "held": {"type": "integer"}, "state": {"type": "string"}}, ["run"])),
+                    "waiting": _obj({"runs": {"type": "integer"}, "owners": {"type": "integer"}, "oldest": _NSTR,
+                                     "oldest_age_seconds": {"type": "integer", "nullable": True}}),
+                    "complete": {"type": "boolean"}, "policy": {"type": "object"}}, ["runs", "waiting"])
+    started = {"description": "the job was queued (or an earlier one with the same Idempotency-Key is returned)",
+               "headers": {"Location": {"schema": {"type": "string"}, "description": "/api/v1/jobs/<id>"}},
+               "content": {"application/json": {"schema": {"type": "object"}}}}
+    bulk_body = {"owners": _OWNER_LIST, "except_owners": _OWNER_LIST}
+    approve = _op("approve a staged run on every owner holding it (or owners, less except_owners) as a durable "
+                  "job, one commit per owner (preview: each owner's plan)", "admin",
+                  {**_ok(_obj({"run": {"type": "string"}, "total": {"type": "object"},
+                               "owners": _arr({"type": "object"})}, ["total", "owners"]),
+                         description="with preview: what each owner's approval would change, and its conflicts"),
+                   "202": started}, params=[_RUN, _HDR_IDEM],
+                  body=_body({**bulk_body, "force": {"type": "boolean"}, "preview": {"type": "boolean"}},
+                             optional=True), tag="probation")
+    approve["description"] += (" Items main changed since the run started are skipped (reported per owner) "
+                               "unless force. An approved run is rolled back like any other (bulk rollback of "
+                               "run=<run>).")
+    discard = _op("discard a staged run on every owner holding it (or owners, less except_owners) as a durable "
+                  "job", "admin", {"202": started, "default": _ok({})["default"]}, params=[_RUN, _HDR_IDEM],
+                  body=_body(bulk_body, optional=True), tag="probation")
+    return {
+        "/staged": {"get": _op("staged runs across owners, oldest first, and how many wait since when", "read",
+                               _ok(listing), params=[_param("state", "query", {"type": "string", "enum": [
+                                   "staged", "approved", "discarded", "expired", "gone"]}),
+                                   _param("run", "query", _Q), _param("actor", "query", _Q),
+                                   _param("owner_prefix", "query", {"type": "string", "maxLength": 128})],
+                               tag="probation")},
+        "/staged/{run}": {"get": _op("every owner's copy of a staged run (staged or settled)", "read",
+                                     _ok(_obj({"run": {"type": "string"}, "owners": _arr(_STAGED_ROW)},
+                                              ["run", "owners"])),
+                                     params=[_RUN, _param("state", "query", {"type": "string", "maxLength": 16})],
+                                     tag="probation")},
+        "/staged/{run}/approve": {"post": approve},
+        "/staged/{run}/discard": {"post": discard},
+        "/staged/{run}/hold": {"post": _op(
+            "keep a staged run from auto-approval and expiry (held: false lets it go again)", "admin",
+            _ok(_obj({"run": {"type": "string"}, "held": {"type": "boolean"}, "owners": {"type": "integer"}},
+                     ["run", "held", "owners"])), params=[_RUN],
+            body=_body({"held": {"type": "boolean"}, "owners": _OWNER_LIST}, optional=True), tag="probation")},
+        owner: {"parameters": [_OWNER], "get": _op("the owner's staged runs, oldest first", "read",
+                                                   _ok(_obj({"runs": _arr(_STAGED_RUN)}, ["runs"])),
+                                                   tag="probation")},
+        owner + "/{run}": {"parameters": [_OWNER, _RUN], "get": _op(
+            "a staged run against current main: what it changed, what approving would change now, conflicts",
+            "read", _ok(_obj({"run": _STAGED_RUN, "staged": _arr(_ref("ItemChange")),
+                              "changes": _arr(_ref("ItemChange")), "conflicts": _arr({"type": "object"})},
+                             ["run", "staged", "changes", "conflicts"])), tag="probation")},
+        owner + "/{run}/approve": {"parameters": [_OWNER, _RUN], "post": _op(
+            "approve one owner's staged run onto main as one commit (the approver in Wikimem-Approved-By)",
+            "admin", _ok(_SETTLED), body=_body({"force": {"type": "boolean"}, "actor": _WRITE["actor"],
+                                                "edits": _arr(_obj({"file": _NSTR, "name": _NSTR, "date": _NSTR,
+                                                                    "time": _NSTR, "before": _NSTR,
+                                                                    "content": {"type": "string"}}, ["content"]))},
+                                               optional=True), tag="probation")},
+        owner + "/{run}/discard": {"parameters": [_OWNER, _RUN], "post": _op(
+            "discard one owner's staged run: its branch goes, a commit on main records it", "admin",
+            _ok(_SETTLED), body=_body({"actor": _WRITE["actor"]}, optional=True), tag="probation")},
+    }
+
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -610,6 +703,15 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/owners/{owner_id}/erase"): "erase_owner",
     ("post", "/owners/{owner_id}/forget"): "forget",
     ("get", "/erasures"): "erasure",
+    ("get", "/staged"): "staged_runs",
+    ("get", "/staged/{run}"): "staged_run",
+    ("post", "/staged/{run}/approve"): "approve_staged_run",
+    ("post", "/staged/{run}/discard"): "discard_staged_run",
+    ("post", "/staged/{run}/hold"): "hold_staged_run",
+    ("get", "/owners/{owner_id}/staged"): "owner_staged",
+    ("get", "/owners/{owner_id}/staged/{run}"): "staged_review",
+    ("post", "/owners/{owner_id}/staged/{run}/approve"): "approve_staged",
+    ("post", "/owners/{owner_id}/staged/{run}/discard"): "discard_staged",
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -689,6 +791,57 @@ class _Named(dict):
 def _named(**cases: tuple[str, Any]) -> _Named:
     """OpenAPI ``examples``: name → (summary, value)."""
     return _Named({name: {"summary": summary, "value": value} for name, (summary, value) in cases.items()})
+
+
+_EX_STAGED_RUN = {"run": "run_v7_1", "tip": _C3, "base": _C2, "actor": "memorize-v7", "source_conv": "conv_102",
+                  "first": "2026-07-21T06:31:00Z", "last": "2026-07-21T06:31:00Z", "commits": 1, "changes": 1}
+_EX_STAGED_ADDED = {**_EX_DIARY_GONE, "status": "added", "time": "15:02", "before": None,
+                    "after": "Started learning to surf."}
+_EX_STAGED_ROW = {"owner": "user:ann", "run": "run_v7_1", "actor": "memorize-v7", "source_conv": "conv_102",
+                  "first": "2026-07-21T06:31:00Z", "last": "2026-07-21T06:31:00Z", "commits": 1, "changes": 1,
+                  "tip": _C3, "state": "staged", "held": False, "settled_by": None, "settled_commit": None,
+                  "settled_at": None}
+_EX_STAGED_JOB = {"id": _JOB_ID, "kind": "staged-approve", "action": "approve", "state": "queued", "done": 0,
+                  "total": 1, "failed": 0, "run": "run_v7_1", "force": False, "actor": "admin",
+                  "reason": "discarded", "within": "", "counts": {"pending": 1}, "results": [],
+                  "created": _EX_WHEN["created"], "finished": None}
+_STAGED_EXAMPLES: dict[str, dict[str, Any]] = {
+    "staged_runs": {"200": {"runs": [{"run": "run_v7_1", "actor": "memorize-v7", "actors": ["memorize-v7"],
+                                      "owners": 52, "first": "2026-07-21T06:31:00Z", "last": "2026-07-21T06:40:00Z",
+                                      "age_seconds": 3600, "commits": 52, "changes": 61, "held": 0,
+                                      "state": "staged"}],
+                            "waiting": {"runs": 1, "owners": 52, "oldest": "2026-07-21T06:31:00Z",
+                                        "oldest_age_seconds": 3600},
+                            "complete": True,
+                            "policy": {"actors": ["memorize-v7"], "tokens": [], "read_tokens": [],
+                                       "auto_approve_seconds": 0, "expire_seconds": 2592000}}},
+    "staged_run": {"200": {"run": "run_v7_1", "owners": [_EX_STAGED_ROW]}},
+    "approve_staged_run": {"request": _named(
+                               preview=("each owner's plan, writing nothing", {"preview": True}),
+                               start=("approve all but one owner", {"except_owners": ["user:bob"]})),
+                           "200": {"run": "run_v7_1", "total": {"owners": 1, "changes": 1, "conflicts": 0,
+                                                                "owners_with_conflicts": 0},
+                                   "owners": [{"owner": "user:ann", "tip": _C3, "staged": 1,
+                                               "changes": [_EX_STAGED_ADDED], "change_count": 1, "conflicts": [],
+                                               "conflict_count": 0}]},
+                           "202": _EX_STAGED_JOB},
+    "discard_staged_run": {"request": {"owners": ["user:bob"]},
+                           "202": {**_EX_STAGED_JOB, "kind": "staged-discard", "action": "discard"}},
+    "hold_staged_run": {"request": {"held": True}, "200": {"run": "run_v7_1", "held": True, "owners": 52}},
+    "owner_staged": {"200": {"runs": [_EX_STAGED_RUN]}},
+    "staged_review": {"200": {"run": _EX_STAGED_RUN, "staged": [_EX_STAGED_ADDED], "changes": [_EX_STAGED_ADDED],
+                              "conflicts": []}},
+    "approve_staged": {"request": _named(
+                           plain=("approve as it is", {"actor": "alice"}),
+                           edited=("edit, then approve", {"edits": [{"date": "2026-07-21", "time": "15:02",
+                                                                     "content": "Started surfing lessons."}]})),
+                       "200": {"result": {"changes": [_EX_STAGED_ADDED], "conflicts": [], "skipped": 0,
+                                          "forced": 0, "approved_by": "alice", "tip": _C3},
+                               "commit": _C3, "replayed": False}},
+    "discard_staged": {"request": {"actor": "alice"},
+                       "200": {"result": {"discarded": 1, "reason": "discarded", "tip": _C3}, "commit": _C3,
+                               "replayed": False}},
+}
 
 
 # operationId → {"request": an example body, or _named(...) cases; "<status>": the answer's example}
@@ -806,6 +959,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                               "params": {**_EX_BULK_PARAMS, "selection": {
                                   "actor": "bad-bot", "since": "2026-07-21", "owner_prefix": "user:"}},
                               "updated": _EX_WHEN["created"], "finished": None}},
+    **_STAGED_EXAMPLES,
 }
 
 

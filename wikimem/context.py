@@ -33,7 +33,9 @@ class WriteContext:
     - ``if_match``: an item etag or a commit id that must still hold, else nothing is written;
     - ``if_none_match``: create-only (``If-None-Match: *``): the item must not exist yet, else nothing
       is written — checked with ``if_match`` under the owner's lock, never as a read before the write;
-    - ``fingerprint``: what the request was (kind, target, body), bound to its idempotency key.
+    - ``fingerprint``: what the request was (kind, target, body), bound to its idempotency key;
+    - ``staged``: the write goes on probation — onto the branch ``staged/<run>``, not ``main``
+      (SPEC §10, "Runs on probation"; the host's ``Owner`` routes it).
     """
 
     run: str | None = None
@@ -43,6 +45,7 @@ class WriteContext:
     if_match: str | None = None
     fingerprint: str | None = None
     if_none_match: bool = False
+    staged: bool = False
 
     def __post_init__(self) -> None:
         # Every entry point (API, admin UI, CLI, library) builds one of these: validate here, once.
@@ -53,6 +56,8 @@ class WriteContext:
             if value is not None and (not isinstance(value, str) or not _TOKEN_RE.fullmatch(value)
                                       or len(value) > limit):
                 raise InvalidName(f"{name} must be 1-{limit} printable ASCII characters without spaces")
+        if not isinstance(self.staged, bool):
+            raise TypeError(f"staged must be True or False, got {type(self.staged).__name__}")
         if not isinstance(self.if_none_match, bool):
             raise TypeError(f"if_none_match must be True or False, got {type(self.if_none_match).__name__}")
         if self.if_none_match and self.if_match is not None:
@@ -77,7 +82,8 @@ class WriteContext:
         """
         if self.fingerprint is not None or self.idempotency_key is None:
             return self
-        return replace(self, fingerprint=digest(*request, self.run, self.actor, self.source_conv))
+        staged = ("staged",) if self.staged else ()  # (a direct write's fingerprint stays what it always was)
+        return replace(self, fingerprint=digest(*request, self.run, self.actor, self.source_conv, *staged))
 
 
 def digest(*parts: object) -> str:

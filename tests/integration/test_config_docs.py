@@ -16,7 +16,7 @@ from webapp.config import FLASK_KEYS
 from wikimem.host import build_host, load_config
 from wikimem.host.access import STATE_FILE
 from wikimem.host.config import ENV_VARS, KEYS, PEER_STATE
-from wikimem.host.fleet import INDEX_PATH, JOBS_FILE
+from wikimem.host.fleet import INDEX_PATH, JOBS_FILE, STAGED_PATH
 from wikimem.host.variables import VARIABLES, stale_docs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def layout(tmp_path) -> set[str]:
                                   environ={}))
     refused = host.replication.refused_dir if host.replication is not None else None
     paths = [host.owners_dir, host.staging_dir, host.cache_dir, data / INDEX_PATH, data / JOBS_FILE,
-             data / STATE_FILE, refused, data / PEER_STATE]
+             data / STATE_FILE, refused, data / PEER_STATE, data / STAGED_PATH]
     out = set()
     for path in paths:
         assert path is not None

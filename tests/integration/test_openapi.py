@@ -185,22 +185,27 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert client.put("/api/v1/owners/user:ann", headers=auth).status_code == 201
         order = ["set_settings", "put_item", "diary_append", "diary_tool", "batch", "retrieve", "memorize",
-                 "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked", "forget",
-                 "erase_owner"]
+                 "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked",
+                 "hold_staged_run", "approve_staged", "discard_staged", "discard_staged_run", "approve_staged_run",
+                 "forget", "erase_owner"]
         assert sorted(order) == sorted(requests)
         unknown = {404, 422}  # a commit of another memory, a time before this one began
         elsewhere = {("revert", "apply"): unknown, ("revert", "preview"): unknown, ("restore", "apply"): unknown,
-                     ("peer_revoked", "example"): {403}}
+                     ("peer_revoked", "example"): {403}, ("discard_staged_run", "example"): {404}}
         for op_id in order:
             method, path, examples = requests[op_id]
             url = ("/" if op_id in PROBES else "/api/v1") + path.replace("{owner_id}", "user:ann").replace(
-                "{file}", "people").replace("{name}", "mia")
+                "{file}", "people").replace("{name}", "mia").replace("{run}", "run_v7_1")
             for name, body in examples:
                 if op_id == "rollback" and name == "apply":
                     continue  # the force case rolls run_1 back first
                 if op_id == "bulk_rollback" and name == "start":  # the examples roll back a bad bot's writes
                     client.post(url.replace("/bulk/rollback", "/owners/user:ann/diary"), headers=auth,
                                 json={"content": "spam", "actor": "bad-bot"})
+                if "staged" in op_id:  # the examples act on a run user:ann holds on probation
+                    client.post("/api/v1/owners/user:ann/diary", headers=auth, json={
+                        "content": f"staged for {name}", "date": "2026-07-21", "time": "15:02", "run": "run_v7_1",
+                        "staged": True})
                 answer = client.open(url, method=method, headers=auth, json=deepcopy(body))
                 expected = elsewhere.get((op_id, name))
                 if expected is None:

@@ -19,7 +19,7 @@ bp = Blueprint("admin", __name__, url_prefix="/admin")
 bp.before_request(require_operator)
 
 # The view modules register their routes on ``bp``.
-from webapp.admin import actions, edits, erasure, history, jobs, owners, prefs, runs, search  # noqa: E402,F401
+from webapp.admin import actions, edits, erasure, history, jobs, owners, prefs, runs, search, staged  # noqa: E402,F401
 
 
 @bp.app_template_test("diary_day")

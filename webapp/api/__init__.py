@@ -7,7 +7,7 @@ subject on it: :mod:`.service`, :mod:`.owners`, :mod:`.memory`,
 
 from __future__ import annotations
 
-from . import erasure, history, memory, owners, runs, service  # noqa: F401  (each registers its routes on bp)
+from . import erasure, history, memory, owners, runs, service, staged  # noqa: F401  (each registers its routes on bp)
 from .blueprint import bp
 
 __all__ = ["bp"]

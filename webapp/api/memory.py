@@ -24,7 +24,7 @@ from webapp.params import (
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
-from .blueprint import OWNER, bp, committed, context_of, owner_for, with_etag
+from .blueprint import OWNER, STAGED, bp, committed, context_of, include_staged, owner_for, with_etag
 
 
 @bp.get(OWNER + "/files")
@@ -47,7 +47,7 @@ def get_item(owner_id: str, file: str, name: str):
 @bp.put(OWNER + "/items/<file>/<path:name>")
 def put_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"content", "ts"} | WRITE_FIELDS, {"content"})
+    data = json_body({"content", "ts"} | WRITE_FIELDS | STAGED, {"content"})
     ctx = context_of(data, create_only=True)
     done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=ctx)
     # (a replay of a write whose item was forgotten since answers item null: the item is no more)
@@ -58,7 +58,7 @@ def put_item(owner_id: str, file: str, name: str):
 @bp.delete(OWNER + "/items/<file>/<path:name>")
 def delete_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
-    data = json_body(WRITE_FIELDS, optional_body=True)
+    data = json_body(WRITE_FIELDS | STAGED, optional_body=True)
     return committed(owner.remove(file, name, ctx=context_of(data)), "removed")
 
 
@@ -72,7 +72,7 @@ def _append_kwargs(data: dict) -> dict:
 @bp.post(OWNER + "/diary")
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"content"} | _APPEND | WRITE_FIELDS, {"content"})
+    data = json_body({"content"} | _APPEND | WRITE_FIELDS | STAGED, {"content"})
     done = owner.diary_append(req_str(data, "content"), ctx=context_of(data), **_append_kwargs(data))
     return committed(done, "entry"), 201
 
@@ -99,13 +99,13 @@ def diary_day(owner_id: str, day: str):
 @bp.post(OWNER + "/batch")
 def batch(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"ops", "message"} | WRITE_FIELDS, {"ops"})
+    data = json_body({"ops", "message"} | WRITE_FIELDS | STAGED, {"ops"})
     result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=context_of(data))
     return jsonify(result.to_dict())
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -123,6 +123,7 @@ def retrieve(owner_id: str):
         expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
+        include_staged=as_of is None and include_staged(data),
     )
     return jsonify(result.to_dict())
 
@@ -130,7 +131,7 @@ def retrieve(owner_id: str):
 @bp.post(OWNER + "/memorize")
 def memorize(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS, {"turn"})
+    data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS | STAGED, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
     turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
     ctx = context_of(data)  # the actor defaults to the token's name, as for every write
@@ -138,7 +139,7 @@ def memorize(owner_id: str):
         job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, request_id=current_request_id(),
                                             character=character,
                                             prompt=prompt, run=ctx.run, actor=ctx.actor,
-                                            source_conv=ctx.source_conv,
+                                            source_conv=ctx.source_conv, staged=True if ctx.staged else None,
                                             tenant=current_principal().owner_prefix, **when)
         response = jsonify(job.to_dict())
         response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
@@ -151,6 +152,6 @@ def memorize(owner_id: str):
 @bp.post(OWNER + "/diary-tool")
 def diary_tool(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"arguments"} | _APPEND | WRITE_FIELDS, {"arguments"})
+    data = json_body({"arguments"} | _APPEND | WRITE_FIELDS | STAGED, {"arguments"})
     entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=context_of(data), **_append_kwargs(data))
     return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201

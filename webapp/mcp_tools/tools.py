@@ -114,13 +114,19 @@ def retrieve(owner: OwnerId,
              budget_tokens: Annotated[int | None, Field(ge=1, description="the prompt text fits this")] = None,
              diary: Literal["window", "all"] | None = None,
              tz: When = None,
-             as_of: When = None) -> dict[str, Any]:
+             as_of: When = None,
+             include_staged: Annotated[bool | None, Field(description="also the owner's staged runs (runs on "
+                                                          "probation); each hit says whether it is staged")] = None
+             ) -> dict[str, Any]:
     """The memories that belong in the prompt: `prompt` is them as text (within budget_tokens), `result`
     the hits with their evidence. diary: "all" ranks diary entries with the wiki, "window" (default) reads
     the diary only when the query names a time ("last Wednesday")."""
     with _answered():
-        mem, _ = _owner(ctx, owner, "read")
-        result = mem.retrieve(query, limit=limit, budget_tokens=budget_tokens, diary=diary, tz=tz, as_of=as_of)
+        mem, principal = _owner(ctx, owner, "read")
+        if include_staged is None:
+            include_staged = _caller(ctx).host.probation.policy.reads_staged(principal.name)
+        result = mem.retrieve(query, limit=limit, budget_tokens=budget_tokens, diary=diary, tz=tz, as_of=as_of,
+                              include_staged=bool(include_staged) and as_of is None)
         return {"prompt": result.to_prompt(), "result": result.to_dict()}
 
 

@@ -353,19 +353,20 @@ class Client:
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, source_conv: str | None = None,
             ts: str | None = None, run: str | None = None, actor: str | None = None,
-            if_match: str | None = None, if_none_match: bool = False) -> Written:
+            if_match: str | None = None, if_none_match: bool = False, staged: bool = False) -> Written:
         """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412,
         ``if_none_match=True`` adds it only if it does not exist yet (else 412, nothing written)."""
-        body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor)
+        body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor,
+            staged=True if staged else None)
         data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
                                      headers=self._precondition(if_match, if_none_match))
         return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
                        _unquote_etag(headers.get("ETag")))
 
     def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
-               actor: str | None = None, if_match: str | None = None) -> Written:
+               actor: str | None = None, if_match: str | None = None, staged: bool = False) -> Written:
         """Remove an item; :class:`NotFoundError` if there was none."""
-        body = self._fields(run=run, actor=actor) or None
+        body = self._fields(run=run, actor=actor, staged=True if staged else None) or None
         data = self._call("DELETE", self._item_path(owner, file, name), body=body, write=True,
                           headers=self._precondition(if_match))
         return Written(bool(data.get("removed")), data.get("commit"), bool(data.get("replayed")))
@@ -374,10 +375,11 @@ class Client:
 
     def diary_append(self, content: str, *, owner: str | None = None, ts: str | None = None,
                      date: str | None = None, time: str | None = None, tz: str | None = None,
-                     source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Written:
+                     source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                     staged: bool = False) -> Written:
         """Append one diary event (never twice, even when a retry follows a timeout)."""
         body = self._fields(content=content, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor)
+                            run=run, actor=actor, staged=True if staged else None)
         data = self._call("POST", self._owner_path(owner) + "/diary", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -395,11 +397,12 @@ class Client:
 
     def diary_tool(self, arguments: Any, *, owner: str | None = None, ts: str | None = None,
                    date: str | None = None, time: str | None = None, tz: str | None = None,
-                   source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Written:
+                   source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                   staged: bool = False) -> Written:
         """Handle an ``append_diary`` tool call; a bad call raises :class:`BadRequestError` whose
         ``message`` is written to be returned to the agent."""
         body = self._fields(arguments=arguments, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor)
+                            run=run, actor=actor, staged=True if staged else None)
         data = self._call("POST", self._owner_path(owner) + "/diary-tool", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -407,9 +410,10 @@ class Client:
 
     def batch(self, ops: Iterable[Mapping[str, Any]], *, owner: str | None = None, run: str | None = None,
               actor: str | None = None, message: str | None = None, source_conv: str | None = None,
-              if_match: str | None = None) -> dict[str, Any]:
+              if_match: str | None = None, staged: bool = False) -> dict[str, Any]:
         """Several writes as one commit: ``{"results": [...], "commit": ..., "replayed": ...}``."""
-        body = self._fields(ops=list(ops), run=run, actor=actor, message=message, source_conv=source_conv)
+        body = self._fields(ops=list(ops), run=run, actor=actor, message=message, source_conv=source_conv,
+            staged=True if staged else None)
         return self._call("POST", self._owner_path(owner) + "/batch", body=body, write=True,
                           headers=self._precondition(if_match))
 
@@ -418,7 +422,7 @@ class Client:
                  budget_tokens: int | None = None, budget_strict: bool = False, expand_links: bool = True,
                  explain: bool = False, time_range: tuple[str, str] | None = None, tz: str | None = None,
                  as_of: str | None = None, diary: str | None = None,
-                 recency_half_life: float | None = None) -> RetrievalResult:
+                 recency_half_life: float | None = None, include_staged: bool | None = None) -> RetrievalResult:
         """``MemoryIndex.retrieve`` on the host.
 
         Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
@@ -438,30 +442,32 @@ class Client:
                             messages_last=messages_last, limit=limit, budget_tokens=budget_tokens,
                             budget_strict=True if budget_strict else None, expand_links=expand_links,
                             explain=explain, time_range=list(time_range) if time_range else None, tz=tz,
-                            as_of=as_of, diary=diary, recency_half_life=recency_half_life)
+                            as_of=as_of, diary=diary, recency_half_life=recency_half_life,
+                            include_staged=include_staged)
         return retrieval_result(self._call("POST", self._owner_path(owner) + "/retrieve", body=body))
 
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
                  prompt: str | None = None, ts: str | None = None, tz: str | None = None,
-                 source_conv: str | None = None, run: str | None = None, actor: str | None = None) -> Memorized:
+                 source_conv: str | None = None, run: str | None = None, actor: str | None = None,
+                 staged: bool = False) -> Memorized:
         """Run the host's LLM over one turn; what it keeps is appended as one run and one commit.
 
         The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
         """
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor)
+                            run=run, actor=actor, staged=True if staged else None)
         data = self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True)
         return memorized(data)
 
     def memorize_async(self, turn: str, *, owner: str | None = None, character: str | None = None,
                        prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                        source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                       key: str | None = None) -> dict[str, Any]:
+                       key: str | None = None, staged: bool = False) -> dict[str, Any]:
         """Memorize as a background job (``Prefer: respond-async``): the job, at once (``id``,
         ``state``, ``params.run``); follow it with :meth:`job` or :meth:`wait_job`. ``key`` is the
         Idempotency-Key (default: a new one, the same on every retry): the same key is the same job."""
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor)
+                            run=run, actor=actor, staged=True if staged else None)
         headers = {"Prefer": "respond-async", **({"Idempotency-Key": key} if key else {})}
         return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
 
@@ -634,6 +640,67 @@ class Client:
         body = self._fields(run=run, actor=actor, source_conv=source_conv, action=action, since=since, until=until,
                             owner_prefix=owner_prefix, limit=limit, cursor=cursor, preview=True)
         return self._call("POST", "/bulk/rollback", body=body)
+
+    # -- runs on probation ------------------------------------------------------------
+
+    def staged_runs(self, *, state: str | None = None, run: str | None = None, actor: str | None = None,
+                    owner_prefix: str | None = None) -> dict[str, Any]:
+        """Staged runs across the owners the token reaches, oldest first (``GET /staged``): ``runs`` (one line
+        per run: actor, owners, first, last, age, size, held), ``waiting`` (how many, the oldest's age) and the
+        host's ``policy``. ``state``: ``staged`` (default), ``approved``, ``discarded``, ``expired``."""
+        return self._call("GET", "/staged", query={"state": state, "run": run, "actor": actor,
+                                                   "owner_prefix": owner_prefix})
+
+    def staged_run(self, run: str, *, state: str | None = None) -> list[dict[str, Any]]:
+        """Every owner's copy of a staged run, staged or settled (``GET /staged/<run>``)."""
+        return list(self._call("GET", f"/staged/{_q(run)}", query={"state": state})["owners"])
+
+    def approve_staged_run(self, run: str, *, owners: list[str] | None = None,
+                           except_owners: list[str] | None = None, force: bool = False, preview: bool = False,
+                           key: str | None = None) -> dict[str, Any]:
+        """Approve a staged run on every owner holding it (or ``owners``, less ``except_owners``) as a job
+        (admin): the job at once (follow it with :meth:`wait_job`); with ``preview`` each owner's plan and
+        conflicts, nothing written. Items ``main`` changed since are skipped unless ``force``."""
+        body = self._fields(owners=owners, except_owners=except_owners, force=True if force else None,
+                            preview=True if preview else None)
+        return self._call("POST", f"/staged/{_q(run)}/approve", body=body, write=not preview,
+                          headers={"Idempotency-Key": key} if key else None)
+
+    def discard_staged_run(self, run: str, *, owners: list[str] | None = None,
+                           except_owners: list[str] | None = None, key: str | None = None) -> dict[str, Any]:
+        """Discard a staged run on every owner holding it (or ``owners``, less ``except_owners``) as a job
+        (admin): the job at once."""
+        body = self._fields(owners=owners, except_owners=except_owners)
+        return self._call("POST", f"/staged/{_q(run)}/discard", body=body, write=True,
+                          headers={"Idempotency-Key": key} if key else None)
+
+    def hold_staged_run(self, run: str, held: bool = True, *, owners: list[str] | None = None) -> dict[str, Any]:
+        """Keep a staged run from auto-approval and expiry (``held=False`` lets it go again) (admin)."""
+        return self._call("POST", f"/staged/{_q(run)}/hold",
+                          body=self._fields(held=held, owners=owners))
+
+    def owner_staged(self, *, owner: str | None = None) -> list[dict[str, Any]]:
+        """The owner's staged runs, oldest first (tip, base, actor, times, commits, changes)."""
+        return list(self._call("GET", f"{self._owner_path(owner)}/staged")["runs"])
+
+    def staged_review(self, run: str, *, owner: str | None = None) -> dict[str, Any]:
+        """One owner's staged run against current ``main``: ``staged`` (what it changed), ``changes`` (what
+        approving would change now) and ``conflicts``."""
+        return self._call("GET", f"{self._owner_path(owner)}/staged/{_q(run)}")
+
+    def approve_staged(self, run: str, *, owner: str | None = None, force: bool = False,
+                       edits: list[dict[str, Any]] | None = None, actor: str | None = None) -> dict[str, Any]:
+        """Approve one owner's staged run onto ``main`` as one commit (admin); ``edits`` change what is approved
+        (``{file, name, content}`` or ``{date, time, before?, content}``). ``result`` says what changed and what
+        was skipped."""
+        body = self._fields(force=True if force else None, edits=edits, actor=actor)
+        return self._call("POST", f"{self._owner_path(owner)}/staged/{_q(run)}/approve", body=body,
+                          write=True)
+
+    def discard_staged(self, run: str, *, owner: str | None = None, actor: str | None = None) -> dict[str, Any]:
+        """Discard one owner's staged run (admin): its branch goes, a commit on ``main`` records it."""
+        return self._call("POST", f"{self._owner_path(owner)}/staged/{_q(run)}/discard",
+                          body=self._fields(actor=actor), write=True)
 
 
 def _page(data: Mapping[str, Any], key: str) -> Page:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from wikimem.host.fleet import Limits
     from wikimem.host.host import Host
     from wikimem.host.metrics import Metrics
+    from wikimem.host.probation import StagingPolicy
     from wikimem.host.retention import Retention
     from wikimem.recall import RecallOptions
 
@@ -171,6 +172,11 @@ class Config:
     jobs_per_owner: int = 20
     jobs_max_mb: int = 256
     jobs_turn_keep: float = 600.0
+    staged_actors: str = ""
+    staged_tokens: str = ""
+    staged_read_tokens: str = ""
+    staged_auto_approve: float = 0.0
+    staged_expire: float = 30 * 24 * 3600.0
     # Derived, checked once here: the replication settings (with a remote) and the peer set (with peers).
     replication_settings: Settings | None = field(default=None, init=False, compare=False)
     peer_set: Peers | None = field(default=None, init=False, compare=False)
@@ -327,6 +333,16 @@ class Config:
         return Limits(per_tenant=self.jobs_per_prefix, per_owner=self.jobs_per_owner,
                       max_bytes=self.jobs_max_mb * 1024 * 1024, turn_keep=float(self.jobs_turn_keep))
 
+    def staging_policy(self) -> StagingPolicy:
+        """The policy of runs on probation (``WIKIMEM_STAGED_*``); a bad value is a :class:`ConfigError`."""
+        from wikimem.host.probation import StagingPolicy
+
+        try:
+            return StagingPolicy.parse(self.staged_actors, self.staged_tokens, self.staged_read_tokens,
+                                       float(self.staged_auto_approve), float(self.staged_expire))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"WIKIMEM_STAGED_*: {exc}") from None
+
     def host_name(self) -> str | None:
         """This host's name in a cluster's shared database: its entry in ``PEERS`` (None: the machine's name and
         the data root)."""
@@ -464,7 +480,7 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
                 replication=config.replication_settings, peers=config.peer_set,
                 metrics=metrics if metrics is not None else build_metrics(config),
                 database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                retention=config.retention())
+                retention=config.retention(), staging=config.staging_policy())
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

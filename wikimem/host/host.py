@@ -7,6 +7,7 @@ Layout::
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
     ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
+    ├── index/staged.sqlite3         the staged runs of every owner (fleet/staged.py, probation.py)
     ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
     └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
 
@@ -53,6 +54,7 @@ from .errors import BadRequest, LLMNotConfigured
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .probation import APPROVE_JOB, DISCARD_JOB, Probation, StagingPolicy
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 from .retention import Retention
 
@@ -81,11 +83,12 @@ class Host:
     def __init__(self, data_root: Path | str, *, index_cache: int = 64, embedder=None, llm=None, recall=None,
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
                  peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
-                 name: str | None = None, job_limits: Limits | None = None,
+                 name: str | None = None, job_limits: Limits | None = None, staging: StagingPolicy | None = None,
                  retention: Retention | None = None):
         """``database``: the ``postgresql://`` URL of the database a cluster's hosts share for the run index and
         the jobs (None: SQLite files in the data root); ``name`` names this host there (default: the machine's
-        name and the data root); ``job_limits`` bound what one tenant may queue."""
+        name and the data root); ``job_limits`` bound what one tenant may queue; ``staging`` is the policy of
+        runs on probation (``host.probation``)."""
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -124,11 +127,18 @@ class Host:
         self.fleet = Fleet(self.run_index, self.owner, self.owner_ids, jobs=lambda: self.jobs,
                            run_jobs=self.start_jobs, peers=peers, peek=self.peek, heads=self.owner_heads,
                            lock_dir=self.root / INDEX_PATH.parent)
+        # Runs on probation (SPEC §10): the staged-run index beside the run index, bulk approve / discard, policy.
+        from wikimem.host.fleet import STAGED_PATH, StagedIndex
+
+        self.probation = Probation(StagedIndex(database or self.root / STAGED_PATH), self.owner, peek=self.peek,
+                                   owner_ids=self.owner_ids, folder=self.owner_path, jobs=lambda: self.jobs,
+                                   run_jobs=self.start_jobs, policy=staging)
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
         # Erasing owners everywhere and forgetting items with their history (jobs; see fleet/erase.py).
         self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
                                drop_local=self.drop_if_here, replication=self.replication,
-                               wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts)
+                               wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts,
+                               staged_index=self.probation.index)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
@@ -148,6 +158,8 @@ class Host:
         owner.vstore.on_commit.append(self.run_index.listener(owner))
         owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
         owner.vstore.idempotency_ttl = self.retention.idempotency
+        owner.policy = self.probation.policy
+        owner.staging.on_change.append(self.probation.listener(owner))
         if self.replication is not None:
             self.replication.attach(owner, folder)
         return owner
@@ -209,6 +221,10 @@ class Host:
         opened = self._open(owner_id, path)
         if cloned:  # its commits reached this host without a write: the run index learns of them now
             self._learn(opened)
+            try:
+                self.probation.sync(opened)  # (and its staged runs, which the clone brought too)
+            except Exception:
+                log.exception("staged-run index: could not record the cloned owner %s", owner_id)
         with self._lock:
             owner = self._owners.setdefault(owner_id, opened)  # another thread may have won
             self._owners.move_to_end(owner_id)
@@ -392,6 +408,8 @@ class Host:
         with self._lock:
             self._owners.pop(owner_id, None)
         self.run_index.forget_copy(owner_id)  # (a cluster's shared index keeps it: the owner lives elsewhere)
+        if not self.probation.index.shared:
+            self.probation.index.forget(owner_id)
         if self.replication is not None:
             self.replication.forget(owner_id)
         shutil.rmtree(trash, ignore_errors=True)
@@ -576,12 +594,17 @@ class Host:
                 # With a remote this host can act on any owner: it takes over the steps of a host that is gone.
                 self._runner = JobRunner(jobs, threads=threads, host=self.name,
                                          foreign=self.replication is not None,
-                                         maintenance=[self.fleet.sweep_run_index, self.erasure.maintain,
+                                         maintenance=[self.fleet.sweep_run_index, self.probation.tick,
+                                                      self.erasure.maintain,
                                                       lambda: self.erasure.sweep(self._folders())])
                 self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
                 self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
                 self._runner.register(FORGET, self._counted(FORGET, self.erasure.run_forget))
+                from .probation import handler as staged_handler
+
+                for kind in (APPROVE_JOB, DISCARD_JOB):
+                    self._runner.register(kind, self._counted(kind, staged_handler(self.owner, kind)))
             runner = self._runner
         return runner.start()
 
@@ -608,7 +631,7 @@ class Host:
         def lags() -> dict[str, int] | None:
             return None if self.replication is None else self.replication.lags(self._folders())
 
-        return HostCollector(lambda: self.jobs.stats(), lags)
+        return HostCollector(lambda: self.jobs.stats(), lags, lambda: self.probation.waiting())
 
     def _watch_embedding_backlog(self) -> None:
         from wikimem.vectors import shared_worker
@@ -637,9 +660,9 @@ class Host:
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
         if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
-            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv")}
+            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv", "staged")}
             ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
-                               source_conv=given["source_conv"])
+                               source_conv=given["source_conv"], staged=bool(given["staged"]))
             request = owner.memorize_request(
                 turn, ctx=ctx,
                 **{k: v for k, v in memorize_kwargs.items() if k not in given})

@@ -172,9 +172,11 @@ class HostCollector:
     """
 
     def __init__(self, jobs: Callable[[], Iterable[tuple[str, str, int, float]]],
-                 lags: Callable[[], dict[str, int] | None]):
+                 lags: Callable[[], dict[str, int] | None],
+                 staged: Callable[[], dict[str, Any]] | None = None):
         self._jobs = jobs
         self._lags = lags
+        self._staged = staged  # runs on probation: {"runs", "owners", "oldest_age_seconds"} waiting
         self._lag_cache: tuple[float, dict[str, int] | None] = (0.0, None)
         self._lock = threading.Lock()
 
@@ -191,6 +193,14 @@ class HostCollector:
                 age.add_metric([kind, state], max(0.0, now - oldest))
         yield count
         yield age
+        if self._staged is not None:
+            waiting = self._staged()
+            yield GaugeMetricFamily("wikimem_staged_runs_waiting", "staged runs waiting for review",
+                                    value=waiting.get("runs") or 0)
+            yield GaugeMetricFamily("wikimem_staged_owner_runs_waiting", "owners' copies of staged runs waiting",
+                                    value=waiting.get("owners") or 0)
+            yield GaugeMetricFamily("wikimem_staged_oldest_age_seconds", "age of the oldest staged run waiting",
+                                    value=waiting.get("oldest_age_seconds") or 0)
         lags = self._lag_now()
         if lags is not None:
             yield GaugeMetricFamily("wikimem_replication_lag_commits", "commits not on the remote yet",

@@ -8,7 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +23,23 @@ from .batchops import Op, check_content, parse_ops
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .metrics import NULL_METRICS, NullMetrics
+from .probation import StagingPolicy
 from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record, settings_summary
 
 if TYPE_CHECKING:
-    from wikimem.versioned import CommitDiff, Committed, Forgotten, HistoryPage, Plan
+    from wikimem.versioned import (
+        CommitDiff,
+        Committed,
+        Forgotten,
+        HistoryPage,
+        Plan,
+        StagedBranch,
+        StagedReview,
+        StagedRun,
+        Staging,
+        VersionedStore,
+    )
 
 __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
            "remove_vector_files"]
@@ -170,6 +182,12 @@ class Owner:
         self._as_of_lock = threading.Lock()
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
+        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
+        # index of a retrieve that includes them, keyed by (main's head, every staged tip).
+        self.policy = StagingPolicy()
+        self._staging: Staging | None = None
+        self._staged_index: tuple[tuple, Any, frozenset] | None = None
+        self._staged_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
@@ -370,7 +388,7 @@ class Owner:
                            **options)
 
     def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
-                 as_of: str | None = None, **retrieve_kwargs: Any):
+                 as_of: str | None = None, include_staged: bool = False, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
         Give ``query``, or a chat transcript as ``messages`` (OpenAI-style
@@ -380,6 +398,8 @@ class Owner:
         at most that long (:class:`TooLarge`), ``limit`` from 1 to
         :data:`~wikimem.limits.MAX_RETRIEVE_LIMIT` (:class:`InvalidValue`).
         Time words are read in ``tz``, else in the owner's time zone.
+        ``include_staged``: the approved memory plus this owner's staged runs
+        (each entry then says whether it is ``staged``); not with ``as_of``.
         """
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
@@ -392,14 +412,22 @@ class Owner:
             query = query_from_messages(messages, last=messages_last)[-MAX_QUERY_CHARS:]
         if isinstance(query, str):
             check_length(query, MAX_QUERY_CHARS, "query")
+        if include_staged and as_of is not None:
+            raise BadRequest("give as_of or include_staged, not both")
         start = time.perf_counter()
-        index = self.index() if as_of is None else self._index_as_of(as_of)
+        staged: frozenset | None = None
+        if include_staged:
+            index, staged = self._index_with_staged()
+        else:
+            index = self.index() if as_of is None else self._index_as_of(as_of)
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
         ready = time.perf_counter()
         take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
         if callable(take):
             take()
         result = index.retrieve(query, **retrieve_kwargs)
+        if staged is not None:
+            _mark_staged(result, staged)
         end = time.perf_counter()
         embedding = take() if callable(take) else 0.0
         self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,
@@ -462,11 +490,13 @@ class Owner:
         etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
         Empty content is refused (``ValueError``)."""
         check_content(content)
-        return self._write(lambda: self.vstore.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
+        target, ctx = self._target(ctx)
+        return self._write(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
         """Remove an item (one commit); :class:`NotFound` when it does not exist."""
-        done = self._write(lambda: self.vstore.remove(file, name, owner=self.id, ctx=ctx))
+        target, ctx = self._target(ctx)
+        done = self._write(lambda: target.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
             raise NotFound(f"no item {name!r} in {file!r}")
         return done
@@ -476,10 +506,11 @@ class Owner:
         (``tz`` defaults to the owner's)."""
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
         given = append_kwargs.pop("tz", None)
+        target, ctx = self._target(ctx)
         # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
         # the catch-up brought.
-        return self._write(lambda: self.vstore.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
-                                                            **append_kwargs))
+        return self._write(lambda: target.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
+                                                       **append_kwargs))
 
     @staticmethod
     def memorize_request(turn: str, *, character: str | None = None, prompt: str | None = None,
@@ -512,11 +543,11 @@ class Owner:
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
         character = character or self.settings().character or "the assistant"
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
-        run = ctx.run or new_run_id()
+        run = ctx.run or self._run_for(ctx)
         ctx = WriteContext.of(ctx, run=run)
+        target, ctx = self._target(ctx)
         if ctx.idempotency_key is not None:
-            replay = self.vstore.replay(ctx.idempotency_key, "memorize",
-                                        self.vstore.request_of(ctx, "memorize"))
+            replay = target.replay(ctx.idempotency_key, "memorize", target.request_of(ctx, "memorize"))
             if replay is not None:
                 return _memorize_replay(replay)
         recorder = _RecordingDiary()
@@ -525,10 +556,10 @@ class Owner:
         message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
 
         def write() -> MemorizeResult:
-            with self.vstore.batch(ctx, message=message, kind="memorize", action="memorize") as b:
+            with target.batch(ctx, message=message, kind="memorize", action="memorize") as b:
                 if b.replay is not None:
                     return _memorize_replay(b.replay)
-                entries = [self.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
+                entries = [target.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
                 b.result = {"entries": [asdict(e) for e in entries], "run": run}
             return MemorizeResult(entries, run, b.commit)
 
@@ -544,14 +575,15 @@ class Owner:
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
         _check_when(**append_kwargs)  # the request's own fields are refused as in any diary write, not told the agent
+        target, ctx = self._target(ctx)
 
         def write():
-            with self.vstore.batch(ctx, kind="diary-tool", action="diary-tool") as b:
+            with target.batch(ctx, kind="diary-tool", action="diary-tool") as b:
                 if b.replay is not None:
                     entry = b.replay.get("entry")
                     return (DiaryItem(**entry) if entry else None), b.replay.get("commit"), True
                 try:
-                    entry = handle_diary_tool(self.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
+                    entry = handle_diary_tool(target.diary, arguments, owner=self.id, source_conv=ctx.source_conv,
                                               **append_kwargs)
                 except ValueError as exc:
                     raise ToolCallError(str(exc)) from None
@@ -563,32 +595,108 @@ class Owner:
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.batchops`) as one commit, or none of them."""
         checked = parse_ops(ops)
-        ctx = WriteContext.of(ctx).bound("batch", ops, message)
+        target, ctx = self._target(ctx)
+        ctx = ctx.bound("batch", ops, message)
 
         def write() -> BatchResult:
-            with self.vstore.batch(ctx, message=message, kind="batch", action="batch") as b:
+            with target.batch(ctx, message=message, kind="batch", action="batch") as b:
                 if b.replay is not None:
                     return BatchResult(b.replay.get("results", []), b.replay.get("commit"), True)
-                results = [self._apply_op(op, ctx.source_conv) for op in checked]
+                results = [self._apply_op(target, op, ctx.source_conv) for op in checked]
                 b.result = {"results": results}
             return BatchResult(results, b.commit)
 
         return self._write(write)
 
-    def _apply_op(self, op: Op, source_conv: str | None) -> dict[str, Any]:
+    def _apply_op(self, target: VersionedStore | StagedBranch, op: Op, source_conv: str | None) -> dict[str, Any]:
         args: dict[str, Any] = dict(op.args)
         if op.kind == "add":
             args.setdefault("source_conv", source_conv)
-            item: RecallItem = self.store.add(args.pop("file"), args.pop("name"), args.pop("content"),
-                                              owner=self.id, **args)
+            item: RecallItem = target.store.add(args.pop("file"), args.pop("name"), args.pop("content"),
+                                                owner=self.id, **args)
             return {"op": "add", "item": asdict(item)}
         if op.kind == "remove":
-            removed = self.store.remove(op.args["file"], op.args["name"], owner=self.id)
+            removed = target.store.remove(op.args["file"], op.args["name"], owner=self.id)
             return {"op": "remove", "file": op.args["file"], "name": op.args["name"], "removed": removed}
         args.setdefault("source_conv", source_conv)
         args["tz"] = self._tz(args.get("tz"))
-        entry = self.diary.append(args.pop("content"), owner=self.id, **args)
+        entry = target.diary.append(args.pop("content"), owner=self.id, **args)
         return {"op": "diary", "entry": asdict(entry)}
+
+    # -- runs on probation (SPEC §10) -----------------------------------------------
+
+    @property
+    def staging(self) -> Staging:
+        """This owner's staged runs (:class:`~wikimem.versioned.Staging`): their writers, review, approve, discard."""
+        if self._staging is None:
+            from wikimem.versioned import Staging
+
+            with self._staged_lock:
+                if self._staging is None:
+                    self._staging = Staging(self.vstore)
+        return self._staging
+
+    @staticmethod
+    def _run_for(ctx: WriteContext) -> str:
+        """A run id for a write that names none: from its idempotency key (a retry lands on the same branch), else
+        a new one."""
+        from wikimem.context import digest
+
+        return f"run_{digest('staged', ctx.idempotency_key)[:20]}" if ctx.idempotency_key else new_run_id()
+
+    def stages(self, ctx: WriteContext | None) -> bool:
+        """Whether a write with ``ctx`` goes on probation: asked for (``ctx.staged``), or the host's policy stages its
+        actor (``WIKIMEM_STAGED_ACTORS``)."""
+        return ctx is not None and (ctx.staged or self.policy.stages(ctx.actor))
+
+    def _target(self, ctx: WriteContext | None) -> tuple[VersionedStore | StagedBranch, WriteContext]:
+        """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
+        write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
+        ctx = WriteContext.of(ctx)
+        if not self.stages(ctx):
+            return self.vstore, ctx
+        ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
+        assert ctx.run is not None
+        return self.staging.branch(ctx.run), ctx
+
+    def staged_runs(self) -> list[StagedRun]:
+        """This owner's staged runs, oldest first."""
+        return self.staging.runs()
+
+    def staged_review(self, run: str) -> StagedReview:
+        """A staged run against current ``main``: what it changed, what approving would change now, the conflicts
+        (:class:`NotFound` when it is not staged here)."""
+        return self.staging.review(run)
+
+    def approve_staged(self, run: str, *, force: bool = False, edits: Any = (),
+                       ctx: WriteContext | None = None) -> Committed:
+        """Approve a staged run onto ``main`` (one commit; conflicting items skipped unless ``force``; ``edits``
+        change what is approved); ``ctx.actor`` is the approver."""
+        done = self._write(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
+        self._staged_index = None
+        return done
+
+    def discard_staged(self, run: str, *, ctx: WriteContext | None = None, reason: str = "discarded") -> Committed:
+        """Discard a staged run: its branch goes, a commit on ``main`` records it (``ctx.actor``: who)."""
+        done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
+        self._staged_index = None
+        return done
+
+    def _index_with_staged(self) -> tuple[Any, frozenset]:
+        """The index over the approved memory plus every staged run, and which items are staged; cached by main's
+        head and the staged tips."""
+        staging = self.staging
+        key = staging.overlay_key()
+        cached = self._staged_index
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        if not key[1]:
+            return self.index(), frozenset()
+        overlay = staging.overlay()
+        vectors = self._cache_dir / "as-of-vectors" if self._cache_dir is not None else None
+        index = self._new_index(overlay.snapshot, vectors_dir=vectors)
+        self._staged_index = (overlay.key, index, overlay.staged)
+        return index, overlay.staged
 
 
 # What each undo operation takes as its target: a commit point, a run id, a commit point or time. The
@@ -609,6 +717,12 @@ def remove_vector_files(folder: Path) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
+def _mark_staged(result: Any, staged: frozenset) -> None:
+    """Say of every entry of a retrieve that included staged runs whether it comes from one."""
+    for hit in [*result.items, *result.dropped]:
+        item = hit.item
+        key = ("wiki", item.file, item.name) if hit.kind == "wiki" else ("diary", item.file, item.name, item.content)
+        hit.staged = key in staged
 
 
 def _memorize_replay(stored: dict) -> MemorizeResult:

@@ -35,6 +35,7 @@ GROUPS = {
     "ops": "Logs, metrics, readiness",
     "cluster": "More than one host (deploy/cluster/)",
     "retention": "Retention (see Forgetting and backups)",
+    "probation": "Runs on probation (see Runs on probation)",
 }
 
 
@@ -209,6 +210,17 @@ VARIABLES: tuple[Variable, ...] = (
        kind="number"),
     _v("WIKIMEM_SESSION_HOURS", "an operator session's lifetime; a logout's record is kept as long", "retention",
        kind="number"),
+    # -- runs on probation
+    _v("WIKIMEM_STAGED_ACTORS", "actors whose writes are staged, comma-separated shell patterns", "probation",
+       default="none", example="memorize-v7,memorize-exp-*"),
+    _v("WIKIMEM_STAGED_TOKENS", "token names whose writes are staged (comma-separated shell patterns)", "probation",
+       default="none"),
+    _v("WIKIMEM_STAGED_READ_TOKENS", "token names whose retrieves include staged runs by default (patterns)",
+       "probation", default="none"),
+    _v("WIKIMEM_STAGED_AUTO_APPROVE", "seconds after which an unheld staged run is approved (0 = never)",
+       "probation", kind="number"),
+    _v("WIKIMEM_STAGED_EXPIRE", "seconds after which an unheld, unapproved staged run is discarded as expired "
+       "(0 = never; 30 days)", "probation", kind="number"),
 )
 
 

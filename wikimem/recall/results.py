@@ -45,6 +45,9 @@ class RetrievedItem:
     tokens_est: int = 0
     kind: str = "wiki"
     via_file: str | None = None
+    # With a retrieve that includes staged runs (the host's ``include_staged``): whether the entry comes from a
+    # run on probation (True) or from the approved memory (False); None otherwise (and left out of the JSON).
+    staged: bool | None = None
 
     @property
     def date(self) -> str | None:
@@ -69,7 +72,7 @@ class RetrievedItem:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict."""
-        return {
+        out = {
             "item": _item_dict(self.item, self.kind),
             "source": self.source,
             "score": self.score,
@@ -81,6 +84,9 @@ class RetrievedItem:
             "tokens_est": self.tokens_est,
             "kind": self.kind,
         }
+        if self.staged is not None:
+            out["staged"] = self.staged
+        return out
 
 
 @dataclass

@@ -5,13 +5,14 @@ and the one door every file of a memory folder passes (:class:`Door`)."""
 from __future__ import annotations
 
 from .diary import Diary, DiaryReader, resolve_tz
-from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, folder_file
+from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, OverlayDoor, folder_file
 from .journal import Journal, diary_record, parse_record, wiki_record
 from .wiki import MemoryStore, Saved, normalize_ts
 from .writer import LOCK_NAME, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
 __all__ = [
     "Door",
+    "OverlayDoor",
     "folder_file",
     "TOP_FILES",
     "JOURNAL_NAME",

@@ -24,9 +24,11 @@ write — and whoever reads it (the store, the index, settings, export) passes
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from wikimem.errors import DamagedFolder, TooLarge
@@ -34,7 +36,7 @@ from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, memory_pa
 from wikimem.fsio import TEMP_SUFFIX, Stamp, open_folder, open_regular, read_regular
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
 
-__all__ = ["Door", "TOP_FILES", "JOURNAL_NAME", "GITIGNORE_NAME", "folder_file"]
+__all__ = ["Door", "OverlayDoor", "TOP_FILES", "JOURNAL_NAME", "GITIGNORE_NAME", "folder_file"]
 
 JOURNAL_NAME = "journal.jsonl"
 GITIGNORE_NAME = ".gitignore"
@@ -52,6 +54,9 @@ def folder_file(rel: str) -> tuple[str | None, str]:
             return folder, name
     raise DamagedFolder(f"refused path {rel!r}: not a file of a memory folder (wiki/<name>.md, diary/<name>.md, "
                         f"{', '.join(TOP_FILES)})")
+
+
+_EPOCHS = itertools.count(1)  # every OverlayDoor base gets its own, so no stamp of one base matches another's
 
 
 def _limit(folder: str | None) -> int:
@@ -204,3 +209,60 @@ class Door:
             raise
         finally:
             os.close(fd)
+
+
+class OverlayDoor(Door):
+    """The files of a memory folder that exists only as a base (a git tree) plus what was written over it, in memory.
+
+    The writer of a staged run (:mod:`wikimem.versioned.staging`) writes through one: the same path rules and
+    size limits as :class:`Door`, nothing ever reaches the disk. ``base_read(rel)`` gives a file of the base
+    (None: absent), ``base_names(folder)`` the memory file names of a folder there; :meth:`rebase` starts over
+    from another base (the branch tip a unit starts from).
+    """
+
+    def __init__(self, root: Path | str, base_read: Callable[[str], bytes | None],
+                 base_names: Callable[[str], list[str]]):
+        super().__init__(root)
+        self.rebase(base_read, base_names)
+
+    def rebase(self, base_read: Callable[[str], bytes | None], base_names: Callable[[str], list[str]]) -> None:
+        self._base_read, self._base_names = base_read, base_names
+        self.written: dict[str, bytes | None] = {}
+        self._version = next(_EPOCHS) << 32
+
+    def read(self, rel: str) -> bytes | None:
+        folder_file(rel)
+        return self.written[rel] if rel in self.written else self._base_read(rel)
+
+    def stamp(self, rel: str) -> Stamp | None:
+        data = self.read(rel)
+        return None if data is None else (hash(rel) & 0xFFFFFFFF, self._version, len(data))
+
+    def stamps(self, folder: str) -> dict[str, Stamp]:
+        if folder not in MEMORY_DIRS:
+            raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)}")
+        names = set(self._base_names(folder))
+        for rel, data in self.written.items():
+            where, _, name = rel.partition("/")
+            if where == folder:
+                (names.add if data is not None else names.discard)(name)
+        out: dict[str, Stamp] = {}
+        for name in names:
+            found = self.stamp(f"{folder}/{name}")
+            if found is not None:
+                out[name] = found
+        return out
+
+    def write(self, rel: str, data: bytes) -> None:
+        folder, _ = folder_file(rel)
+        limit = _limit(folder)
+        if len(data) > limit:
+            raise TooLarge(f"{rel} would be {len(data):,} bytes long; a file of a memory folder holds at most "
+                           f"{limit:,} bytes (wikimem.limits)")
+        self.written[rel] = bytes(data)
+        self._version += 1
+
+    def remove(self, rel: str) -> None:
+        folder_file(rel)
+        self.written[rel] = None
+        self._version += 1

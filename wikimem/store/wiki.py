@@ -25,6 +25,7 @@ from wikimem.models import RecallItem
 from wikimem.naming import safe_stem, sanitize_item_name, validate_file
 
 from .diary import Diary
+from .door import Door
 from .journal import Journal, wiki_record
 from .writer import MutationHook, UnitInfo, Writer
 
@@ -51,10 +52,10 @@ class MemoryStore:
     :mod:`wikimem.store.writer`.
     """
 
-    def __init__(self, root: Path | str, *, hook: MutationHook | None = None):
+    def __init__(self, root: Path | str, *, hook: MutationHook | None = None, door: Door | None = None):
         self.root = Path(root)
         self.journal = Journal(self.root / "journal.jsonl")
-        self.writer = Writer(self.root, self.journal, hook)
+        self.writer = Writer(self.root, self.journal, hook, door)
         self.writer.listeners.append(self._on_change)
         self._revision = 0
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG_SIZE)

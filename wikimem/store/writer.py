@@ -94,7 +94,9 @@ class UnitInfo:
     - ``request``: the hash of what the idempotency key was used for (``Wikimem-Request``);
     - ``reverts``: the one commit a revert undid or a restore went back to (``Wikimem-Reverts``);
     - ``reverts_commits``, ``reverts_runs``: every commit and run a rollback undid (a trailer each);
-    - ``undo_items``: the items an undo changes, one line each (the commit's body).
+    - ``undo_items``: the items an undo changes, one line each (the commit's body);
+    - ``trailers``: further ``(name, value)`` trailers, written as ``Wikimem-<name>: <value>`` after the others
+      (an approval's ``Approved-By``, a staged commit's ``Base``).
     """
 
     run: str | None = None
@@ -108,6 +110,7 @@ class UnitInfo:
     reverts_commits: tuple[str, ...] = ()
     reverts_runs: tuple[str, ...] = ()
     undo_items: tuple[str, ...] = ()
+    trailers: tuple[tuple[str, str], ...] = ()
 
     def filled_from(self, other: UnitInfo) -> UnitInfo:
         """This info, with ``other``'s value in each field this one leaves empty (a nested unit joining)."""
@@ -304,9 +307,11 @@ class _Ticket:
 class Writer:
     """Serialises the writes of one store folder, lands them in rounds and reports them to the hook."""
 
-    def __init__(self, root: Path, journal: Journal, hook: MutationHook | None = None):
+    def __init__(self, root: Path, journal: Journal, hook: MutationHook | None = None, door: Door | None = None):
         self.root = Path(root)
-        self.door = Door(self.root)  # every file of the folder is read and written through it
+        # Every file of the folder is read and written through it (a staged run's writer is given an
+        # OverlayDoor: its files live in memory over a git tree, never on disk).
+        self.door = door if door is not None else Door(self.root)
         self.journal = journal
         self.hook: MutationHook = hook if hook is not None else PlainHook(self.root)
         # Held by the leader of a round for the whole round; take it (before any inter-process lock) to keep

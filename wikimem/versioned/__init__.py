@@ -18,6 +18,8 @@ from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
 from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
+from .stagedrefs import folder_staged, validate_staged_run
+from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
 from .tombstones import bury
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
@@ -30,4 +32,6 @@ __all__ = [
     "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
     "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
+    "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
+    "folder_staged", "validate_staged_run",
 ]

@@ -61,6 +61,7 @@ from .rewrite import (
     reachable,
     rewrite_barrier,
 )
+from .stagedrefs import STAGED, TRACKED, staged_ref, staged_tips
 
 __all__ = ["Forgetting", "Forgotten", "GENERATION_NAME", "REPLACED", "generation", "note_replaced",
            "bump_generation"]
@@ -173,7 +174,8 @@ class Forgetting:
             if texts:  # … before the other refs followed
                 rewriter.run(order)
                 rewriter.write()
-                self._move_others(refs, rewriter.commits, skip_tracking=False)
+                self._move_others(refs, rewriter.commits, skip_tracking=self._replica() is not None)
+            self._push_staged(head)
             return self._done(self._replayed(target, known[0], old_head), target)
         if not texts:
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
@@ -225,6 +227,7 @@ class Forgetting:
         if not self.git.move_ref(head, new):
             raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
         self._move_others(refs, commits, skip_tracking=replica is not None)
+        self._push_staged(new)
         self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
         self.git.repo.refs.remove_if_equals(REPLACED, None)
         self.intent.mark(record, APPLIED)
@@ -233,11 +236,29 @@ class Forgetting:
     def _move_others(self, refs: dict[bytes, bytes], commits: dict[bytes, bytes], *, skip_tracking: bool) -> None:
         """Every ref but ``main`` (and the tracking ref the push set) to its rewritten commit."""
         for name, value in refs.items():
-            if name in (BRANCH, REPLACED) or (skip_tracking and name == b"refs/remotes/origin/main"):
-                continue
+            if name in (BRANCH, REPLACED) or (skip_tracking and (name == b"refs/remotes/origin/main"
+                                                                  or name.startswith(TRACKED))):
+                continue  # (a tracking ref moves when the remote does: _push_staged)
             mapped = commits.get(value, value)
             if mapped != value:
                 self.git.repo.refs.set_if_equals(ref(name), oid(value), oid(mapped))
+
+    def _push_staged(self, have: bytes | None) -> None:
+        """With a remote: every staged run's branch (runs on probation) the rewrite changed is replaced there
+        too, by compare-and-swap from what this folder knows the remote holds — else its old history, the
+        forgotten text with it, would stay on the remote. A branch the remote does not have is left to the
+        staging's own push; one the remote moved meanwhile raises :class:`RemoteMoved` (the next call retries:
+        local and tracking values still differ)."""
+        replica = self._replica()
+        if replica is None:
+            return
+        tracked = staged_tips(self.git.repo, TRACKED)
+        for run, tip in staged_tips(self.git.repo, STAGED).items():
+            known = tracked.get(run)
+            if known is not None and known != tip:
+                base = merge_base(self.git, tip, have) if have is not None else None  # (the run's rewritten base)
+                replica.remote.push(self.git.repo, tip.decode(), known.decode(), name=staged_ref(run),
+                                    have=base.decode() if base else None, rewritten=True)
 
     # -- a history replaced on the remote ------------------------------------------------------
 

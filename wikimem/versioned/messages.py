@@ -96,6 +96,7 @@ def build_message(records: list[dict], info: UnitInfo) -> str:
         if value is not None:
             lines.append(f"Wikimem-{key}: {value}")
     lines.extend(undo_trailers(info))
+    lines.extend(f"Wikimem-{name}: {v}" for name, value in info.trailers if (v := clean_value(value)))
     for rec in records:
         # ASCII-escaped: a journal line can never carry a line break or a control character into the message.
         lines.append("Wikimem-Journal: " + json.dumps(rec, ensure_ascii=True, separators=(",", ":")))

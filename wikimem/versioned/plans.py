@@ -23,7 +23,7 @@ from wikimem.format import entry_key, memory_path, parse_day, render_day, render
 from .itemdiff import ItemChange, path_changes, wiki_items
 from .objects import GitRepo
 
-__all__ = ["Plan", "State", "plan_revert", "plan_restore", "finish"]
+__all__ = ["Plan", "State", "plan_revert", "plan_apply", "plan_restore", "finish"]
 
 
 @dataclass
@@ -76,7 +76,31 @@ def plan_revert(git: GitRepo, state: State, commit: bytes, conflicts: list[dict]
             _revert_diary(state, path, name, old, new)
 
 
-def _revert_wiki(state, path, file, old, new, conflicts, force, short) -> None:
+def plan_apply(git: GitRepo, state: State, base_tree: bytes | None, tip_tree: bytes | None, conflicts: list[dict],
+               force: bool, label: str) -> None:
+    """Apply what changed from ``base_tree`` to ``tip_tree`` (a staged run) onto ``state``, item by item.
+
+    The mirror of a revert: an item goes to what the tip holds only if it
+    still holds what the base held; one that already holds the tip's content
+    is left alone; anything else changed on ``main`` since the run started and
+    is a conflict (skipped unless ``force``). A diary entry the run appended is
+    appended (sorted into its day), one it removed is removed.
+    """
+    for path in sorted(git.changed_paths(base_tree, tip_tree)):
+        kind = memory_path(path)
+        if kind is None:
+            continue
+        folder, name = kind
+        base, tip = git.blob_at(base_tree, path), git.blob_at(tip_tree, path)
+        if folder == "wiki":
+            _revert_wiki(state, path, name, tip, base, conflicts, force, label,
+                         reasons=("removed on main since", "changed on main since"))
+        else:
+            _revert_diary(state, path, name, tip, base)
+
+
+def _revert_wiki(state, path, file, old, new, conflicts, force, short,
+                 reasons=("removed again later", "changed again later")) -> None:
     before_items, after_items = wiki_items(old, file), wiki_items(new, file)
     now = wiki_items(state.get(path), file)
     result = dict(now)
@@ -88,7 +112,7 @@ def _revert_wiki(state, path, file, old, new, conflicts, force, short) -> None:
             continue  # already back to what it was
         if not same_item(current, after):
             conflicts.append({"kind": "wiki", "file": file, "name": name, "commit": short,
-                              "reason": "removed again later" if current is None else "changed again later",
+                              "reason": reasons[0] if current is None else reasons[1],
                               "current": None if current is None else current.content,
                               "wanted": None if before is None else before.content})
             if not force:

@@ -17,9 +17,13 @@ choice and its figures are in ``bench/cluster.py`` and the README):
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
   remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
   passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
-  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves);
-- :meth:`Remote.push` — compare-and-swap: ``main`` moves only from the
-  commit the caller names. The client aborts before sending anything when the
+  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves); the
+  remote's staged branches (``refs/heads/staged/<run>``, runs on probation)
+  come along, each checked the same way (one that fails is left out, logged),
+  and the local ones follow them (:func:`~wikimem.versioned.stagedrefs.follow_remote`);
+- :meth:`Remote.push` — compare-and-swap: ``main`` (or, with ``name``, a
+  staged branch, which ``new=None`` deletes) moves only from the commit the
+  caller names. The client aborts before sending anything when the
   advertised value differs, and git's receive-pack re-checks the old value
   under its ref lock, so a push racing another one fails rather than
   overwrites. Either way the caller gets :class:`RemoteMoved` with the
@@ -63,11 +67,20 @@ from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
 
-from wikimem.errors import RemoteError, RemoteMissing, RemoteMoved, RemoteRefused, RemoteRejected, RemoteUnavailable
+from wikimem.errors import (
+    InvalidName,
+    RemoteError,
+    RemoteMissing,
+    RemoteMoved,
+    RemoteRefused,
+    RemoteRejected,
+    RemoteUnavailable,
+)
 
 from .catchup import switch_to
 from .incoming import check_incoming
 from .objects import BRANCH, GitRepo, init_repo, oid, ref
+from .stagedrefs import STAGED, TRACKED, follow_remote, staged_tips, tracked_ref, validate_staged_run
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
            "RemoteRefused", "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
@@ -295,6 +308,22 @@ class Remote:
                                  self.shown)
         return done.stdout.strip().endswith("created")
 
+    def staged_heads(self) -> dict[bytes, str]:
+        """The remote's staged branches (runs on probation): ``{ref name: commit}``; RemoteMissing as
+        :meth:`remote_head`."""
+        with self._talking("read remote refs"):
+            if self.scheme == "file":
+                target = Repo(self.path)
+                try:
+                    found = target.get_refs()
+                finally:
+                    target.close()
+            else:
+                # (a str path, as remote_head says)
+                found = _refs(self.client().get_refs(self.path))  # type: ignore[arg-type]
+        return {name: sha.decode("ascii") for name, sha in found.items()
+                if name.startswith(STAGED) and sha and sha != ZERO_SHA}
+
     def fetch(self, repo: Path | str | Repo) -> str | None:
         """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head.
 
@@ -314,17 +343,39 @@ class Remote:
     def _fetch(self, repo: Path | str | Repo) -> str | None:
         with _opened(repo) as local, self._talking("fetch"):
             def wants(refs, depth=None, **_):
-                head = _refs(refs).get(BRANCH)
-                return [head] if head and head != ZERO_SHA and head not in local.object_store else []
+                found = _refs(refs)
+                heads = [found.get(BRANCH)] + [v for k, v in found.items() if k.startswith(STAGED)]
+                return list(dict.fromkeys(h for h in heads if h and h != ZERO_SHA and h not in local.object_store))
 
             result = self.client().fetch(self.path, local, determine_wants=wants)
-            head = _refs(result.refs).get(BRANCH)
+            found = _refs(result.refs)
+            head = found.get(BRANCH)
             if head is None or head == ZERO_SHA:
                 set_tracking(local, None)
                 return None
             self._check(local, head)
+            before = staged_tips(local, TRACKED)
             set_tracking(local, head)
+            follow_remote(local, self._staged(local, found, head), before)
             return head.decode("ascii")
+
+    def _staged(self, local: Repo, found: dict, head: bytes) -> dict[str, bytes]:
+        """The remote's staged branches (``refs/heads/staged/<run>``) whose new commits pass the same checks as
+        ``main``'s; one that does not is left out (logged; it never reaches a ref here)."""
+        out: dict[str, bytes] = {}
+        for name, sha in found.items():
+            if not name.startswith(STAGED) or not sha or sha == ZERO_SHA:
+                continue
+            try:
+                run = validate_staged_run(name[len(STAGED):].decode("ascii"))
+                check_incoming(local.object_store, sha, (head, _peek(local), _peek(local, TRACKING),
+                                                         _peek(local, tracked_ref(run))), self.shown)
+            except (UnicodeDecodeError, InvalidName, RemoteRefused) as exc:
+                log.error("%s: refused the remote's %s from %s: %s", local.path, name.decode("ascii", "replace"),
+                          self.shown, exc)
+                continue
+            out[run] = sha
+        return out
 
     def _check(self, local: Repo, head: bytes) -> None:
         """The remote is untrusted input: every commit new to ``local`` is checked before a ref moves to it."""
@@ -335,48 +386,63 @@ class Remote:
                       self.shown, exc)
             raise
 
-    def push(self, repo: Path | str | Repo, new: str, expected: str | None) -> None:
-        """Move the remote ``main`` from ``expected`` (None: it has none) to ``new``, or raise.
+    def push(self, repo: Path | str | Repo, new: str | None, expected: str | None, *, name=BRANCH,
+             have: str | None = None, rewritten: bool = False) -> None:
+        """Move the remote ``name`` (``main``, or a staged run's branch) from ``expected`` (None: it has none) to
+        ``new`` (None: delete it), or raise.
 
         :class:`RemoteMoved` when the remote is not at ``expected`` (nothing
-        was changed there); on success ``refs/remotes/origin/main`` is ``new``.
+        was changed there); on success the tracking ref of ``name`` is ``new``.
+        ``have`` names a commit the remote holds (a staged branch's base on
+        ``main``): only what lies after it is sent. ``rewritten``: ``new`` need not descend from ``expected``
+        (a staged branch a forget rewrote); what lies after ``have`` is sent.
         """
-        want, old = new.encode("ascii"), (expected.encode("ascii") if expected else None)
+        want, old = (new.encode("ascii") if new else ZERO_SHA), (expected.encode("ascii") if expected else None)
+        base = (None if rewritten else old) or (have.encode("ascii") if have else None)
+        track = TRACKING if name == BRANCH else tracked_ref(name[len(STAGED):].decode("ascii"))
         seen: list[bytes | None] = []
 
         def update_refs(refs):
-            current = _refs(refs).get(BRANCH)
+            current = _refs(refs).get(name)
             current = None if current == ZERO_SHA else current
             seen.append(current)
             if current != old:  # abort before a byte of the pack is sent
                 raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
                                   head=_hex(current), expected=expected)
-            return {BRANCH: want}
+            return {name: want}
 
         with _opened(repo) as local, self._talking("push"):
             if self.scheme == "file":
-                self._push_here(local, want, old, expected)
-                set_tracking(local, want)
+                self._push_here(local, want, old, expected, name, base)
+                set_tracking(local, None if want == ZERO_SHA else want, track)
                 return
 
-            def pack_data(have, want, *, ofs_delta=True, progress=None, **_):  # dulwich's GeneratePackDataFunc
-                return pack_objects_to_data(new_objects(local.object_store, new.encode("ascii"), old))
+            def pack_data(have, want_, *, ofs_delta=True, progress=None, **_):  # dulwich's GeneratePackDataFunc
+                objects = [] if want == ZERO_SHA else new_objects(local.object_store, want, base)
+                return pack_objects_to_data(objects)
 
             # str path: as for get_refs, dulwich's stubs say bytes and its clients encode a str themselves
             result = self.client().send_pack(self.path, update_refs, pack_data)  # type: ignore[arg-type]
-            status = (result.ref_status or {}).get(BRANCH)
+            status = (result.ref_status or {}).get(name)
             if status is not None:
-                # receive-pack found main moved under its lock (a racing push), or a hook said no
-                head = self.remote_head()
+                # receive-pack found the ref moved under its lock (a racing push), or a hook said no
+                head = self._ref_head(name)
                 if head != expected:
                     raise RemoteMoved(f"push: {self.shown} moved during the push ({status})", self.shown,
                                       head=head, expected=expected)
-                raise RemoteRejected(f"push: {self.shown} refused main: {status}", self.shown)
-            set_tracking(local, want)
+                raise RemoteRejected(f"push: {self.shown} refused {name.decode()}: {status}", self.shown)
+            set_tracking(local, None if want == ZERO_SHA else want, track)
 
-    def _push_here(self, local: Repo, want: bytes, old: bytes | None, expected: str | None) -> None:
+    def _ref_head(self, name) -> str | None:
+        if name == BRANCH:
+            return self.remote_head()
+        refs = self.client().get_refs(self.path)  # type: ignore[arg-type]
+        return _hex(_refs(refs).get(name))
+
+    def _push_here(self, local: Repo, want: bytes, old: bytes | None, expected: str | None, name=BRANCH,
+                   base: bytes | None = None) -> None:
         """A file:// push in this process: the new objects as loose objects (checked, fsynced), then
-        ``main`` moved by compare-and-swap under git's own ref lock.
+        the ref moved by compare-and-swap under git's own ref lock.
 
         What git's receive-pack does for a small push (unpack below ``receive.unpackLimit``, check
         the objects, lock and compare the ref), without its three processes; the measured figures
@@ -386,22 +452,28 @@ class Remote:
 
         target = Repo(self.path)
         try:
-            target.object_store.fsync_object_files = True  # on the replica's disk before main moves
-            current = _peek(target)
+            target.object_store.fsync_object_files = True  # on the replica's disk before the ref moves
+            current = _peek(target, name)
             if current != old:
                 raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
                                   head=_hex(current), expected=expected)
-            for obj in new_objects(local.object_store, want, old):
+            for obj in ([] if want == ZERO_SHA else new_objects(local.object_store, want, base)):
                 try:
                     obj.check()
                 except ObjectFormatException as exc:
                     raise RemoteRejected(f"push: {self.shown} refused object {obj.id.decode()}: {exc}",
                                          self.shown) from None
-                target.object_store.add_object(obj)
-            if not _locked_ref_update(lambda: target.refs.set_if_equals(BRANCH, None if old is None else oid(old),
-                                                                        oid(want)),
-                                      Path(target.controldir()) / "refs" / "heads" / "main.lock"):
-                now = _peek(target)
+                if obj.id not in target.object_store:
+                    target.object_store.add_object(obj)
+            if want == ZERO_SHA:
+                def update():
+                    return target.refs.remove_if_equals(name, None if old is None else oid(old))
+            else:
+                def update():
+                    return target.refs.set_if_equals(name, None if old is None else oid(old), oid(want))
+            lock = Path(target.controldir()) / (name.decode("ascii") + ".lock")
+            if not _locked_ref_update(update, lock):
+                now = _peek(target, name)
                 raise RemoteMoved(f"push: {self.shown} moved during the push", self.shown, head=_hex(now),
                                   expected=expected)
         finally:
@@ -592,19 +664,20 @@ def _locked_ref_update(update, lock: Path, attempts: int = 40):
     raise RemoteUnavailable(f"{lock} stays locked", "")
 
 
-def set_tracking(repo: Repo, value: bytes | None) -> None:
-    """Set (None: remove) the remote-tracking ref; best effort, as it is only what this folder knows.
+def set_tracking(repo: Repo, value: bytes | None, name=TRACKING) -> None:
+    """Set (None: remove) a remote-tracking ref (``main``'s by default); best effort, as it is only what this
+    folder knows.
 
     A tracking ref left behind is safe: the next push meets the remote at a
     commit it already holds and moves the ref then (see ``Replica.push``).
     """
-    lock = Path(repo.controldir()) / TRACKING.decode()
+    lock = Path(repo.controldir()) / name.decode()
     lock = lock.with_name(lock.name + ".lock")
     try:
         if value is None:
-            _locked_ref_update(lambda: repo.refs.remove_if_equals(TRACKING, None), lock)
+            _locked_ref_update(lambda: repo.refs.remove_if_equals(name, None), lock)
         else:
-            _locked_ref_update(lambda: repo.refs.__setitem__(TRACKING, oid(value)), lock)
+            _locked_ref_update(lambda: repo.refs.__setitem__(name, oid(value)), lock)
     except (RemoteUnavailable, OSError):
         pass
 

@@ -270,9 +270,16 @@ def _variants(texts: Iterable[str]) -> list[str]:
     return sorted(out, key=len, reverse=True)
 
 
+# Trailers that name another commit, mapped to its rewritten id: a revert's target and a staged run's base on main
+# (ancestors: rewritten first), an approval's staged tip (mapped when its branch was rewritten first; else it names
+# a commit the prune removes, as the approved branch is gone).
+_COMMIT_IDS = ("Wikimem-Reverts", "Wikimem-Base", "Wikimem-Staged-Tip")
+
+
 def scrub_message(message: str, target: Target, texts: set[str], ids: Callable[[str], str], *, wrote: bool) -> str:
     """``message`` without the target: its name and texts replaced by :data:`PLACEHOLDER`, its records scrubbed,
-    the ``Wikimem-Request`` of a commit that ``wrote`` it dropped, ``Wikimem-Reverts`` ids mapped by ``ids``."""
+    the ``Wikimem-Request`` of a commit that ``wrote`` it dropped, commit ids (:data:`_COMMIT_IDS`) mapped by
+    ``ids``."""
     _, trailers, _ = parse_trailers(message)
     name = clean_value(target.name) if target.kind == "wiki" else None
     same_file = trailers.get("File") == target.file
@@ -290,7 +297,7 @@ def scrub_message(message: str, target: Target, texts: set[str], ids: Callable[[
                 line = f"{key}: {PLACEHOLDER}"
             elif key == "Wikimem-Request" and wrote:
                 continue
-            elif key == "Wikimem-Reverts":
+            elif key in _COMMIT_IDS:
                 line = f"{key}: {ids(value.strip())}"
             out.append(line)
             continue

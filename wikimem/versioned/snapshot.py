@@ -1,7 +1,12 @@
-"""The memory as it was at one commit, read from the object store (the work tree is not touched)."""
+"""The memory as it was at one commit, read from the object store (the work tree is not touched).
+
+With ``overrides`` (``{path: bytes or None}``) some files read otherwise than the commit has them: the
+overlay of a retrieve that includes staged runs (:mod:`wikimem.versioned.staging`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from wikimem.format import DIARY_DIR, WIKI_DIR, memory_path, parse_day, parse_wiki
@@ -17,18 +22,21 @@ __all__ = ["Snapshot"]
 class Snapshot:
     """A read-only, store-like view of one commit (enough for :class:`~wikimem.MemoryIndex`)."""
 
-    def __init__(self, git: GitRepo, commit: bytes):
+    def __init__(self, git: GitRepo, commit: bytes, overrides: Mapping[str, bytes | None] | None = None,
+                 revision: str | None = None):
         self._git = git
         self.commit = commit.decode()
+        self._revision = revision or self.commit
         self._tree = git.commit_tree(commit)
         self.root = Path(git.root)
-        self._wiki = _memory_files(git, self._tree, WIKI_DIR)
+        self._overrides = dict(overrides or {})
+        self._wiki = _memory_files(git, self._tree, WIKI_DIR, self._overrides)
         self._items: dict[str, list[RecallItem]] = {}
-        self.diary = _SnapshotDiary(git, self._tree)
+        self.diary = _SnapshotDiary(git, self._tree, self._overrides)
 
     @property
     def revision(self) -> str:
-        return self.commit
+        return self._revision
 
     def files(self) -> list[str]:
         return sorted(self._wiki)
@@ -45,20 +53,20 @@ class Snapshot:
     def _read(self, file: str) -> list[RecallItem]:
         if file not in self._items:
             sha = self._wiki.get(file)
-            self._items[file] = parse_wiki(self._git.blob(sha), file) if sha else []
+            self._items[file] = parse_wiki(_content(self._git, sha), file) if sha else []
         return self._items[file]
 
     def changed_files_since(self, revision) -> set[str] | None:
-        return set() if revision == self.commit else None
+        return set() if revision == self._revision else None
 
     def invalidate(self) -> None:
         return None
 
 
 class _SnapshotDiary(DiaryReader):
-    def __init__(self, git: GitRepo, tree: bytes | None):
+    def __init__(self, git: GitRepo, tree: bytes | None, overrides: Mapping[str, bytes | None] | None = None):
         self._git = git
-        self._days = _memory_files(git, tree, DIARY_DIR)
+        self._days = _memory_files(git, tree, DIARY_DIR, overrides)
 
     def dates(self) -> list[str]:
         return sorted(self._days)
@@ -66,14 +74,28 @@ class _SnapshotDiary(DiaryReader):
     def day(self, date: str) -> list[DiaryItem]:
         validate_date(date)
         sha = self._days.get(date)
-        return parse_day(self._git.blob(sha), date) if sha is not None else []
+        return parse_day(_content(self._git, sha), date) if sha is not None else []
 
 
-def _memory_files(git: GitRepo, tree: bytes | None, folder: str) -> dict[str, bytes]:
-    """``{file or date: blob sha}`` of the memory files of one folder of a tree."""
-    out = {}
+def _content(git: GitRepo, found: bytes | tuple[bytes]) -> bytes:
+    """A file's bytes: a blob sha of the tree, or ``(bytes,)`` given by an override."""
+    return found[0] if isinstance(found, tuple) else git.blob(found)
+
+
+def _memory_files(git: GitRepo, tree: bytes | None, folder: str,
+                  overrides: Mapping[str, bytes | None] | None = None) -> dict[str, bytes | tuple[bytes]]:
+    """``{file or date: blob sha, or (bytes,) of an override}`` of the memory files of one folder of a tree."""
+    out: dict[str, bytes | tuple[bytes]] = {}
     for path, sha in git.files_under(tree, folder).items():
         kind = memory_path(path)
         if kind is not None:
             out[kind[1]] = sha
+    for path, data in (overrides or {}).items():
+        kind = memory_path(path)
+        if kind is None or kind[0] != folder:
+            continue
+        if data is None:
+            out.pop(kind[1], None)
+        else:
+            out[kind[1]] = (data,)
     return out

@@ -42,21 +42,26 @@ def tombstone() -> tuple[Tree, Commit]:
 
 def bury(remote: Remote, scratch: Path | str | None = None) -> str:
     """Replace the remote's history by the tombstone: ``"buried"`` (now), ``"already"`` or ``"absent"`` (no
-    repository there). A remote that moves meanwhile raises :class:`RemoteMoved` (call again)."""
+    repository there). The remote's staged branches (runs on probation) are deleted with it: they hold the
+    owner's history too. A remote that moves meanwhile raises :class:`RemoteMoved` (call again)."""
     try:
         head = remote.remote_head()
     except RemoteMissing:
         return "absent"
     tree, commit = tombstone()
-    if head == commit.id.decode():
+    staged = remote.staged_heads()
+    if head == commit.id.decode() and not staged:
         return "already"
     folder = Path(tempfile.mkdtemp(prefix="wikimem-tombstone-", dir=scratch))
     try:
         repo = Repo.init_bare(str(folder))
         try:
-            repo.object_store.add_object(tree)
-            repo.object_store.add_object(commit)
-            remote.replace(repo, commit.id.decode(), head)
+            if head != commit.id.decode():
+                repo.object_store.add_object(tree)
+                repo.object_store.add_object(commit)
+                remote.replace(repo, commit.id.decode(), head)
+            for name, sha in staged.items():
+                remote.push(repo, None, sha, name=name)
         finally:
             repo.close()
     finally:

@@ -51,6 +51,7 @@ from .runindex import (
     row_cursor,
 )
 from .sql import Database, is_url
+from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
     "MEMORIZE", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
@@ -96,4 +97,7 @@ __all__ = [
     "JOB_KIND",
     "Fleet",
     "MAX_RUNS_PAGE",
+    "StagedIndex",
+    "StagedRow",
+    "STAGED_PATH",
 ]

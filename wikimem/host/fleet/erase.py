@@ -95,8 +95,9 @@ class Erasure:
 
     def __init__(self, root: Path, *, jobs: Callable[[], Any], run_index: Any, owner: Callable[[str], Any],
                  drop_local: Callable[[str], bool], replication: Any, wake: Callable[[], None],
-                 retention: float | None = None):
+                 retention: float | None = None, staged_index: Any = None):
         self.root = Path(root)
+        self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
         self._jobs = jobs
         self.run_index = run_index
         self._owner = owner
@@ -179,6 +180,7 @@ class Erasure:
         self._place(digest, "owner repository", lambda: self._erase_local(owner_id, folder))
         self._place(digest, "remote", lambda: self._erase_remote(folder))
         self._place(digest, "run index", lambda: self._erase_run_index(owner_id))
+        self._place(digest, "staged-run index", lambda: self._erase_staged_index(owner_id))
         self._place(digest, "jobs", lambda: self._erase_jobs(owner_id, step.job, digest))
         self._place(digest, "auth state", lambda: self._erase_auth(owner_id))
         self._place(digest, "processes", lambda: {
@@ -228,6 +230,13 @@ class Erasure:
     def _erase_run_index(self, owner_id: str) -> dict[str, Any]:
         self.run_index.forget(owner_id)
         vacuum(self.run_index.db, ("runs", "owners"))
+        return {"state": "rows removed"}
+
+    def _erase_staged_index(self, owner_id: str) -> dict[str, Any]:
+        if self.staged_index is None:
+            return {"state": "none kept"}
+        self.staged_index.forget(owner_id)
+        vacuum(self.staged_index.db, ("staged_runs",))
         return {"state": "rows removed"}
 
     def _erase_jobs(self, owner_id: str, keep: str, digest: str) -> dict[str, Any]:

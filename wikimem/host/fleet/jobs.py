@@ -869,7 +869,7 @@ class JobRunner:
 
 MEMORIZE = "memorize"
 # Step parameters of a memorize job that make its WriteContext; the rest go to Owner.memorize.
-_CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprint")
+_CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprint", "staged")
 
 
 def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None, tenant: str = "",

@@ -1,0 +1,52 @@
+"""A host process that runs bulk approve jobs of staged runs, for tests that kill it mid-job.
+
+    python tests/stagedworker.py DATA_ROOT [--lease S] [--die-after-step N]
+
+Runs the host's real ``staged-approve`` handler over ``DATA_ROOT`` until
+SIGTERM. With ``--die-after-step N`` the process SIGKILLs itself right after
+step N approved its owner's run on its first attempt — the commit is made, the
+step not yet marked done: the next process runs it again, and the owner must
+still be approved once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobworker import serve_until_sigterm  # noqa: E402  (this folder is on sys.path: scripts run from here)
+
+from wikimem.host import Host  # noqa: E402
+from wikimem.host.fleet.jobs import JobRunner, Step  # noqa: E402
+from wikimem.host.probation import APPROVE_JOB, handler  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--lease", type=float, default=1.0)
+    ap.add_argument("--die-after-step", type=int, default=None)
+    args = ap.parse_args()
+    host = Host(args.root)
+    run = handler(host.owner, APPROVE_JOB)
+
+    def step_then_maybe_die(step: Step):
+        result = run(step)
+        with open(args.root / "steps.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{step.n} {os.getpid()} {step.attempt} {result['status']}\n")
+        if step.n == args.die_after_step and step.attempt == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    runner = JobRunner(host.jobs, threads=1, lease=args.lease, poll=0.05)
+    runner.register(APPROVE_JOB, step_then_maybe_die)
+    serve_until_sigterm(runner)
+
+
+if __name__ == "__main__":
+    main()

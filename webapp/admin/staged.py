@@ -1,0 +1,106 @@
+"""Runs on probation: the Staged page across owners, one run's owners with sampled diffs and the bulk forms, one
+owner's diff against current main with approve, edit-then-approve and discard, and a bulk job's progress.
+
+Thin views: the host's ``probation`` (cross-owner) and an ``Owner``'s staged methods do the work; approving,
+discarding and holding need the admin role, as a bulk rollback does.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import g, redirect, render_template, request, url_for
+
+from webapp import get_host
+from webapp.requestid import current_request_id
+from wikimem.context import WriteContext
+
+from . import bp
+from .access import load_owner, require_role
+from .diffs import DiffBudget
+
+SAMPLE = 3  # owners whose diffs the run page shows inline
+STATES = ("staged", "approved", "discarded", "expired")
+
+
+@bp.get("/staged")
+def staged():
+    state = request.args.get("state") if request.args.get("state") in STATES else "staged"
+    found = get_host().probation.runs(within=g.operator.owner_prefix, state=state,
+                                      actor=(request.args.get("actor") or "").strip() or None)
+    return render_template("admin/staged.html", found=found, state=state, actor=request.args.get("actor") or "")
+
+
+@bp.get("/staged/<run>")
+def staged_run(run: str):
+    probation = get_host().probation
+    rows = probation.owners_of(run, within=g.operator.owner_prefix)
+    waiting = [r for r in rows if r["state"] == "staged"]
+    preview = probation.preview(run, within=g.operator.owner_prefix) if waiting else None
+    plans = {p["owner"]: p for p in (preview or {}).get("owners", [])}
+    sample = []
+    for row in waiting[:SAMPLE]:
+        sample.append((row["owner"], load_owner(row["owner"]).staged_review(run)))
+    return render_template("admin/staged_run.html", run=run, rows=rows, waiting=waiting, preview=preview,
+                           plans=plans, sample=sample, inline_diff=DiffBudget(),
+                           request_id="ui-" + secrets.token_hex(12))
+
+
+@bp.post("/staged/<run>/<action>")
+def staged_bulk(run: str, action: str):
+    operator = require_role("admin")
+    if action == "hold":
+        get_host().probation.hold(run, request.form.get("held") != "0", within=operator.owner_prefix)
+        return redirect(url_for("admin.staged_run", run=run))
+    skip = request.form.getlist("except")
+    job = get_host().probation.start("approve" if action == "approve" else "discard", run,
+                                     within=operator.owner_prefix, force=request.form.get("force") == "on",
+                                     actor=operator.name, except_owners=skip,
+                                     idempotency_key=request.form.get("request_id") or None,
+                                     request_id=current_request_id())
+    return redirect(url_for("admin.staged_job", job_id=job["id"]))
+
+
+@bp.get("/staged/jobs/<job_id>")
+def staged_job(job_id: str):
+    return render_template("admin/staged_job.html", job=get_host().probation.job(job_id,
+                                                                                 within=g.operator.owner_prefix))
+
+
+@bp.get("/owners/<owner_id>/staged/<run>")
+def owner_staged(owner_id: str, run: str):
+    owner = load_owner(owner_id)
+    return render_template("admin/staged_owner.html", owner=owner, run=run, review=owner.staged_review(run),
+                           inline_diff=DiffBudget(), editing=request.args.get("edit") == "1")
+
+
+@bp.post("/owners/<owner_id>/staged/<run>/<action>")
+def owner_staged_action(owner_id: str, run: str, action: str):
+    operator = require_role("admin")
+    owner = load_owner(owner_id)
+    ctx = WriteContext(actor=operator.name)
+    if action == "discard":
+        done = owner.discard_staged(run, ctx=ctx)
+    else:
+        edits = _edits(request.form)
+        done = owner.approve_staged(run, force=request.form.get("force") == "on", edits=edits, ctx=ctx)
+    return redirect(url_for("admin.commit", owner_id=owner.id, commit=done.commit)) if done.commit else \
+        redirect(url_for("admin.staged_run", run=run))
+
+
+def _edits(form) -> list[dict]:
+    """The edited texts of an edit-then-approve form (only those that differ from what was staged)."""
+    out = []
+    for key in form:
+        if not key.startswith("edit-"):
+            continue
+        n = key[len("edit-"):]
+        text, staged_text = form.get(key, ""), form.get(f"orig-{n}", "")
+        if text.replace("\r\n", "\n").strip() == staged_text.replace("\r\n", "\n").strip():
+            continue
+        if form.get(f"kind-{n}") == "wiki":
+            out.append({"file": form.get(f"file-{n}"), "name": form.get(f"name-{n}"), "content": text})
+        else:
+            out.append({"date": form.get(f"date-{n}"), "time": form.get(f"time-{n}"), "before": staged_text.strip(),
+                        "content": text})
+    return out
