@@ -253,7 +253,7 @@ class OverlayDoor(Door):
                 out[name] = found
         return out
 
-    def write(self, rel: str, data: bytes) -> None:
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:  # (in memory: nothing to sync)
         folder, _ = folder_file(rel)
         limit = _limit(folder)
         if len(data) > limit:
@@ -262,7 +262,7 @@ class OverlayDoor(Door):
         self.written[rel] = bytes(data)
         self._version += 1
 
-    def remove(self, rel: str) -> None:
+    def remove(self, rel: str, *, durable: bool = True) -> None:
         folder_file(rel)
         self.written[rel] = None
         self._version += 1
