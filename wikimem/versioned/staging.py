@@ -224,16 +224,8 @@ class StagedBranch:
                         idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
                         action=action or None, request=request or None)
         with self.writer.unit(info) as unit:
-            outcome = Outcome(unit)
-            if ctx.idempotency_key is not None:
-                outcome.replay = self.replay(ctx.idempotency_key, kind, request)
-                if outcome.replay is not None:
-                    outcome.commit = outcome.replay.get("commit")
-            if ctx.if_match is not None and outcome.replay is None:
-                head = self.head()
-                if not head.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
-                    raise PreconditionFailed(f"the staged run changed: its tip is {head[:12]}, not {ctx.if_match}",
-                                             current=head)
+            outcome = Outcome.opened(unit, ctx, kind, request, replay=self.replay, head=self.head,
+                                     changed="the staged run changed: its tip is")
             yield outcome
         if outcome.replay is None:
             outcome.commit = unit.commit
