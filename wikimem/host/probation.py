@@ -153,7 +153,7 @@ def handler(owner: Callable[[str], Owner], action: str) -> Callable[[Any], dict]
 
 def job_view(job: Job) -> dict[str, Any]:
     """A bulk approve or discard job as its page shows it: the run, progress, one row per owner, counts."""
-    from wikimem.host.fleet.bulk import owner_rows
+    from wikimem.host.fleet import owner_rows
 
     rows, counts = owner_rows(job)
     params = job.params

@@ -33,7 +33,8 @@ from .runindex import RunIndex, RunQuery
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
 
-    from .jobs import Handler, Job, JobStore, Step
+    from .jobs import JobStore
+    from .jobtypes import Handler, Job, Step
 
 __all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler", "owner_rows",
            "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
@@ -201,7 +202,7 @@ def handler(owner: Callable[[str], Owner]) -> Handler:
     A busy owner is retried later; any other failure fails the step with a
     message that names the owner (the job goes on with the other owners).
     """
-    from .jobs import RetryLater
+    from .jobtypes import RetryLater
 
     def run(step: Step) -> dict:
         part = Part.from_dict(step.params)
