@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,3 +23,13 @@ class World:
     client: object
     tmp_path: Path
     secrets: dict[str, str] = field(default_factory=dict)
+
+
+def finished_job(client, job: dict, timeout: float = 60.0) -> dict:
+    """The job (as ``GET /api/v1/jobs/<id>`` shows it to the admin) once done or failed, or as it is at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = client.get(f"/api/v1/jobs/{job['id']}", headers=auth(ADMIN)).get_json()
+        if found["state"] in ("done", "failed") or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
