@@ -155,6 +155,8 @@ class StagedBranch:
         with vs.writer.lock, vs.locked():
             self.staging.settle()
             self._tip = self.staging.tip_bytes(self.run)
+            if self._tip is None:
+                self.staging.check_room()
             self._start = self._tip if self._tip is not None else self.git.head()
             tree = self.git.commit_tree(self._start)
             self.door.rebase(lambda p: self.git.blob_at(tree, p),
@@ -296,6 +298,16 @@ class Staging:
     def tips(self) -> dict[str, str]:
         """``{run: tip}`` of every staged branch here."""
         return {run: sha.decode() for run, sha in staged_tips(self.git.repo).items()}
+
+    def check_room(self) -> None:
+        """Refuse a new staged run when the owner holds :data:`~wikimem.limits.MAX_STAGED_RUNS` already."""
+        from wikimem import limits
+        from wikimem.errors import QuotaExceeded
+
+        held = len(staged_tips(self.git.repo))
+        if held >= limits.MAX_STAGED_RUNS:
+            raise QuotaExceeded(f"this owner has {held} runs on probation (at most {limits.MAX_STAGED_RUNS}): "
+                                "approve or discard some before staging another")
 
     def tip_bytes(self, run: str) -> bytes | None:
         return staged_tips(self.git.repo).get(validate_staged_run(run))
