@@ -33,3 +33,16 @@ def finished_job(client, job: dict, timeout: float = 60.0) -> dict:
         if found["state"] in ("done", "failed") or time.monotonic() > deadline:
             return found
         time.sleep(0.05)
+
+
+def app_with_accounts(tmp_path, admin_token: str, accounts: dict[str, str], password: str):
+    """The real Flask app over ``tmp_path/data`` with an admin token and one operator account per
+    ``{name: role}``, all with ``password``."""
+    from webapp import create_app
+    from webapp.session import account_line
+
+    operators = tmp_path / "operators.jsonl"
+    operators.write_text("".join(account_line(n, password, "", role) + "\n" for n, role in accounts.items()),
+                         encoding="utf-8")
+    return create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": admin_token,
+                       "OPERATORS_FILE": str(operators)})
