@@ -1,12 +1,13 @@
-"""A host process that runs bulk rollback jobs, for tests that kill it mid-job.
+"""A host process that runs bulk jobs (rollback, or approve of a staged run), for tests that kill it mid-job.
 
-    python tests/bulkworker.py DATA_ROOT [--lease S] [--die-after-step N]
+    python tests/bulkworker.py DATA_ROOT [--kind rollback|approve] [--lease S] [--die-after-step N]
 
-Runs the host's real ``bulk-rollback`` handler over ``DATA_ROOT`` until
-SIGTERM. With ``--die-after-step N`` the process SIGKILLs itself right after
-step N made its owner's commit on its first attempt — the commit is made, the
-step not yet marked done: the next process re-runs it, and the commit's
-idempotency key must make that re-run write nothing.
+Runs the host's real ``bulk-rollback`` (or ``staged-approve``) handler over
+``DATA_ROOT`` until SIGTERM. With ``--die-after-step N`` the process SIGKILLs
+itself right after step N made its owner's commit on its first attempt — the
+commit is made, the step not yet marked done: the next process re-runs it, and
+the owner must still change once (the commit's idempotency key, or the run
+already approved, makes that re-run write nothing).
 """
 
 from __future__ import annotations
@@ -22,18 +23,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jobworker import serve_until_sigterm  # noqa: E402  (this folder is on sys.path: scripts run from here)
 
 from wikimem.host import Host  # noqa: E402
+from wikimem.host.fleet import JobRunner, Step  # noqa: E402
 from wikimem.host.fleet.bulk import JOB_KIND, handler  # noqa: E402
-from wikimem.host.fleet.jobs import JobRunner, Step  # noqa: E402
+from wikimem.host.probation import APPROVE_JOB  # noqa: E402
+from wikimem.host.probation import handler as staged_handler  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("root", type=Path)
+    ap.add_argument("--kind", choices=("rollback", "approve"), default="rollback")
     ap.add_argument("--lease", type=float, default=1.0)
     ap.add_argument("--die-after-step", type=int, default=None)
     args = ap.parse_args()
     host = Host(args.root)
-    run = handler(host.owner)
+    kind = JOB_KIND if args.kind == "rollback" else APPROVE_JOB
+    run = handler(host.owner) if args.kind == "rollback" else staged_handler(host.owner, APPROVE_JOB)
 
     def step_then_maybe_die(step: Step):
         result = run(step)
@@ -44,7 +49,7 @@ def main() -> None:
         return result
 
     runner = JobRunner(host.jobs, threads=1, lease=args.lease, poll=0.05)
-    runner.register(JOB_KIND, step_then_maybe_die)
+    runner.register(kind, step_then_maybe_die)
     serve_until_sigterm(runner)
 
 

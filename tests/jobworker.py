@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikimem.host.fleet.jobs import JobRunner, JobStore, Step, memorize_handler  # noqa: E402
+from wikimem.host.fleet import JobRunner, JobStore, Step, memorize_handler  # noqa: E402
 
 
 def _log(root: Path, line: str) -> None:

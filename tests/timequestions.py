@@ -103,3 +103,20 @@ def check_answer(result: dict, question: str, markers: list[str], entries: list[
     assert not stray or max(diary_places) < min(stray), (question, got)
     if not result["query_terms"]:
         assert [(d, t) for d, t, _ in got] == sorted(((d, t) for d, t, _ in window), reverse=True), (question, got)
+
+
+def check_answers(answers: dict[str, dict], entries: list[tuple[str, str, str]], day: date) -> None:
+    """:func:`check_answer` for every question of :data:`QUESTIONS` (``answers``: question → result JSON),
+    reporting every failing question at once; skipped when the day turned over since ``day`` (the windows
+    moved under the test)."""
+    import pytest
+
+    if today() != day:
+        pytest.skip("the day turned over during the test")
+    failed = []
+    for question, markers in QUESTIONS:
+        try:
+            check_answer(answers[question], question, markers, entries)
+        except AssertionError as exc:
+            failed.append(f"{question}: {exc}")
+    assert failed == []

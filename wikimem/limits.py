@@ -32,6 +32,10 @@ MAX_RETRIEVE_LIMIT = 200
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # ``settings.json`` (and ``.gitignore``): a handful of short values.
 MAX_SETTINGS_BYTES = 64 * 1024
+# Runs on probation one owner may hold at once (staged branches): a retrieve with ``include_staged`` applies
+# every one of them, and a review lists them all. A write that would open one more is refused (403
+# ``quota_exceeded``) until some are approved, discarded or expired.
+MAX_STAGED_RUNS = 100
 
 
 def check_length(text: str, limit: int, what: str) -> str:

@@ -129,7 +129,8 @@ def _wait(host: Host, job_id: str, timeout: float = 60.0):
 def test_the_job_store_on_postgresql_migrates_claims_in_turns_caps_and_cancels(database_url):
     """The SQL of the jobs runs unchanged on PostgreSQL (one dialect-neutral layer)."""
     from wikimem.host.errors import QueueFull
-    from wikimem.host.fleet.jobs import SCHEMA_VERSION, JobRunner, JobStore, Limits
+    from wikimem.host.fleet import JobRunner, JobStore, Limits
+    from wikimem.host.fleet.jobs import SCHEMA_VERSION
 
     jobs = JobStore(database_url, host="east", limits=Limits(per_tenant=30, per_owner=0, turn_keep=0))
     assert jobs.db.version() == SCHEMA_VERSION and JobStore(database_url).db.version() == SCHEMA_VERSION

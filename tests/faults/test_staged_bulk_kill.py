@@ -15,7 +15,7 @@ from gunicorn_env import wait_for
 from wikimem.context import WriteContext
 from wikimem.host import Host
 
-WORKER = Path(__file__).resolve().parents[1] / "stagedworker.py"
+WORKER = Path(__file__).resolve().parents[1] / "bulkworker.py"
 OWNERS = [f"user:p{i:02d}" for i in range(60)]
 RUN = "run_prompt_v7"
 
@@ -31,7 +31,8 @@ def test_a_bulk_approve_survives_a_sigkill_of_its_worker_and_approves_each_owner
                            ctx=WriteContext(run=RUN, actor="memorize-v7", staged=True))
     job = host.probation.submit("approve", RUN, actor="alice", idempotency_key="ui-1")
     assert job["total"] == len(OWNERS)
-    first = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30", "--die-after-step", "7"],
+    first = subprocess.Popen([sys.executable, str(WORKER), str(root), "--kind", "approve", "--lease", "30",
+                              "--die-after-step", "7"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert first.wait(timeout=300) == -signal.SIGKILL
@@ -39,7 +40,7 @@ def test_a_bulk_approve_survives_a_sigkill_of_its_worker_and_approves_each_owner
         if first.poll() is None:
             first.kill()
     assert host.jobs.get(job["id"]).results[7]["state"] == "running"
-    second = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30"],
+    second = subprocess.Popen([sys.executable, str(WORKER), str(root), "--kind", "approve", "--lease", "30"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         done = wait_for(lambda: (j := host.jobs.get(job["id"])).state in ("done", "failed") and j,
@@ -63,4 +64,4 @@ def test_a_bulk_approve_survives_a_sigkill_of_its_worker_and_approves_each_owner
         assert [e.content for e in entries] == [f"{owner_id} told the new prompt about the sea."]
     assert {r["state"] for r in host.probation.owners_of(RUN)} == {"approved"}
     lines = (root / "steps.log").read_text().splitlines()
-    assert [line.split()[2:] for line in lines if line.startswith("7 ")] == [["1", "done"], ["2", "settled"]]
+    assert [line.split()[2:4] for line in lines if line.startswith("7 ")] == [["1", "done"], ["2", "settled"]]

@@ -13,9 +13,9 @@ import re
 import subprocess
 
 import pytest
+from apiworld import app_with_accounts
 
-from webapp import create_app, get_host
-from webapp.session import account_line
+from webapp import get_host
 from wikimem.context import WriteContext
 
 ADMIN = "admin-edits-token-0123456789"
@@ -27,11 +27,7 @@ BASE = f"/admin/owners/{OWNER}"
 
 @pytest.fixture
 def app(tmp_path):
-    operators = tmp_path / "operators.jsonl"
-    operators.write_text("".join(account_line(n, PASSWORD, "", role) + "\n" for n, role in ACCOUNTS.items()),
-                         encoding="utf-8")
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "OPERATORS_FILE": str(operators)})
+    app = app_with_accounts(tmp_path, ADMIN, ACCOUNTS, PASSWORD)
     with app.app_context():
         owner, _ = get_host().ensure_owner(OWNER)
         owner.add("preferences", "tea", "Drinks oolong tea.", ctx=WriteContext(actor="Elaina"))

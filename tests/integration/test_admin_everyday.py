@@ -20,9 +20,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from apiworld import app_with_accounts
 
-from webapp import create_app, get_host
-from webapp.session import account_line
+from webapp import get_host
 from wikimem.context import WriteContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,11 +38,7 @@ SEA_TS = "2026-07-18T09:00:00Z"
 
 @pytest.fixture
 def app(tmp_path):
-    operators = tmp_path / "operators.jsonl"
-    operators.write_text("".join(account_line(n, PASSWORD, "", role) + "\n" for n, role in ACCOUNTS.items()),
-                         encoding="utf-8")
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "OPERATORS_FILE": str(operators)})
+    app = app_with_accounts(tmp_path, ADMIN, ACCOUNTS, PASSWORD)
     with app.app_context():
         owner, _ = get_host().ensure_owner(OWNER)
         owner.add("preferences", "likes-the-sea", "Likes the sea.", ts=SEA_TS,

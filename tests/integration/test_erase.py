@@ -15,7 +15,7 @@ import json
 import time
 
 import pytest
-from apiworld import ADMIN, auth
+from apiworld import ADMIN, auth, finished_job
 from fakes import FakeOpenAI
 from traces import traces
 
@@ -26,15 +26,6 @@ GONE = "user:zed-7"  # no other id contains it
 KEPT = "user:amy"
 TEXTS = ["ZEDTEA-oolong-at-dawn", "ZEDDIARY-walked-to-the-pier", "ZEDTURN-my-sister-lives-in-Lyon",
          "ZEDMEMO-sister-in-Lyon"]
-
-
-def _wait(client, job: dict, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = client.get(f"/api/v1/jobs/{job['id']}", headers=auth(ADMIN)).get_json()
-        if found["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -61,11 +52,11 @@ def _fill(client) -> None:
                                                       "run": "run_z1", "actor": "bot"}).status_code == 201
     job = client.post(o + "/memorize", headers=auth(ADMIN, Prefer="respond-async"),
                       json={"turn": f"user: {TEXTS[2]}", "run": "run_z2", "actor": "bot"}).get_json()
-    assert _wait(client, job)["state"] == "done"
+    assert finished_job(client, job)["state"] == "done"
     client.put(f"/api/v1/owners/{KEPT}/items/prefs/tea", headers=h, json={"content": "amy likes green tea",
                                                                           "run": "run_z1", "actor": "bot"})
     bulk = client.post("/api/v1/bulk/rollback", headers=h, json={"run": "run_z1"}).get_json()
-    assert _wait(client, bulk)["state"] == "done"
+    assert finished_job(client, bulk)["state"] == "done"
     assert client.put(o + "/items/prefs/tea", headers=h, json={"content": TEXTS[0] + " again"}).status_code == 201
     client.post(o + "/retrieve", headers=h, json={"query": "oolong"})
     client.post(o + "/retrieve", headers=h, json={"query": "oolong", "as_of": "HEAD~1"})
@@ -92,7 +83,7 @@ def test_erasing_leaves_no_byte_of_the_owner_under_the_data_root_or_the_remote(h
 
     r = client.post(f"/api/v1/owners/{GONE}/erase", headers=auth(ADMIN), json={"confirm": GONE})
     assert r.status_code == 202 and r.headers["Location"] == f"/api/v1/jobs/{r.get_json()['id']}"
-    job = _wait(client, r.get_json())
+    job = finished_job(client, r.get_json())
     assert job["state"] == "done", job
     receipt = job["results"][0]["result"]
 
@@ -123,9 +114,9 @@ def test_a_second_request_is_the_same_job_and_the_same_receipt(host_world):
     first = client.post(f"/api/v1/owners/{GONE}/erase", headers=auth(ADMIN), json={"confirm": GONE}).get_json()
     second = client.post(f"/api/v1/owners/{GONE}/erase", headers=auth(ADMIN), json={"confirm": GONE}).get_json()
     assert second["id"] == first["id"]
-    done = _wait(client, first)
+    done = finished_job(client, first)
     third = client.post(f"/api/v1/owners/{GONE}/erase", headers=auth(ADMIN), json={"confirm": GONE}).get_json()
-    assert third["id"] == first["id"] and _wait(client, third)["results"] == done["results"]
+    assert third["id"] == first["id"] and finished_job(client, third)["results"] == done["results"]
 
 
 def test_erase_needs_the_id_repeated_and_the_admin_scope(world):
@@ -143,13 +134,14 @@ def test_an_owner_made_again_and_erased_again_gets_a_new_receipt(host_world):
     app, client, tmp = host_world
     h = auth(ADMIN)
     client.put(f"/api/v1/owners/{GONE}", headers=h)
-    first = _wait(client, client.post(f"/api/v1/owners/{GONE}/erase", headers=h, json={"confirm": GONE}).get_json())
+    first = finished_job(client, client.post(f"/api/v1/owners/{GONE}/erase", headers=h,
+                                             json={"confirm": GONE}).get_json())
     assert client.put(f"/api/v1/owners/{GONE}", headers=h).status_code == 201  # a new owner, empty
     assert client.get(f"/api/v1/owners/{GONE}/files", headers=h).get_json()["files"] == []
     client.put(f"/api/v1/owners/{GONE}/items/prefs/x", headers=h, json={"content": TEXTS[0]})
     again = client.post(f"/api/v1/owners/{GONE}/erase", headers=h, json={"confirm": GONE}).get_json()
     assert again["id"] != first["id"]
-    assert _wait(client, again)["state"] == "done"
+    assert finished_job(client, again)["state"] == "done"
     assert traces([tmp / "data", tmp / "remote"], [GONE, encode_owner_id(GONE), TEXTS[0]]) == []
 
 

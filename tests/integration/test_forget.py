@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from apiworld import ADMIN, auth
+from apiworld import ADMIN, auth, finished_job
 from fakes import FakeOpenAI
 from traces import repositories, traces
 
@@ -26,15 +26,6 @@ OWNER = "user:fern"
 O = f"/api/v1/owners/{OWNER}"
 SECRET = ["FERNSECRET-first-version", "FERNSECRET-second-version"]
 DIARY = ["FERNDIARY-the-one-to-forget", "FERNDIARY-the-one-to-keep"]
-
-
-def _wait(client, job: dict, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = client.get(f"/api/v1/jobs/{job['id']}", headers=auth(ADMIN)).get_json()
-        if found["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 def _git(repo, *args: str) -> str:
@@ -78,7 +69,7 @@ def test_forgetting_an_item_leaves_no_trace_while_the_rest_of_the_history_works(
 
     r = client.post(f"{O}/forget", headers=h, json={"file": "prefs", "name": "secret"})
     assert r.status_code == 202
-    job = _wait(client, r.get_json())
+    job = finished_job(client, r.get_json())
     assert job["state"] == "done", job
     receipt = job["results"][0]["result"]
     assert not any(s in json.dumps(job) for s in SECRET) and "secret" not in json.dumps(job["params"])
@@ -120,13 +111,13 @@ def test_forgetting_one_diary_entry_of_a_minute_drops_its_turn_and_keeps_the_oth
     job = client.post(f"{O}/memorize", headers=auth(ADMIN, Prefer="respond-async"),
                       json={"turn": "user: FERNTURN-told-the-bot-a-secret", "run": "run_m",
                             "ts": "2026-07-02T10:00:00+00:00"}).get_json()
-    done = _wait(client, job)
+    done = finished_job(client, job)
     entry = done["results"][0]["result"]["entries"][0]
     client.post(f"{O}/diary", headers=h, json={"content": DIARY[1], "date": entry["date"], "time": entry["time"]})
     r = client.post(f"{O}/forget", headers=h, json={"date": entry["date"], "time": entry["time"]})
-    assert r.status_code == 202 and _wait(client, r.get_json())["state"] == "failed"  # two entries: which one?
+    assert r.status_code == 202 and finished_job(client, r.get_json())["state"] == "failed"  # two entries: which one?
     r = client.post(f"{O}/forget", headers=h, json={"date": entry["date"], "time": entry["time"], "index": 0})
-    assert _wait(client, r.get_json())["state"] == "done"
+    assert finished_job(client, r.get_json())["state"] == "done"
     day = client.get(f"{O}/diary/{entry['date']}", headers=h).get_json()["entries"]
     assert [e["content"] for e in day] == [DIARY[1]]
     assert traces([tmp / "data", tmp / "remote"], [DIARY[0], "FERNTURN-told-the-bot-a-secret"]) == []
@@ -152,7 +143,8 @@ def test_writes_wait_for_the_rewrite_and_none_acknowledged_is_lost(world):
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        job = _wait(client, client.post(f"{O}/forget", headers=h, json={"file": "prefs", "name": "secret"}).get_json())
+        job = finished_job(client, client.post(f"{O}/forget", headers=h,
+                                               json={"file": "prefs", "name": "secret"}).get_json())
     finally:
         time.sleep(0.2)
         stop.set()

@@ -102,12 +102,15 @@ def test_the_metrics_folder_is_this_runs_and_metrics_need_the_admin_scope(host):
 def test_metrics_sum_the_requests_of_every_worker(host):
     route = 'route="/api/v1/owners/<owner_id>",status="200"'
     before = total(scrape(host), f'wikimem_http_requests_total{{method="GET",{route}}}')
-    n = 40
-    with ThreadPoolExecutor(8) as pool:
-        statuses = list(pool.map(lambda _: call(host.base, O, token=host.token)[0], range(n)))
-    assert statuses == [200] * n
-    served_by = access_pids(host.output(), f'"GET {O} ')
-    assert len(served_by) >= 2  # really both workers
+    n = 0
+    for _ in range(10):  # rounds of 40 until both workers served some (the kernel may hand one all of a round)
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(lambda _: call(host.base, O, token=host.token)[0], range(40)))
+        assert statuses == [200] * 40
+        n += 40
+        if len(access_pids(host.output(), f'"GET {O} ')) >= 2:
+            break
+    assert len(access_pids(host.output(), f'"GET {O} ')) >= 2  # really both workers
     after = total(scrape(host), f'wikimem_http_requests_total{{method="GET",{route}}}')
     assert after - before == n  # every worker's requests, summed
 

@@ -21,7 +21,7 @@ from fakes import FakeOpenAI
 from gunicorn_env import stop_process as stop
 from gunicorn_env import wait_for
 
-from wikimem.host.fleet.jobs import JobStore, submit_memorize
+from wikimem.host.fleet import JobStore, submit_memorize
 
 pytestmark = pytest.mark.slow
 
@@ -187,7 +187,7 @@ def test_processes_with_busy_runners_exit_promptly(tmp_path):
     JobStore.at(root).submit("effect", [{"n": n} for n in range(200)])
     repo = str(Path(__file__).resolve().parents[2])
     script = (f"import sys, time; sys.path.insert(0, {repo!r})\n"
-              "from wikimem.host.fleet.jobs import JobRunner, JobStore\n"
+              "from wikimem.host.fleet import JobRunner, JobStore\n"
               f"r = JobRunner(JobStore.at({str(root)!r}), threads=4, lease=5, poll=0.01)\n"
               "r.register('effect', lambda step: time.sleep(0.001) or step.n)\n"
               "r.start(); time.sleep(0.5)\n")

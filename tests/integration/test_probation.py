@@ -149,6 +149,25 @@ def test_discarding_removes_the_branch_and_marks_the_run_discarded(host):
         owner.approve_staged("run_v7_1")
 
 
+def test_an_owner_holds_a_bounded_number_of_staged_runs(host, monkeypatch):
+    """Every staged run is applied by a retrieve with include_staged: past the cap a new run is refused (403),
+    the runs already open still take writes, and settling one makes room."""
+    from wikimem import limits
+    from wikimem.errors import QuotaExceeded
+
+    monkeypatch.setattr(limits, "MAX_STAGED_RUNS", 3)
+    owner = host.owner("user:ann")
+    for n in range(3):
+        owner.add("people", f"p{n}", f"person {n}", ctx=WriteContext(run=f"run_cap_{n}", actor="memorize-v7"))
+    with pytest.raises(QuotaExceeded, match="runs on probation"):
+        owner.add("people", "p3", "person 3", ctx=WriteContext(run="run_cap_3", actor="memorize-v7"))
+    assert "run_cap_3" not in owner.staging.tips()
+    owner.add("people", "p0b", "more of run 0", ctx=WriteContext(run="run_cap_0", actor="memorize-v7"))
+    owner.staging.discard("run_cap_1", ctx=WriteContext(actor="operator"))
+    owner.add("people", "p3", "person 3", ctx=WriteContext(run="run_cap_3", actor="memorize-v7"))
+    assert sorted(owner.staging.tips()) == ["run_cap_0", "run_cap_2", "run_cap_3"]
+
+
 def test_a_staged_write_with_an_idempotency_key_replays(host):
     owner = host.owner("user:ann")
     ctx = WriteContext(run="run_k", actor="memorize-v7", idempotency_key="k-1")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from wikimem.errors import IdempotencyKeyReused, InvalidName, NotFound
-from wikimem.host.fleet.jobs import JobRunner, JobStore, RetryLater, Step, validate_job_id
+from wikimem.host.fleet import JobRunner, JobStore, RetryLater, Step, validate_job_id
 
 
 @pytest.fixture
@@ -216,7 +216,7 @@ def test_bad_submissions_are_refused(jobs, kind, steps, key):
 
 def test_a_tenants_flood_delays_another_tenants_job_by_at_most_one_step_per_runner(tmp_path):
     """Tenants take turns: the step of the tenant served longest ago goes first."""
-    from wikimem.host.fleet.jobs import Limits
+    from wikimem.host.fleet import Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=0, per_owner=0))
     for i in range(50):
@@ -232,7 +232,7 @@ def test_a_tenants_flood_delays_another_tenants_job_by_at_most_one_step_per_runn
 
 def test_open_jobs_past_a_tenants_or_an_owners_cap_are_refused_with_a_retry_after(tmp_path):
     from wikimem.host.errors import QueueFull
-    from wikimem.host.fleet.jobs import Limits
+    from wikimem.host.fleet import Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=3, per_owner=2, retry_after=7))
     jobs.submit("work", [{}], params={"owner": "user:a1"}, tenant="user:a")
@@ -251,7 +251,7 @@ def test_open_jobs_past_a_tenants_or_an_owners_cap_are_refused_with_a_retry_afte
 
 
 def test_a_finished_memorize_job_drops_its_raw_turn_after_the_window_and_keeps_its_result(tmp_path):
-    from wikimem.host.fleet.jobs import MEMORIZE, Limits
+    from wikimem.host.fleet import MEMORIZE, Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(turn_keep=600))
     job, _ = jobs.submit(MEMORIZE, [{"owner": "user:a", "turn": "user: my password is hunter2", "run": "r"}],
@@ -271,7 +271,7 @@ def test_a_finished_memorize_job_drops_its_raw_turn_after_the_window_and_keeps_i
 
 def test_over_its_size_budget_the_database_drops_finished_jobs_first_then_refuses(tmp_path):
     from wikimem.host.errors import QueueFull
-    from wikimem.host.fleet.jobs import Limits
+    from wikimem.host.fleet import Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=0, per_owner=0, max_bytes=256 * 1024))
     big = "x" * 4000

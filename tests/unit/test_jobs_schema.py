@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from wikimem.host.fleet.jobs import SCHEMA_VERSION, JobQuery, JobRunner, JobStore
+from wikimem.host.fleet import JobQuery, JobRunner, JobStore
+from wikimem.host.fleet.jobs import SCHEMA_VERSION
 
 V1_SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

@@ -153,20 +153,9 @@ def handler(owner: Callable[[str], Owner], action: str) -> Callable[[Any], dict]
 
 def job_view(job: Job) -> dict[str, Any]:
     """A bulk approve or discard job as its page shows it: the run, progress, one row per owner, counts."""
-    rows: list[dict[str, Any]] = []
-    counts: dict[str, int] = {}
-    for entry in job.results:
-        if "result" in entry:
-            row = dict(entry["result"])
-        elif "error" in entry:
-            message = entry["error"].get("message", "")
-            row = {"owner": message.split(": ", 1)[0] if ": " in message else None, "status": "failed",
-                   "error": message}
-        else:
-            row = {"owner": None, "status": entry.get("state", "pending")}
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-        if row.get("owner"):
-            rows.append(row)
+    from wikimem.host.fleet import owner_rows
+
+    rows, counts = owner_rows(job)
     params = job.params
     return {"id": job.id, "kind": job.kind, "action": "approve" if job.kind == APPROVE_JOB else "discard",
             "state": job.state, "done": job.done, "total": job.total, "failed": job.failed, "run": params.get("run"),

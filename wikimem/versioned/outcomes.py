@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from wikimem.context import WriteContext
+from wikimem.errors import PreconditionFailed
 from wikimem.store import Unit
 
 from .historydb import HistoryEntry
@@ -31,6 +34,24 @@ class Outcome:
     replay: dict | None = None  # the stored result when the idempotency key was already applied
     result: Any = None  # set by the block: what a retry with the same key will replay
     commit: str | None = None  # the commit made (set when the block is over)
+
+    @classmethod
+    def opened(cls, unit: Unit, ctx: WriteContext, kind: str | None, request: str | None, *,
+               replay: Callable[[str, str | None, str | None], dict | None], head: Callable[[], str],
+               changed: str) -> Outcome:
+        """The outcome of a unit just opened: the key's stored result when it was applied already, else the
+        ``If-Match`` checked against ``head()`` (:class:`PreconditionFailed` saying ``changed``, e.g. "the
+        memory changed: head is")."""
+        outcome = cls(unit)
+        if ctx.idempotency_key is not None:
+            outcome.replay = replay(ctx.idempotency_key, kind, request)
+            if outcome.replay is not None:
+                outcome.commit = outcome.replay.get("commit")
+        if ctx.if_match is not None and outcome.replay is None:
+            current = head()
+            if not current.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
+                raise PreconditionFailed(f"{changed} {current[:12]}, not {ctx.if_match}", current=current)
+        return outcome
 
 
 @dataclass

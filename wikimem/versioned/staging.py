@@ -157,6 +157,8 @@ class StagedBranch:
         with vs.writer.lock, vs.locked():
             self.staging.settle()
             self._tip = self.staging.tip_bytes(self.run)
+            if self._tip is None:
+                self.staging.check_room()
             self._start = self._tip if self._tip is not None else self.git.head()
             tree = self.git.commit_tree(self._start)
             self.door.rebase(lambda p: self.git.blob_at(tree, p),
@@ -226,16 +228,8 @@ class StagedBranch:
                         idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
                         action=action or None, request=request or None)
         with self.writer.unit(info) as unit:
-            outcome = Outcome(unit)
-            if ctx.idempotency_key is not None:
-                outcome.replay = self.replay(ctx.idempotency_key, kind, request)
-                if outcome.replay is not None:
-                    outcome.commit = outcome.replay.get("commit")
-            if ctx.if_match is not None and outcome.replay is None:
-                head = self.head()
-                if not head.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
-                    raise PreconditionFailed(f"the staged run changed: its tip is {head[:12]}, not {ctx.if_match}",
-                                             current=head)
+            outcome = Outcome.opened(unit, ctx, kind, request, replay=self.replay, head=self.head,
+                                     changed="the staged run changed: its tip is")
             yield outcome
         if outcome.replay is None:
             outcome.commit = unit.commit
@@ -306,6 +300,16 @@ class Staging:
     def tips(self) -> dict[str, str]:
         """``{run: tip}`` of every staged branch here."""
         return {run: sha.decode() for run, sha in staged_tips(self.git.repo).items()}
+
+    def check_room(self) -> None:
+        """Refuse a new staged run when the owner holds :data:`~wikimem.limits.MAX_STAGED_RUNS` already."""
+        from wikimem import limits
+        from wikimem.errors import QuotaExceeded
+
+        held = len(staged_tips(self.git.repo))
+        if held >= limits.MAX_STAGED_RUNS:
+            raise QuotaExceeded(f"this owner has {held} runs on probation (at most {limits.MAX_STAGED_RUNS}): "
+                                "approve or discard some before staging another")
 
     def tip_bytes(self, run: str) -> bytes | None:
         return staged_tips(self.git.repo).get(validate_staged_run(run))

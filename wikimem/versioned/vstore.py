@@ -759,16 +759,10 @@ class VersionedStore:
                         idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
                         action=action or None, request=request or None, reverts=reverts or None)
         with self.writer.unit(info) as unit:
-            outcome = Outcome(unit)
-            if ctx.idempotency_key is not None:
-                outcome.replay = self.replay(ctx.idempotency_key, kind, request, pending=True)
-                if outcome.replay is not None:
-                    outcome.commit = outcome.replay.get("commit")
-            if ctx.if_match is not None and outcome.replay is None:
-                head = self._round_head()
-                if not head.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
-                    raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {ctx.if_match}",
-                                             current=head)
+            # (inside a round: the key may name a unit of the round not landed yet, and If-Match sees the round's tip)
+            outcome = Outcome.opened(unit, ctx, kind, request, head=self._round_head,
+                                     replay=lambda key, k, r: self.replay(key, k, r, pending=True),
+                                     changed="the memory changed: head is")
             yield outcome
             if outcome.replay is None:
                 unit.payload = outcome.result

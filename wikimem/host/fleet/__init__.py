@@ -13,13 +13,15 @@ from .bulk import (
     StepFailed,
     handler,
     job_view,
+    owner_rows,
     preview,
     rollback_part,
     select,
     submit,
 )
 from .erase import ERASE, FORGET, Erasure, copy_time, parse_target
-from .jobs import (
+from .jobs import JobStore, validate_job_id
+from .jobtypes import (
     JOB_STATES,
     JOBS_FILE,
     MEMORIZE,
@@ -28,15 +30,11 @@ from .jobs import (
     Job,
     JobPage,
     JobQuery,
-    JobRunner,
-    JobStore,
     Limits,
     RetryLater,
     Step,
-    memorize_handler,
-    submit_memorize,
-    validate_job_id,
 )
+from .memorizejob import memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .runindex import (
     INDEX_PATH,
@@ -50,11 +48,12 @@ from .runindex import (
     merge_pages,
     row_cursor,
 )
+from .runner import JobRunner
 from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
-    "MEMORIZE", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "MEMORIZE", "owner_rows", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "RunIndex",
     "RunQuery",
     "RunRow",

@@ -33,9 +33,10 @@ from .runindex import RunIndex, RunQuery
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
 
-    from .jobs import Handler, Job, JobStore, Step
+    from .jobs import JobStore
+    from .jobtypes import Handler, Job, Step
 
-__all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler",
+__all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler", "owner_rows",
            "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
 
 JOB_KIND = "bulk-rollback"
@@ -201,7 +202,7 @@ def handler(owner: Callable[[str], Owner]) -> Handler:
     A busy owner is retried later; any other failure fails the step with a
     message that names the owner (the job goes on with the other owners).
     """
-    from .jobs import RetryLater
+    from .jobtypes import RetryLater
 
     def run(step: Step) -> dict:
         part = Part.from_dict(step.params)
@@ -216,8 +217,9 @@ def handler(owner: Callable[[str], Owner]) -> Handler:
     return run
 
 
-def job_view(job: Job) -> dict:
-    """A bulk rollback job as its page shows it: the selection, progress, one row per owner, counts."""
+def owner_rows(job: Job, **blank: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """A per-owner job's rows (each step's result; a failure or a pending step with ``blank``'s fields) and how
+    many rows are in each status. A failure names its owner before ": " (``"?"`` when it does not)."""
     rows: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     for entry in job.results:
@@ -225,13 +227,19 @@ def job_view(job: Job) -> dict:
             row = dict(entry["result"])
         elif "error" in entry:
             message = entry["error"].get("message", "")
-            row = {"owner": message.split(": ", 1)[0] if ": " in message else "?", "status": "failed",
-                   "commit": None, "error": message}
+            row = {"owner": message.split(": ", 1)[0] if ": " in message else "?", "status": "failed", **blank,
+                   "error": message}
         else:
-            row = {"owner": None, "status": entry.get("state", "pending"), "commit": None}
+            row = {"owner": None, "status": entry.get("state", "pending"), **blank}
         counts[row["status"]] = counts.get(row["status"], 0) + 1
-        if row["owner"] is not None:
+        if row.get("owner") is not None:
             rows.append(row)
+    return rows, counts
+
+
+def job_view(job: Job) -> dict:
+    """A bulk rollback job as its page shows it: the selection, progress, one row per owner, counts."""
+    rows, counts = owner_rows(job, commit=None)
     params = job.params
     return {"id": job.id, "state": job.state, "done": job.done, "total": job.total, "failed": job.failed,
             "selection": params.get("selection", {}), "force": params.get("force", False),

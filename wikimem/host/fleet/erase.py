@@ -51,7 +51,7 @@ from typing import Any
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
 
-from .jobs import RetryLater, Step
+from .jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
 
 __all__ = ["Erasure", "ERASE", "FORGET", "parse_target", "copy_time"]

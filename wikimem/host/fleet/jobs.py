@@ -50,47 +50,41 @@ PostgreSQL) and migrated on start; a database newer than the code is refused.
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import hashlib
 import json
 import logging
 import os
-import re
 import secrets
 import socket
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
-from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidName, NotFound, StoreBusy, WikimemError
+from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidName, NotFound
 from wikimem.host.errors import QueueFull
 
+from .jobtypes import (
+    DEFAULT_RETENTION,
+    JOB_ID_RE,
+    JOBS_FILE,
+    MAX_KEY,
+    MAX_STEPS,
+    MEMORIZE,
+    Job,
+    JobPage,
+    JobQuery,
+    Limits,
+    Step,
+    iso,
+)
 from .sql import Database, Tx
 
-__all__ = [
-    "JobStore", "JobRunner", "Job", "JobQuery", "JobPage", "Limits", "Step", "RetryLater", "Handler",
-    "memorize_handler", "submit_memorize", "validate_job_id", "JOBS_FILE", "JOB_STATES",
-    "UNFINISHED", "SCHEMA_VERSION",
-]
+__all__ = ["JobStore", "validate_job_id", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
-
-JOBS_FILE = "jobs.sqlite3"
-JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
-UNFINISHED = ("queued", "running")  # a process that looks at such a job helps run it
-JOB_ID_RE = re.compile(r"job_\d{8}T\d{6}Z_[0-9a-f]{12}")
-MAX_STEPS = 100_000
-MAX_KEY = 512
-DEFAULT_RETENTION = 7 * 24 * 3600.0
-DEFAULT_PER_TENANT = 100  # open jobs one owner prefix (a token's) may have (WIKIMEM_JOBS_PER_PREFIX)
-DEFAULT_PER_OWNER = 20  # open jobs of one owner (WIKIMEM_JOBS_PER_OWNER)
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # the jobs database's size budget (WIKIMEM_JOBS_MAX_MB)
-DEFAULT_TURN_KEEP = 600.0  # seconds a finished memorize job keeps its raw turn (WIKIMEM_JOBS_TURN_KEEP)
 
 SCHEMA_VERSION = 2  # 1: the unversioned first schema (user_version 0); 2: tenants, scopes, homes, cancel
 _SCHEMA = """
@@ -153,14 +147,6 @@ def _new_job_id() -> str:
     return f"job_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(6)}"
 
 
-@overload
-def _iso(t: float) -> str: ...
-@overload
-def _iso(t: None) -> None: ...
-def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -175,127 +161,6 @@ def _scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
     selection = params.get("selection")
     narrower = str(selection.get("owner_prefix") or "") if isinstance(selection, dict) else ""
     return (narrower if narrower.startswith(within) else within), None
-
-
-# -- values ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Job:
-    """A job as stored: its state, progress and each step's outcome."""
-
-    id: str
-    kind: str
-    state: str
-    done: int  # finished steps (done or failed)
-    failed: int
-    total: int
-    results: list[dict[str, Any]]  # per step: {"step", "state", "result"?, "error"?}
-    params: dict[str, Any]
-    created: str
-    updated: str
-    finished: str | None = None
-    tenant: str = ""  # the owner prefix of who submitted it (fair share and caps)
-    scope: str = ""  # its owner, or the owner prefix of a job over many owners
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "state": self.state, "done": self.done, "failed": self.failed,
-                "total": self.total, "results": self.results, "params": self.params, "created": self.created,
-                "updated": self.updated, "finished": self.finished}
-
-    def summary(self) -> dict[str, Any]:
-        """The job without its per-step results (what a list shows)."""
-        out = self.to_dict()
-        del out["results"]
-        out["owner"] = self.params.get("owner") if self.kind != "bulk-rollback" else None
-        out["scope"] = self.scope
-        return out
-
-
-@dataclass(frozen=True)
-class JobQuery:
-    """Which jobs a list shows: by kind, state, owner prefix (of the job's owner or scope), created since."""
-
-    kind: str | None = None
-    state: str | None = None
-    owner_prefix: str = ""
-    since: float | None = None
-
-    @classmethod
-    def parse(cls, *, kind=None, state=None, owner_prefix=None, since=None) -> JobQuery:
-        """A query from request values (strings; ``since`` a date or ISO-8601); a bad one raises ``ValueError``."""
-        from wikimem.host.errors import BadRequest
-        from wikimem.host.instants import parse_instant
-
-        for value, what in ((kind, "kind"), (state, "state"), (owner_prefix, "owner_prefix"), (since, "since")):
-            if value is not None and not isinstance(value, str):
-                raise BadRequest(f"{what} must be a string")
-            if value is not None and len(value) > 128:
-                raise ValueError(f"{what} is longer than 128 characters")  # well-formed, refused: 422
-        if state not in (None, "", *JOB_STATES):
-            raise ValueError(f"state must be one of {', '.join(JOB_STATES)}, got {state!r}")
-        when = parse_instant(since or None, "since")
-        return cls(kind or None, state or None, owner_prefix or "", None if when is None else float(when))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("kind", self.kind), ("state", self.state), ("owner_prefix", self.owner_prefix),
-                                  ("since", _iso(self.since))) if v}
-
-
-@dataclass
-class JobPage:
-    """A page of jobs (newest first) and the cursor of the next one."""
-
-    jobs: list[Job] = field(default_factory=list)
-    next: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"jobs": [j.summary() for j in self.jobs], "next": self.next}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step handed to a handler."""
-
-    job: str
-    n: int
-    kind: str
-    params: dict[str, Any]
-    job_params: dict[str, Any] = field(default_factory=dict)
-    attempt: int = 1  # 2 and more: an earlier run was cut short (its process died, or RetryLater)
-
-    @property
-    def key(self) -> str:
-        """The step's idempotency key: the same on every run of this step, unique across steps."""
-        return f"{self.job}/{self.n}"
-
-
-class RetryLater(Exception):
-    """Raised by a handler: put the step back, to be run again after ``delay`` seconds."""
-
-    def __init__(self, message: str = "retry later", delay: float = 1.0):
-        super().__init__(message)
-        self.delay = delay
-
-
-Handler = Callable[[Step], Any]
-
-
-def _error_of(exc: BaseException) -> dict[str, str]:
-    if isinstance(exc, (WikimemError, ValueError)):
-        return {"code": getattr(exc, "code", None) or "invalid_value", "message": str(exc)}
-    log.error("job step failed unexpectedly", exc_info=exc)
-    return {"code": "internal", "message": "internal error"}
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much one tenant may queue, and how big the jobs database may grow (0: no limit)."""
-
-    per_tenant: int = DEFAULT_PER_TENANT  # open (queued or running) jobs per owner prefix of the submitter
-    per_owner: int = DEFAULT_PER_OWNER  # open jobs of one owner
-    max_bytes: int = DEFAULT_MAX_BYTES  # the database's size budget
-    turn_keep: float = DEFAULT_TURN_KEEP  # seconds a finished memorize job keeps the raw turn it was given
-    retry_after: int = 5  # seconds a refused submitter is told to wait
 
 
 # -- the store -------------------------------------------------------------------
@@ -495,8 +360,8 @@ class JobStore:
     @staticmethod
     def _job(row: tuple, results: list) -> Job:
         return Job(id=row[0], kind=row[1], state=row[2], done=row[3], failed=row[4], total=row[5],
-                   results=results, params=json.loads(row[6]), created=_iso(row[7]) or "",
-                   updated=_iso(row[8]) or "", finished=_iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
+                   results=results, params=json.loads(row[6]), created=iso(row[7]) or "",
+                   updated=iso(row[8]) or "", finished=iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
 
     def list(self, query: JobQuery | None = None, *, within: str = "", admin: bool = False, limit: int = 50,
              cursor: str | None = None) -> JobPage:
@@ -726,200 +591,3 @@ def _holder_is_gone(holder: str | None) -> bool:
     except (ValueError, PermissionError, OSError):
         return False
     return False
-
-
-# -- the runner ------------------------------------------------------------------
-
-class JobRunner:
-    """Background threads of one process that run the steps of registered kinds.
-
-    ``host`` is the name of this process's host (its steps first; every
-    heartbeat says it is alive); ``foreign``: this host may also take the
-    steps of a host that stopped beating (it can reach any owner: replication).
-    ``maintenance`` are called every ``maintain_every`` seconds from a worker
-    thread (the store's housekeeping is always one of them).
-    """
-
-    def __init__(self, store: JobStore, *, threads: int = 2, lease: float = 30.0, poll: float = 1.0,
-                 max_attempts: int = 5, prune_every: float = 60.0, host: str | None = None, foreign: bool = False,
-                 maintenance: Sequence[Callable[[], Any]] = ()):
-        if threads < 1 or lease <= 0 or poll <= 0 or max_attempts < 1:
-            raise ValueError("threads and max_attempts must be >= 1, lease and poll > 0")
-        self.store = store
-        self.threads = threads
-        self.lease = float(lease)
-        self.poll = float(poll)
-        self.max_attempts = max_attempts
-        self.prune_every = prune_every
-        self.host = host or store.host or None
-        self.foreign = foreign
-        self.maintenance = [store.maintain, *maintenance]
-        self.handlers: dict[str, Handler] = {}
-        self.id = ""
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._pid = 0
-        self._lock = threading.Lock()
-        self._last_prune = 0.0
-        self._atexit = False
-
-    def register(self, kind: str, handler: Handler) -> None:
-        """Run the steps of ``kind`` with ``handler`` (a :class:`Step` → a JSON-able result)."""
-        if not isinstance(kind, str) or not kind or not callable(handler):
-            raise ValueError("register(kind, handler): a non-empty kind and a callable")
-        self.handlers[kind] = handler
-        self.wake()
-
-    def wake(self) -> None:
-        """Look for work now (a job was just submitted in this process)."""
-        self._wake.set()
-
-    @property
-    def running(self) -> bool:
-        return self._pid == os.getpid() and any(t.is_alive() for t in self._threads)
-
-    def start(self) -> JobRunner:
-        """Start the threads in this process (again after a fork; idempotent otherwise)."""
-        with self._lock:
-            if self.running:
-                return self
-            self._pid = os.getpid()
-            self.id = f"{socket.gethostname()}:{self._pid}:{secrets.token_hex(4)}"
-            self._stop.clear()
-            self._threads = [threading.Thread(target=self._work, name=f"wikimem-job-{i}", daemon=True)
-                             for i in range(self.threads)]
-            self._threads.append(threading.Thread(target=self._beat, name="wikimem-job-heartbeat", daemon=True))
-            for t in self._threads:
-                t.start()
-            if not self._atexit:
-                # Daemon threads are frozen mid-call when the interpreter finalizes; one frozen inside
-                # SQLite holds its connection's mutex and hangs the exit. Stop them first.
-                atexit.register(self.stop, timeout=5.0)
-                self._atexit = True
-        return self
-
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Stop after the steps in flight (their leases lapse if they do not finish in ``timeout``)."""
-        self._stop.set()
-        self._wake.set()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in self._threads:
-            if t is not threading.current_thread():
-                t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-
-    def run_once(self) -> bool:
-        """Claim and run one step in the calling thread; whether there was one."""
-        if not self.id:
-            self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        step = self.store.claim(self.id, sorted(self.handlers), lease=self.lease, max_attempts=self.max_attempts,
-                                host=self.host, foreign=self.foreign)
-        if step is None:
-            return False
-        self._run(step)
-        return True
-
-    def _run(self, step: Step) -> None:
-        try:
-            result = self.handlers[step.kind](step)
-        except RetryLater as exc:
-            self.store.release(step, self.id, delay=exc.delay)
-            return
-        except Exception as exc:  # a failed step, not a dead runner
-            self.store.complete(step, self.id, error=_error_of(exc))
-            return
-        if not self.store.complete(step, self.id, result=result):
-            log.warning("job %s step %d finished after its lease was taken over; result dropped", step.job, step.n)
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                did = self.run_once()
-            except Exception:  # the database busy or unreadable, a step's row damaged: never kill the thread
-                log.exception("job runner: claiming or recording a step failed")
-                did = False
-            if not did:
-                self._wake.wait(self.poll)
-                self._wake.clear()
-            self._maybe_prune()
-
-    def _beat(self) -> None:
-        while True:
-            try:
-                self.store.heartbeat(self.id, lease=self.lease, host=self.host)
-            except Exception:
-                log.exception("job runner: heartbeat failed")
-            if self._stop.wait(self.lease / 3):
-                return
-
-    def _maybe_prune(self) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if self._last_prune and now - self._last_prune < self.prune_every:
-                return
-            self._last_prune = now
-        for task in self.maintenance:
-            try:
-                task()
-            except Exception:
-                log.exception("job runner: housekeeping failed")
-
-
-# -- handlers ----------------------------------------------------------------------
-
-MEMORIZE = "memorize"
-# Step parameters of a memorize job that make its WriteContext; the rest go to Owner.memorize.
-_CONTEXT_FIELDS = ("run", "actor", "source_conv", "idempotency_key", "fingerprint", "staged")
-
-
-def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None = None, tenant: str = "",
-                    request_id: str | None = None, **memorize_kwargs: Any) -> tuple[Job, bool]:
-    """Submit a memorize of one turn as a one-step job; ``(job, created)``.
-
-    ``memorize_kwargs`` are :meth:`Owner.memorize`'s (``character``,
-    ``prompt``, ``ts``, ``tz``) and the write context's (``run``, ``actor``,
-    ``source_conv``). The turn's time (``ts``, default now) and the run id
-    (default a new one) are fixed here, at submission: entries are dated from
-    when the turn was told, not from when the job ran, and the run id is
-    known at once. ``tenant`` is the submitter's owner prefix (its fair share
-    and cap). ``key`` (the request's Idempotency-Key) is scoped to the
-    owner, names the job, and is the memorize's own idempotency key, so a
-    memorize already applied under it synchronously is replayed, not redone.
-    ``request_id`` (the submitting request's) is kept in the job's params.
-    """
-    from wikimem.format import normalize_ts
-    from wikimem.host.owner import new_run_id
-
-    params = {k: v for k, v in memorize_kwargs.items() if v is not None}
-    request = {"owner": owner, "turn": turn, **params}
-    params["ts"] = normalize_ts(params.get("ts"))
-    params.setdefault("run", new_run_id())
-    if key is not None:
-        params["idempotency_key"] = key
-    step = {"owner": owner, "turn": turn, **params}
-    scoped = None if key is None else f"{MEMORIZE}\n{owner}\n{key}"
-    meta = {"owner": owner, "run": params["run"], **({"request_id": request_id} if request_id else {})}
-    return store.submit(MEMORIZE, [step], params=meta, key=scoped, request=request, tenant=tenant)
-
-
-def memorize_handler(host: Any) -> Handler:
-    """Steps made by :func:`submit_memorize` → ``MemorizeResult.to_dict()``.
-
-    The memorize's idempotency key is the request's, else the step key: a
-    step re-run after its process died between the commit and the "done"
-    mark replays the commit's result instead of asking the model and writing
-    again.
-    """
-    from wikimem.context import WriteContext
-
-    def run(step: Step) -> dict[str, Any]:
-        params = dict(step.params)
-        owner, turn = params.pop("owner"), params.pop("turn")
-        ctx = WriteContext.of(**{k: params.pop(k, None) for k in _CONTEXT_FIELDS})
-        ctx = WriteContext.of(ctx, idempotency_key=ctx.idempotency_key or step.key)
-        try:
-            return host.owner(owner).memorize(turn, ctx=ctx, **params).to_dict()
-        except StoreBusy as exc:
-            raise RetryLater(str(exc), delay=1.0) from None
-
-    return run

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 from wikimem.errors import InvalidValue, NotFound
 
 from .bulk import JOB_KIND, BulkPreview, Part, job_view, preview, rollback_part, select, submit
-from .jobs import UNFINISHED, Job, JobPage, JobQuery
+from .jobtypes import UNFINISHED, Job, JobPage, JobQuery
 from .runindex import OwnerCountPage, RunIndex, RunPage, RunQuery
 
 if TYPE_CHECKING:
     from wikimem.host.cluster import Peers
     from wikimem.host.owner import Owner
 
-    from .jobs import JobRunner, JobStore
+    from .jobs import JobStore
+    from .runner import JobRunner
 
 __all__ = ["Fleet", "MAX_RUNS_PAGE", "job_visible"]
 
