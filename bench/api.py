@@ -48,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.parse
@@ -518,6 +519,325 @@ def table(header: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
+# -- retrieve vs /healthz under wrk (issue 26) ----------------------------------------------
+
+CHAT_OWNER = "user:chat"
+_WRK_RETRIEVE = """
+local queries = {%(queries)s}
+local k = 0
+request = function()
+  k = k + 1
+  local body = '{"query": "' .. queries[(k %% #queries) + 1] .. %(suffix)s .. '", "limit": 8}'
+  return wrk.format("POST", "/api/v1/owners/user%%3Achat/retrieve",
+                    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer %(token)s"}, body)
+end
+"""
+
+
+def chat_turns(n: int) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """The first ``n`` turns of bench/quality_data/en.json as (file, name, content), and its questions."""
+    data = json.loads((REPO / "bench" / "quality_data" / "en.json").read_text())
+    turns, questions = [], []
+    for conv in data["conversations"]:
+        for session in conv["sessions"]:
+            for turn in session["turns"]:
+                if len(turns) < n:
+                    turns.append((session["file"].replace("_", "-"), turn["name"], turn["content"]))
+        questions += [q["question"] for q in conv.get("questions", [])]
+    return turns, questions
+
+
+def seed_chat(root: Path, n: int) -> list[str]:
+    """One owner holding ``n`` chat turns (one wiki item each); the questions to ask it."""
+    sys.path.insert(0, str(REPO))
+    from wikimem.host import Host
+
+    turns, questions = chat_turns(n)
+    owner, _ = Host(root).ensure_owner(CHAT_OWNER)
+    ops = [{"op": "add", "file": f, "name": name, "content": text} for f, name, text in turns]
+    for i in range(0, len(ops), 200):
+        owner.apply_ops(ops[i:i + 200])
+    return questions
+
+
+def _wrk_run(url: str, seconds: float, connections: int, script: Path | None = None) -> dict:
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{int(seconds)}s", "--latency"]
+    cmd += ["-s", str(script)] if script else []
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=seconds + 120).stdout
+    result = {"rps": 0.0, "p50": float("nan"), "p99": float("nan"), "non2xx": 0}
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+    for line in out.splitlines():
+        parts = line.split()
+        if line.startswith("Requests/sec"):
+            result["rps"] = float(parts[1])
+        elif len(parts) == 2 and parts[0] in ("50%", "99%"):
+            value = parts[1]
+            unit = next(u for u in ("us", "ms", "s", "m") if value.endswith(u))
+            result["p" + parts[0][:-1]] = float(value[: -len(unit)]) * units[unit]
+        elif "Non-2xx" in line:
+            result["non2xx"] = int(parts[-1])
+    return result
+
+
+def _serve(tree: Path, root: Path, embedder: str | None, workers: int,
+           embed_url: str | None = None) -> tuple[subprocess.Popen, int, object]:
+    port = free_port()
+    env = dict(os.environ, WIKIMEM_DATA=str(root), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
+               WIKIMEM_BIND=f"127.0.0.1:{port}", WIKIMEM_WORKERS=str(workers), WIKIMEM_THREADS="8",
+               WIKIMEM_LOG_LEVEL="warning", PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1")
+    for name in ("WIKIMEM_EMBED_URL", "WIKIMEM_EMBED_MODEL", "WIKIMEM_EMBEDDER"):
+        env.pop(name, None)
+    if embed_url:
+        env.update(WIKIMEM_EMBED_URL=embed_url, WIKIMEM_EMBED_MODEL="fake-embed")
+    else:
+        env["WIKIMEM_EMBEDDER"] = embedder or "none"
+    log = open(Path(tempfile.gettempdir()) / f"wikimem-bench-wrk-{os.getpid()}.log", "ab")
+    proc = subprocess.Popen([str(REPO / ".venv/bin/gunicorn"), "-c", str(tree / "deploy" / "gunicorn.conf.py")],
+                            cwd=tree, env=env, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {proc.returncode}; see {log.name}")
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/healthz")
+            if c.getresponse().status == 200:
+                return proc, port, log
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("gunicorn did not answer /healthz within 120 s")
+
+
+def _stop(proc: subprocess.Popen, log) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    log.close()
+
+
+def _embed_share(tree: Path, root: Path, questions: list[str]) -> dict:
+    """In a fresh process: retrieve time with the local model, and the query embedding's part of it."""
+    code = textwrap.dedent('''
+        import json, statistics, sys, time
+        from wikimem.host import build_host, load_config
+        root, questions = sys.argv[1], json.loads(sys.argv[2])
+        import os
+        os.environ["WIKIMEM_DATA"] = root
+        os.environ["WIKIMEM_EMBEDDER"] = "local"
+        host = build_host(load_config())
+        owner = host.owner("user:chat")
+        owner.retrieve(questions[0])
+        embedder = owner.embedder
+        owner.index().wait_for_vectors(300)  # background embedding of the memory done
+        whole, embed = [], []
+        for i, q in enumerate(questions):  # fresh query texts: none is in the query-vector cache
+            t = time.perf_counter(); owner.retrieve(f"{q} ({i}a)", limit=8); whole.append(time.perf_counter() - t)
+            t = time.perf_counter(); embedder.embed_query([f"{q} ({i}b)"]); embed.append(time.perf_counter() - t)
+        print(json.dumps({"retrieve": statistics.median(whole), "embed": statistics.median(embed)}))
+    ''')
+    env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1", WIKIMEM_ADMIN_TOKEN=TOKEN)
+    done = subprocess.run([sys.executable, "-c", code, str(root), json.dumps(questions[:60])], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        return {"error": done.stderr[-500:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _interleaved(url: str, scripts: list[tuple[str, Path]], seconds: float, reps: int) -> tuple[list, dict]:
+    """Each script and /healthz in turn, ``reps`` times ``seconds / reps`` each (the load of a shared machine
+    changes within a minute: each pair is measured under the same load); medians of req/s and of p99."""
+    each = max(2, int(round(seconds / reps)))
+    got: dict[str, list[dict]] = {label: [] for label, _ in scripts}
+    health: list[dict] = []
+    for _ in range(reps):
+        for label, script in scripts:
+            got[label].append(_wrk_run(url, each, 16, script))
+        health.append(_wrk_run(url + "/healthz", each, 16))
+
+    def median(runs: list[dict]) -> dict:
+        return {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99")} | {
+            "non2xx": sum(r["non2xx"] for r in runs)}
+
+    return [(label, median(runs)) for label, runs in got.items()], median(health)
+
+
+def _wait_embedded(port: int, limit: float = 300.0) -> None:
+    """Until the owner's memory has all its vectors (background embedding), at most ``limit`` seconds."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        status, payload = _request(conn, "GET", f"/api/v1/owners/{urllib.parse.quote(CHAT_OWNER, safe='')}", None)
+        vectors = json.loads(payload).get("vectors") if status == 200 else None
+        if vectors and vectors["embedded"] >= vectors["total"]:
+            return
+        time.sleep(1)
+
+
+def wrk_main(args) -> None:
+    """Retrieve vs /healthz at 16 connections (wrk), 2 gthread workers, one owner of chat turns."""
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    trees = [("this tree", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-wrk-"))
+    try:
+        seed = tmp / "seed"
+        questions = seed_chat(seed, args.turns)
+        quoted = ", ".join(json.dumps(q.replace('"', "").replace("\\", "")) for q in questions[:200])
+        script = tmp / "retrieve.lua"  # 200 questions in turn (a query vector is computed once per worker)
+        script.write_text(_WRK_RETRIEVE % {"queries": quoted, "token": TOKEN, "suffix": '""'})
+        unique = tmp / "unique.lua"  # every query text new: its vector is computed on the request path
+        unique.write_text(_WRK_RETRIEVE % {"queries": quoted, "token": TOKEN,
+                                           "suffix": '" (" .. id .. "-" .. k .. ")"'})
+        unique.write_text("local id = math.random(1000000)\n" + unique.read_text())
+        embedders = [None] + (["local"] if not args.no_embedder else [])
+        rows = []
+        shares = []
+        for name, tree in trees:
+            for embedder in embedders:
+                root = tmp / f"data-{len(rows)}"
+                shutil.copytree(seed, root)
+                proc, port, log = _serve(tree, root, embedder, args.workers)
+                url = f"http://127.0.0.1:{port}"
+                try:
+                    _wrk_run(url, 4, 16, script)  # warm both workers (indexes, vectors)
+                    if embedder:
+                        _wait_embedded(port)
+                        _wrk_run(url, 4, 16, script)
+                    runs, health = _interleaved(url, [("repeated queries", script)]
+                                                + ([("unique queries", unique)] if embedder else []),
+                                                args.duration, args.reps)
+                finally:
+                    _stop(proc, log)
+                for label, retrieve in runs:
+                    rows.append([name, f"{embedder or 'BM25 only'}, {label}", f"{retrieve['rps']:.0f}",
+                                 f"{health['rps']:.0f}", f"**{retrieve['rps'] / health['rps']:.2f}**",
+                                 ms(retrieve["p50"]), ms(retrieve["p99"]), str(retrieve["non2xx"])])
+                if embedder:
+                    share = _embed_share(tree, root, questions)
+                    shares.append((name, share))
+        print(f"## Retrieve vs /healthz (wrk -t2 -c16, {args.duration:g} s each in {args.reps} alternations, medians; "
+              f"gunicorn gthread, {args.workers} "
+              f"workers x 8 threads; one owner of {args.turns} chat turns; load average "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})\n")
+        print(table(["tree", "embedder", "retrieve req/s", "/healthz req/s", "ratio (goal >= 0.6)",
+                     "retrieve p50 ms", "retrieve p99 ms (goal < 30)", "non-2xx"], rows))
+        for name, share in shares:
+            if "error" in share:
+                print(f"\n{name}: query embedding share not measured: {share['error']}")
+            else:
+                print(f"\n{name}, local embedder, in process: retrieve p50 {ms(share['retrieve'])} ms, of which the "
+                      f"query embedding {ms(share['embed'])} ms (**{share['embed'] / share['retrieve'] * 100:.0f}%**)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- the first diary="all" on a large diary (issue 26) ------------------------------------------
+
+DIARY_OWNER = "user:diary"
+
+
+def seed_diary(root: Path, entries: int, per_day: int = 20, words: int = 50) -> None:
+    """One owner whose diary holds ``entries`` entries (``per_day`` a day, ``words`` words each), one commit."""
+    sys.path.insert(0, str(REPO))
+    from datetime import date, timedelta
+
+    from wikimem.format import render_day
+    from wikimem.host import Host
+    from wikimem.models import DiaryItem
+
+    rng = random.Random(26)
+    owner, _ = Host(root).ensure_owner(DIARY_OWNER)
+    folder = owner.root / "diary"
+    folder.mkdir(exist_ok=True)
+    start = date(2000, 1, 1)
+    for d in range(entries // per_day):
+        day = (start + timedelta(d)).isoformat()
+        items = [DiaryItem(day, f"{8 + k // 2:02d}:{(k % 2) * 30:02d}",
+                           " ".join(sentence(rng) for _ in range(words // 6)), DIARY_OWNER, None, f"{day}T10:00:00Z")
+                 for k in range(per_day)]
+        (folder / f"{day}.md").write_bytes(render_day(day, items))
+    owner.vstore.sync_external("seed")  # one commit of the whole diary
+
+
+def _first_diary_answer(port: int) -> tuple[float, float, str | None]:
+    """(seconds to the first answer, seconds until an answer that ranked the whole diary, first state)."""
+    body = {"query": "the cat visited the museum", "diary": "all", "limit": 8}
+    path = f"/api/v1/owners/{urllib.parse.quote(DIARY_OWNER, safe='')}/retrieve"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+    def ask() -> dict:
+        status, payload = _request(conn, "POST", path, body)
+        if status != 200:
+            raise RuntimeError(f"retrieve answered {status}: {payload[:300]!r}")
+        return json.loads(payload)
+
+    t = time.perf_counter()
+    state = ask().get("diary_index")
+    first = time.perf_counter() - t
+    while ask().get("diary_index") is not None:
+        time.sleep(0.05)
+    return first, time.perf_counter() - t, state
+
+
+def _paced_endpoint(texts_per_second: float):
+    """A fake OpenAI-compatible embeddings endpoint (tests/fakes.py) that embeds ``texts_per_second``."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakes import FakeOpenAI
+
+    fake = FakeOpenAI(dim=64)
+
+    def paced(path: str, body) -> None:
+        if "embeddings" in path and isinstance(body, dict):
+            texts = body.get("input")
+            time.sleep((len(texts) if isinstance(texts, list) else 1) / texts_per_second)
+        return None
+
+    fake.respond_with = paced
+    return fake.start()
+
+
+def diary_main(args) -> None:
+    """The first diary="all" retrieve of an owner with a large diary, through a fresh gunicorn: BM25 only, and
+    with an embeddings endpoint (foreground embedding, the host's default for an endpoint)."""
+    trees = [("this tree", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-diary-"))
+    rows = []
+    endpoint = _paced_endpoint(args.endpoint_rate) if args.endpoint_rate else None
+    try:
+        seed = tmp / "seed"
+        t = time.perf_counter()
+        seed_diary(seed, args.entries)
+        seeded = time.perf_counter() - t
+        kinds = [("BM25 only", None)] + ([(f"endpoint, {args.endpoint_rate:g} texts/s", endpoint.url)]
+                                         if endpoint else [])
+        for name, tree in trees:
+            for kind, url in kinds:
+                for attempt in range(args.rounds):
+                    root = tmp / f"data-{len(rows)}"
+                    shutil.copytree(seed, root)
+                    proc, port, log = _serve(tree, root, None, args.workers, embed_url=url)
+                    try:
+                        first, complete, state = _first_diary_answer(port)
+                    finally:
+                        _stop(proc, log)
+                    rows.append([name, kind, str(attempt + 1), f"{first * 1000:.0f}", state or "complete",
+                                 f"{complete * 1000:.0f}"])
+                    print(f"  {rows[-1]}", file=sys.stderr, flush=True)
+        print(f"## The first diary=all on a {args.entries:,}-entry diary (fresh gunicorn, {args.workers} workers; "
+              f"seeded in {seeded:.1f} s; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())})\n")
+        print(table(["tree", "embedder", "round", "first answer ms (goal < 1000)", "first answer was",
+                     "whole diary ranked after ms"], rows))
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--owners", type=int, default=100)
@@ -528,7 +848,24 @@ def main() -> None:
     ap.add_argument("--index-cache", type=int, default=None, help="WIKIMEM_INDEX_CACHE (default max(100, owners))")
     ap.add_argument("--cold-owners", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="smoke run: 10 owners x 200 items, 3 s levels")
+    ap.add_argument("--wrk", action="store_true", help="only: retrieve vs /healthz under wrk (issue 26)")
+    ap.add_argument("--turns", type=int, default=420, help="--wrk: chat turns of the one owner")
+    ap.add_argument("--baseline", help="--wrk: another checkout measured side by side")
+    ap.add_argument("--no-embedder", action="store_true", help="--wrk: skip the run with the local embedder")
+    ap.add_argument("--reps", type=int, default=5, help="--wrk: alternations of retrieve and /healthz")
+    ap.add_argument("--diary-cold", action="store_true", help="only: the first diary=all on a large diary")
+    ap.add_argument("--entries", type=int, default=10_000, help="--diary-cold: diary entries")
+    ap.add_argument("--rounds", type=int, default=2, help="--diary-cold: fresh servers per tree")
+    ap.add_argument("--endpoint-rate", type=float, default=350.0,
+                    help="--diary-cold: texts/s of the fake embeddings endpoint (0: no endpoint rows)")
     args = ap.parse_args()
+    if args.diary_cold:
+        diary_main(args)
+        return
+    if args.wrk:
+        args.duration = args.duration if args.duration != 15.0 else 10.0
+        wrk_main(args)
+        return
     if args.quick:
         args.owners, args.items, args.duration, args.cold_owners = 10, 200, 3.0, 5
     levels = [int(x) for x in args.levels.split(",")]

@@ -6,14 +6,20 @@ repository found under the folders (a work tree's ``.git`` or a bare one) is
 also searched object by object through ``git cat-file --batch-all-objects
 --batch`` — loose objects are zlib-compressed and packed ones may be deltas,
 so a raw search alone would miss them. ``git`` is the independent witness.
+Any other file is also searched through every zlib stream it holds
+(:func:`inflated`): the intent log keeps each round's git objects
+compressed as loose objects are.
 """
 
 from __future__ import annotations
 
 import subprocess
+import zlib
 from pathlib import Path
 
-__all__ = ["traces", "repositories", "object_bytes"]
+__all__ = ["traces", "repositories", "object_bytes", "inflated"]
+
+_ZLIB_HEADS = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda")
 
 
 def repositories(root: Path) -> list[Path]:
@@ -33,6 +39,20 @@ def object_bytes(git_dir: Path) -> bytes:
     return done.stdout
 
 
+def inflated(data: bytes) -> bytes:
+    """Every zlib stream found anywhere in ``data``, decompressed, one after the other."""
+    out = []
+    for head in _ZLIB_HEADS:
+        at = data.find(head)
+        while at != -1:
+            try:
+                out.append(zlib.decompressobj().decompress(data[at:], 1 << 24))
+            except zlib.error:
+                pass
+            at = data.find(head, at + 1)
+    return b"".join(out)
+
+
 def traces(roots: list[Path], needles: list[str | bytes]) -> list[str]:
     """``"<where>: <needle>"`` for every needle found in a file's bytes or a repository's objects."""
     wanted = [n.encode("utf-8") if isinstance(n, str) else n for n in needles]
@@ -47,6 +67,8 @@ def traces(roots: list[Path], needles: list[str | bytes]) -> list[str]:
             except FileNotFoundError:  # a live server's SQLite -shm/-wal, gone meanwhile
                 continue
             hits += [f"{path}: {n!r}" for n in wanted if n in data]
+            if "objects" not in path.parts:  # (git's own objects: searched through git below)
+                hits += [f"{path} (zlib): {n!r}" for n in wanted if n in inflated(data)]
             hits += [f"{path} (name): {n!r}" for n in wanted if n in str(path.relative_to(root)).encode()]
         for git_dir in repositories(root):
             data = object_bytes(git_dir)

@@ -100,6 +100,7 @@ def logging_config(fmt: str = "json", level: str = "INFO") -> dict[str, Any]:
     if fmt not in FORMATS:
         raise ValueError(f"log format must be json or text, got {fmt!r}")
     level = str(level).upper()
+    formatters: dict[str, dict[str, Any]]
     if fmt == "json":
         formatters = {"app": {"()": AppJsonFormatter}, "access": {"()": AccessJsonFormatter}}
     else:

@@ -152,7 +152,11 @@ SCHEMAS: dict[str, dict] = {
                                        "description": "present when the diary was ranked with the wiki (all)"},
                              "vectors": _obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
                                              description="with an embedder and explain: how many items had "
-                                                         "their vectors")},
+                                                         "their vectors"),
+                             "diary_index": {"type": "string", "enum": ["building"],
+                                             "description": "diary=all answered within 0.25 s while the diary "
+                                                            "index's first build was still running: the diary "
+                                                            "took part through its time window only"}},
                             ["items"]),
 }
 

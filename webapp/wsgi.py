@@ -29,3 +29,4 @@ except ConfigError as exc:
 
 with app.app_context():
     get_host().start_jobs()
+    get_host().warm_up()  # before the first request: numpy, jieba, the local model

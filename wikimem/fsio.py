@@ -1,8 +1,11 @@
-"""Durable file primitives: atomic replace, delete, tolerant read, stat stamps.
+"""Durable file primitives: atomic replace, delete, tolerant read, stat stamps, a file system's sync.
 
 Every write goes to a temp file in the same folder, is flushed and fsynced,
 then moved over the target with ``os.replace`` and the folder is fsynced, so
 a crash at any point leaves either the old file or the new one, never a mix.
+``durable=False`` keeps the atomic replace and skips the syncs: for a caller
+whose own log makes the write durable (the versioned store's intent log) and
+syncs the file system later (:func:`sync_filesystem`).
 :func:`stat_stamp` / :func:`folder_signature`: what every cache of a file's
 content keys on.
 
@@ -19,6 +22,7 @@ import errno
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,8 +31,8 @@ from typing import BinaryIO
 from .errors import DamagedFolder
 
 __all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files",
-           "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature", "open_regular", "read_regular", "open_folder",
-           "file_kind"]
+           "sync_filesystem", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature", "open_regular",
+           "read_regular", "open_folder", "file_kind"]
 
 # Never follow a link in the last component, never wait on a FIFO's writer, never become a controlling tty.
 _SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
@@ -53,9 +57,50 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
-    with _replacing(path, mode) as fd:
+def sync_filesystem(path: Path) -> None:
+    """Make everything written so far on the file system that holds ``path`` durable, in one call.
+
+    ``syncfs(2)`` on Linux (one flush of that file system, however many files
+    were written); ``os.sync()`` where there is none. Raises ``OSError`` when
+    the kernel reports a write-back error.
+    """
+    syncfs = _syncfs()
+    if syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            import ctypes
+
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
+
+
+_SYNCFS: list = []
+
+
+def _syncfs():
+    """libc's ``syncfs`` (looked up once), or None where the platform has none."""
+    if not _SYNCFS:
+        found = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                found = ctypes.CDLL(None, use_errno=True).syncfs
+                found.argtypes = [ctypes.c_int]
+            except (OSError, AttributeError):
+                found = None
+        _SYNCFS.append(found)
+    return _SYNCFS[0]
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically (and durably, unless ``durable=False``)."""
+    with _replacing(path, mode, durable) as fd:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
@@ -69,7 +114,7 @@ def atomic_replace(path: Path, write: Callable[[BinaryIO], None], *, mode: int =
 
 
 @contextmanager
-def _replacing(path: Path, mode: int) -> Iterator[int]:
+def _replacing(path: Path, mode: int, durable: bool = True) -> Iterator[int]:
     """A temp file's descriptor in ``path``'s folder, moved over ``path`` when the block ends well.
 
     The temp file is a dotfile ending in :data:`TEMP_SUFFIX` (swept by the
@@ -83,7 +128,8 @@ def _replacing(path: Path, mode: int) -> Iterator[int]:
     try:
         try:
             yield fd
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -93,16 +139,18 @@ def _replacing(path: Path, mode: int) -> Iterator[int]:
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def remove_file(path: Path) -> None:
-    """Delete ``path`` (if present) durably."""
+def remove_file(path: Path, *, durable: bool = True) -> None:
+    """Delete ``path`` (if present), durably unless ``durable=False``."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         return
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def file_kind(mode: int) -> str:

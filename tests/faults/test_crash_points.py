@@ -1,8 +1,9 @@
 """A writer killed at each step of the write path: its keyed retry lands exactly once, the repository stays clean.
 
 A child process makes one keyed write and dies (``os._exit``, no cleanup)
-right after one step: the intent, the files, the git objects, the intent's
-commit record, the branch move, ``.git/index``, the history index. The
+right after one step: the git objects, the round's record in the intent
+log, the files, the branch move, ``.git/index``, the history index, the
+record marked applied. The
 parent then retries the same request with the same Idempotency-Key, as a
 client whose request timed out would. Whatever the step, the write is in
 the history exactly once, is never an ``external-edit``, the journal has
@@ -28,16 +29,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (module, attribute path, label): the child dies right after this function returns.
 STEPS = [
-    ("wikimem.versioned.intent", "Intent.begin", "intent recorded"),
-    ("wikimem.store.writer", "Writer.apply", "files written"),
     ("wikimem.versioned.objects", "GitRepo.make_commit", "objects written"),
-    ("wikimem.versioned.intent", "Intent.committing", "commit recorded in the intent"),
+    ("wikimem.versioned.intent", "IntentLog.append", "round recorded in the intent log"),
+    ("wikimem.store.writer", "Landing.write", "files written"),
     ("wikimem.versioned.objects", "GitRepo.move_ref", "branch moved"),
     ("wikimem.versioned.objects", "GitRepo.update_index", "index updated"),
     ("wikimem.versioned.historydb", "HistoryDB.sync", "history index fed"),
+    ("wikimem.versioned.intent", "IntentLog.mark", "round marked applied"),
 ]
 # Steps after which the commit is on the branch: the retry replays instead of writing.
-COMMITTED = {"branch moved", "index updated", "history index fed"}
+COMMITTED = {"branch moved", "index updated", "history index fed", "round marked applied"}
 
 WRITES = {
     "add": "vs.add('preferences', 'tea', '喝乌龙茶。', ctx=WriteContext(actor='bot', idempotency_key=KEY))",
@@ -118,13 +119,36 @@ def test_a_keyed_write_killed_after_any_step_lands_exactly_once(tmp_path, step, 
         assert json.loads((root / "settings.json").read_text()) == {"tz": "Asia/Shanghai"}
     else:
         assert [e.content for e in vs.diary.day("2026-07-21")] == ["下午去了海边。"]
-    assert not vs.intent.path.exists()
+    assert vs.intent.in_flight() is None
     assert vs.history(limit=10).entries[0].id == vs.head() == done.commit
     if GIT:
         fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict"], capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
         assert _git(root, "status", "--porcelain") == ""
     assert not [p for p in root.rglob("*.wikimem-tmp")]
+
+
+def test_the_intent_of_a_writer_of_the_previous_version_is_reconciled(tmp_path):
+    """Upgraded with a write in flight (the old ``wikimem-intent.json``): undone, never an ``external-edit``."""
+    root = tmp_path / "owner"
+    vs = VersionedStore(root)
+    vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))
+    head, size = vs.head(), vs.store.journal.size()
+    vs.close()
+    before = (root / "wiki" / "preferences.md").read_bytes()
+    (root / "wiki" / "preferences.md").write_bytes(before + b"\n## tea\n\n\xe5\x96\x9d\xe8\x8c\xb6\n")  # half done
+    with open(root / "journal.jsonl", "a") as fh:
+        fh.write('{"ts": "2026-07-21T10:00:00Z", "action": "add", "file": "preferences", "item": "tea"}\n')
+    (root / ".git" / "wikimem-intent.json").write_text(json.dumps(
+        {"state": "writing", "head": head, "journal_size": size, "paths": ["wiki/preferences.md"]}))
+    vs = VersionedStore(root)
+    done = vs.add("preferences", "tea", "喝乌龙茶。", ctx=WriteContext(actor="bot"))
+    assert done.commit == vs.head()
+    assert "external-edit" not in {e.action for e in vs.history(limit=10).entries}
+    assert not (root / ".git" / "wikimem-intent.json").exists()
+    assert [json.loads(line)["item"] for line in (root / "journal.jsonl").read_text().splitlines()] == ["sea", "tea"]
+    if GIT:
+        assert _git(root, "status", "--porcelain") == ""
 
 
 HOST_CHILD = """

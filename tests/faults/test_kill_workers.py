@@ -29,6 +29,7 @@ import pytest
 from gunicorn_env import free_port as _free_port
 
 from wikimem.host import encode_owner_id
+from wikimem.versioned.intent import IntentLog
 
 REPO = Path(__file__).resolve().parents[2]
 GIT = shutil.which("git")
@@ -162,7 +163,7 @@ def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path):
         fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict"], capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
         assert _git(root, "status", "--porcelain") == ""
-        assert not (root / ".git" / "wikimem-intent.json").exists()
+        assert IntentLog(root / ".git").in_flight() is None
     # The run index as the killed and restarted workers left it equals a rebuild from git (issue 22 finding 4).
     from wikimem.host import Host
 

@@ -167,7 +167,7 @@ def test_a_new_owner_keeps_its_history_index_small(world):
 def test_a_full_disk_is_507_with_retry_after_and_writes_nothing(world, monkeypatch):
     from wikimem.store import Door
 
-    def full(door, rel, data):
+    def full(door, rel, data, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", rel)
 
     head = _commits(world)

@@ -219,3 +219,32 @@ def test_every_ref_is_rewritten_and_a_revert_still_names_the_commit_it_undid(tmp
                             capture_output=True, text=True, check=True).stdout.strip()
     assert branch in log
     vs.close()
+
+
+def test_the_intent_log_keeps_no_byte_of_a_forgotten_text(tmp_path):
+    """The intent log holds each round's objects (zlib) and its replay results (plain JSON): a forget wipes it."""
+    from traces import inflated
+
+    from wikimem.context import WriteContext
+    from wikimem.versioned import VersionedStore
+    from wikimem.versioned.intent import LOG_NAME
+
+    vs = VersionedStore(tmp_path / "o")
+    vs.add("prefs", "secret", SECRET[0], ctx=WriteContext(idempotency_key="k-secret"))  # the text in its result
+    vs.add("prefs", "sea", "likes the sea")
+    vs.add("prefs", "secret", SECRET[1])
+    log = tmp_path / "o" / ".git" / LOG_NAME
+    data = log.read_bytes()
+    assert SECRET[0].encode() in data and SECRET[1].encode() in inflated(data), "the texts are there before"
+
+    assert vs.forget("wiki", file="prefs", name="secret", actor="op").found
+    data = log.read_bytes()
+    assert not any(s.encode() in data or s.encode() in inflated(data) for s in SECRET)
+    assert traces([tmp_path / "o"], SECRET) == []
+    vs.add("prefs", "tide", "the log works after the wipe")  # a round is recorded and lands as before
+    assert vs.intent.in_flight() is None
+    vs.close()
+    again = VersionedStore(tmp_path / "o")  # a new process reads the wiped log: nothing to reconcile
+    assert again.recover() is None and again.store.get("prefs", "tide").content.startswith("the log works")
+    assert [i.name for i in again.store.items("prefs")] == ["sea", "tide"]
+    again.close()

@@ -97,7 +97,7 @@ def test_a_writer_killed_mid_write_leaves_a_repository_that_keeps_working(tmp_pa
         # A write killed between its files and its commit is undone (or finished), never committed
         # later as someone's hand edit.
         assert "external-edit" not in {e.action for e in vs.history(limit=10_000).entries}
-        assert not vs.intent.path.exists()
+        assert vs.intent.in_flight() is None
         assert vs.store.get("f", "after").content == f"round {round_}"
         vs.close()
     if GIT:

@@ -53,7 +53,7 @@ def test_failed_write_leaves_files_and_journal_as_before(store, monkeypatch, tar
 
 def test_failed_journal_append_restores_the_file(store, monkeypatch):
     before = snapshot(store.root)
-    monkeypatch.setattr(store.journal, "write_many", lambda records: (_ for _ in ()).throw(OSError("full")))
+    monkeypatch.setattr(store.journal, "write_many", lambda records, **kw: (_ for _ in ()).throw(OSError("full")))
     with pytest.raises(OSError):
         store.add("f", "a", "two")
     with pytest.raises(OSError):

@@ -103,4 +103,5 @@ def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
         query_terms=list(data.get("query_terms") or []),
         diary=data.get("diary") or "window",
         vectors=dict(data["vectors"]) if data.get("vectors") is not None else None,
+        diary_index=data.get("diary_index"),
     )

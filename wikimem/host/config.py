@@ -299,7 +299,7 @@ class Config:
         embedded in the background with the local model; without one, lexical
         neighbour smoothing 0.2.
         """
-        from wikimem.recall import RecallOptions
+        from wikimem.recall import DIARY_WAIT, RecallOptions
 
         background = self.embed_background
         local = self.embedder == "local"
@@ -307,6 +307,7 @@ class Config:
         if smoothing is None:  # it helps BM25 alone; with vectors the neighbour context does that work
             smoothing = 0.0 if local or self.embed_url else 0.2
         return RecallOptions(
+            diary_wait=DIARY_WAIT,  # a request never waits longer for a diary index being built
             use_jieba=self.tokenizer == "jieba",
             diary=self.diary_recall,
             query_stopwords=self.query_stopwords,

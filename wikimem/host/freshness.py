@@ -7,7 +7,11 @@ hand. Before each use, an :class:`IndexSlot` makes two cheap checks:
    between name the RecallFiles they changed (``vs.changed_paths``);
 2. the wiki folder's listing with each file's (inode, mtime, size): a file
    that appeared, vanished or was rewritten — by an editor, by ``git`` —
-   shows up here even without a commit.
+   shows up here even without a commit. The listing is taken when HEAD or
+   the folder's own stamp moved (every write through wikimem, any rename
+   into the folder), and at least every :data:`FULL_CHECK_SECONDS`
+   otherwise: a hand edit made in place is seen within that bound, and a
+   request on an unchanged owner costs one ref read and one ``stat``.
 
 Only the RecallFiles named by either check are re-read (``index.refresh``);
 anything unexpected falls back to a full ``rebuild``. Writes made in this
@@ -18,17 +22,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wikimem.format import WIKI_DIR, is_memory_name, memory_path
-from wikimem.fsio import Stamp, folder_signature
+from wikimem.fsio import Stamp, folder_signature, stat_stamp
 
 if TYPE_CHECKING:
     from wikimem.recall import MemoryIndex
 
-__all__ = ["IndexSlot", "wiki_signature"]
+__all__ = ["IndexSlot", "wiki_signature", "FULL_CHECK_SECONDS"]
+
+# The wiki folder's full listing (each file's stamp) is taken at least this often (seconds).
+FULL_CHECK_SECONDS = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +72,8 @@ class IndexSlot:
         self.index: MemoryIndex | None = None
         self._head: str | None = None
         self._signature: Signature = {}
+        self._folder: Stamp | None = None  # the wiki folder's own stamp at the last full listing
+        self._next_full = 0.0  # (monotonic) the next full listing is due
 
     def fresh(self) -> MemoryIndex:
         """The index, brought up to date with the repository and the working tree."""
@@ -71,7 +81,12 @@ class IndexSlot:
             # Read HEAD before the files: a write landing in between makes the
             # next call refresh once more, never miss a change.
             head = self.vstore.head()
+            folder = stat_stamp(Path(self.vstore.root) / WIKI_DIR)
+            now = time.monotonic()
+            if self.index is not None and head == self._head and folder == self._folder and now < self._next_full:
+                return self.index
             signature = wiki_signature(self.vstore.root)
+            self._folder, self._next_full = folder, now + FULL_CHECK_SECONDS
             if self.index is None:
                 self.index = self._make_index()
                 self.index.rebuild()

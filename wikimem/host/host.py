@@ -70,6 +70,8 @@ MAX_PAGE = 1000
 # The newest commit of an owner that is gone everywhere: deleted (its history kept), or erased (a tombstone).
 GONE_ACTIONS = ("delete-owner", "erase-owner")
 
+log = logging.getLogger(__name__)
+
 
 class Host:
     """Owners → versioned stores and indexes, for one process.
@@ -559,6 +561,21 @@ class Host:
                                           limits=self.job_limits, retention=self.retention.jobs)
                 jobs = self._jobs
         return jobs
+
+    def warm_up(self) -> None:
+        """Load now what the first requests of this process would otherwise wait for: numpy's ranking
+        module, jieba when the tokenizer is jieba, the local embedding model. Best effort."""
+        from wikimem.recall import BM25Index, tokenize
+
+        try:
+            BM25Index().warm()
+            if self.recall is not None and self.recall.use_jieba:
+                tokenize("预热", use_jieba=True)
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+        except Exception:  # a request loads it again (and reports what fails)
+            log.exception("warming up the host failed")
 
     @property
     def jobs_started(self) -> bool:

@@ -7,7 +7,7 @@ from .bm25 import K1, B, BM25Index, idf
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency, fuse, normalise, recency_factor
 from .hybrid import HybridRanker
-from .index import DIARY_MODES, MemoryIndex
+from .index import DIARY_MODES, DIARY_WAIT, MemoryIndex
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, Contents, IndexVectors
 from .stopwords import CHINESE_CHARS, CHINESE_WORDS, ENGLISH, content_terms, is_function_term
@@ -50,4 +50,5 @@ __all__ = [
     "DIARY_WANTED_MAX",
     "MemoryIndex",
     "DIARY_MODES",
+    "DIARY_WAIT",
 ]

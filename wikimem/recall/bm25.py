@@ -447,6 +447,11 @@ class BM25Index:
             return self._np.rank(self, terms, stats, k)
         return self._rank_python(terms, stats, k)
 
+    def warm(self) -> None:
+        """Import now what a large query will need (numpy), so that the first one does not pay for it."""
+        if self.use_numpy:
+            self._numpy()
+
     def _numpy(self):
         if self._np is None:
             try:

@@ -123,6 +123,8 @@ class DiaryIndex:
         self.refresh()
 
     def _apply_days(self, days: dict[str, None]) -> bool:
+        if not self._items and days:
+            return self._build(days)
         changed = False
         for date in sorted(days):
             try:
@@ -133,6 +135,26 @@ class DiaryIndex:
         if changed:
             self.generation += 1
         return changed
+
+    def _build(self, days: dict[str, None]) -> bool:
+        """The first read of a diary: every day parsed, then one bulk build of the BM25 index."""
+        docs = []
+        for date in sorted(days):
+            try:
+                entries = _keyed(date, self.diary.day(date))
+            except ValueError:  # a file named like a date that is not one (2026-02-30.md)
+                continue
+            if not entries:
+                continue
+            self._days[date] = entries
+            for key, item in entries:
+                self._items[key] = item
+                docs.append((key, tokenize(item_text(item), use_jieba=self.use_jieba)))
+                self._by_hash.setdefault(content_hash(embed_text(item.name, item.content)), set()).add(key)
+        self.bm25.extend(docs)
+        if docs:
+            self.generation += 1
+        return bool(docs)
 
     def _apply_day(self, date: str, entries: list[tuple[Key, RecallItem]]) -> bool:
         old = dict(self._days.get(date, []))

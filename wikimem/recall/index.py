@@ -9,6 +9,7 @@ result types (:mod:`~wikimem.recall.results`) are imported from here as before.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -34,11 +35,20 @@ from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
 from .window import window_order
 
-__all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES"]
+__all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES", "DIARY_WAIT"]
 
 # How many BM25 candidates (and vector neighbours) fusion looks at, per hit asked for.
 _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN = 3, 30
 DIARY_MODES = ("window", "all")
+# The diary index (diary="all") is built in a background thread. With ``diary_wait`` (the host's is this
+# many seconds) a query waits at most that long for its first build, then answers with the diary through
+# its time window only, as diary="window" does, and says so (RetrievalResult.diary_index == "building");
+# without it (the library's default) a query waits for the build. Later changes are read incrementally.
+DIARY_WAIT = 0.25
+# A failed build is tried again after this many seconds.
+_DIARY_RETRY = 5.0
+
+log = logging.getLogger(__name__)
 
 
 def _check_count(value: Any, what: str) -> int:
@@ -89,6 +99,33 @@ def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
     return call
 
 
+class _DiaryBuild:
+    """The first build of a :class:`MemoryIndex`'s diary index, in a thread of its own (see :data:`DIARY_WAIT`)."""
+
+    def __init__(self, diary: Any, use_jieba: bool, b: float, install: Callable[[_DiaryBuild, DiaryIndex], None]):
+        self.diary, self.use_jieba, self.b = diary, use_jieba, b
+        self._install = weakref.WeakMethod(install)  # a build in flight keeps no index alive
+        self.done = threading.Event()
+        self.retry_at = 0.0
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="wikimem-diary-index", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            built = DiaryIndex(self.diary, use_jieba=self.use_jieba, b=self.b)
+            built.refresh()  # every day file read and indexed, outside the index's lock
+            built.bm25.warm()
+            install = self._install()
+            if install is not None:
+                install(self, built)
+        except Exception:
+            self.retry_at = time.monotonic() + _DIARY_RETRY
+            log.exception("building a diary index failed; retrying in %.0f s", _DIARY_RETRY)
+        finally:
+            self.done.set()
+
+
 class MemoryIndex:
     """BM25 (+ optional embedding fusion) over a store; see :meth:`retrieve`.
 
@@ -129,7 +166,7 @@ class MemoryIndex:
                  neighbour_context: Any = False, embed_in_background: bool = False,
                  diary: str = "window", worker: Any = None, bm25_b: float = B,
                  neighbour_smoothing: float = 0.0, transcripts: Callable[[str, list], bool] | None = None,
-                 recency_half_life: float | None = None):
+                 recency_half_life: float | None = None, diary_wait: float | None = None):
         if isinstance(fusion_weight, bool) or not isinstance(fusion_weight, (int, float)) \
                 or not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be a number in [0, 1], got {fusion_weight!r}")
@@ -160,7 +197,9 @@ class MemoryIndex:
         self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
         if transcripts is not None:
             self.wiki.transcripts = transcripts
-        self._diary_index: DiaryIndex | None = None  # built by the first use of diary="all"
+        self.diary_wait = None if diary_wait is None else float(diary_wait)
+        self._diary_index: DiaryIndex | None = None  # built in the background from the first use of diary="all"
+        self._diary_build: _DiaryBuild | None = None
         self.vectors: IndexVectors | None = None
         self._hybrid: HybridRanker | None = None
         if embedder is not None:
@@ -176,11 +215,18 @@ class MemoryIndex:
         return len(self.wiki)
 
     def rebuild(self) -> None:
-        """Rescan the whole store now (after edits made outside this process)."""
+        """Rescan the whole store now (after edits made outside this process).
+
+        The diary index re-reads every day file that changed (its stamps say
+        which: exact, and no stall on a large diary); with ``diary="all"`` as
+        the default its first build starts now, in the background.
+        """
         with self._lock:
             self.wiki.rebuild()
             if self._diary_index is not None:
-                self._diary_index.rebuild()
+                self._diary_index.refresh()
+            elif self.diary == "all":
+                self._start_diary_build()
 
     def refresh(self, files: Iterable[str]) -> None:
         """Re-read these RecallFiles and update the index incrementally.
@@ -203,11 +249,39 @@ class MemoryIndex:
         if not self.wiki.catch_up():
             self.rebuild()
 
-    def _diary_fresh(self) -> DiaryIndex:
-        if self._diary_index is None:
-            self._diary_index = DiaryIndex(self.store.diary, use_jieba=self.use_jieba, b=self.bm25_b)
-        self._diary_index.refresh()
-        return self._diary_index
+    def _diary_fresh(self) -> DiaryIndex | None:
+        """The diary index brought up to date, or None while its first build runs (called under the lock)."""
+        index = self._diary_index
+        if index is not None:
+            index.refresh()
+        return index
+
+    def diary_ready(self, wait: float | None = 0.0) -> bool:
+        """Whether the diary index (``diary="all"``) is built; starts its build and waits up to ``wait``
+        seconds for it (``None``: until the build is over)."""
+        with self._lock:
+            if self._diary_index is not None:
+                return True
+            build = self._start_diary_build()
+        if wait is None or wait > 0:
+            build.done.wait(wait)
+        with self._lock:
+            return self._diary_index is not None
+
+    def _start_diary_build(self) -> _DiaryBuild:
+        """The diary build in progress, started now if there is none (called under the lock)."""
+        build = self._diary_build
+        if build is None or (build.done.is_set() and time.monotonic() >= build.retry_at):
+            build = self._diary_build = _DiaryBuild(self.store.diary, self.use_jieba, self.bm25_b,
+                                                    self._install_diary)
+            build.start()
+        return build
+
+    def _install_diary(self, build: _DiaryBuild, index: DiaryIndex) -> None:
+        with self._lock:
+            if self._diary_build is build and self._diary_index is None:
+                self._diary_index = index
+                self._diary_build = None
 
     # -- retrieval ---------------------------------------------------------
 
@@ -267,6 +341,8 @@ class MemoryIndex:
         mode = self.diary if diary is None else _check_diary(diary)
         half_life = self.recency_half_life if recency_half_life is None else _check_half_life(recency_half_life)
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
+        if mode == "all" and not self.diary_ready(self.diary_wait):
+            mode, result.diary_index = "window", "building"  # answered now: the diary through its window
         text = self._gate(query, time_range, tz, result)
         terms = tokenize(text, use_jieba=self.use_jieba)
         if result.time_range is not None:
@@ -320,6 +396,7 @@ class MemoryIndex:
             return
         with self._lock:
             index = self._diary_fresh()
+            assert index is not None  # (retrieve asks for "all" only once the index is built)
             keyed = index.keyed(*window)
             if not keyed:
                 window = _widen(window)

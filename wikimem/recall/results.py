@@ -97,8 +97,10 @@ class RetrievalResult:
     after a parsed time expression and function words were taken out),
     ``diary`` (the diary mode used) and ``vectors`` (with an embedder and
     ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
-    their vectors when this query ran). :meth:`to_prompt` turns the entries
-    into prompt text within the budget.
+    their vectors when this query ran), ``diary_index`` (``"building"``
+    when ``diary="all"`` was answered before the diary index's first build
+    was done: the diary then took part through its time window only).
+    :meth:`to_prompt` turns the entries into prompt text within the budget.
     """
 
     items: list[RetrievedItem] = field(default_factory=list)
@@ -113,6 +115,7 @@ class RetrievalResult:
     query_terms: list[str] = field(default_factory=list)
     diary: str = "window"
     vectors: dict[str, int] | None = None
+    diary_index: str | None = None
 
     def to_prompt(self, budget_tokens: int | None = None, *, strict: bool = False,
                   heading: str | None = None) -> str:
@@ -161,6 +164,8 @@ class RetrievalResult:
             out["diary"] = self.diary
         if self.vectors is not None:
             out["vectors"] = dict(self.vectors)
+        if self.diary_index is not None:
+            out["diary_index"] = self.diary_index
         return out
 
 
@@ -181,13 +186,15 @@ class RecallOptions:
     bm25_b: float = 0.75
     neighbour_smoothing: float = 0.0
     recency_half_life: float | None = None  # diary="all": the default recency prior, in days
+    diary_wait: float | None = None  # seconds a query waits for the diary index's first build (None: all)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~wikimem.recall.index.MemoryIndex`."""
         return {"use_jieba": self.use_jieba, "query_stopwords": self.query_stopwords,
                 "neighbour_context": self.neighbour_context, "embed_in_background": self.embed_in_background,
                 "diary": self.diary, "fusion_weight": self.fusion_weight, "bm25_b": self.bm25_b,
-                "neighbour_smoothing": self.neighbour_smoothing, "recency_half_life": self.recency_half_life}
+                "neighbour_smoothing": self.neighbour_smoothing, "recency_half_life": self.recency_half_life,
+                "diary_wait": self.diary_wait}
 
 
 @dataclass

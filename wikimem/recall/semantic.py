@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from wikimem.vectors import EmbeddingSearch
 
 __all__ = ["IndexVectors", "Contents", "EMBED_SLICE", "EMBED_RETRY_SECONDS", "EMBED_BUSY_SECONDS",
-           "DIARY_WANTED_MAX"]
+           "DIARY_WANTED_MAX", "FOREGROUND_EMBED_MAX"]
 
 log = logging.getLogger("wikimem.recall.index")  # the index's logger: its warnings keep their name
 
@@ -32,6 +32,10 @@ EMBED_RETRY_SECONDS = 30.0
 EMBED_BUSY_SECONDS = 1.0
 # Window entries waiting for the background worker, at most.
 DIARY_WANTED_MAX = 4096
+# Foreground: a query that finds the vectors behind embeds at most this many texts per cache on its own
+# path (one batch); the rest is handed to the background worker, and until it is done the items without
+# a vector rank by BM25 alone (the first query over a large memory never waits for all of it).
+FOREGROUND_EMBED_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,9 @@ class IndexVectors:
     """The vectors of one index's memory: loaded lazily, kept in line with what the index holds.
 
     Foreground (the library's default): :meth:`prepare` embeds what the
-    vectors lack before a query is scored. Background
+    vectors lack before a query is scored — up to
+    :data:`FOREGROUND_EMBED_MAX` texts; beyond that the rest is embedded in
+    the background as below, so no query waits for a whole memory. Background
     (``background=True``): nothing of memory is embedded on the request
     path; :meth:`schedule` asks ``worker`` to run ``step`` (the index's
     :meth:`~wikimem.recall.index.MemoryIndex.embed_step`, held weakly by the
@@ -72,6 +78,7 @@ class IndexVectors:
         self._search: EmbeddingSearch | None = None
         self._broken = False  # the vector layer cannot load (no numpy): stop trying
         self._synced: tuple | None = None  # the contents key the vectors were last brought in line with
+        self._handed: tuple | None = None  # foreground: contents left to the background worker (too many)
         self._counts: tuple[tuple, tuple[int, int]] | None = None  # ((key, search version), counts)
         self._wanted: dict[tuple[str, str, str], RecallItem] = {}  # background: window entries to embed
         self._lock = threading.Lock()  # the wanted entries
@@ -116,12 +123,16 @@ class IndexVectors:
             return search if search.ready() else None  # nothing embedded yet: BM25 until the worker has run
         if contents is not None:
             with self._embed_lock:
-                if self._synced != contents.key:
-                    search.sync(contents.items)
+                if self._synced != contents.key and self._handed != contents.key:
+                    pending = search.sync(contents.items, max_new=FOREGROUND_EMBED_MAX)
                     if contents.diary is not None:
-                        search.ensure_diary(contents.diary)
-                    self._synced = contents.key
-        return search
+                        pending += search.ensure_diary(contents.diary, max_new=FOREGROUND_EMBED_MAX)
+                    if pending:  # a large memory: the rest in the background
+                        self._handed = contents.key
+                        self.schedule()
+                    else:
+                        self._synced = contents.key
+        return search if search.ready() else None
 
     def diary_cosines(self, search: EmbeddingSearch, qv: Any, items: list[RecallItem]) -> list[float | None]:
         """Cosines of these diary entries with the query vector; None where an entry has no vector yet.

@@ -17,8 +17,9 @@ write — and whoever reads it (the store, the index, settings, export) passes
   (memory) or :data:`~wikimem.limits.MAX_SETTINGS_BYTES` (the files at the
   top); anything else is :class:`~wikimem.errors.DamagedFolder`, which the
   host reports for that owner only;
-- writes are atomic (temp file, fsync, rename, fsync of the folder) and
-  refused past the same limits (:class:`~wikimem.errors.TooLarge`).
+- writes are atomic (temp file, fsync, rename, fsync of the folder; the
+  syncs skipped with ``durable=False`` when an intent log makes the write
+  durable) and refused past the same limits (:class:`~wikimem.errors.TooLarge`).
 """
 
 from __future__ import annotations
@@ -149,9 +150,10 @@ class Door:
 
     # -- writing ---------------------------------------------------------------
 
-    def write(self, rel: str, data: bytes) -> None:
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:
         """Replace a file of the folder with ``data``, atomically and durably (a link in its place is replaced,
-        never followed)."""
+        never followed). ``durable=False`` skips the file's and the folder's fsync: for a caller whose own log
+        makes the write durable (the versioned store's intent log, see :mod:`wikimem.fsio`)."""
         folder, name = folder_file(rel)
         limit = _limit(folder)
         if len(data) > limit:
@@ -168,7 +170,8 @@ class Door:
                     view = memoryview(data)
                     while view:
                         view = view[os.write(out, view):]
-                    os.fsync(out)
+                    if durable:
+                        os.fsync(out)
                 finally:
                     os.close(out)
                 os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
@@ -178,21 +181,24 @@ class Door:
                 except FileNotFoundError:
                     pass
                 raise
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         except IsADirectoryError:
             raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are written") from None
         finally:
             os.close(fd)
 
-    def remove(self, rel: str) -> None:
-        """Delete a file of the folder (if present), durably (a link is removed itself, never its target)."""
+    def remove(self, rel: str, *, durable: bool = True) -> None:
+        """Delete a file of the folder (if present), durably unless ``durable=False`` (a link is removed itself,
+        never its target)."""
         folder, name = folder_file(rel)
         fd = self._dir(folder)
         if fd is None:
             return
         try:
             os.unlink(name, dir_fd=fd)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         except (FileNotFoundError, NotADirectoryError):
             pass
         except IsADirectoryError:
@@ -247,7 +253,7 @@ class OverlayDoor(Door):
                 out[name] = found
         return out
 
-    def write(self, rel: str, data: bytes) -> None:
+    def write(self, rel: str, data: bytes, *, durable: bool = True) -> None:  # (in memory: nothing to sync)
         folder, _ = folder_file(rel)
         limit = _limit(folder)
         if len(data) > limit:
@@ -256,7 +262,7 @@ class OverlayDoor(Door):
         self.written[rel] = bytes(data)
         self._version += 1
 
-    def remove(self, rel: str) -> None:
+    def remove(self, rel: str, *, durable: bool = True) -> None:
         folder_file(rel)
         self.written[rel] = None
         self._version += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 from wikimem.format import utc_now
 from wikimem.fsio import open_regular, read_regular
 
-__all__ = ["Journal", "wiki_record", "diary_record", "parse_record"]
+__all__ = ["Journal", "wiki_record", "diary_record", "parse_record", "render_lines"]
 
 
 def _record(ts: str | None, action: str, fields: dict) -> dict:
@@ -79,11 +79,12 @@ class Journal:
         self.write_many([record])
         return record
 
-    def write_many(self, records: list[dict]) -> None:
-        """Append records as lines, durably, with one fsync (nothing for an empty list)."""
+    def write_many(self, records: list[dict], *, durable: bool = True) -> None:
+        """Append records as lines with one fsync (none with ``durable=False``: the caller's log is the
+        durable copy); nothing for an empty list."""
         if not records:
             return
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        data = render_lines(records)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Never through a link, never a FIFO: the journal is a regular file of the folder or nothing.
         fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -92,10 +93,11 @@ class Journal:
             if fh.tell() > 0:
                 fh.seek(-1, os.SEEK_END)
                 if fh.read(1) != b"\n":
-                    text = "\n" + text
-            fh.write(text.encode("utf-8"))
+                    data = b"\n" + data
+            fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
 
     def entries(self) -> list[dict]:
         """Every readable record, oldest first; torn or foreign lines are skipped."""
@@ -111,10 +113,16 @@ class Journal:
         except FileNotFoundError:
             return 0
 
-    def truncate(self, size: int) -> None:
+    def truncate(self, size: int, *, durable: bool = True) -> None:
         """Drop lines appended after ``size`` bytes (rollback of a failed unit)."""
         if self.size() > size:
             with open(open_regular(self.path, os.O_RDWR), "r+b") as fh:
                 fh.truncate(size)
                 fh.flush()
-                os.fsync(fh.fileno())
+                if durable:
+                    os.fsync(fh.fileno())
+
+
+def render_lines(records: list[dict]) -> bytes:
+    """The journal lines of ``records``, as :meth:`Journal.write_many` appends them."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")

@@ -166,14 +166,15 @@ class MemoryStore:
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=normalize_ts(ts),
         )
-        with self.writer.unit():
+        with self.writer.unit() as unit:
             old, items = self._read_fresh(file)
             existed = any(i.name == item.name for i in items)
             # Replace in place: the item keeps its position in the file.
             new_items = [item if i.name == item.name else i for i in items] if existed else items + [item]
             record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
             self._write(file, old, new_items, record)
-        self._prime_cache(file, new_items)
+        if wiki_path(file) in unit.final:  # (a later unit of the same round may have written the file again)
+            self._prime_cache(file, new_items)
         return Saved(item, created=not existed)
 
     def remove(self, file: str, name: str, *, owner: str | None = None) -> bool:

@@ -8,7 +8,8 @@ killed writer left is settled. One run:
    history) and collect every text it ever held; none: nothing to forget;
 2. rewrite every ref's history without it (:mod:`wikimem.versioned.rewrite`)
    and put a marker commit on top (what, when, by whom; never the text);
-3. like any write, under the intent (:mod:`wikimem.versioned.intent`):
+3. like any write, under the intent log (:mod:`wikimem.versioned.intent`;
+   the rewritten history synced and the log's old records wiped first):
    the work tree's file first (through the folder's door), then — with a
    remote — the tracking value noted as :data:`REPLACED` and the marker
    pushed with compare-and-swap *replacing* the remote's ``main`` (a remote
@@ -19,7 +20,8 @@ killed writer left is settled. One run:
    old commits' touches as hints), ``journal.jsonl`` and the repair
    quarantine scrubbed, the generation stamp changed (every process drops
    what it cached of the folder on its next lookup), unreachable objects
-   pruned.
+   pruned, the intent log wiped (its records hold the rounds' objects and
+   results: the forgotten text too).
 
 A run killed anywhere is finished by the next settle and call: killed
 after the push, the folder follows the replaced remote like any host
@@ -45,7 +47,7 @@ from wikimem.fsio import atomic_write, read_bytes
 
 from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
 from .historydb import DB_NAME, HistoryDB
-from .intent import Intent
+from .intent import APPLIED, IntentLog, Step
 from .messages import parse_trailers
 from .objects import BRANCH, GitRepo, oid, ref
 from .pruning import Pruned, prune
@@ -99,7 +101,7 @@ class Forgotten:
 class Forgetting:
     """Forget of one folder: built by the store with what it needs (see the module docstring)."""
 
-    def __init__(self, git: GitRepo, db: HistoryDB, intent: Intent, root: Path, journal, door, *,
+    def __init__(self, git: GitRepo, db: HistoryDB, intent: IntentLog, root: Path, journal, door, *,
                  replica: Callable[[], Replica | None]):
         self.git = git
         self.db = db
@@ -203,14 +205,17 @@ class Forgetting:
         """Files, remote, ``main``, then every other ref: each step as a write does it (see the docstring)."""
         old_tree, new_tree = self.git.commit_tree(head), self.git.commit_tree(new)
         paths = sorted(self.git.changed_paths(old_tree, new_tree))
-        self.intent.begin(head.decode(), self.journal.size(), tuple(paths))
+        # The rewritten history on disk before a record names it (one sync of the file system), and the log's
+        # old records — they hold the forgotten text, compressed or not — wiped.
+        self.intent.checkpoint(head.decode(), wipe=True)
+        blobs = {p: (found[1].decode() if (found := self.git.entry(new_tree, p)) else None) for p in paths}
+        record = self.intent.append([Step(new.decode(), head.decode(), blobs)], {})
         for path in paths:
             data = self.git.blob_at(new_tree, path)
             if data is None:
-                self.door.remove(path)
+                self.door.remove(path, durable=False)
             else:
-                self.door.write(path, data)
-        self.intent.committing(new.decode(), None)
+                self.door.write(path, data, durable=False)
         replica = self._replica()
         remote = "none"
         if replica is not None:
@@ -225,7 +230,7 @@ class Forgetting:
         self._push_staged(new)
         self.git.update_index({p: (self.git.entry(new_tree, p) or (None, None))[1] for p in paths})
         self.git.repo.refs.remove_if_equals(REPLACED, None)
-        self.intent.clear()
+        self.intent.mark(record, APPLIED)
         return remote
 
     def _move_others(self, refs: dict[bytes, bytes], commits: dict[bytes, bytes], *, skip_tracking: bool) -> None:
@@ -304,6 +309,10 @@ class Forgetting:
         bump_generation(self.root)
         pruned = prune(self.root)
         self.git.reopen()
+        # The intent log's records hold the rounds' objects and results (the text of what was forgotten too):
+        # everything is on disk now (one sync), and they are wiped.
+        head = self.git.head()
+        self.intent.checkpoint(head.decode() if head else None, wipe=True)
         bump_generation(self.root)
         return pruned
 

@@ -4,30 +4,46 @@ Nothing here stages through the git index or calls porcelain: a commit
 rebuilds only the trees on the changed paths and writes loose objects, so
 its cost does not grow with history. dulwich is imported here and in the
 rest of :mod:`wikimem.versioned` only.
+
+Loose objects are written without syncs; the branch and ``.git/index`` may be
+too (``durable=False``): the versioned store's intent log holds what rebuilds
+them, and :meth:`GitRepo.repairing` rewrites objects a power loss left torn.
+A commit can be built in memory first (``out=``: its objects kept in
+:attr:`GitRepo.pending`, readable, not written) and written once its round
+is recorded (:meth:`GitRepo.write_objects`), so that no object file ever
+reaches the disk before the record that can rebuild it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import re
+import secrets
 import threading
 import time
+import zlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
+from wikimem.fsio import stat_stamp
 from wikimem.naming import is_unsafe
 
 if TYPE_CHECKING:
     from dulwich.objects import ObjectID
     from dulwich.refs import Ref
 
-__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "init_repo", "folder_head"]
+__all__ = ["GitRepo", "BRANCH", "GITIGNORE", "oid", "ref", "loose_bytes", "init_repo", "folder_head"]
 
 
 def oid(sha: bytes) -> ObjectID:
@@ -50,8 +66,15 @@ diary-vectors/
 """
 _FILE_MODE = 0o100644
 _DIR_MODE = 0o040000
+_HEX = re.compile(rb"[0-9a-f]{40}")
 _TREE_CACHE = 512
+_COMMIT_CACHE = 256
 COMMITTER = b"wikimem <wikimem@localhost>"
+
+
+def loose_bytes(obj) -> bytes:
+    """The bytes of an object's loose file: zlib at level 1, git's default for loose objects (core.looseCompression)."""
+    return obj.as_legacy_object(compression_level=1)
 
 
 def _person(name: str | None) -> bytes:
@@ -110,7 +133,14 @@ class GitRepo:
         self.repo = Repo(str(self.root))  # NotGitRepository when there is none
         self.store = self.repo.object_store
         self._trees: OrderedDict[bytes, Tree] = OrderedDict()
+        self._commits: OrderedDict[bytes, Commit] = OrderedDict()  # (FIFO: the newest commits are read most)
         self._lock = threading.Lock()
+        self._repair = False  # rewrite loose objects found unsound (see repairing())
+        self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
+        self._objects_dir = self.root / ".git" / "objects"
+        self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
+        # Objects built for a round in progress and not written yet, readable here (see write_objects()).
+        self.pending: dict[bytes, object] = {}
         self._checked_head: bytes | None = None  # the last head found to name a commit of the store
 
     @classmethod
@@ -128,6 +158,9 @@ class GitRepo:
             door.write(GITIGNORE_NAME, data)
         tree = self.write_tree(None, {".gitignore": data})
         commit = self.make_commit(tree, [], "init memory folder\n\nWikimem-Action: init\n", None)
+        from wikimem.fsio import sync_filesystem
+
+        sync_filesystem(root)  # the first objects are on disk before a branch names them
         self.move_ref(None, commit)
         self.update_index({".gitignore": Blob.from_string(data).id})
         return self
@@ -141,8 +174,17 @@ class GitRepo:
         a commit lost with its objects) is :class:`~wikimem.errors.DamagedFolder`:
         ``wikimem repair`` moves it back to the last good commit.
         """
-        try:
-            value = self.repo.refs[BRANCH]
+        value: bytes | None = None
+        try:  # the loose ref, as this layer writes it: one small read
+            with open(self._branch_path, "rb") as fh:
+                data = fh.read(64)
+            if len(data) == 41 and data[40:] == b"\n" and _HEX.fullmatch(data[:40]):
+                value = data[:40]
+        except OSError:
+            pass
+        try:  # anything else (packed refs, a symref): dulwich
+            if value is None:
+                value = self.repo.refs[BRANCH]
         except KeyError:
             return None
         except Exception as exc:  # (dulwich on an unreadable ref file)
@@ -150,17 +192,38 @@ class GitRepo:
                                 "`wikimem repair` on this owner") from None
         if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
             return value
-        if len(value) != 40 or value.strip(b"0123456789abcdef") or oid(value) not in self.store:
+        try:
+            present = len(value) == 40 and not value.strip(b"0123456789abcdef") and oid(value) in self.store
+        except Exception:  # (dulwich on a torn object file: a power loss the intent log's redo puts right)
+            present = False
+        if not present:
             raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
                                 "of this repository; run `wikimem repair` on this owner (it moves the branch back "
                                 "to the last good commit)")
         self._checked_head = value
         return value
 
+    def _get(self, sha: bytes):
+        found = self.pending.get(sha)
+        return found if found is not None else self.store[oid(sha)]
+
     def commit(self, commit_id: bytes) -> Commit:
+        with self._lock:
+            cached = self._commits.get(commit_id)
+        if cached is not None:
+            return cached
+        obj = self.pending.get(commit_id)
+        if obj is not None:  # not written yet (and maybe never): not remembered
+            if not isinstance(obj, Commit):
+                raise KeyError(commit_id)
+            return obj
         obj = self.store[oid(commit_id)]
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
+        with self._lock:
+            self._commits[commit_id] = obj
+            while len(self._commits) > _COMMIT_CACHE:
+                self._commits.popitem(last=False)
         return obj
 
     def tree(self, tree_id: bytes) -> Tree:
@@ -169,7 +232,7 @@ class GitRepo:
             if cached is not None:
                 self._trees.move_to_end(tree_id)
                 return cached
-        obj = self.store[oid(tree_id)]
+        obj = self._get(tree_id)
         if not isinstance(obj, Tree):
             raise KeyError(tree_id)
         with self._lock:
@@ -204,10 +267,10 @@ class GitRepo:
         found = self.entry(tree_id, path)
         if found is None or found[0] == _DIR_MODE:
             return None
-        return self.store[oid(found[1])].as_raw_string()
+        return self._get(found[1]).as_raw_string()
 
     def blob(self, sha: bytes) -> bytes:
-        return self.store[oid(sha)].as_raw_string()
+        return self._get(sha).as_raw_string()
 
     def files_under(self, tree_id: bytes | None, folder: str) -> dict[str, bytes]:
         """``{relpath: blob sha}`` of the regular files directly in ``folder``."""
@@ -241,10 +304,11 @@ class GitRepo:
 
     # -- writing ------------------------------------------------------------
 
-    def write_tree(self, base_tree: bytes | None, changes: dict[str, bytes | None]) -> bytes:
+    def write_tree(self, base_tree: bytes | None, changes: dict[str, bytes | None], out: list | None = None) -> bytes:
         """A new root tree: ``base_tree`` with ``{path: content or None}`` applied.
 
         Only the trees along the changed paths are rebuilt; empty folders vanish.
+        ``out``: the new objects are appended there and kept pending, not written.
         """
         grouped: dict[str, dict[str, bytes | None]] = {}
         here: dict[str, bytes | None] = {}
@@ -265,7 +329,7 @@ class GitRepo:
                     del tree[key]
             else:
                 blob = Blob.from_string(content)
-                self._add(blob)
+                self._add(blob, out)
                 tree.add(key, _FILE_MODE, blob.id)
         for name, sub in grouped.items():
             key = name.encode("utf-8")
@@ -273,19 +337,19 @@ class GitRepo:
             if key in tree:
                 mode, sha = tree[key]
                 base_sub = sha if mode == _DIR_MODE else None
-            new_sub = self.write_tree(base_sub, sub)
+            new_sub = self.write_tree(base_sub, sub, out)
             if not self.tree(new_sub).items():
                 if key in tree:
                     del tree[key]
             else:
                 tree.add(key, _DIR_MODE, oid(new_sub))
-        self._add(tree)
+        self._add(tree, out)
         with self._lock:
             self._trees[tree.id] = tree
         return tree.id
 
     def make_commit(self, tree_id: bytes, parents: list[bytes], message: str, actor: str | None,
-                    when: int | None = None) -> bytes:
+                    when: int | None = None, out: list | None = None) -> bytes:
         commit = Commit()
         commit.tree = tree_id
         commit.parents = [oid(p) for p in parents]
@@ -296,23 +360,121 @@ class GitRepo:
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = message.encode("utf-8")
-        self._add(commit)
+        self._add(commit, out)
         return commit.id
 
-    def _add(self, obj) -> None:
-        """Write a loose object; a ``.lock`` a killed writer left on it is removed (we hold the owner lock)."""
+    def _add(self, obj, out: list | None = None) -> None:
+        """Write a loose object (``out``: keep it pending instead); a ``.lock`` a killed writer left on it is
+        removed (we hold the owner lock)."""
         from dulwich.file import FileLocked
 
+        if out is not None:
+            out.append(obj)
+            self.pending[obj.id] = obj
+            return
+        if isinstance(self.store, DiskObjectStore):
+            self.write_raw(obj.id.decode("ascii"), loose_bytes(obj))
+            return
         try:
             self.store.add_object(obj)
         except FileLocked as exc:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
 
-    def move_ref(self, old: bytes | None, new: bytes) -> bool:
-        """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock)."""
-        self.clear_stale_locks()
-        return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
+    def write_raw(self, sha: str, data: bytes) -> None:
+        """Write a loose object from its file's bytes (:func:`loose_bytes`), as git does: a temp file in its
+        folder, renamed into place; an existing sound copy is kept (repairing: an unsound one is replaced)."""
+        folder = self._objects_dir / sha[:2]
+        path = folder / sha[2:]
+        if self._repair:
+            self._drop_unsound(sha.encode("ascii"))
+        if os.path.exists(path):
+            return
+        tmp = folder / f"tmp_obj_{secrets.token_hex(4)}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+
+    def write_objects(self, objects: dict[str, bytes]) -> None:
+        """Write objects built with ``out=`` from their loose bytes (they stop being pending)."""
+        for sha, data in objects.items():
+            self.write_raw(sha, data)
+            self.pending.pop(sha.encode("ascii"), None)
+
+    def forget(self, shas) -> None:
+        """Objects built with ``out=`` that will never be written (their ids, hex strings)."""
+        for sha in shas:
+            self.pending.pop(sha.encode("ascii") if isinstance(sha, str) else sha, None)
+
+    @contextmanager
+    def repairing(self) -> Iterator[None]:
+        """Objects written inside replace a loose copy that is torn or empty (after a power loss)."""
+        self._repair = True
+        try:
+            yield
+        finally:
+            self._repair = False
+
+    def _drop_unsound(self, sha: bytes) -> None:
+        path = self.root / ".git" / "objects" / sha[:2].decode() / sha[2:].decode()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            sound = hashlib.sha1(zlib.decompress(data)).hexdigest().encode() == sha
+        except zlib.error:
+            sound = False
+        if not sound:
+            os.unlink(path)
+
+    def move_ref(self, old: bytes | None, new: bytes, *, durable: bool = True) -> bool:
+        """Compare-and-swap the branch (a stale ``main.lock`` is cleared first; we hold the owner lock).
+
+        ``durable=False``: the new value is not synced (the caller's log can set it again).
+        """
+        if durable:
+            self.clear_stale_locks()
+            return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
+        path = self.root / ".git" / "refs" / "heads" / "main"
+        lock = path.with_name("main.lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # left by a killed writer
+            self.clear_stale_locks()
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            if self.head() != old:  # read under main.lock, as git does
+                os.close(fd)
+                os.unlink(lock)
+                return False
+            os.write(fd, new + b"\n")
+            os.close(fd)
+        except BaseException:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            os.unlink(lock)
+            raise
+        os.replace(lock, path)
+        return True
 
     def clear_stale_locks(self) -> None:
         """Remove git lock files left by a killed writer. Call only under the owner lock."""
@@ -323,11 +485,18 @@ class GitRepo:
             except FileNotFoundError:
                 pass
 
-    def update_index(self, written: Mapping[str, bytes | None]) -> None:
-        """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean."""
+    def update_index(self, written: Mapping[str, bytes | None], *, durable: bool = True) -> None:
+        """Keep ``.git/index`` in step with the work tree, so ``git status`` stays clean (``durable=False``:
+        not synced — it is derived, and rebuilt for the paths a recovery names)."""
         from dulwich.index import Index, index_entry_from_stat
 
-        index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
+        path_ = self.root / ".git" / "index"
+        cached = self._index
+        if cached is not None and cached[0] == stat_stamp(path_):
+            index = cached[1]  # the file is the one we wrote last: no need to parse it again
+        else:
+            index = Index(self.repo.index_path())  # not open_index(): it re-reads the config every time
+        self._index = None
         for path, sha in written.items():
             key = path.encode("utf-8")
             if sha is None:
@@ -341,7 +510,33 @@ class GitRepo:
                     del index[key]
                 continue
             index[key] = index_entry_from_stat(st, sha)
-        index.write()
+        if durable:
+            index.write()
+        else:
+            self._write_index(index)
+        self._index = (stat_stamp(path_), index)
+
+    def _write_index(self, index) -> None:
+        from dulwich.index import IndexChecksumWriter, write_index_dict
+
+        buf = io.BytesIO()
+        writer = IndexChecksumWriter(buf)
+        write_index_dict(writer, dict(index.items()))
+        writer.write_checksum()
+        path = self.root / ".git" / "index"
+        lock = path.with_name("index.lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # left by a killed writer
+            self.clear_stale_locks()
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(buf.getvalue())
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
 
     def close(self) -> None:
         self.repo.close()
@@ -351,5 +546,7 @@ class GitRepo:
         self.repo.close()
         self.repo = Repo(str(self.root))
         self.store = self.repo.object_store
+        self._index, self._checked_head = None, None
         with self._lock:
             self._trees.clear()
+            self._commits.clear()  # (a forget pruned the old history: none of it is read again)

@@ -140,6 +140,8 @@ class StagedBranch:
         self.store = MemoryStore(scratch, hook=self, door=self.door)
         self.diary = self.store.diary
         self.writer = self.store.writer
+        # One unit per round: each commit moves the branch by compare-and-swap from the tip read under the lock.
+        self.writer.group_commit = False
         self._start: bytes | None = None  # the commit a unit starts from: the tip, or main's head
         self._tip: bytes | None = None  # the branch's tip when the unit started (None: its first write)
 
@@ -178,7 +180,7 @@ class StagedBranch:
         assert self._start is not None
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
-        contents = {p: self.door.read(p) for p in paths}
+        contents = {p: unit.staged[p] for p in paths}  # (the unit's files land after its commit is made)
         base = self.staging.base_of(self._tip) if self._tip is not None else self._start
         info = replace(unit.info, run=self.run, trailers=unit.info.trailers + (("Base", base.decode()),))
         tree = self.git.write_tree(self.git.commit_tree(self._start), contents)

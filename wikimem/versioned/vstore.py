@@ -13,6 +13,13 @@ On entering the lock the hook first commits hand edits (files that differ
 from ``HEAD``) as an ``external-edit`` commit, so a write never sweeps
 someone's editor change into its own commit.
 
+Durability: a round of units (one or more commits, group commit in
+:mod:`wikimem.store.writer`) is recorded in the intent log
+(:mod:`wikimem.versioned.intent`) with one ``fdatasync`` before anything of
+it lands; objects, files, journal, branch and the derived indexes are then
+written without syncs of their own, and the log rebuilds them after a crash
+or a power loss (see ARCHITECTURE.md, "Durability").
+
 Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
 under which preconditions); undo (revert, roll back, restore) is the object
 the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
@@ -25,7 +32,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -35,20 +42,20 @@ from dulwich.objects import Blob
 from wikimem.context import WriteContext, digest
 from wikimem.errors import DamagedFolder, IdempotencyKeyReused, NotFound, PreconditionFailed
 from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, item_etag, memory_path, utc_instant, utc_now
-from wikimem.fsio import Stamp, sweep_temp_files
+from wikimem.fsio import Stamp, atomic_write, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
-from wikimem.store import GITIGNORE_NAME, LOCK_NAME, MemoryStore, Unit, UnitInfo
+from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
 
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .forget import Forgetting, Forgotten, generation
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
-from .intent import Intent
+from .intent import ABORTED, APPLIED, PENDING, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
-from .objects import GitRepo, oid
+from .objects import GitRepo, loose_bytes, oid
 from .outcomes import CommitDiff, Committed, Outcome
 from .remote import RemoteMoved
 from .replica import Replica, tracking
@@ -62,6 +69,19 @@ log = logging.getLogger(__name__)
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
 _HEX_RE = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+def _writable(path: str) -> bool:
+    """A path a logged round may write in the work tree (a memory file or the settings)."""
+    return memory_path(path) is not None or path == SETTINGS_PATH
+
+
+def _reaches(git: GitRepo, head: bytes, commit: bytes) -> bool:
+    """Whether ``commit`` is ``head`` or one of its ancestors (False when history is unreadable)."""
+    try:
+        return is_ancestor(git, commit, head)
+    except KeyError:
+        return False
 
 
 def _touches(records: list[dict]) -> list[tuple] | None:
@@ -103,7 +123,12 @@ class VersionedStore:
                     GitRepo.init(self.root)
         self.git = GitRepo(self.root)
         self.db = HistoryDB(self.git)
-        self.intent = Intent(self.root / ".git")
+        self.intent = IntentLog(self.root / ".git")
+        # The round in progress (under the owner lock): the commits built and not landed yet, and the tip
+        # the next one builds on.
+        self._steps: list[Step] = []
+        self._objects: dict[str, bytes] = {}  # their git objects (sha -> loose bytes), not written yet
+        self._tip: bytes | None = None
         self.store = MemoryStore(self.root, hook=self)
         self.diary = self.store.diary
         self.writer = self.store.writer
@@ -126,6 +151,7 @@ class VersionedStore:
 
     def close(self) -> None:
         self.db.close()
+        self.intent.close()
         self.git.close()
 
     # -- the seam (MutationHook) ------------------------------------------------
@@ -136,8 +162,7 @@ class VersionedStore:
 
         On entry: a deleted owner is refused (:class:`NotFound`), what a killed
         writer left is reconciled (git lock files, its write in flight, its
-        temp files) and hand edits are committed. On exit, a unit that failed
-        leaves no intent behind.
+        temp files) and hand edits are committed.
         """
         try:
             with self._lock.hold():
@@ -145,11 +170,7 @@ class VersionedStore:
                     raise NotFound(f"{self.root.name}: the memory folder was deleted")
                 self._settle()
                 self._commit_external(actor=None)
-                try:
-                    yield
-                finally:
-                    if self.intent.current is not None:
-                        self._recover_quietly()
+                yield
         except FileNotFoundError:
             if (self.root / ".git").is_dir():
                 raise
@@ -291,8 +312,11 @@ class VersionedStore:
             try:
                 return self.forgetting.run(target, actor=actor, key=key, before=before)
             finally:
-                if self.intent.current is not None:
-                    self._recover_quietly()
+                if self.intent.in_flight() is not None:  # cut short: its files put back, or its commit finished
+                    try:
+                        self.recover()
+                    except Exception:  # the next writer reconciles it; the forget's own error is the one to report
+                        log.exception("%s: reconciling a cut-short forget is left to the next writer", self.root)
                 self.store.invalidate()
                 self._stat_cache.clear()
 
@@ -306,102 +330,277 @@ class VersionedStore:
         return parse_trailers(self.git.commit(head).message.decode("utf-8", "replace"))[1].get("Action")
 
     def writing(self, unit: Unit, paths: tuple[str, ...]) -> None:
-        """Before the unit touches ``paths``: record them, and the commit it starts from (the intent)."""
-        self.intent.begin(self.head() if self.intent.current is None else None, unit.journal_size, paths)
+        """Nothing to record yet: a unit's files stay staged until its round lands (see :meth:`land`)."""
+        return None
 
     def committed(self, unit: Unit) -> str:
-        """Turn a finished unit into one commit (inside the lock); its id."""
+        """Build the unit's commit on the round's tip (objects written, nothing synced, the branch unmoved)."""
         paths = list(dict.fromkeys(p for m in unit.mutations for p in m.paths))
         records = [m.record for m in unit.mutations if m.record]
-        contents = {p: self.door.read(p) for p in paths}
         info = unit.info
         key = info.idempotency_key
         result = {"key": key, "payload": unit.payload, "request": info.request} if key else None
-        cid, finished = self._commit_files(contents, build_message(records, info), info.actor,
-                                           touches=_touches(records), result=result)
-        self._tell(cid)
-        if finished:  # after the listeners: a writer killed before they ran leaves the intent, and recovery tells them
-            self.intent.clear()
+        if not self._steps:
+            self._tip = self.git.head()
+        step, objects = self._step(self._tip, {p: unit.staged[p] for p in paths}, build_message(records, info),
+                                   info.actor, touches=_touches(records), result=result)
+        self._steps.append(step)
+        self._objects.update(objects)
+        self._tip = step.commit.encode()
+        return step.commit
+
+    def land(self, landing: Landing) -> None:
+        """Land a round: its record in the intent log (the one sync), then objects, files, journal, branch."""
+        steps, objects = self._steps, self._objects
+        self._steps, self._objects, self._tip = [], {}, None
+        self._land(steps, objects, landing)
+
+    def _step(self, base: bytes | None, contents: dict[str, bytes | None], message: str, actor: str | None,
+              touches: list[tuple] | None = None, result: dict | None = None,
+              external: bool = False) -> tuple[Step, dict[str, bytes]]:
+        """One commit built on ``base``, in memory: the step, and its new objects (sha -> loose bytes; pending
+        in the repository, readable, not written)."""
+        built: list = []
+        try:
+            tree = self.git.write_tree(self.git.commit_tree(base), contents, out=built)
+            cid = self.git.make_commit(tree, [base] if base else [], message, actor, out=built)
+            objects = {obj.id.decode("ascii"): loose_bytes(obj) for obj in built}
+        except BaseException:
+            self.git.forget(obj.id for obj in built)
+            raise
+        blobs = {p: None if data is None else Blob.from_string(data).id.decode("ascii") for p, data in contents.items()}
+        step = Step(cid.decode(), base.decode() if base else None, blobs, result,
+                    [list(t) for t in touches] if touches is not None else None, external)
+        return step, objects
+
+    def _land(self, steps: list[Step], objects: dict[str, bytes], landing: Landing | None) -> bool:
+        """Make ``steps`` the branch: ``True`` when the steps after the branch move completed too.
+
+        The order is what recovery relies on: the intent record first
+        (durable: from here on the round can be redone, and no object, file or
+        ref of it reaches the disk before it), then the git objects, the
+        remote (sync replication: pushed before the branch moves), the files
+        and the journal (``landing``; None for a hand edit, whose files are on
+        disk already), the branch (CAS). A failure up to the branch move
+        aborts the record (synced) and puts the files back: nothing was
+        committed. After it the commit stands: a failure of the derived steps
+        is logged and left to the next writer.
+        """
+        base = steps[0].parent.encode() if steps[0].parent else None
+        tip = steps[-1].commit.encode()
+        journal = (landing.journal_size, landing.records) if landing is not None else (None, [])
+        try:
+            record = self.intent.append(steps, objects, *journal)
+        except BaseException:
+            self.git.forget(objects)
+            raise
+        try:
+            self.git.write_objects(objects)
+            if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
+                self.replica.before_move(self.git, base, tip)
+            if landing is not None:
+                landing.write(durable=False)
+            if not self.git.move_ref(base, tip, durable=False):
+                raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+        except BaseException:
+            self.git.forget(objects)
+            self._abort(record, landing)
+            raise
+        try:
+            self._after_move(steps)
+            done = True
+        except Exception:
+            log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, steps[-1].commit)
+            done = False
+        for step in steps:
+            self._tell(step.commit)
+        if done:  # after the listeners: a writer killed before they ran leaves the record, and recovery tells them
+            self.intent.mark(record, APPLIED)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
             try:
                 self._pack_locked()
             except Exception:  # packing is housekeeping: the write is done
                 log.exception("packing %s failed", self.root)
-        return cid
+        return done
+
+    def _abort(self, record: Record, landing: Landing | None) -> None:
+        """A round failed before its branch move: the record says so (synced), then its files go back."""
+        try:
+            self.intent.mark(record, ABORTED, durable=True)
+            if landing is not None:
+                landing.restore(durable=False)
+            self.intent.mark(record, UNDONE)
+        except Exception:  # the next writer reconciles the record (it is aborted or pending)
+            log.exception("%s: putting back a failed write is left to the next writer", self.root)
+        self.store.invalidate()
 
     def _commit_files(self, contents: dict[str, bytes | None], message: str, actor: str | None,
                       touches: list[tuple] | None = None, result: dict | None = None) -> tuple[str, bool]:
-        """Commit ``contents`` on the branch: ``(commit id, whether the steps after the branch move completed)``.
+        """Commit files already on disk (hand edits): ``(commit id, whether the steps after the branch move
+        completed)``."""
+        step, objects = self._step(self.git.head(), contents, message, actor, touches, result, external=True)
+        return step.commit, self._land([step], objects, None)
 
-        Up to the branch move any error fails the write (nothing was
-        committed). After it the commit stands: a failure of the later steps
-        is logged and left to :meth:`recover` (the intent says what is left).
-        """
-        head = self.git.head()
-        tree = self.git.write_tree(self.git.commit_tree(head), contents)
-        cid = self.git.make_commit(tree, [head] if head else [], message, actor).decode()
-        self.intent.committing(cid, result)
-        if self.replica is not None:  # sync: on the remote before the branch moves (or raise: nothing moves)
-            self.replica.before_move(self.git, head, cid.encode())
-        if not self.git.move_ref(head, cid.encode()):
-            raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
-        shas = {p: (None if data is None else Blob.from_string(data).id) for p, data in contents.items()}
-        try:
-            self._after_move(cid, shas, touches, result)
-        except Exception:
-            log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, cid)
-            return cid, False
-        return cid, True
-
-    def _after_move(self, cid: str, shas: Mapping[str, bytes | None], touches: list[tuple] | None,
-                    result: dict | None) -> None:
-        """The steps after the branch moved: ``.git/index``, the history index and the replayable result."""
-        self.git.update_index(shas)
-        for p, sha in shas.items():
-            self._remember(p, sha)
-        results = {cid: (result["key"], result.get("payload"), result.get("request"))} if result else None
-        self.db.sync({cid.encode(): touches} if touches is not None else None, results=results)
+    def _after_move(self, steps: list[Step]) -> None:
+        """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
+        shas: dict[str, bytes | None] = {}
+        for step in steps:
+            for p, hexsha in step.blobs.items():
+                shas[p] = None if hexsha is None else hexsha.encode("ascii")
+        self.git.update_index(shas, durable=False)
+        for p, blob in shas.items():
+            self._remember(p, blob)
+        hints = {s.commit.encode(): [tuple(t) for t in s.touches] for s in steps if s.touches is not None}
+        results = {s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
+                   for s in steps if s.result}
+        self.db.sync(hints or None, results=results or None)
 
     # -- recovery ----------------------------------------------------------------
 
     def recover(self) -> str | None:
-        """Reconcile the write a killed writer left in flight (call under the owner lock).
+        """Reconcile what the intent log holds after a killed writer or a power loss (call under the owner lock).
 
-        ``"finished"`` when its commit had landed (the steps after it are
-        completed), ``"undone"`` when it had not (its files are put back as the
-        branch has them, the journal cut back), None when there was none.
+        ``"finished"``: the last round's branch had moved (the steps after it
+        are completed); ``"undone"``: it had not (its files are put back as the
+        branch has them, the journal cut back); ``"redone"``: the machine
+        restarted, and every round since the last checkpoint was redone from
+        the log (objects, branch, files, journal); None: nothing to do.
         """
-        found = self.intent.read()
+        legacy = self.intent.legacy()
+        if legacy is not None:
+            return self._reconcile_legacy(legacy)
+        try:
+            head = self.head() or None
+        except DamagedFolder:  # a branch naming a commit lost in a power loss: the redo puts it right (or repair)
+            head = None
+        found = self.intent.pending(head)
         if found is None:
-            self.intent.current = None
             return None
+        outcome = self._redo(found.records) if found.restart else self._reconcile_round(found.records[-1])
+        self.store.invalidate()
+        self._stat_cache.clear()
+        return outcome
+
+    def _reconcile_round(self, record: Record) -> str:
+        """The last round, left pending or aborted by a writer that died (the machine stayed up)."""
+        head = self.git.head()
+        if record.state == PENDING and head == record.tip.encode():
+            self._after_move(record.steps)
+            self._tell(record.tip)  # the listeners may never have heard of it: the writer died first
+            self.intent.mark(record, APPLIED)
+            return "finished"
+        if head != (record.base.encode() if record.base else None):
+            log.warning("%s: a round from %s met the branch at %s; its files follow the branch",
+                        self.root, record.base, head)
+        if not record.steps[0].external:  # a hand edit's files are the editor's: never put back
+            self._put_back([p for p in record.paths() if _writable(p)], head.decode() if head else "")
+        if record.journal_size is not None:
+            self.store.journal.truncate(record.journal_size, durable=False)
+        self.intent.mark(record, UNDONE, durable=True)
+        return "undone"
+
+    def _reconcile_legacy(self, found: dict) -> str:
+        """The intent a writer of the previous version left: finished when its commit is the branch, else undone."""
         head = self.head()
-        # (settings.json too: a settings write killed half-way is undone or finished like a memory write)
-        paths = [p for p in found["paths"] if isinstance(p, str) and (memory_path(p) is not None
-                                                                       or p == SETTINGS_PATH)]
+        paths = [p for p in found["paths"] if isinstance(p, str) and _writable(p)]
+        result = found.get("result") if isinstance(found.get("result"), dict) else None
         if found.get("state") == "committing" and found.get("commit") == head:
             tree = self.git.commit_tree(head.encode())
-            shas = {p: (self.git.entry(tree, p) or (None, None))[1] for p in paths}
-            self._after_move(head, shas, None, found.get("result") if isinstance(found.get("result"), dict) else None)
+            blobs = {p: (sha.decode() if (sha := (self.git.entry(tree, p) or (None, None))[1]) else None)
+                     for p in paths}
+            self._after_move([Step(head, None, blobs, result)])
             self._tell(head)  # the listeners never heard of it: the writer died first
             outcome = "finished"
         else:
-            if head != found.get("head"):
-                log.warning("%s: an intent from %s met the branch at %s; its files follow the branch",
-                            self.root, found.get("head"), head)
             self._put_back(paths, head)
             if isinstance(found.get("journal_size"), int):
                 self.store.journal.truncate(found["journal_size"])
             outcome = "undone"
         self.store.invalidate()
-        self.intent.clear()
+        self.intent.checkpoint(head or None)  # what was reconciled is on disk before the file goes
+        self.intent.clear_legacy()
         return outcome
 
-    def _recover_quietly(self) -> None:
+    def _redo(self, records: list[Record]) -> str:
+        """After a restart: objects, branch, files and journal made what the log says; then a checkpoint."""
+        live = [r for r in records if r.state not in (ABORTED, UNDONE)]
+        built = set()
+        with self.git.repairing():
+            # Every round's objects, aborted ones too: any object file of the log's rounds may be torn.
+            for record in records:
+                try:
+                    self._rebuild(record)
+                    built.add(record.offset)
+                except Exception:
+                    if record in live:
+                        log.exception("%s: a logged round (%s) could not be rebuilt; skipped", self.root,
+                                      record.tip)
+        head = self._sound_head(live[0].base if live else None)
+        journal = self.store.journal
+        results: dict[str, tuple] = {}
+        for record in records:
+            if record not in live or record.offset not in built:
+                if record.journal_size is not None and record not in live:
+                    journal.truncate(record.journal_size, durable=False)
+                continue
+            base, tip = (record.base.encode() if record.base else None), record.tip.encode()
+            if head == base:
+                if not self.git.move_ref(base, tip, durable=False):
+                    raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
+                head = tip
+            elif head is None or not _reaches(self.git, head, tip):
+                log.warning("%s: a logged round (%s) is not on the branch (%s); skipped", self.root, tip, head)
+                continue
+            if record.journal_size is not None:
+                journal.truncate(record.journal_size, durable=False)
+                journal.write_many(record.journal, durable=False)
+            results.update({s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
+                            for s in record.steps if s.result})
+        paths = list(dict.fromkeys(p for r in records for p in r.paths() if _writable(p)))
+        tree = self.git.commit_tree(head) if head else None
+        shas: dict[str, bytes | None] = {}
+        for path in paths:  # the work tree as the branch has it
+            found = self.git.entry(tree, path)
+            want = None if found is None else self.git.blob(found[1])
+            shas[path] = None if found is None else found[1]
+            try:
+                if self.door.read(path) == want:
+                    continue
+            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
+                pass
+            if want is None:
+                self.door.remove(path, durable=False)
+            else:
+                self.door.write(path, want, durable=False)
+        self.git.update_index(shas, durable=False)
+        self.db.sync(results=results or None)
+        self.intent.checkpoint(head.decode() if head else None)
+        if head is not None:
+            self._tell(head.decode())  # (derived indexes above the folder may have missed the redone rounds)
+        return "redone"
+
+    def _rebuild(self, record: Record) -> None:
+        """Write a logged round's objects again (a torn loose copy is replaced); each commit must then read."""
+        for sha, data in record.objects.items():
+            self.git.write_raw(sha, data)
+        for step in record.steps:
+            self.git.commit(step.commit.encode())
+
+    def _sound_head(self, fallback: str | None) -> bytes | None:
+        """The branch, if it names a readable commit; else ``fallback`` (the log's oldest base), written back."""
         try:
-            self.recover()
-        except Exception:  # the next writer reconciles it; the unit's own error is the one to report
-            log.exception("%s: reconciling a failed write is left to the next writer", self.root)
+            head = self.git.head()
+            if head is not None:
+                self.git.commit(head)
+            return head
+        except Exception:
+            log.warning("%s: the branch was lost or torn; it goes back to %s", self.root, fallback)
+        if fallback is None:
+            return None
+        self.git.clear_stale_locks()
+        path = self.root / ".git" / "refs" / "heads" / "main"
+        atomic_write(path, fallback.encode() + b"\n", durable=False)
+        return fallback.encode()
 
     def _put_back(self, paths: list[str], head: str, only_missing: bool = False) -> None:
         """Make ``paths`` on disk what the commit ``head`` has (absent there → removed); ``only_missing``:
@@ -485,23 +684,34 @@ class VersionedStore:
         head = self.git.head()
         return head.decode() if head else ""
 
+    def _round_head(self) -> str:
+        """Inside a unit: the commit it builds on (the last one of its round not landed yet, else the head)."""
+        if self._steps and self._tip is not None:
+            return self._tip.decode()
+        return self.head()
+
     def head_file(self, path: str) -> bytes | None:
         """The bytes of ``path`` (``settings.json``, ``wiki/x.md``…) as the branch's head holds it, or None."""
         head = self.git.head()
         return None if head is None else self.git.blob_at(self.git.commit_tree(head), path)
 
-    def replay(self, key: str, kind: str | None = None, request: str | None = None) -> dict | None:
+    def replay(self, key: str, kind: str | None = None, request: str | None = None, *,
+               pending: bool = False) -> dict | None:
         """The stored result of an already-applied request with this idempotency key, or None.
 
-        Reads the history index only (no lock, no commit of hand edits).
+        Reads the history index only (no lock, no commit of hand edits);
+        ``pending`` (inside a unit) also the units of its round that have not
+        landed yet (the same key twice in one round replays the first).
         ``request`` is the hash of the request's kind and fingerprint: a key
         used for another kind, target or body raises
         :class:`IdempotencyKeyReused`. A result the index lost (it is
         derived, and may be rebuilt from git) is derived again from the
         commit, so a replay always answers.
         """
-        since = None if self.idempotency_ttl is None else int(time.time() - self.idempotency_ttl)
-        found = self.db.idem(key, since=since)
+        found = self._pending_result(key) if pending else None
+        if found is None:
+            since = None if self.idempotency_ttl is None else int(time.time() - self.idempotency_ttl)
+            found = self.db.idem(key, since=since)
         if found is None:
             return None
         commit, stored, stored_request = found
@@ -515,6 +725,12 @@ class VersionedStore:
         stored = dict(stored)
         stored.setdefault("commit", commit)
         return stored
+
+    def _pending_result(self, key: str) -> tuple[str, object, str | None] | None:
+        for step in reversed(self._steps):
+            if step.result and step.result.get("key") == key:
+                return step.commit, step.result.get("payload"), step.result.get("request")
+        return None
 
     @staticmethod
     def request_of(ctx: WriteContext, kind: str | None) -> str | None:
@@ -543,7 +759,9 @@ class VersionedStore:
                         idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
                         action=action or None, request=request or None, reverts=reverts or None)
         with self.writer.unit(info) as unit:
-            outcome = Outcome.opened(unit, ctx, kind, request, replay=self.replay, head=self.head,
+            # (inside a round: the key may name a unit of the round not landed yet, and If-Match sees the round's tip)
+            outcome = Outcome.opened(unit, ctx, kind, request, head=self._round_head,
+                                     replay=lambda key, k, r: self.replay(key, k, r, pending=True),
                                      changed="the memory changed: head is")
             yield outcome
             if outcome.replay is None:
@@ -558,7 +776,7 @@ class VersionedStore:
         if if_match is None and not ctx.if_none_match:
             return
         if if_match is not None and len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
-            head = self.head()
+            head = self._round_head()
             if head != if_match.lower():
                 raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
                                          current=head)
@@ -725,9 +943,12 @@ class VersionedStore:
 
             packs = list((self.root / ".git" / "objects" / "pack").glob("*.pack"))
             run("repack", "-d", "-q", *(["-a"] if len(packs) >= 8 else []))
+            self.intent.checkpoint(self.head() or None)  # the new pack on disk before the loose copies go
             run("prune-packed", "-q")
         else:
+            self.intent.checkpoint(self.head() or None)
             self.git.store.pack_loose_objects()
+            sync_filesystem(self.root)
         self.db.reset_since_pack()
         if self.idempotency_ttl is not None:  # retention: stored results (they hold what was written) go
             self.db.expire_results(int(time.time() - self.idempotency_ttl))
