@@ -1,4 +1,4 @@
-"""The JSON API for bot workers: ``/api/v1`` (the route table is the contract; see ``openapi.py``).
+"""The JSON API for bot workers: ``/api/v1`` (the route table is the contract; see ``webapp.openapi``).
 
 One blueprint (:mod:`.blueprint`); each module registers the routes of one
 subject on it: :mod:`.service`, :mod:`.owners`, :mod:`.memory`,
