@@ -20,7 +20,6 @@ import hashlib
 import io
 import os
 import re
-import secrets
 import threading
 import time
 import zlib
@@ -36,7 +35,7 @@ from dulwich.repo import Repo
 
 from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
-from wikimem.fsio import stat_stamp
+from wikimem.fsio import atomic_write, stat_stamp
 from wikimem.naming import is_unsafe
 
 if TYPE_CHECKING:
@@ -390,26 +389,7 @@ class GitRepo:
             self._drop_unsound(sha.encode("ascii"))
         if os.path.exists(path):
             return
-        tmp = folder / f"tmp_obj_{secrets.token_hex(4)}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        except FileNotFoundError:
-            os.makedirs(folder, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        atomic_write(path, data, mode=0o444, durable=False)  # (synced by the round's record, see intent.py)
 
     def write_objects(self, objects: dict[str, bytes]) -> None:
         """Write objects built with ``out=`` from their loose bytes (they stop being pending)."""
