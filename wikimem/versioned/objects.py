@@ -434,11 +434,7 @@ class GitRepo:
             return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
         path = self.root / ".git" / "refs" / "heads" / "main"
         lock = path.with_name("main.lock")
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:  # left by a killed writer
-            self.clear_stale_locks()
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = self._take_git_lock(lock)
         try:
             if self.head() != old:  # read under main.lock, as git does
                 os.close(fd)
@@ -455,6 +451,14 @@ class GitRepo:
             raise
         os.replace(lock, path)
         return True
+
+    def _take_git_lock(self, lock: Path) -> int:
+        """Create git's ``<file>.lock`` (we hold the owner lock: one found is a killed writer's, cleared)."""
+        try:
+            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            self.clear_stale_locks()
+            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
     def clear_stale_locks(self) -> None:
         """Remove git lock files left by a killed writer. Call only under the owner lock."""
@@ -505,11 +509,7 @@ class GitRepo:
         writer.write_checksum()
         path = self.root / ".git" / "index"
         lock = path.with_name("index.lock")
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:  # left by a killed writer
-            self.clear_stale_locks()
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = self._take_git_lock(lock)
         try:
             view = memoryview(buf.getvalue())
             while view:
