@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
+from wikimem.errors import IdempotencyKeyReused, InvalidValue, NotFound
 
 if TYPE_CHECKING:
     from wikimem.host.fleet import Job, JobRunner, JobStore, StagedIndex
@@ -136,18 +136,14 @@ def settle_part(owner: Callable[[str], Owner], owner_id: str, run: str, *, actio
 
 def handler(owner: Callable[[str], Owner], action: str) -> Callable[[Any], dict]:
     """The step handler of a bulk approve (``action`` = :data:`APPROVE_JOB`) or discard job."""
-    from wikimem.host.fleet import RetryLater, StepFailed
+    from wikimem.host.fleet import owner_step
 
     def run(step) -> dict:
         params = step.job_params
-        try:
+        with owner_step(str(step.params.get("owner"))):
             return settle_part(owner, str(step.params["owner"]), str(params["run"]), action=action, job=step.job,
                                force=bool(params.get("force")), actor=params.get("actor") or "operator",
                                reason=params.get("reason") or "discarded")
-        except StoreBusy as exc:
-            raise RetryLater(str(exc), delay=1.0) from None
-        except (WikimemError, ValueError) as exc:
-            raise StepFailed(f"{step.params.get('owner')}: {exc}") from exc
     return run
 
 

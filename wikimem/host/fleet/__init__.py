@@ -14,6 +14,7 @@ from .bulk import (
     handler,
     job_view,
     owner_rows,
+    owner_step,
     preview,
     rollback_part,
     select,
@@ -53,7 +54,7 @@ from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
-    "MEMORIZE", "owner_rows", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "RunIndex",
     "RunQuery",
     "RunRow",

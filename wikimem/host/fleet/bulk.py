@@ -20,7 +20,8 @@ bulk rollback of ``run = <job id>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest
 
+from .jobtypes import RetryLater
 from .runindex import RunIndex, RunQuery
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from .jobtypes import Handler, Job, Step
 
 __all__ = ["Part", "OwnerPlan", "BulkPreview", "select", "preview", "rollback_part", "submit", "handler", "owner_rows",
-           "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
+           "owner_step", "job_view", "StepFailed", "MAX_BULK_OWNERS", "MAX_CONFLICTS_SHOWN", "JOB_KIND"]
 
 JOB_KIND = "bulk-rollback"
 MAX_BULK_OWNERS = 10_000
@@ -164,6 +166,18 @@ class StepFailed(WikimemError):
     code = "bulk_step_failed"
 
 
+@contextmanager
+def owner_step(owner_id: str) -> Iterator[None]:
+    """One owner's step of a bulk job: a busy owner is tried again later (:class:`RetryLater`); any other
+    failure fails the step with a message that names the owner (the job goes on with the other owners)."""
+    try:
+        yield
+    except StoreBusy as exc:
+        raise RetryLater(str(exc), delay=1.0) from None
+    except (WikimemError, ValueError) as exc:
+        raise StepFailed(f"{owner_id}: {exc}") from exc
+
+
 def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
            actor: str = "operator", key: str | None = None, tenant: str = "",
            request_id: str | None = None) -> tuple[Job, bool]:
@@ -202,18 +216,12 @@ def handler(owner: Callable[[str], Owner]) -> Handler:
     A busy owner is retried later; any other failure fails the step with a
     message that names the owner (the job goes on with the other owners).
     """
-    from .jobtypes import RetryLater
-
     def run(step: Step) -> dict:
         part = Part.from_dict(step.params)
         params = step.job_params
-        try:
+        with owner_step(part.owner):
             return rollback_part(owner, part, job=step.job, force=bool(params.get("force")),
                                  actor=params.get("actor") or "operator")
-        except StoreBusy as exc:
-            raise RetryLater(str(exc), delay=1.0) from None
-        except (WikimemError, ValueError) as exc:
-            raise StepFailed(f"{part.owner}: {exc}") from exc
     return run
 
 
