@@ -24,12 +24,8 @@ the reference of the same run. ``.venv/bin/python bench/jobs.py [--seconds 20]``
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
 import secrets
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,21 +38,16 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from fakes import FakeOpenAI  # noqa: E402
+from gunicorn_env import free_port, gunicorn_command, json_call, stop_process  # noqa: E402
 
 from wikimem.host.access.tokens import append_token, mint_token  # noqa: E402
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Gunicorn:
     """One host on a free port with two tenant tokens and an admin token."""
 
     def __init__(self, data: Path, llm_url: str, workers: int, env_extra: dict[str, str]):
-        self.port, self.admin = _port(), secrets.token_urlsafe(16)
+        self.port, self.admin = free_port(), secrets.token_urlsafe(16)
         tokens = data.parent / "tokens.jsonl"
         self.tokens = {}
         for name, prefix in (("flood", "user:a"), ("calm", "user:b")):
@@ -68,10 +59,9 @@ class Gunicorn:
                    WIKIMEM_ADMIN_TOKEN=self.admin, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
                    WIKIMEM_TOKENS_FILE=str(tokens), WIKIMEM_LLM_URL=llm_url, WIKIMEM_LLM_MODEL="fake",
                    WIKIMEM_LOG_LEVEL="warning", PYTHONPATH=str(REPO), **env_extra)
-        beside = Path(sys.executable).with_name("gunicorn")
-        argv = [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
-        self.proc = subprocess.Popen(argv + ["-c", str(REPO / "deploy/gunicorn.conf.py")], cwd=REPO, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(gunicorn_command() + ["-c", str(REPO / "deploy/gunicorn.conf.py")], cwd=REPO,
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -84,23 +74,10 @@ class Gunicorn:
 
     def call(self, method: str, path: str, token: str, body: dict | None = None,
              headers: dict | None = None) -> tuple[int, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
-                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                                  **(headers or {})})
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read() or b"null")
-        finally:
-            conn.close()
+        return json_call(self.port, method, path, token, body, headers)
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 def memorize(host: Gunicorn, token: str, owner: str, n: int) -> tuple[int, dict]:

@@ -19,11 +19,8 @@ Run: ``.venv/bin/python bench/slow_llm.py [--delay 5 --workers 2 --inflight 4]``
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,7 +34,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from fakes import FakeOpenAI  # noqa: E402  (a real HTTP server speaking the chat-completions protocol)
-from gunicorn_env import CONF, free_port, gunicorn_command  # noqa: E402
+from gunicorn_env import CONF, free_port, gunicorn_command, json_call, stop_process  # noqa: E402
 
 
 class Host:
@@ -65,23 +62,10 @@ class Host:
 
     def call(self, method: str, path: str, body: dict | None = None, headers: dict | None = None,
              timeout: float = 120) -> tuple[int, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
-                         headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
-                                  **(headers or {})})
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read() or b"null")
-        finally:
-            conn.close()
+        return json_call(self.port, method, path, self.token, body, headers, timeout)
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 def _warm(host: Host, workers: int) -> None:

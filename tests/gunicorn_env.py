@@ -30,6 +30,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def json_call(port: int, method: str, path: str, token: str, body: dict | None = None,
+              headers: dict | None = None, timeout: float = 120) -> tuple[int, dict]:
+    """One JSON request to a host on 127.0.0.1:``port`` with a bearer token: (status, decoded body)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                              **(headers or {})})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read() or b"null")
+    finally:
+        conn.close()
+
+
 def gunicorn_command() -> list[str]:
     beside = Path(sys.executable).with_name("gunicorn")
     return [str(beside)] if beside.exists() else [sys.executable, "-m", "gunicorn"]
