@@ -72,27 +72,36 @@ class IndexSlot:
         self.index: MemoryIndex | None = None
         self._head: str | None = None
         self._signature: Signature = {}
-        self._folder: Stamp | None = None  # the wiki folder's own stamp at the last full listing
+        self._seen: tuple[str | None, Stamp | None] | None = None  # (head, folder stamp) the index matches
+        self._wiki = Path(vstore.root) / WIKI_DIR
         self._next_full = 0.0  # (monotonic) the next full listing is due
 
     def fresh(self) -> MemoryIndex:
-        """The index, brought up to date with the repository and the working tree."""
+        """The index, brought up to date with the repository and the working tree.
+
+        The two checks run without the lock: concurrent requests on an
+        unchanged owner (the common case) never queue behind each other's
+        file reads; only a change takes the lock and catches up.
+        """
+        # Read HEAD before the files: a write landing in between makes the
+        # next call refresh once more, never miss a change.
+        head, folder, now = self.vstore.head(), stat_stamp(self._wiki), time.monotonic()
+        index, seen = self.index, self._seen
+        if index is not None and seen == (head, folder) and now < self._next_full:
+            return index
         with self._lock:
-            # Read HEAD before the files: a write landing in between makes the
-            # next call refresh once more, never miss a change.
-            head = self.vstore.head()
-            folder = stat_stamp(Path(self.vstore.root) / WIKI_DIR)
-            now = time.monotonic()
-            if self.index is not None and head == self._head and folder == self._folder and now < self._next_full:
-                return self.index
+            head, folder, now = self.vstore.head(), stat_stamp(self._wiki), time.monotonic()
+            if self.index is not None and self._seen == (head, folder) and now < self._next_full:
+                return self.index  # another thread caught up meanwhile
             signature = wiki_signature(self.vstore.root)
-            self._folder, self._next_full = folder, now + FULL_CHECK_SECONDS
+            self._next_full = now + FULL_CHECK_SECONDS
             if self.index is None:
                 self.index = self._make_index()
                 self.index.rebuild()
             elif head != self._head or signature != self._signature:
                 self._catch_up(self.index, head, signature)
             self._head, self._signature = head, signature
+            self._seen = (head, folder)  # (last: a lock-free reader trusts the index once this matches)
             return self.index
 
     def _catch_up(self, index: MemoryIndex, head: str | None, signature: Signature) -> None:

@@ -202,12 +202,14 @@ class Host:
         path = self.owner_path(owner_id)
         with self._lock:
             cached = self._owners.get(owner_id)
-            if cached is not None:
-                if cached.current():
-                    self._owners.move_to_end(owner_id)
-                else:
+        if cached is not None:  # (its file checks run outside the lock every owner shares)
+            current = cached.current()
+            with self._lock:
+                if not current and self._owners.get(owner_id) is cached:
                     del self._owners[owner_id]  # deleted, or its history rewritten, by another process
-                    cached = None
+                elif owner_id in self._owners:
+                    self._owners.move_to_end(owner_id)
+            cached = cached if current else None
         if cached is not None:
             self.metrics.owner_cache("hit")
             return self._fresh(cached)

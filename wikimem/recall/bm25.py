@@ -369,10 +369,18 @@ class BM25Index:
         extra_docs = [(k, Counter(t)) for k, t in extra]
         stats = self._stats(extra_docs, peers)
         plan = [t for t in self._plan(query, stats, extra_docs, peers) if t.postings is not None]
+        # A term ranked just now has its impacts cached (same statistics): a dict lookup then, the same
+        # value as the formula gives; else the slot's position in the postings.
+        cached = [self._cached_impacts(t.posted, stats) for t in plan]
         out = {}
         for key, slot in slots:
             total, dl = 0.0, self._dl[slot]
-            for t in plan:
+            for t, imps in zip(plan, cached):
+                if imps is not None:
+                    x = imps[0].get(slot)
+                    if x is not None:
+                        total = total + t.weight * x
+                    continue
                 pos = t.posted.find(slot)
                 if pos >= 0:
                     total = total + t.weight * self._impact(t.posted.tfs[pos], dl, stats.avgdl)

@@ -259,6 +259,8 @@ class MemoryIndex:
     def diary_ready(self, wait: float | None = 0.0) -> bool:
         """Whether the diary index (``diary="all"``) is built; starts its build and waits up to ``wait``
         seconds for it (``None``: until the build is over)."""
+        if self._diary_index is not None:  # (built once, kept: no need to queue behind a ranking for this)
+            return True
         with self._lock:
             if self._diary_index is not None:
                 return True

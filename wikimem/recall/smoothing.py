@@ -58,15 +58,27 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     scores of those keys (missing = 0). Best first, ties by key.
     """
     raw: dict[Hashable, float] = dict(seeds)
-    group = list(dict.fromkeys([k for k, _ in seeds] + [n for k, _ in seeds for n in neighbours(k)]))
-    around = {n: neighbours(n) for n in group}
-    wanted = {n for k in group for n in (k, *around[k])} - raw.keys()
+    # around: every key in play (the seeds, then their neighbours, in order) -> its neighbours
+    around: dict[Hashable, tuple[Hashable, ...]] = {}
+    for k, _ in seeds:
+        if k not in around:
+            around[k] = neighbours(k)
+    for k, _ in seeds:
+        for n in around[k]:
+            if n not in around:
+                around[n] = neighbours(n)
+    wanted = {n for k, near in around.items() for n in (k, *near) if n not in raw}
     if wanted:
         raw.update(scores(wanted))
+    get = raw.get
     out = []
-    for key in group:
-        share = max((raw.get(n, 0.0) for n in around[key]), default=0.0)
-        value = raw.get(key, 0.0) + weight * share
+    for key, near in around.items():  # (BM25 scores are never negative: an absent neighbour shares 0)
+        share = 0.0
+        for n in near:
+            x = get(n, 0.0)
+            if x > share:
+                share = x
+        value = get(key, 0.0) + weight * share
         if value > 0:
             out.append((key, value))
     out.sort(key=lambda kv: (-kv[1], kv[0]))

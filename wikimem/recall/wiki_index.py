@@ -36,9 +36,9 @@ class WikiIndex:
         # (file, name) -> (item, tokens_est, links), valid while the index holds that item
         self._facts: dict[Key, tuple[RecallItem, int, list]] = {}
         self._revision: Any = None
-        # file -> (names in file order, position of each): smoothing's neighbours, made on first use;
-        # no names for a file that is not conversation-like
-        self._order: dict[str, tuple[list[str], dict[str, int]]] = {}
+        # file -> {name: the keys just before and after it}: smoothing's neighbours, made on first
+        # use of the file; empty for a file that is not conversation-like
+        self._order: dict[str, dict[str, tuple[Key, ...]]] = {}
         self.transcripts: Callable[[str, list[RecallItem]], bool] = is_transcript
 
     def __len__(self) -> int:
@@ -71,18 +71,16 @@ class WikiIndex:
     def neighbours(self, key: Key) -> tuple[Key, ...]:
         """The items just before and after ``key`` in its file, when the file is conversation-like."""
         file, name = key
-        items = self._files.get(file)
-        if items is None:
-            return ()
-        order = self._order.get(file)
-        if order is None:
+        around = self._order.get(file)
+        if around is None:
+            items = self._files.get(file)
+            if items is None:
+                return ()
             names = list(items) if self.transcripts(file, list(items.values())) else []
-            order = self._order[file] = (names, {n: i for i, n in enumerate(names)})
-        names, positions = order
-        at = positions.get(name)
-        if at is None:  # not conversation-like (no names kept), or not there
-            return ()
-        return tuple((file, names[i]) for i in (at - 1, at + 1) if 0 <= i < len(names))
+            around = self._order[file] = {
+                n: tuple((file, names[j]) for j in (i - 1, i + 1) if 0 <= j < len(names))
+                for i, n in enumerate(names)}
+        return around.get(name, ())
 
     def facts(self, item: RecallItem) -> tuple[int, list]:
         """The item's token estimate and links, remembered while the index holds it."""
