@@ -197,3 +197,55 @@ def test_a_host_write_killed_after_any_step_is_in_the_run_index_after_its_retry(
     before = host.run_index.dump()
     host.fleet.refresh_run_index(full=True)
     assert host.run_index.dump() == before  # equal to a rebuild from git
+
+
+TORN_CHILD = """
+import os, sys
+from wikimem.context import WriteContext
+from wikimem.versioned import VersionedStore
+from wikimem.versioned.objects import GitRepo
+original, seen = GitRepo.write_raw, []
+def tearing(self, sha, data, *, logged=False):
+    seen.append(sha)
+    if logged and len(seen) == int(sys.argv[2]):  # killed half-way through this object's file
+        path = self._objects_dir / sha[:2] / sha[2:]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        os.write(fd, data[: len(data) // 2])
+        os._exit(9)
+    return original(self, sha, data, logged=logged)
+GitRepo.write_raw = tearing
+vs = VersionedStore(sys.argv[1])
+KEY = "retry-me-1"
+exec(sys.argv[3])
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("torn", [1, 2, 3, 4], ids=["blob", "tree", "tree2", "commit"])
+def test_a_writer_killed_half_way_through_an_object_file_leaves_nothing_a_later_write_trusts(tmp_path, torn):
+    """A round's objects go straight to their names (no temp file): a kill mid-write leaves a torn object
+    under its name. The retry and every later write must not take it as present: recovery rewrites it."""
+    root = tmp_path / "owner"
+    vs = VersionedStore(root)
+    vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))
+    vs.close()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.run([sys.executable, "-c", TORN_CHILD, str(root), str(torn), WRITES["add"]],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert child.returncode == 9, child.stderr
+    torn_files = [p for p in (root / ".git" / "objects").glob("??/*") if p.stat().st_size and p.stat().st_mode]
+    assert torn_files  # (the torn copy is there, under its final name)
+
+    vs = VersionedStore(root)
+    KEY = "retry-me-1"  # noqa: F841 (used by the exec'd write)
+    done = eval(WRITES["add"])
+    assert not done.replayed  # the branch never moved: the retry writes it
+    assert vs.store.get("preferences", "tea").content == "喝乌龙茶。"
+    vs.add("preferences", "tea2", "喝乌龙茶。", ctx=WriteContext(actor="bot"))  # the same blob again
+    assert len(_git(root, "rev-list", "main").split()) == 4
+    if GIT:
+        fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict", "--full"], capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stderr
+        assert _git(root, "status", "--porcelain") == ""

@@ -380,21 +380,50 @@ class GitRepo:
             os.unlink(exc.lockfilename)
             self.store.add_object(obj)
 
-    def write_raw(self, sha: str, data: bytes) -> None:
-        """Write a loose object from its file's bytes (:func:`loose_bytes`), as git does: a temp file in its
-        folder, renamed into place; an existing sound copy is kept (repairing: an unsound one is replaced)."""
+    def write_raw(self, sha: str, data: bytes, *, logged: bool = False) -> None:
+        """Write a loose object from its file's bytes (:func:`loose_bytes`); an existing sound copy is kept
+        (repairing: an unsound one is replaced). Not synced.
+
+        As git does, through a temp file renamed into place, unless ``logged``: the object belongs to a
+        round whose intent record (synced first) holds its bytes, and it goes straight to its name
+        (created exclusively: one inode, no rename). A kill mid-write may then leave a torn copy under
+        its name, named by no ref (the branch moves after every object is written); every writer settles
+        first, and recovery rewrites the objects of every round not marked applied under
+        :meth:`repairing`, which replaces a torn copy before any later write could take it as present.
+        """
         folder = self._objects_dir / sha[:2]
         path = folder / sha[2:]
         if self._repair:
             self._drop_unsound(sha.encode("ascii"))
-        if os.path.exists(path):
+        if not logged:
+            if not os.path.exists(path):
+                atomic_write(path, data, mode=0o444, durable=False)
             return
-        atomic_write(path, data, mode=0o444, durable=False)  # (synced by the round's record, see intent.py)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o444)
+        except FileExistsError:
+            return
+        except FileNotFoundError:  # (its folder is made only when missing: no mkdir call on the write path)
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, flags, 0o444)
+            except FileExistsError:
+                return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)  # (never leave a torn copy behind a failure we see)
+            raise
+        os.close(fd)
 
     def write_objects(self, objects: dict[str, bytes]) -> None:
         """Write objects built with ``out=`` from their loose bytes (they stop being pending)."""
         for sha, data in objects.items():
-            self.write_raw(sha, data)
+            self.write_raw(sha, data, logged=True)
             self.pending.pop(sha.encode("ascii"), None)
 
     def forget(self, shas) -> None:
@@ -410,6 +439,11 @@ class GitRepo:
             yield
         finally:
             self._repair = False
+
+    def drop_unsound(self, shas) -> None:
+        """Delete the loose copies of these objects (hex ids) that are torn or empty (a killed writer's)."""
+        for sha in shas:
+            self._drop_unsound(sha.encode("ascii") if isinstance(sha, str) else sha)
 
     def _drop_unsound(self, sha: bytes) -> None:
         path = self.root / ".git" / "objects" / sha[:2].decode() / sha[2:].decode()
@@ -450,6 +484,7 @@ class GitRepo:
             os.unlink(lock)
             raise
         os.replace(lock, path)
+        self._checked_head = new  # (its commit was written before: no need to look it up on the next read)
         return True
 
     def _take_git_lock(self, lock: Path) -> int:

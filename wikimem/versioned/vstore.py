@@ -492,6 +492,7 @@ class VersionedStore:
         if head != (record.base.encode() if record.base else None):
             log.warning("%s: a round from %s met the branch at %s; its files follow the branch",
                         self.root, record.base, head)
+        self.git.drop_unsound(record.objects)  # (killed mid-write: a torn copy must never pass for the object)
         if not record.steps[0].external:  # a hand edit's files are the editor's: never put back
             self._put_back([p for p in record.paths() if _writable(p)], head.decode() if head else "")
         if record.journal_size is not None:
@@ -582,7 +583,7 @@ class VersionedStore:
     def _rebuild(self, record: Record) -> None:
         """Write a logged round's objects again (a torn loose copy is replaced); each commit must then read."""
         for sha, data in record.objects.items():
-            self.git.write_raw(sha, data)
+            self.git.write_raw(sha, data, logged=True)
         for step in record.steps:
             self.git.commit(step.commit.encode())
 
@@ -932,6 +933,7 @@ class VersionedStore:
     def pack(self) -> None:
         """Pack loose objects now (delta-compressed by the ``git`` CLI when it is installed)."""
         with self.writer.lock, self._lock.hold():
+            self._settle()  # (a killed writer's torn object is rewritten before git reads every object)
             self._pack_locked()
 
     def _pack_locked(self) -> None:
