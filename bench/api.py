@@ -648,22 +648,36 @@ def _embed_share(tree: Path, root: Path, questions: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _interleaved(url: str, scripts: list[tuple[str, Path]], seconds: float, reps: int) -> tuple[list, dict]:
-    """Each script and /healthz in turn, ``reps`` times ``seconds / reps`` each (the load of a shared machine
-    changes within a minute: each pair is measured under the same load); medians of req/s and of p99."""
+def _trees(baselines: list[str] | None) -> list[tuple[str, Path]]:
+    """This tree, then each ``--baseline`` checkout (named "baseline", or by its folder when several)."""
+    paths = [Path(b).resolve() for b in baselines or []]
+    return [("this tree", REPO)] + [("baseline" if len(paths) == 1 else f"baseline {p.name}", p) for p in paths]
+
+
+def _turns(servers: list[tuple[str, str]], scripts: list[tuple[str, Path]], seconds: float,
+           reps: int) -> dict[str, tuple[list, dict]]:
+    """``reps`` alternations of ``seconds / reps`` each: in each, every server in turn (the order reversed
+    every other time) runs each script and then /healthz, so that a retrieve and its /healthz, and the
+    trees, are measured under the same load. Per server: medians of req/s, p50, p99 and of the
+    per-alternation ratio retrieve / healthz."""
     each = max(2, int(round(seconds / reps)))
-    got: dict[str, list[dict]] = {label: [] for label, _ in scripts}
-    health: list[dict] = []
-    for _ in range(reps):
-        for label, script in scripts:
-            got[label].append(_wrk_run(url, each, 16, script))
-        health.append(_wrk_run(url + "/healthz", each, 16))
+    got = {name: {label: [] for label, _ in scripts} for name, _ in servers}
+    health: dict[str, list[dict]] = {name: [] for name, _ in servers}
+    for rep in range(reps):
+        for name, url in (servers if rep % 2 == 0 else servers[::-1]):
+            runs = [(label, _wrk_run(url, each, 16, script)) for label, script in scripts]
+            h = _wrk_run(url + "/healthz", each, 16)
+            health[name].append(h)
+            for label, run in runs:
+                got[name][label].append(run | {"ratio": run["rps"] / h["rps"] if h["rps"] else float("nan")})
 
     def median(runs: list[dict]) -> dict:
-        return {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50", "p99")} | {
+        keys = [k for k in ("rps", "p50", "p99", "ratio") if k in runs[0]]
+        return {k: statistics.median(r[k] for r in runs) for k in keys} | {
             "non2xx": sum(r["non2xx"] for r in runs)}
 
-    return [(label, median(runs)) for label, runs in got.items()], median(health)
+    return {name: ([(label, median(runs)) for label, runs in got[name].items()], median(health[name]))
+            for name, _ in servers}
 
 
 def _wait_embedded(port: int, limit: float = 300.0) -> None:
@@ -682,7 +696,7 @@ def wrk_main(args) -> None:
     """Retrieve vs /healthz at 16 connections (wrk), 2 gthread workers, one owner of chat turns."""
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
-    trees = [("this tree", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    trees = _trees(args.baseline)
     tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-wrk-"))
     try:
         seed = tmp / "seed"
@@ -697,25 +711,33 @@ def wrk_main(args) -> None:
         embedders = [None] + (["local"] if not args.no_embedder else [])
         rows = []
         shares = []
-        for name, tree in trees:
-            for embedder in embedders:
-                root = tmp / f"data-{len(rows)}"
-                shutil.copytree(seed, root)
-                proc, port, log = _serve(tree, root, embedder, args.workers)
-                url = f"http://127.0.0.1:{port}"
-                try:
+        for embedder in embedders:
+            # Every tree's server runs at once and the trees take turns within each alternation: on a shared
+            # machine whose load changes by the minute, each tree meets the same load.
+            servers = []
+            try:
+                for name, tree in trees:
+                    root = tmp / f"data-{len(rows)}-{len(servers)}"
+                    shutil.copytree(seed, root)
+                    proc, port, log = _serve(tree, root, embedder, args.workers)
+                    servers.append((name, tree, root, proc, port, log))
+                for *_, port, _log in servers:
+                    url = f"http://127.0.0.1:{port}"
                     _wrk_run(url, 4, 16, script)  # warm both workers (indexes, vectors)
                     if embedder:
                         _wait_embedded(port)
                         _wrk_run(url, 4, 16, script)
-                    runs, health = _interleaved(url, [("repeated queries", script)]
-                                                + ([("unique queries", unique)] if embedder else []),
-                                                args.duration, args.reps)
-                finally:
+                scripts = [("repeated queries", script)] + ([("unique queries", unique)] if embedder else [])
+                measured = _turns([(name, f"http://127.0.0.1:{port}") for name, _, _, _, port, _ in servers],
+                                  scripts, args.duration, args.reps)
+            finally:
+                for _, _, _, proc, _, log in servers:
                     _stop(proc, log)
+            for name, tree, root, *_ in servers:
+                runs, health = measured[name]
                 for label, retrieve in runs:
                     rows.append([name, f"{embedder or 'BM25 only'}, {label}", f"{retrieve['rps']:.0f}",
-                                 f"{health['rps']:.0f}", f"**{retrieve['rps'] / health['rps']:.2f}**",
+                                 f"{health['rps']:.0f}", f"**{retrieve['ratio']:.2f}**",
                                  ms(retrieve["p50"]), ms(retrieve["p99"]), str(retrieve["non2xx"])])
                 if embedder:
                     share = _embed_share(tree, root, questions)
@@ -804,7 +826,7 @@ def _paced_endpoint(texts_per_second: float):
 def diary_main(args) -> None:
     """The first diary="all" retrieve of an owner with a large diary, through a fresh gunicorn: BM25 only, and
     with an embeddings endpoint (foreground embedding, the host's default for an endpoint)."""
-    trees = [("this tree", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    trees = _trees(args.baseline)
     tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-diary-"))
     rows = []
     endpoint = _paced_endpoint(args.endpoint_rate) if args.endpoint_rate else None
@@ -850,7 +872,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: 10 owners x 200 items, 3 s levels")
     ap.add_argument("--wrk", action="store_true", help="only: retrieve vs /healthz under wrk (issue 26)")
     ap.add_argument("--turns", type=int, default=420, help="--wrk: chat turns of the one owner")
-    ap.add_argument("--baseline", help="--wrk: another checkout measured side by side")
+    ap.add_argument("--baseline", action="append",
+                    help="--wrk, --diary-cold: another checkout measured side by side (repeat for several)")
     ap.add_argument("--no-embedder", action="store_true", help="--wrk: skip the run with the local embedder")
     ap.add_argument("--reps", type=int, default=5, help="--wrk: alternations of retrieve and /healthz")
     ap.add_argument("--diary-cold", action="store_true", help="only: the first diary=all on a large diary")

@@ -249,3 +249,21 @@ def test_a_writer_killed_half_way_through_an_object_file_leaves_nothing_a_later_
         fsck = subprocess.run([GIT, "-C", str(root), "fsck", "--strict", "--full"], capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
         assert _git(root, "status", "--porcelain") == ""
+
+
+def test_a_long_lived_writer_sweeps_the_temp_files_of_a_round_killed_in_another_process(tmp_path):
+    """Temp files are swept on each process's first write and after every recovery: a worker that stays up
+    cleans what a worker killed mid-round left (its record was pending), on its next write."""
+    root = tmp_path / "owner"
+    vs = VersionedStore(root)
+    vs.add("preferences", "sea", "喜欢海边。", ctx=WriteContext(actor="seed"))  # this process swept already
+    step = STEPS[1]  # killed right after its round was recorded
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.run([sys.executable, "-c", CHILD, str(root), step[0], step[1], WRITES["add"], SETTINGS_WRITE],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert child.returncode == 9, child.stderr
+    debris = root / "wiki" / ".preferences.md.dead0001.wikimem-tmp"  # (as its Door.write would have left it)
+    debris.write_bytes(b"half a file")
+    vs.add("preferences", "tea2", "喝绿茶。", ctx=WriteContext(actor="bot"))
+    assert not debris.exists()
+    assert vs.store.get("preferences", "tea") is None  # the killed round was undone

@@ -440,12 +440,16 @@ def test_a_failing_commit_listener_does_not_undo_the_commit(tmp_path):
     assert vs.store.get("f", "a").content == "x" and vs.external_changes() == []
 
 
-def test_temp_files_of_killed_writers_are_swept_by_the_next_writer(tmp_path):
+def test_temp_files_of_killed_writers_are_swept_by_the_next_process_that_writes(tmp_path):
+    """Debris is swept by each process's first write (and by every recovery of a killed round, see
+    tests/faults/test_crash_points.py), not by a scan of every folder on every write."""
     vs = VersionedStore(tmp_path / "o")
     vs.add("f", "a", "x")
     debris = [vs.root / "wiki" / ".f.md.dead0001.wikimem-tmp", vs.root / ".git" / ".wikimem-intent.json.x.wikimem-tmp"]
     for path in debris:
         path.write_bytes(b"half a file")
+    vs.close()
+    vs = VersionedStore(tmp_path / "o")  # the next process
     vs.add("f", "b", "y")
     assert not any(p.exists() for p in debris)
     assert [c.action for c in vs.history(limit=5).entries][:2] == ["add", "add"]  # no external-edit for debris

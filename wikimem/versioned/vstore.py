@@ -134,6 +134,7 @@ class VersionedStore:
         self.writer = self.store.writer
         self.door = self.writer.door  # every file of the folder is read and written through it
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
+        self._swept = False  # temp files swept by this process (see _settle)
         # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
         # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
         # once the history index holds it (derived indexes above this folder, background replication).
@@ -181,8 +182,12 @@ class VersionedStore:
         what the remote is known to hold (see :meth:`_reconcile`). A commit recovery finishes, a
         fast-forward or a replay is told to the :attr:`on_commit` listeners like a write."""
         self.git.clear_stale_locks()
-        self.recover()
-        sweep_temp_files(self.root)
+        # Temp files are debris of a killed writer: one of a round leaves its record pending (recovered
+        # here), any other is found by the first settle of each process; not a scan of every folder
+        # on every write (the diary folder holds a file a day).
+        if self.recover() is not None or not self._swept:
+            sweep_temp_files(self.root)
+            self._swept = True
         if self.replica is not None:
             before = self.git.head()
             self._reconcile(self.replica)
