@@ -211,3 +211,25 @@ def test_queued_writers_fail_at_once_when_the_leader_cannot_take_the_lock(tmp_pa
     assert len(results) == 4 and all(isinstance(r, StoreBusy) for r in results), results
     assert elapsed < 1.5  # one wait for the lock, not one per queued writer
     assert vs.add("notes", "after", "works").commit == vs.head()
+
+
+def test_the_run_index_learns_a_large_round_without_settling_the_owner_again(tmp_path, monkeypatch):
+    """A round of many commits (here 1 + 12) is indexed by the run index's quick look at the history: its
+    listener must not fall back to asking the store how its copy relates to the index (which takes the
+    owner lock and settles the folder again, once per round: it halved the writes/s of 8 writers)."""
+    from wikimem.host import Host, RunQuery
+
+    host = Host(tmp_path / "data")
+    owner, _ = host.ensure_owner("user:ann")
+    owner.add("notes", "seed", "before", ctx=WriteContext(actor="seed"))
+    asked: list[str] = []
+    real = VersionedStore.relation
+    monkeypatch.setattr(VersionedStore, "relation", lambda self, commit: asked.append(commit) or real(self, commit))
+    writes = [lambda i=i: owner.add("notes", f"n{i}", f"note {i}", ctx=WriteContext(actor="bot", run="run_big"))
+              for i in range(12)]
+    lead, *done = _round(owner.vstore, writes)
+    assert isinstance(lead, str) and not any(isinstance(d, BaseException) for d in done), done
+    assert asked == []
+    assert host.run_index.indexed_head("user:ann") == owner.vstore.head()
+    rows = host.run_index.search(RunQuery.parse(run="run_big")).runs
+    assert [(r.owner, r.commits) for r in rows] == [("user:ann", 12)]

@@ -43,6 +43,7 @@ from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
 from wikimem.host.owner_ids import scope_prefix
+from wikimem.store.writer import MAX_ROUND
 
 from .sql import Database, Tx
 
@@ -437,7 +438,9 @@ class RunIndex:
             head = owner.head()
             if known is not None and known == head:
                 return 0
-            new, reached = _newer_than(owner, known, limit=8)  # a quick look: usually the commit just made
+            # A quick look: usually the commits of the round just landed (up to MAX_ROUND of them), the one
+            # before them included — else the slow path below (the copy's relation to the index's head).
+            new, reached = _newer_than(owner, known, limit=MAX_ROUND + 1)
             if known is not None and not reached:
                 if self._behind(owner, known, by):
                     return 0
