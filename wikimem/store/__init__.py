@@ -8,7 +8,7 @@ from .diary import Diary, DiaryReader, resolve_tz
 from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, OverlayDoor, folder_file
 from .journal import Journal, diary_record, parse_record, wiki_record
 from .wiki import MemoryStore, Saved, normalize_ts
-from .writer import LOCK_NAME, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
+from .writer import LOCK_NAME, MAX_ROUND, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
 
 __all__ = [
     "Door",
@@ -23,6 +23,7 @@ __all__ = [
     "parse_record",
     "Mutation",
     "MutationHook",
+    "MAX_ROUND",
     "PlainHook",
     "Writer",
     "Unit",

@@ -43,7 +43,7 @@ from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
 from wikimem.host.owner_ids import scope_prefix
-from wikimem.store.writer import MAX_ROUND
+from wikimem.store import MAX_ROUND
 
 from .sql import Database, Tx
 
