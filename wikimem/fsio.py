@@ -30,9 +30,9 @@ from typing import BinaryIO
 
 from .errors import DamagedFolder
 
-__all__ = ["atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir", "sweep_temp_files",
-           "sync_filesystem", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature", "open_regular",
-           "read_regular", "open_folder", "file_kind"]
+__all__ = ["write_all", "atomic_write", "atomic_replace", "remove_file", "read_bytes", "decode", "fsync_dir",
+           "sweep_temp_files", "sync_filesystem", "TEMP_SUFFIX", "Stamp", "stat_stamp", "folder_signature",
+           "open_regular", "read_regular", "open_folder", "file_kind"]
 
 # Never follow a link in the last component, never wait on a FIFO's writer, never become a controlling tty.
 _SAFE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
@@ -98,12 +98,17 @@ def _syncfs():
     return _SYNCFS[0]
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (``os.write`` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (and durably, unless ``durable=False``)."""
     with _replacing(path, mode, durable) as fd:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
 
 
 def atomic_replace(path: Path, write: Callable[[BinaryIO], None], *, mode: int = 0o644) -> None:

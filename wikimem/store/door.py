@@ -33,7 +33,7 @@ from pathlib import Path
 
 from wikimem.errors import DamagedFolder, TooLarge
 from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, memory_path
-from wikimem.fsio import TEMP_SUFFIX, Stamp, open_folder, open_regular, read_regular
+from wikimem.fsio import TEMP_SUFFIX, Stamp, open_folder, open_regular, read_regular, write_all
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
 
 __all__ = ["Door", "OverlayDoor", "TOP_FILES", "JOURNAL_NAME", "GITIGNORE_NAME", "folder_file"]
@@ -167,9 +167,7 @@ class Door:
             out = open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dir_fd=fd, shown=self._shown(rel))
             try:
                 try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(out, view):]
+                    write_all(out, data)
                     if durable:
                         os.fsync(out)
                 finally:

@@ -35,7 +35,7 @@ from dulwich.repo import Repo
 
 from wikimem.errors import DamagedFolder
 from wikimem.format import MEMORY_DIRS
-from wikimem.fsio import atomic_write, stat_stamp
+from wikimem.fsio import atomic_write, stat_stamp, write_all
 from wikimem.naming import is_unsafe
 
 if TYPE_CHECKING:
@@ -411,9 +411,7 @@ class GitRepo:
             except FileExistsError:
                 return
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         except BaseException:
             os.close(fd)
             os.unlink(path)  # (never leave a torn copy behind a failure we see)
@@ -546,9 +544,7 @@ class GitRepo:
         lock = path.with_name("index.lock")
         fd = self._take_git_lock(lock)
         try:
-            view = memoryview(buf.getvalue())
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, buf.getvalue())
         finally:
             os.close(fd)
         os.replace(lock, path)
