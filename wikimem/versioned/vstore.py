@@ -40,9 +40,9 @@ from pathlib import Path
 from dulwich.objects import Blob
 
 from wikimem.context import WriteContext, digest
-from wikimem.errors import DamagedFolder, IdempotencyKeyReused, NotFound, PreconditionFailed
+from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
 from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, item_etag, memory_path, utc_instant, utc_now
-from wikimem.fsio import Stamp, atomic_write, sweep_temp_files, sync_filesystem
+from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_provenance
@@ -52,11 +52,12 @@ from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .forget import Forgetting, Forgotten, generation
 from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
-from .intent import ABORTED, APPLIED, PENDING, UNDONE, IntentLog, Record, Step
+from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
 from .objects import GitRepo, loose_bytes, oid
 from .outcomes import CommitDiff, Committed, Outcome
+from .recovery import Recovery
 from .remote import RemoteMoved
 from .replica import Replica, tracking
 from .snapshot import Snapshot
@@ -69,19 +70,6 @@ log = logging.getLogger(__name__)
 # Pack loose objects after this many commits (auto_pack=True).
 PACK_EVERY = 1000
 _HEX_RE = re.compile(r"[0-9a-fA-F]{4,40}")
-
-
-def _writable(path: str) -> bool:
-    """A path a logged round may write in the work tree (a memory file or the settings)."""
-    return memory_path(path) is not None or path == SETTINGS_PATH
-
-
-def _reaches(git: GitRepo, head: bytes, commit: bytes) -> bool:
-    """Whether ``commit`` is ``head`` or one of its ancestors (False when history is unreadable)."""
-    try:
-        return is_ancestor(git, commit, head)
-    except KeyError:
-        return False
 
 
 def _touches(records: list[dict]) -> list[tuple] | None:
@@ -146,6 +134,7 @@ class VersionedStore:
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
         self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
                                      replica=lambda: self.replica)
+        self.recovery = Recovery(self)  # what a killed writer or a power loss left (see recover())
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -193,9 +182,9 @@ class VersionedStore:
             self._reconcile(self.replica)
             head = self.git.head()
             if head is not None and head != before:
-                self._tell(head.decode())
+                self.tell(head.decode())
 
-    def _tell(self, cid: str) -> None:
+    def tell(self, cid: str) -> None:
         """Tell the :attr:`on_commit` listeners that ``main`` is at ``cid`` (a failing one is logged)."""
         for listener in self.on_commit:
             try:
@@ -412,13 +401,13 @@ class VersionedStore:
             self._abort(record, landing)
             raise
         try:
-            self._after_move(steps)
+            self.finish_steps(steps)
             done = True
         except Exception:
             log.exception("%s: commit %s made; finishing it is left to the next writer", self.root, steps[-1].commit)
             done = False
         for step in steps:
-            self._tell(step.commit)
+            self.tell(step.commit)
         if done:  # after the listeners: a writer killed before they ran leaves the record, and recovery tells them
             self.intent.mark(record, APPLIED)
         if self.auto_pack and self.db.since_pack() >= self.pack_every:
@@ -446,7 +435,7 @@ class VersionedStore:
         step, objects = self._step(self.git.head(), contents, message, actor, touches, result, external=True)
         return step.commit, self._land([step], objects, None)
 
-    def _after_move(self, steps: list[Step]) -> None:
+    def finish_steps(self, steps: list[Step]) -> None:
         """The steps after the branch moved: ``.git/index``, the history index and the replayable results."""
         shas: dict[str, bytes | None] = {}
         for step in steps:
@@ -471,162 +460,13 @@ class VersionedStore:
         restarted, and every round since the last checkpoint was redone from
         the log (objects, branch, files, journal); None: nothing to do.
         """
-        legacy = self.intent.legacy()
-        if legacy is not None:
-            return self._reconcile_legacy(legacy)
-        try:
-            head = self.head() or None
-        except DamagedFolder:  # a branch naming a commit lost in a power loss: the redo puts it right (or repair)
-            head = None
-        found = self.intent.pending(head)
-        if found is None:
-            return None
-        outcome = self._redo(found.records) if found.restart else self._reconcile_round(found.records[-1])
-        self.store.invalidate()
-        self._stat_cache.clear()
-        return outcome
-
-    def _reconcile_round(self, record: Record) -> str:
-        """The last round, left pending or aborted by a writer that died (the machine stayed up)."""
-        head = self.git.head()
-        if record.state == PENDING and head == record.tip.encode():
-            self._after_move(record.steps)
-            self._tell(record.tip)  # the listeners may never have heard of it: the writer died first
-            self.intent.mark(record, APPLIED)
-            return "finished"
-        if head != (record.base.encode() if record.base else None):
-            log.warning("%s: a round from %s met the branch at %s; its files follow the branch",
-                        self.root, record.base, head)
-        self.git.drop_unsound(record.objects)  # (killed mid-write: a torn copy must never pass for the object)
-        if not record.steps[0].external:  # a hand edit's files are the editor's: never put back
-            self._put_back([p for p in record.paths() if _writable(p)], head.decode() if head else "")
-        if record.journal_size is not None:
-            self.store.journal.truncate(record.journal_size, durable=False)
-        self.intent.mark(record, UNDONE, durable=True)
-        return "undone"
-
-    def _reconcile_legacy(self, found: dict) -> str:
-        """The intent a writer of the previous version left: finished when its commit is the branch, else undone."""
-        head = self.head()
-        paths = [p for p in found["paths"] if isinstance(p, str) and _writable(p)]
-        result = found.get("result") if isinstance(found.get("result"), dict) else None
-        if found.get("state") == "committing" and found.get("commit") == head:
-            tree = self.git.commit_tree(head.encode())
-            blobs = {p: (sha.decode() if (sha := (self.git.entry(tree, p) or (None, None))[1]) else None)
-                     for p in paths}
-            self._after_move([Step(head, None, blobs, result)])
-            self._tell(head)  # the listeners never heard of it: the writer died first
-            outcome = "finished"
-        else:
-            self._put_back(paths, head)
-            if isinstance(found.get("journal_size"), int):
-                self.store.journal.truncate(found["journal_size"])
-            outcome = "undone"
-        self.store.invalidate()
-        self.intent.checkpoint(head or None)  # what was reconciled is on disk before the file goes
-        self.intent.clear_legacy()
-        return outcome
-
-    def _redo(self, records: list[Record]) -> str:
-        """After a restart: objects, branch, files and journal made what the log says; then a checkpoint."""
-        live = [r for r in records if r.state not in (ABORTED, UNDONE)]
-        built = set()
-        with self.git.repairing():
-            # Every round's objects, aborted ones too: any object file of the log's rounds may be torn.
-            for record in records:
-                try:
-                    self._rebuild(record)
-                    built.add(record.offset)
-                except Exception:
-                    if record in live:
-                        log.exception("%s: a logged round (%s) could not be rebuilt; skipped", self.root,
-                                      record.tip)
-        head = self._sound_head(live[0].base if live else None)
-        journal = self.store.journal
-        results: dict[str, tuple] = {}
-        for record in records:
-            if record not in live or record.offset not in built:
-                if record.journal_size is not None and record not in live:
-                    journal.truncate(record.journal_size, durable=False)
-                continue
-            base, tip = (record.base.encode() if record.base else None), record.tip.encode()
-            if head == base:
-                if not self.git.move_ref(base, tip, durable=False):
-                    raise RuntimeError(f"{self.root}: branch moved while the owner lock was held")
-                head = tip
-            elif head is None or not _reaches(self.git, head, tip):
-                log.warning("%s: a logged round (%s) is not on the branch (%s); skipped", self.root, tip, head)
-                continue
-            if record.journal_size is not None:
-                journal.truncate(record.journal_size, durable=False)
-                journal.write_many(record.journal, durable=False)
-            results.update({s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
-                            for s in record.steps if s.result})
-        paths = list(dict.fromkeys(p for r in records for p in r.paths() if _writable(p)))
-        tree = self.git.commit_tree(head) if head else None
-        shas: dict[str, bytes | None] = {}
-        for path in paths:  # the work tree as the branch has it
-            found = self.git.entry(tree, path)
-            want = None if found is None else self.git.blob(found[1])
-            shas[path] = None if found is None else found[1]
-            try:
-                if self.door.read(path) == want:
-                    continue
-            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
-                pass
-            if want is None:
-                self.door.remove(path, durable=False)
-            else:
-                self.door.write(path, want, durable=False)
-        self.git.update_index(shas, durable=False)
-        self.db.sync(results=results or None)
-        self.intent.checkpoint(head.decode() if head else None)
-        if head is not None:
-            self._tell(head.decode())  # (derived indexes above the folder may have missed the redone rounds)
-        return "redone"
-
-    def _rebuild(self, record: Record) -> None:
-        """Write a logged round's objects again (a torn loose copy is replaced); each commit must then read."""
-        for sha, data in record.objects.items():
-            self.git.write_raw(sha, data, logged=True)
-        for step in record.steps:
-            self.git.commit(step.commit.encode())
-
-    def _sound_head(self, fallback: str | None) -> bytes | None:
-        """The branch, if it names a readable commit; else ``fallback`` (the log's oldest base), written back."""
-        try:
-            head = self.git.head()
-            if head is not None:
-                self.git.commit(head)
-            return head
-        except Exception:
-            log.warning("%s: the branch was lost or torn; it goes back to %s", self.root, fallback)
-        if fallback is None:
-            return None
-        self.git.clear_stale_locks()
-        path = self.root / ".git" / "refs" / "heads" / "main"
-        atomic_write(path, fallback.encode() + b"\n", durable=False)
-        return fallback.encode()
-
-    def _put_back(self, paths: list[str], head: str, only_missing: bool = False) -> None:
-        """Make ``paths`` on disk what the commit ``head`` has (absent there → removed); ``only_missing``:
-        write only the files that are not on disk (a hand edit stays)."""
-        tree = self.git.commit_tree(head.encode()) if head else None
-        for path in paths:
-            want = self.git.blob_at(tree, path)
-            try:
-                if self.door.read(path) == want:
-                    continue
-            except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
-                pass
-            if only_missing and self.door.stamp(path) is not None:
-                continue
-            if want is None:
-                self.door.remove(path)
-            else:
-                self.door.write(path, want)
+        return self.recovery.run()
 
     # -- hand edits ------------------------------------------------------------
+
+    def forget_stats(self) -> None:
+        """Forget the files' stat stamps: the next hand-edit check hashes every memory file again."""
+        self._stat_cache.clear()
 
     def _remember(self, path: str, sha: bytes | None) -> None:
         if sha is None:
@@ -989,7 +829,7 @@ class VersionedStore:
                 # unless the branch's own copy is unreadable: the settings are replaced below)
                 tree = self.git.commit_tree(self.git.head())
                 tops = [t for t in (SETTINGS_PATH, GITIGNORE_NAME) if repair.readable(self.git.blob_at(tree, t), t)]
-                self._put_back(sorted(self.git.tracked(tree)) + tops, self.head(), only_missing=True)
+                self.recovery.put_back(sorted(self.git.tracked(tree)) + tops, self.head(), only_missing=True)
             if new is not None or not self.db.healthy():
                 self.db.rebuild()
                 done.append("history index rebuilt from git")
