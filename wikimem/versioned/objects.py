@@ -388,8 +388,9 @@ class GitRepo:
         round whose intent record (synced first) holds its bytes, and it goes straight to its name
         (created exclusively: one inode, no rename). A kill mid-write may then leave a torn copy under
         its name, named by no ref (the branch moves after every object is written); every writer settles
-        first, and recovery rewrites the objects of every round not marked applied under
-        :meth:`repairing`, which replaces a torn copy before any later write could take it as present.
+        first, and recovery deletes the unsound copies of a round it undoes (:meth:`drop_unsound`) and
+        rewrites those of a round it redoes (under :meth:`repairing`) before any later write could take
+        a torn copy as present.
         """
         folder = self._objects_dir / sha[:2]
         path = folder / sha[2:]
