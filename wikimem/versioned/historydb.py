@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .itemdiff import path_changes
 from .messages import parse_trailers
-from .objects import GitRepo
+from .objects import GitRepo, parents_first
 
 __all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "DB_NAME"]
 
@@ -199,27 +199,17 @@ class HistoryDB:
         return db.execute("SELECT 1 FROM commits WHERE id=?", (cid.decode(),)).fetchone() is not None
 
     def _catch_up(self, db, head: bytes, hints: dict) -> None:
-        # Post-order walk from the head down to indexed commits: parents first.
-        order: list[bytes] = []
-        seen: set[bytes] = set()
-        reached_known = False
-        stack: list[tuple[bytes, bool]] = [(head, False)]
-        while stack:
-            cid, expanded = stack.pop()
-            if expanded:
-                order.append(cid)
-                continue
-            if cid in seen:
-                continue
+        # Parents first, from the head down to the commits indexed already.
+        known: list[bytes] = []
+
+        def indexed(cid: bytes) -> bool:
             if self._known(db, cid):
-                reached_known = True
-                seen.add(cid)
-                continue
-            seen.add(cid)
-            stack.append((cid, True))
-            for parent in reversed(self.git.commit(cid).parents):
-                if parent not in seen:
-                    stack.append((parent, False))
+                known.append(cid)
+                return True
+            return False
+
+        order = parents_first(self.git, [head], stop=indexed)
+        reached_known = bool(known)
         has_rows = db.execute("SELECT 1 FROM commits LIMIT 1").fetchone() is not None
         if has_rows and not reached_known:
             # The branch was rewritten under us: the old rows describe another history.

@@ -29,7 +29,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 from wikimem.format import DIARY_DIR, WIKI_DIR, parse_blocks, parse_day, parse_wiki, render_day, render_wiki
 
 from .messages import clean_value, parse_trailers, printable
-from .objects import GitRepo, oid
+from .objects import GitRepo, oid, parents_first
 
 __all__ = ["Target", "Rewriter", "reachable", "marker_message", "rewrite_barrier", "Barrier", "PLACEHOLDER",
            "FORGET_ACTION", "ERASED_ACTION", "tombstone_message", "name_digest"]
@@ -89,24 +89,7 @@ def name_digest(name: str, salt: str | None = None) -> str:
 
 def reachable(git: GitRepo, tips: Iterable[bytes], cache: dict[bytes, Commit] | None = None) -> list[bytes]:
     """Every commit reachable from ``tips``, parents before children (each commit read kept in ``cache``)."""
-    cache = {} if cache is None else cache
-    order: list[bytes] = []
-    seen: set[bytes] = set()
-    stack: list[tuple[bytes, bool]] = [(t, False) for t in tips]
-    while stack:
-        cid, expanded = stack.pop()
-        if expanded:
-            order.append(cid)
-            continue
-        if cid in seen:
-            continue
-        seen.add(cid)
-        stack.append((cid, True))
-        commit = cache.get(cid)
-        if commit is None:
-            commit = cache[cid] = git.commit(cid)
-        stack.extend((p, False) for p in reversed(commit.parents) if p not in seen)
-    return order
+    return parents_first(git, tips, cache={} if cache is None else cache)
 
 
 @dataclass
