@@ -32,7 +32,6 @@ import base64
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -318,7 +317,6 @@ class RunIndex:
     def __init__(self, target: Path | str, *, host: str = ""):
         self.db = Database(target, "runs")
         self.host = host
-        self._local = threading.local()  # the connection whose schema this thread checked
 
     def __repr__(self) -> str:
         return f"RunIndex({self.db.shown!r})"
@@ -336,11 +334,7 @@ class RunIndex:
 
     def _db(self) -> Database:
         """The database, its schema checked once per connection (the file may have been replaced meanwhile)."""
-        conn = self.db.connection()
-        if getattr(self._local, "checked", None) is not conn:
-            self._open()
-            self._local.checked = self.db.connection()
-        return self.db
+        return self.db.prepared(self._open)
 
     def _open(self) -> None:
         try:

@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,15 @@ class Database:
             conn = self._connect()
             local.conn, local.pid = conn, os.getpid()
         return conn
+
+    def prepared(self, setup: Callable[[], None]) -> Database:
+        """This database, ``setup()`` (a schema check) run once for each connection this thread opens (the
+        file may have been replaced, the server restarted, the process forked since the last one)."""
+        conn = self.connection()
+        if getattr(self._local, "prepared", None) is not conn:
+            setup()
+            self._local.prepared = self.connection()
+        return self
 
     def _connect(self):
         if self.postgres:

@@ -20,7 +20,6 @@ operator's mark, kept across syncs.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -86,7 +85,6 @@ class StagedIndex:
 
     def __init__(self, target: Path | str):
         self.db = Database(target, "staged")
-        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f"StagedIndex({self.db.shown!r})"
@@ -96,11 +94,7 @@ class StagedIndex:
         return self.db.postgres
 
     def _db(self) -> Database:
-        conn = self.db.connection()
-        if getattr(self._local, "checked", None) is not conn:
-            self.db.script(_SCHEMA)
-            self._local.checked = conn
-        return self.db
+        return self.db.prepared(lambda: self.db.script(_SCHEMA))
 
     def close(self) -> None:
         self.db.close()
