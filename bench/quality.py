@@ -501,7 +501,16 @@ def parse_args(argv):
     args = p.parse_args(argv)
     args.weights = tuple(float(w) for w in args.weights.split(",") if w.strip())
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    args.langs = [s.strip() for s in args.langs.split(",") if s.strip()]
     return args
+
+
+def query_embedder(args) -> dict:
+    """``{"asym": the local model}`` (its vectors cached under ``--cache``), or {} without it or with --no-dense."""
+    if args.no_dense:
+        return {}
+    asym, _ = local_embedders()
+    return {} if asym is None else {"asym": asym.load(Path(args.cache))}
 
 
 def main(argv=None) -> int:
@@ -518,7 +527,7 @@ def main(argv=None) -> int:
             embedders = {"asym": asym.load(Path(args.cache)), "sym": sym.load(Path(args.cache))}
     print("## Retrieval quality (bench/quality.py)")
     results = {}
-    for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
+    for lang in args.langs:
         results[lang] = run_language(lang, args, embedders)
         for emb in embedders.values():
             emb.save()

@@ -95,13 +95,9 @@ def run(lang: str, args, embedders: dict) -> dict[str, Outcome]:
 
 def main(argv=None) -> int:
     args = quality.parse_args(argv)
-    embedders = {}
-    if not args.no_dense:
-        asym, _ = quality.local_embedders()
-        if asym is not None:
-            embedders = {"asym": asym.load(Path(args.cache))}
+    embedders = quality.query_embedder(args)
     print("## The query of a chat: messages vs a pasted transcript (bench/quality_chat.py)")
-    for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
+    for lang in args.langs:
         outcomes = run(lang, args, embedders)
         for emb in embedders.values():
             emb.save()

@@ -208,13 +208,9 @@ def print_cost(embedders: dict) -> None:
 
 def main(argv=None) -> int:
     args = quality.parse_args(argv)
-    embedders = {}
-    if not args.no_dense:
-        asym, _ = quality.local_embedders()
-        if asym is not None:
-            embedders = {"asym": asym.load(Path(args.cache))}
+    embedders = quality.query_embedder(args)
     print("## Diary by topic: window vs all (bench/quality_diary.py)")
-    for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
+    for lang in args.langs:
         outcomes, in_diary = run(lang, args, embedders)
         for emb in embedders.values():
             emb.save()

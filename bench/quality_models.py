@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     keys = [k for k in embedders if k != "asym"]
     pool = model_variants(keys)
     print("## Packaged models against e5-small (bench/quality_models.py)")
-    for lang in [s.strip() for s in args.langs.split(",") if s.strip()]:
+    for lang in args.langs:
         outcomes = quality.run_language(lang, args, embedders, pool)
         for emb in embedders.values():
             emb.save()
