@@ -287,22 +287,9 @@ class Remote:
         return False  # http(s), git://: the server creates on push, or the operator prepares it
 
     def _ssh_init(self) -> bool:
-        p = self._parts
-        path = p.path[1:] if p.path.startswith("/~") else p.path  # ssh://host/~/x.git → ~/x.git
-        q = shlex.quote(path) if not path.startswith("~/") else "~/" + shlex.quote(path[2:])
-        script = (f"if test -e {q}/HEAD; then echo exists; else git init -q --bare {q} && "
-                  f"git --git-dir={q} symbolic-ref HEAD refs/heads/main && echo created; fi")
-        argv = shlex.split(self._ssh_command) + (["-p", str(p.port)] if p.port else [])
-        argv += (["-l", p.username] if p.username else []) + [p.hostname or "", script]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout * 3,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise RemoteUnavailable(f"create: ssh to {self.shown} timed out", self.shown) from None
-        except OSError as exc:
-            raise RemoteUnavailable(f"create: cannot run ssh for {self.shown}: {exc}", self.shown) from None
-        if done.returncode == 255:  # ssh's own failure: no connection, no auth
-            raise RemoteUnavailable(f"create: ssh to {self.shown} failed: {done.stderr.strip()[-300:]}", self.shown)
+        script = ("if test -e {q}/HEAD; then echo exists; else git init -q --bare {q} && "
+                  "git --git-dir={q} symbolic-ref HEAD refs/heads/main && echo created; fi")
+        done = self._ssh_run("create", script, self.timeout * 3)
         if done.returncode != 0:
             raise RemoteRejected(f"create: git init --bare on {self.shown} failed: {done.stderr.strip()[-300:]}",
                                  self.shown)
@@ -581,22 +568,26 @@ class Remote:
     def _ssh_script(self, what: str, template: str) -> bool:
         """Run a shell script on the ssh remote's host, ``{q}`` being the repository path; False without a
         shell there (git-shell, a forced command)."""
+        done = self._ssh_run(what, template, self.timeout * 6)
+        return done.returncode == 0 and done.stdout.strip().endswith("gone")
+
+    def _ssh_run(self, what: str, template: str, timeout: float) -> subprocess.CompletedProcess:
+        """``template`` (``{q}``: the repository path, quoted) run by a shell on the ssh remote's host;
+        :class:`RemoteUnavailable` when ssh itself fails (no connection, no auth, the timeout)."""
         p = self._parts
-        path = p.path[1:] if p.path.startswith("/~") else p.path
+        path = p.path[1:] if p.path.startswith("/~") else p.path  # ssh://host/~/x.git → ~/x.git
         q = shlex.quote(path) if not path.startswith("~/") else "~/" + shlex.quote(path[2:])
         argv = shlex.split(self._ssh_command) + (["-p", str(p.port)] if p.port else [])
         argv += (["-l", p.username] if p.username else []) + [p.hostname or "", template.format(q=q)]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout * 6,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise RemoteUnavailable(f"{what}: ssh to {self.shown} timed out", self.shown) from None
         except OSError as exc:
             raise RemoteUnavailable(f"{what}: cannot run ssh for {self.shown}: {exc}", self.shown) from None
-        if done.returncode == 255:
+        if done.returncode == 255:  # ssh's own failure: no connection, no auth
             raise RemoteUnavailable(f"{what}: ssh to {self.shown} failed: {done.stderr.strip()[-300:]}", self.shown)
-        return done.returncode == 0 and done.stdout.strip().endswith("gone")
-
+        return done
 
 def new_objects(store, new: bytes, base: bytes | None) -> list:
     """The objects of the commits after ``base`` up to ``new``: commits plus the trees and blobs they changed.
