@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import IdempotencyKeyReused, InvalidValue, NotFound
+from wikimem.errors import InvalidValue, NotFound
 
 if TYPE_CHECKING:
     from wikimem.host.fleet import Job, JobRunner, JobStore, StagedIndex
@@ -310,12 +310,8 @@ class Probation:
                    "owners": sorted(owners) if owners is not None else None,
                    "except_owners": sorted(except_owners or [])}
         jobs = self._jobs()
-        scoped = None if idempotency_key is None else f"{kind}\n{within}\n{idempotency_key}"
-        existing = None if scoped is None else jobs.by_key(scoped)
+        scoped, existing = jobs.keyed(kind, within, idempotency_key, request)
         if existing is not None:
-            if {k: v for k, v in existing.params.items() if k != "request_id"} != request:
-                raise IdempotencyKeyReused(f"Idempotency-Key {idempotency_key!r} was already used for another "
-                                           "request; use a new key for a new request")
             return job_view(existing)
         chosen = self._chosen(run, within, owners, except_owners)
         if not chosen:

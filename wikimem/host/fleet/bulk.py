@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidValue, NotFound, StoreBusy, WikimemError
+from wikimem.errors import Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.errors import BadRequest
 
 from .jobtypes import RetryLater
@@ -191,12 +191,8 @@ def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = ""
     last (the one holding it).
     """
     request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
-    scoped = None if key is None else f"{JOB_KIND}\n{within}\n{key}"
-    existing = None if scoped is None else jobs.by_key(scoped)
+    scoped, existing = jobs.keyed(JOB_KIND, within, key, request, "bulk rollback")
     if existing is not None:
-        if {k: v for k, v in existing.params.items() if k != "request_id"} != request:
-            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another bulk rollback; "
-                                       "use a new key for a new request")
         return existing, False
     parts = select(index, query, within=within)
     if not parts:

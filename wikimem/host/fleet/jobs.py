@@ -328,6 +328,20 @@ class JobStore:
             raise QueueFull(f"the jobs database is over its size budget ({budget / (1024 * 1024):g} MiB) with "
                             "unfinished jobs: wait for some to finish", retry_after=60)
 
+    def keyed(self, kind: str, within: str, key: str | None, request: dict, what: str = "request"
+              ) -> tuple[str | None, Job | None]:
+        """A bulk job's idempotency key scoped to its kind and tenant, and the job already submitted under it
+        for this same ``request`` (None: none yet); :class:`IdempotencyKeyReused` when the key named another
+        request. Checked before the job's steps are chosen: a retry gets its job even once nothing is left."""
+        if key is None:
+            return None, None
+        scoped = f"{kind}\n{within}\n{key}"
+        existing = self.by_key(scoped)
+        if existing is not None and {k: v for k, v in existing.params.items() if k != "request_id"} != request:
+            raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another {what}; "
+                                       "use a new key for a new request")
+        return scoped, existing
+
     def by_key(self, key: str) -> Job | None:
         """The job submitted under idempotency ``key``, or None (a retry that need not rebuild its steps)."""
         row = self.db.one("SELECT id FROM jobs WHERE key = ?", (key,))
