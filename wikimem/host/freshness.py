@@ -70,7 +70,6 @@ class IndexSlot:
         self._make_index = make_index
         self._lock = threading.Lock()
         self.index: MemoryIndex | None = None
-        self._head: str | None = None
         self._signature: Signature = {}
         self._seen: tuple[str | None, Stamp | None] | None = None  # (head, folder stamp) the index matches
         self._wiki = Path(vstore.root) / WIKI_DIR
@@ -98,19 +97,25 @@ class IndexSlot:
             if self.index is None:
                 self.index = self._make_index()
                 self.index.rebuild()
-            elif head != self._head or signature != self._signature:
+            elif head != self._seen_head or signature != self._signature:
                 self._catch_up(self.index, head, signature)
-            self._head, self._signature = head, signature
+            self._signature = signature
             self._seen = (head, folder)  # (last: a lock-free reader trusts the index once this matches)
             return self.index
+
+    @property
+    def _seen_head(self) -> str | None:
+        """The HEAD the index was last brought up to."""
+        return self._seen[0] if self._seen is not None else None
 
     def _catch_up(self, index: MemoryIndex, head: str | None, signature: Signature) -> None:
         try:
             files = _changed(self._signature, signature)
-            if head != self._head:
-                if self._head is None or head is None:
+            seen = self._seen_head
+            if head != seen:
+                if seen is None or head is None:
                     raise LookupError("no common commit")
-                files |= _wiki_files(self.vstore.changed_paths(self._head, head))
+                files |= _wiki_files(self.vstore.changed_paths(seen, head))
             if files:
                 index.refresh(files)
         except Exception as exc:  # an odd file name, a vanished commit: start over
