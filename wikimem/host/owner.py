@@ -34,11 +34,10 @@ if TYPE_CHECKING:
         Forgotten,
         HistoryPage,
         Plan,
-        StagedBranch,
         StagedReview,
         StagedRun,
         Staging,
-        VersionedStore,
+        Target,
     )
 
 __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
@@ -608,7 +607,7 @@ class Owner:
 
         return self._write(write)
 
-    def _apply_op(self, target: VersionedStore | StagedBranch, op: Op, source_conv: str | None) -> dict[str, Any]:
+    def _apply_op(self, target: Target, op: Op, source_conv: str | None) -> dict[str, Any]:
         args: dict[str, Any] = dict(op.args)
         if op.kind == "add":
             args.setdefault("source_conv", source_conv)
@@ -649,12 +648,12 @@ class Owner:
         actor (``WIKIMEM_STAGED_ACTORS``)."""
         return ctx is not None and (ctx.staged or self.policy.stages(ctx.actor))
 
-    def _target(self, ctx: WriteContext | None) -> tuple[VersionedStore | StagedBranch, WriteContext]:
+    def _target(self, ctx: WriteContext | None) -> tuple[Target, WriteContext]:
         """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
         write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
         ctx = WriteContext.of(ctx)
         if not self.stages(ctx):
-            return self.vstore, ctx
+            return self.vstore.main, ctx
         ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
         assert ctx.run is not None
         return self.staging.branch(ctx.run), ctx

@@ -20,6 +20,7 @@ from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
 from .stagedrefs import folder_staged, validate_staged_run
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
+from .target import Target
 from .tombstones import bury
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
@@ -33,5 +34,5 @@ __all__ = [
     "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
     "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
-    "folder_staged", "validate_staged_run",
+    "folder_staged", "validate_staged_run", "Target",
 ]
