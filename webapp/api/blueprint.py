@@ -8,17 +8,16 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
 from webapp import get_host
 from webapp.auth import current_principal, require
-from webapp.params import opt_bool, write_context
-from wikimem.context import WriteContext
-from wikimem.host import Owner, validate_owner_id
+from webapp.params import ask_of, opt_bool
+from wikimem.host import Act, Caller, Owner, validate_owner_id
 
-__all__ = ["bp", "OWNER", "owner_for", "context_of", "include_staged", "committed", "with_etag", "STAGED"]
+__all__ = ["bp", "OWNER", "owner_for", "act", "include_staged", "committed", "with_etag", "STAGED"]
 
 STAGED = {"staged"}  # the body field of a write that may go on probation
 
@@ -34,15 +33,16 @@ def owner_for(owner_id: str, scope: str) -> Owner:
     return get_host().owner(owner_id)
 
 
-def context_of(data: dict, *, create_only: bool = False) -> WriteContext:
-    """The write's context; the actor defaults to the token's name (``create_only``: ``If-None-Match: *``).
-
-    ``"staged": true`` in the body, or a token the host's policy stages (``WIKIMEM_STAGED_TOKENS``), puts the
-    write on probation (onto its run's staged branch)."""
+def act(owner: Owner | str | None, action: str, data: dict | None = None, *, create_only: bool = False,
+        target: dict[str, Any] | None = None, **named: Any) -> Act:
+    """The change this request asks for, through the host's gate: its write context (the actor defaults to the
+    token's name; ``"staged": true``, or a token the host's policy stages, puts it on probation) and its audit
+    event (``create_only``: the route takes ``If-None-Match: *``; ``target`` and ``named``: what the event names).
+    Check the token's scope first (owner_for)."""
     principal = current_principal()
-    ctx = write_context(data, default_actor=principal.name, create_only=create_only)
-    staged = opt_bool(data, "staged", False) or get_host().probation.policy.stages_token(principal.name)
-    return replace(ctx, staged=True) if staged else ctx
+    ask = ask_of(data or {}, create_only=create_only)
+    caller = Caller.token(principal.name, principal.owner_prefix)
+    return get_host().gate.act(caller, action, owner, ask, **(target or {}), **named)
 
 
 def include_staged(data: dict) -> bool:

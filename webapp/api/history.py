@@ -15,7 +15,7 @@ from webapp.params import (
 from wikimem.errors import InvalidValue
 from wikimem.host import HISTORY_FILTERS, UNDO_TARGETS, BadRequest
 
-from .blueprint import OWNER, bp, context_of, owner_for
+from .blueprint import OWNER, act, bp, owner_for
 
 
 @bp.get(OWNER + "/history")
@@ -58,7 +58,10 @@ def _undo(owner_id: str, kind: str):
     target = _target(data, field)
     if opt_bool(data, "preview", False):
         return jsonify(plan=owner.preview_undo(kind, target))
-    done = owner.undo(kind, target, force=opt_bool(data, "force", False), ctx=context_of(data))
+    force = opt_bool(data, "force", False)
+    with act(owner, kind, data, target={field: target}, force=force or None) as a:
+        done = owner.undo(kind, target, force=force, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(commit=done.commit, replayed=bool(done.replayed))
 
 

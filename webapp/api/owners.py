@@ -15,7 +15,7 @@ from webapp.params import (
 from webapp.peering import forward_for, listing_scope
 from wikimem.host import EXPORT_TYPES, SETTINGS_FIELDS
 
-from .blueprint import OWNER, bp, context_of, owner_for, with_etag
+from .blueprint import OWNER, act, bp, owner_for, with_etag
 
 
 @bp.get("/owners")
@@ -35,7 +35,9 @@ def list_owners():
 def create_owner(owner_id: str):
     principal = require("write", owner_id)
     quota_prefix = None if principal.has("admin") else principal.owner_prefix  # admin tokens have no quota
-    owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
+    with act(owner_id, "create-owner") as a:
+        owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
+        a.done(created=created)
     return with_etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.head()), 201 if created else 200
 
 
@@ -48,7 +50,8 @@ def owner_stats(owner_id: str):
 @bp.delete(OWNER)
 def delete_owner(owner_id: str):
     require("admin", owner_id)
-    get_host().delete_owner(owner_id)
+    with act(owner_id, "delete-owner"):
+        get_host().delete_owner(owner_id)
     return jsonify(deleted=owner_id)
 
 
@@ -71,5 +74,7 @@ def put_settings(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body(set(SETTINGS_FIELDS) | WRITE_FIELDS)
     changes = {k: data[k] for k in SETTINGS_FIELDS if k in data}
-    done = owner.put_settings(changes, ctx=context_of(data))
+    with act(owner, "settings", data) as a:
+        done = owner.put_settings(changes, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(settings=done.value.to_dict(), commit=done.commit, replayed=bool(done.replayed))

@@ -266,7 +266,7 @@ def _audit(action: str, **fields) -> None:
     """An audit event of a credentials change, on stderr (the actor: the system user running the command)."""
     import logging
 
-    from wikimem.host import AUDIT_LOGGER, audit
+    from wikimem.host import AUDIT_LOGGER, Caller, Gate
 
     logger = logging.getLogger(AUDIT_LOGGER)
     if not logger.hasHandlers():
@@ -278,7 +278,7 @@ def _audit(action: str, **fields) -> None:
         actor = getpass.getuser()
     except (KeyError, OSError):  # no user name for this uid (a container)
         actor = f"uid:{os.getuid()}"
-    audit(action, actor=actor, **fields)
+    Gate.note(Caller.cli(actor), action, **fields)
 
 
 @_needs_file("WIKIMEM_TOKENS_FILE")

@@ -31,8 +31,10 @@ import shutil
 import socket
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
+from wikimem.context import WriteContext
 from wikimem.errors import DamagedFolder, Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
@@ -51,6 +53,7 @@ from wikimem.host.fleet import (
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
+from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
@@ -139,6 +142,8 @@ class Host:
                                drop_local=self.drop_if_here, replication=self.replication,
                                wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts,
                                staged_index=self.probation.index)
+        # Every change an edge asks for passes here: its write context, staging decision and audit event.
+        self.gate = Gate(self.owner, lambda: self.probation.policy, self.erasure.digest)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
@@ -640,18 +645,17 @@ class Host:
 
         shared_worker().on_backlog.append(self.metrics.embedding_backlog)
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, tenant: str = "",
-                        request_id: str | None = None,
-                        **memorize_kwargs):
-        """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
+    def submit_memorize(self, owner_id: str, turn: str, *, ctx: WriteContext | None = None, key: str | None = None,
+                        tenant: str = "", request_id: str | None = None, **memorize_kwargs):
+        """Memorize one turn in the background: ``(job, created)``; the same idempotency key is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
-        ``tenant`` (the submitting token's owner prefix) is its fair share and
-        cap (:class:`~wikimem.host.errors.QueueFull` past it).
+        ``ctx`` is the write's context (from the gate: :meth:`Act.ctx`; ``key`` sets its idempotency key);
+        ``tenant`` (the submitter's owner prefix) is its fair share and cap
+        (:class:`~wikimem.host.errors.QueueFull` past it).
         ``request_id`` (the submitting request's) is kept in the job's params.
         """
-        from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
         from wikimem.limits import MAX_TURN_CHARS, check_length
 
@@ -661,16 +665,13 @@ class Host:
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
-        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
-            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv", "staged")}
-            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
-                               source_conv=given["source_conv"], staged=bool(given["staged"]))
-            request = owner.memorize_request(
-                turn, ctx=ctx,
-                **{k: v for k, v in memorize_kwargs.items() if k not in given})
-            memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, tenant=tenant, request_id=request_id,
-                                       **memorize_kwargs)
+        ctx = WriteContext.of(ctx, idempotency_key=key)
+        given = {"run": ctx.run, "actor": ctx.actor, "source_conv": ctx.source_conv, "staged": ctx.staged or None}
+        if ctx.idempotency_key is not None:  # the memorize's own key is the request's: bound as the route binds it
+            request = owner.memorize_request(turn, ctx=replace(ctx, fingerprint=None), **memorize_kwargs)
+            given["fingerprint"] = request.fingerprint
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=ctx.idempotency_key, tenant=tenant,
+                                       request_id=request_id, **given, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

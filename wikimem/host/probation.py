@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, NotFound
+
+from .gate import job_context
 
 if TYPE_CHECKING:
     from wikimem.host.fleet import Job, JobRunner, JobStore, StagedIndex
@@ -109,7 +110,7 @@ def settle_part(owner: Callable[[str], Owner], owner_id: str, run: str, *, actio
     job id, so a step run again after its process died replays instead of writing twice.
     """
     out: dict[str, Any] = {"owner": owner_id, "run": run}
-    ctx = WriteContext(actor=actor, idempotency_key=f"staged:{job}")
+    ctx = job_context({}, actor=actor, idempotency_key=f"staged:{job}")
     try:
         holder = owner(owner_id)
         if action == APPROVE_JOB:
