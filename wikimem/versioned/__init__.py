@@ -8,10 +8,10 @@ behaviour: a versioned folder is still an ordinary folder of markdown.
 from .bundles import BundleError, branch_head, bundle_refs, restore_bundle, write_bundle_of
 from .catchup import is_ancestor
 from .forget import Forgotten
-from .historydb import HistoryEntry, HistoryPage
+from .historydb import CommitDiff, HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
 from .objects import folder_head
-from .outcomes import CommitDiff, Committed, Outcome
+from .outcomes import Committed, Outcome
 from .plans import Plan
 from .pruning import Pruned, prune
 from .remote import Remote, remote_url, validate_template

@@ -51,12 +51,12 @@ from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit,
 from .answers import rebuild_result
 from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
 from .forget import Forgetting, Forgotten, generation
-from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
+from .historydb import CommitDiff, HistoryDB, HistoryEntry, HistoryPage, iso
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
 from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
 from .objects import GitRepo, loose_bytes, oid
-from .outcomes import CommitDiff, Committed, Outcome
+from .outcomes import Committed, Outcome
 from .recovery import Recovery
 from .remote import RemoteMoved
 from .replica import Replica, tracking
