@@ -14,7 +14,7 @@ receipt as one that ran through.
    then removed), its cache folder and any staging debris;
 2. the remote: its ``main`` replaced by the erasure tombstone (a host still
    holding a copy drops it on its next look, see
-   :meth:`wikimem.versioned.forget.Forgetting.follow`), then the repository
+   :meth:`wikimem.versioned.forgetting.forget.Forgetting.follow`), then the repository
    deleted where the transport can (``file://``, ``ssh`` with a shell, or the
    operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
    server must do;

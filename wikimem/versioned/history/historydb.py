@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..messages import parse_trailers
+from ..objects import GitRepo, parents_first
 from .itemdiff import ItemChange, path_changes
-from .messages import parse_trailers
-from .objects import GitRepo, parents_first
 
-__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "CommitDiff", "DB_NAME"]
+__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "CommitDiff", "DB_NAME", "iso"]
 
 DB_NAME = "wikimem-history.sqlite3"
 # WAL pages between checkpoints (1 MiB, some 30 writes): each costs three syncs, so most writes have none.

@@ -16,11 +16,11 @@ choice and its figures are in ``bench/cluster.py`` and the README):
   prepared by hand);
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
   remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
-  passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
+  passed :func:`~wikimem.versioned.replication.incoming.check_incoming` (the remote is
   untrusted input: :class:`RemoteRefused` otherwise, and no ref moves); the
   remote's staged branches (``refs/heads/staged/<run>``, runs on probation)
   come along, each checked the same way (one that fails is left out, logged),
-  and the local ones follow them (:func:`~wikimem.versioned.stagedrefs.follow_remote`);
+  and the local ones follow them (:func:`~wikimem.versioned.replication.stagedrefs.follow_remote`);
 - :meth:`Remote.push` — compare-and-swap: ``main`` (or, with ``name``, a
   staged branch, which ``new=None`` deletes) moves only from the commit the
   caller names. The client aborts before sending anything when the
@@ -77,9 +77,9 @@ from wikimem.errors import (
     RemoteUnavailable,
 )
 
+from ..objects import BRANCH, GitRepo, init_repo, oid, ref
 from .catchup import switch_to
 from .incoming import check_incoming
-from .objects import BRANCH, GitRepo, init_repo, oid, ref
 from .stagedrefs import STAGED, TRACKED, follow_remote, staged_tips, tracked_ref, validate_staged_run
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
@@ -315,7 +315,7 @@ class Remote:
         """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head.
 
         :class:`RemoteRefused` (no ref moved) when a new commit breaks the rules of
-        :mod:`~wikimem.versioned.incoming`, or the remote serves a malformed object.
+        :mod:`~wikimem.versioned.replication.incoming`, or the remote serves a malformed object.
         """
         try:
             return self._fetch(repo)
@@ -471,7 +471,7 @@ class Remote:
 
         An empty repository fetches the remote (every commit checked, see
         :meth:`fetch`), then the files are written the way a fast-forward
-        writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the
+        writes them (:func:`~wikimem.versioned.replication.catchup.switch_to`, through the
         folder's door) — never by a generic checkout — and ``main`` moves last.
         """
         target = Path(target)
@@ -556,7 +556,7 @@ class Remote:
         """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
         over a shell); False when the scheme cannot (the server's own housekeeping must)."""
         if self.scheme == "file":
-            from .pruning import prune
+            from ..forgetting import prune
 
             prune(self.path)
             return True

@@ -6,7 +6,7 @@ killed writer left is settled. One run:
 
 1. resolve the target (a diary entry's text is read from ``HEAD``, else from
    history) and collect every text it ever held; none: nothing to forget;
-2. rewrite every ref's history without it (:mod:`wikimem.versioned.rewrite`)
+2. rewrite every ref's history without it (:mod:`wikimem.versioned.forgetting.rewrite`)
    and put a marker commit on top (what, when, by whom; never the text);
 3. like any write, under the intent log (:mod:`wikimem.versioned.intent`;
    the rewritten history synced and the log's old records wiped first):
@@ -45,13 +45,24 @@ from pathlib import Path
 from wikimem.errors import Erased, InvalidValue
 from wikimem.fsio import atomic_write, read_bytes
 
-from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
-from .historydb import DB_NAME, HistoryDB
-from .intent import APPLIED, IntentLog, Step
-from .messages import parse_trailers
-from .objects import BRANCH, GitRepo, oid, ref
+from ..history import DB_NAME, HistoryDB
+from ..intent import APPLIED, IntentLog, Step
+from ..messages import parse_trailers
+from ..objects import BRANCH, GitRepo, oid, ref
+from ..replication import (
+    STAGED,
+    TRACKED,
+    Replica,
+    is_ancestor,
+    local_only,
+    merge_base,
+    replay,
+    staged_ref,
+    staged_tips,
+    switch_to,
+    tracking,
+)
 from .pruning import Pruned, prune
-from .replica import Replica, tracking
 from .rewrite import (
     PLACEHOLDER,
     Rewriter,
@@ -61,7 +72,6 @@ from .rewrite import (
     reachable,
     rewrite_barrier,
 )
-from .stagedrefs import STAGED, TRACKED, staged_ref, staged_tips
 
 __all__ = ["Forgetting", "Forgotten", "GENERATION_NAME", "REPLACED", "generation", "note_replaced",
            "bump_generation"]
@@ -327,7 +337,7 @@ class Forgetting:
 
     def _scrub_quarantine(self, texts: set[str]) -> None:
         """Delete what ``wikimem repair`` moved aside (``.git/wikimem-quarantine/``) when it holds one of the texts."""
-        from .repair import QUARANTINE
+        from ..repair import QUARANTINE
 
         forms = [t.encode("utf-8") for t in texts if t]
         for path in sorted((self.root / ".git" / QUARANTINE).rglob("*")):

@@ -9,7 +9,7 @@ Everything on ``main`` beyond it is not replicated yet (the *lag*).
   a write is acknowledged only once its commit is on the remote. A push that
   fails leaves the branch where it was and the writer restores the files; a
   remote that moved is fetched first (so the next unit starts from it), then
-  :class:`~wikimem.versioned.remote.RemoteMoved` is raised.
+  :class:`~wikimem.versioned.replication.remote.RemoteMoved` is raised.
 - ``async`` mode: the branch moves at once; :meth:`Replica.push_pending`
   (called by a background pusher) sends what is beyond the tracking ref.
   :meth:`Replica.before_move` only refuses a write that would take the lag
@@ -25,8 +25,8 @@ from typing import cast
 from dulwich.objects import Commit
 from dulwich.repo import Repo
 
+from ..objects import BRANCH, GitRepo, oid
 from .catchup import is_ancestor
-from .objects import BRANCH, GitRepo, oid
 from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteRefused, RemoteUnavailable, set_tracking
 
 __all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
@@ -119,12 +119,12 @@ class Replica:
         """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head.
 
         A remote whose new commits break the rules of
-        :mod:`~wikimem.versioned.incoming` raises :class:`RemoteRefused`
+        :mod:`~wikimem.versioned.replication.incoming` raises :class:`RemoteRefused`
         (reported, nothing moved). A remote whose history was replaced (not
         a descendant of what was known: a forget, an erasure) is noted for
         the next settle to follow.
         """
-        from .forget import note_replaced
+        from ..forgetting import note_replaced
 
         before = tracking(git.repo)
         try:
