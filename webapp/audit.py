@@ -125,7 +125,7 @@ def _record(action: str, actor: str, response) -> None:
         result = "refused"  # nobody signed in: the admin UI sent them to the sign-in page
     owner, fields = (request.view_args or {}).get("owner_id"), _fields(response)
     if action == "erase-owner" and owner:  # the event names the erasure as its receipt does: by digest
-        from webapp import get_host
+        from webapp.hosting import get_host
 
         owner = get_host().erasure.digest(owner)
     elif action == "forget":

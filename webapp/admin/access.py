@@ -6,7 +6,7 @@ from typing import overload
 
 from flask import g, url_for
 
-from webapp import get_host
+from webapp.hosting import get_host
 from webapp.params import int_in_range
 from webapp.session import require_role as _session_require_role
 from wikimem.errors import NotFound

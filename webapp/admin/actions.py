@@ -15,8 +15,8 @@ from webapp.session import require_role
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict
 
-from . import bp
 from .access import load_owner
+from .blueprint import bp
 from .diffs import DiffBudget
 
 

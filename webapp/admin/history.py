@@ -9,8 +9,8 @@ from webapp.errors import error_status
 from wikimem.errors import NotFound, WikimemError
 from wikimem.host import HISTORY_FILTERS
 
-from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for
+from .blueprint import bp
 from .diffs import DiffBudget
 from .timeline import group_by_run
 from .zones import current_zone, in_zone, zoned

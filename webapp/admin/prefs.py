@@ -6,7 +6,7 @@ from flask import redirect, render_template, request
 
 from webapp.session import safe_next
 
-from . import bp
+from .blueprint import bp
 from .zones import BROWSER, COOKIE_AGE, ZONE_COOKIE, check_zone, zone_names
 
 

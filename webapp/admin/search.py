@@ -12,8 +12,8 @@ from wikimem.errors import WikimemError
 from wikimem.host import BadRequest
 from wikimem.naming import validate_date
 
-from . import bp
 from .access import int_param, load_owner, wikitext_for
+from .blueprint import bp
 from .highlight import marked
 from .zones import Zone, current_zone, in_zone
 

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from flask import Blueprint, Response, jsonify
 
-from webapp import get_host
 from webapp.auth import current_principal, require
+from webapp.hosting import get_host
 from webapp.params import opt_bool, write_context
 from wikimem.context import WriteContext
 from wikimem.host import Owner, validate_owner_id

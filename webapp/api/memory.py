@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 from flask import jsonify
 
-from webapp import get_host
 from webapp.auth import current_principal
+from webapp.hosting import get_host
 from webapp.params import (
     WRITE_FIELDS,
     json_body,
