@@ -89,8 +89,6 @@ log = logging.getLogger(__name__)
 
 TRACKING = ref(b"refs/remotes/origin/main")
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
-# Schemes where this host can create the remote repository itself.
-CREATABLE = ("file", "ssh", "git+ssh")
 DEFAULT_TIMEOUT = 10.0
 _FOLDER_RE = re.compile(r"[a-z0-9@_~-][a-z0-9@_~.-]{0,254}")
 _FIELD_RE = re.compile(r"\{[^{}]*\}")
@@ -179,10 +177,6 @@ class Remote:
     def path(self) -> str:
         """The repository path on the remote side (a local path for file remotes)."""
         return self._parts.path if self._parts.scheme else self.url
-
-    @property
-    def can_create(self) -> bool:
-        return self.scheme in CREATABLE
 
     # -- the client ------------------------------------------------------------
 
@@ -387,12 +381,10 @@ class Remote:
         want, old = (new.encode("ascii") if new else ZERO_SHA), (expected.encode("ascii") if expected else None)
         base = (None if rewritten else old) or (have.encode("ascii") if have else None)
         track = TRACKING if name == BRANCH else tracked_ref(name[len(STAGED):].decode("ascii"))
-        seen: list[bytes | None] = []
 
         def update_refs(refs):
             current = _refs(refs).get(name)
             current = None if current == ZERO_SHA else current
-            seen.append(current)
             if current != old:  # abort before a byte of the pack is sent
                 raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
                                   head=_hex(current), expected=expected)
