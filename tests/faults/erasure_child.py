@@ -40,7 +40,7 @@ STEPS = [
     ("wikimem.versioned.forgetting.forget", "Forgetting._reset_history"),
     ("wikimem.versioned.forgetting.forget", "prune"),
     ("wikimem.host.fleet.runindex", "RunIndex.reindex"),
-    ("wikimem.versioned.replication.remote", "Remote.gc"),
+    ("wikimem.versioned", "prune_remote"),
 ]
 OWNER = "user:victim"
 TARGET = {"file": "prefs", "name": "secret"}

@@ -10,7 +10,7 @@ and ``forgetting/`` (forget, rewrite, pruning, tombstones).
 """
 
 from .bundles import BundleError, branch_head, bundle_refs, restore_bundle, write_bundle_of
-from .forgetting import PLACEHOLDER, Forgotten, Pruned, bury, prune
+from .forgetting import PLACEHOLDER, Forgotten, Pruned, bury, prune, prune_remote
 from .history import (
     UNDO_KINDS,
     CommitDiff,
@@ -54,5 +54,5 @@ __all__ = [
     "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "is_ancestor", "folder_staged",
     "validate_staged_run",
     # forgetting/
-    "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned",
+    "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "prune_remote",
 ]

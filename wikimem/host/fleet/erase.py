@@ -307,12 +307,14 @@ class Erasure:
                          "again; vector caches deleted (embedded again from the memory)"}
 
     def _prune_remote(self, folder: str) -> dict[str, Any]:
+        from wikimem.versioned import prune_remote
+
         replication = self.replication
         if replication is None:
             return {"state": "no remote configured"}
         remote = replication.remote(folder)
         shown = replication.shown()
-        if remote.gc() or replication.run_hook("prune", remote.url):
+        if prune_remote(remote) or replication.run_hook("prune", remote.url):
             return {"where": shown, "state": "pruned: no unreachable object left"}
         return {"where": shown, "state": "main replaced; the old objects are unreachable there",
                 "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "

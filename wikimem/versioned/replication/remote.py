@@ -541,23 +541,10 @@ class Remote:
                 shutil.rmtree(folder)
             return True
         if self.scheme in ("ssh", "git+ssh"):
-            return self._ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
+            return self.ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
         return False
 
-    def gc(self) -> bool:
-        """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
-        over a shell); False when the scheme cannot (the server's own housekeeping must)."""
-        if self.scheme == "file":
-            from ..forgetting import prune
-
-            prune(self.path)
-            return True
-        if self.scheme in ("ssh", "git+ssh"):
-            return self._ssh_script("prune", "rm -rf {q}/logs && git --git-dir={q} -c gc.auto=0 repack -a -d -q && "
-                                             "git --git-dir={q} prune --expire=now && echo gone")
-        return False
-
-    def _ssh_script(self, what: str, template: str) -> bool:
+    def ssh_script(self, what: str, template: str) -> bool:
         """Run a shell script on the ssh remote's host, ``{q}`` being the repository path; False without a
         shell there (git-shell, a forced command)."""
         done = self._ssh_run(what, template, self.timeout * 6)
