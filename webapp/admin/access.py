@@ -12,7 +12,7 @@ from webapp.session import require_role as _session_require_role
 from wikimem.errors import NotFound
 from wikimem.models import WikiLink
 
-from .wikitext import WikiText
+from .rendering import WikiText
 
 __all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "PAGE_SIZE"]
 

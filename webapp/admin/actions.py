@@ -17,7 +17,7 @@ from wikimem.errors import Conflict
 
 from .access import load_owner
 from .blueprint import bp
-from .diffs import DiffBudget
+from .rendering import DiffBudget
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from flask import Blueprint
 
 from webapp.session import require_operator
 
-from .present import GROUP_FROM, clock_of, day_parts, instant
-from .zones import current_zone
+from .rendering import GROUP_FROM, clock_of, current_zone, day_parts, instant
 
 __all__ = ["bp"]
 

@@ -20,7 +20,7 @@ from wikimem.host import BadRequest
 
 from .access import load_owner, require_role
 from .blueprint import bp
-from .diffs import inline_diff
+from .rendering import inline_diff
 
 
 def _form(name: str) -> str:

@@ -11,9 +11,7 @@ from wikimem.host import HISTORY_FILTERS
 
 from .access import PAGE_SIZE, load_owner, wikitext_for
 from .blueprint import bp
-from .diffs import DiffBudget
-from .timeline import group_by_run
-from .zones import current_zone, in_zone, zoned
+from .rendering import DiffBudget, current_zone, group_by_run, in_zone, zoned
 
 # Actions an operator filters by: what a commit was, as its Wikimem-Action records it (one write over the API
 # or the UI: add, update, remove, diary; a request: memorize, diary-tool, batch; an undo; a hand edit...).

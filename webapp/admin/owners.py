@@ -12,7 +12,7 @@ from wikimem.errors import NotFound
 
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
 from .blueprint import bp
-from .months import calendar_params, month_view
+from .rendering import calendar_params, month_view
 
 
 @bp.get("/")

@@ -7,7 +7,7 @@ from flask import redirect, render_template, request
 from webapp.session import safe_next
 
 from .blueprint import bp
-from .zones import BROWSER, COOKIE_AGE, ZONE_COOKIE, check_zone, zone_names
+from .rendering import BROWSER, COOKIE_AGE, ZONE_COOKIE, check_zone, zone_names
 
 
 def _chosen(form) -> str | None:

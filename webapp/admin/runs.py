@@ -20,8 +20,7 @@ from wikimem.host import RunQuery
 
 from .access import PAGE_SIZE, require_role
 from .blueprint import bp
-from .diffs import DiffBudget
-from .zones import current_zone, zoned
+from .rendering import DiffBudget, current_zone, zoned
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 

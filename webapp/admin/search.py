@@ -14,8 +14,7 @@ from wikimem.naming import validate_date
 
 from .access import int_param, load_owner, wikitext_for
 from .blueprint import bp
-from .highlight import marked
-from .zones import Zone, current_zone, in_zone
+from .rendering import Zone, current_zone, in_zone, marked
 
 DIARY_CHOICES = ("", "window", "all")
 

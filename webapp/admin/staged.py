@@ -17,7 +17,7 @@ from wikimem.context import WriteContext
 
 from .access import load_owner, require_role
 from .blueprint import bp
-from .diffs import DiffBudget
+from .rendering import DiffBudget
 
 SAMPLE = 3  # owners whose diffs the run page shows inline
 STATES = ("staged", "approved", "discarded", "expired")
