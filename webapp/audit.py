@@ -55,7 +55,7 @@ def _after(response):
 
             signed_in = current_operator()
             actor = signed_in.name if signed_in is not None else actor
-        from webapp import get_host
+        from webapp.hosting import get_host
 
         get_host().gate.note(Caller.operator(actor), action, result_of(response.status_code),
                              status=response.status_code)

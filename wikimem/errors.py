@@ -103,7 +103,7 @@ class StoreBusy(WikimemError):
     code = "busy"
 
 
-# -- replication to a git remote (raised by wikimem.versioned.remote) -------------------
+# -- replication to a git remote (raised by wikimem.versioned.replication.remote) -------------------
 
 class RemoteError(WikimemError):
     """Base of the replication errors; ``url`` is the remote (credentials removed)."""

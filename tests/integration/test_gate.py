@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from apiworld import ADMIN, OWNER, app_with_accounts, auth
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.host import audit
 from wikimem.host.access.tokens import append_token, mint_token
 

@@ -170,7 +170,7 @@ LAYERS = [
     {"wikimem.vectors"},
     {"wikimem.recall"},
     {"wikimem.llm", "wikimem.client"},
-    {"wikimem.versioned"},
+    {"wikimem.versioned", "wikimem.versioned.history", "wikimem.versioned.replication", "wikimem.versioned.forgetting"},
     {"wikimem.host", "wikimem.host.fleet", "wikimem.host.cluster", "wikimem.host.access"},
     {"wikimem.cli", "webapp"},
 ]

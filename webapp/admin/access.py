@@ -6,14 +6,14 @@ from typing import Any, overload
 
 from flask import g, url_for
 
-from webapp import get_host
+from webapp.hosting import get_host
 from webapp.params import int_in_range
 from webapp.session import require_role as _session_require_role
 from wikimem.errors import NotFound
 from wikimem.host import Act, Ask, Caller
 from wikimem.models import WikiLink
 
-from .wikitext import WikiText
+from .rendering import WikiText
 
 __all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "act", "PAGE_SIZE"]
 

@@ -15,9 +15,9 @@ from webapp.session import require_role
 from wikimem.errors import Conflict
 from wikimem.host import UNDO_TARGETS
 
-from . import bp
 from .access import act, load_owner
-from .diffs import DiffBudget
+from .blueprint import bp
+from .rendering import DiffBudget
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from flask import flash, g, redirect, render_template, request, url_for
 
-from webapp import get_host
 from webapp.errors import error_status
+from webapp.hosting import get_host
 from wikimem.errors import PreconditionFailed
 from wikimem.host import BadRequest
 
-from . import bp
 from .access import act, load_owner, require_role
-from .diffs import inline_diff
+from .blueprint import bp
+from .rendering import inline_diff
 
 
 def _form(name: str) -> str:

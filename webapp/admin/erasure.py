@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from flask import g, redirect, render_template, request, url_for
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.host import BadRequest
 
-from . import bp
 from .access import act, load_owner, require_role
+from .blueprint import bp
 
 
 def _form(name: str) -> str:

@@ -6,13 +6,13 @@ from io import BytesIO
 
 from flask import g, render_template, request, send_file
 
-from webapp import get_host
+from webapp.hosting import get_host
 from webapp.peering import forward_for
 from wikimem.errors import NotFound
 
-from . import bp
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
-from .months import calendar_params, month_view
+from .blueprint import bp
+from .rendering import calendar_params, month_view
 
 
 @bp.get("/")

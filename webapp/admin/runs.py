@@ -11,17 +11,16 @@ import secrets
 
 from flask import g, redirect, render_template, request, url_for
 
-from webapp import get_host
 from webapp.errors import error_status
+from webapp.hosting import get_host
 from webapp.peering import forward_for
 from webapp.requestid import current_request_id
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
-from . import bp
 from .access import PAGE_SIZE, act, require_role
-from .diffs import DiffBudget
-from .zones import current_zone, zoned
+from .blueprint import bp
+from .rendering import DiffBudget, current_zone, zoned
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 

@@ -11,12 +11,12 @@ import secrets
 
 from flask import g, redirect, render_template, request, url_for
 
-from webapp import get_host
+from webapp.hosting import get_host
 from webapp.requestid import current_request_id
 
-from . import bp
 from .access import act, load_owner, require_role
-from .diffs import DiffBudget
+from .blueprint import bp
+from .rendering import DiffBudget
 
 SAMPLE = 3  # owners whose diffs the run page shows inline
 STATES = ("staged", "approved", "discarded", "expired")

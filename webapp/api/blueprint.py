@@ -12,8 +12,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from webapp import get_host
 from webapp.auth import current_principal, require
+from webapp.hosting import get_host
 from webapp.params import ask_of, opt_bool
 from wikimem.host import Act, Caller, Owner, validate_owner_id
 

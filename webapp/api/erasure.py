@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flask import jsonify
 
-from webapp import get_host
 from webapp.auth import require
+from webapp.hosting import get_host
 from webapp.params import json_body, opt_int, opt_str, query_str, req_str
 from wikimem.errors import InvalidValue
 from wikimem.host import validate_owner_id

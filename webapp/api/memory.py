@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from flask import jsonify
 
-from webapp import get_host
+from webapp.hosting import get_host
 from webapp.params import (
     WRITE_FIELDS,
     json_body,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Response, jsonify
 
-from webapp import get_host
 from webapp.auth import require
+from webapp.hosting import get_host
 from webapp.params import (
     WRITE_FIELDS,
     json_body,

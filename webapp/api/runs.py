@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flask import jsonify
 
-from webapp import get_host
 from webapp.auth import require
+from webapp.hosting import get_host
 from webapp.params import (
     json_body,
     offset_cursor,

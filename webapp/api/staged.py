@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from flask import jsonify
 
-from webapp import get_host
 from webapp.auth import require
+from webapp.hosting import get_host
 from webapp.params import json_body, opt_bool, query_str
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest

@@ -185,7 +185,7 @@ def cmd_serve(args) -> int:
         from wikimem.host import bad_run_hint, seed_demo
 
         with app.app_context():
-            from webapp import get_host
+            from webapp.hosting import get_host
 
             seeded = seed_demo(get_host())
             hint = bad_run_hint(get_host())

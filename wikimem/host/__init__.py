@@ -8,6 +8,8 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 
 from __future__ import annotations
 
+from wikimem.context import new_run_id
+
 from .access import OwnerQuota
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
@@ -27,7 +29,7 @@ from .fleet import JobQuery, RunQuery
 from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
-from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
+from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 from .review import HISTORY_FILTERS
 from .settings import SETTINGS_FIELDS

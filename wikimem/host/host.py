@@ -7,7 +7,7 @@ Layout::
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
     ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
-    ├── index/staged.sqlite3         the staged runs of every owner (fleet/staged.py, probation.py)
+    ├── index/staged.sqlite3         the staged runs of every owner (fleet/staged.py, fleet/probation.py)
     ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
     └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
 
@@ -39,6 +39,8 @@ from wikimem.errors import DamagedFolder, Erased, InvalidName, InvalidValue, Not
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
 from wikimem.host.fleet import (
+    APPROVE_JOB,
+    DISCARD_JOB,
     INDEX_PATH,
     JOBS_FILE,
     UNFINISHED,
@@ -47,6 +49,7 @@ from wikimem.host.fleet import (
     JobRunner,
     JobStore,
     Limits,
+    Probation,
     RunIndex,
     copy_time,
 )
@@ -57,7 +60,7 @@ from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
-from .probation import APPROVE_JOB, DISCARD_JOB, Probation, StagingPolicy
+from .probation import StagingPolicy
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 from .retention import Retention
 
@@ -591,7 +594,7 @@ class Host:
 
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
-        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler
+        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler, staged_handler
         from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
         from wikimem.host.fleet import handler as bulk_handler
 
@@ -608,8 +611,6 @@ class Host:
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
                 self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
                 self._runner.register(FORGET, self._counted(FORGET, self.erasure.run_forget))
-                from .probation import handler as staged_handler
-
                 for kind in (APPROVE_JOB, DISCARD_JOB):
                     self._runner.register(kind, self._counted(kind, staged_handler(self.owner, kind)))
             runner = self._runner

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import random
-import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +38,7 @@ if TYPE_CHECKING:
         Target,
     )
 
-__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+__all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS",
            "remove_vector_files"]
 
 # As-of indexes are immutable (a commit never changes); keep a few per owner.
@@ -63,11 +61,6 @@ def _check_when(*, ts: str | None = None, date: str | None = None, time: str | N
         validate_date(date)
     if time is not None:
         validate_time(time)
-
-
-def new_run_id() -> str:
-    """A fresh, sortable run id: ``run_<UTC time>_<random>``."""
-    return f"run_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
@@ -639,7 +632,7 @@ class Owner:
     def _run_for(ctx: WriteContext) -> str:
         """A run id for a write that names none: from its idempotency key (a retry lands on the same branch), else
         a new one."""
-        from wikimem.context import digest
+        from wikimem.context import digest, new_run_id
 
         return f"run_{digest('staged', ctx.idempotency_key)[:20]}" if ctx.idempotency_key else new_run_id()
 

@@ -118,7 +118,7 @@ class Review:
         return entry
 
     def undo_of(self, commit: str):
-        """What an undo commit undid (:class:`~wikimem.versioned.undolinks.UndoInfo`; empty for other commits)."""
+        """What an undo commit undid (:class:`~wikimem.versioned.history.UndoInfo`; empty for other commits)."""
         from wikimem.versioned import undo_info
 
         return undo_info(self._vstore.git, self._vstore.resolve(commit))

@@ -66,10 +66,6 @@ class MemoryStore:
     # -- reading -----------------------------------------------------------
 
     @property
-    def wiki_dir(self) -> Path:
-        return self.root / WIKI_DIR
-
-    @property
     def revision(self) -> int:
         """Bumped by every successful in-process wiki write (not by diary writes)."""
         return self._revision

@@ -5,7 +5,7 @@
   the last good commit: the newest the history index saw on the branch, or
   the remote-tracking ref, or — when neither is usable — the newest commit
   of the object store whose whole history passes the checks of
-  :mod:`~wikimem.versioned.incoming` (so a refused remote commit never
+  :mod:`~wikimem.versioned.replication.incoming` (so a refused remote commit never
   becomes the branch);
 - :func:`quarantine` — what cannot be read through the folder's door (a
   symbolic link, a FIFO, a device, a folder in a file's place, a file over
@@ -35,9 +35,8 @@ from wikimem.fsio import file_kind
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
 from wikimem.store import TOP_FILES
 
-from .incoming import check_incoming
 from .objects import BRANCH, GitRepo, oid
-from .remote import TRACKING
+from .replication import TRACKING, check_incoming
 
 __all__ = ["good_head", "move_branch", "quarantine", "readable", "readable_settings", "QUARANTINE"]
 

@@ -10,7 +10,7 @@
   direct write's, plus ``Wikimem-Base``) moves the branch by compare-and-swap under the owner lock, after it
   is on the remote when the folder replicates (pushed with compare-and-swap too).
 - :meth:`Staging.review` — what approving would change on current ``main``, item by item, and the conflicts
-  (items ``main`` changed since the run started), planned by :func:`~wikimem.versioned.plans.plan_apply`.
+  (items ``main`` changed since the run started), planned by :func:`~wikimem.versioned.history.plans.plan_apply`.
 - :meth:`Staging.approve` — one commit on ``main`` (``Wikimem-Action: approve``, the run's ``Wikimem-Run``
   and ``Wikimem-Actor``, ``Wikimem-Approved-By``, ``Wikimem-Staged-Tip``, one ``Wikimem-Skipped`` per
   conflicting item left out unless forced, operator edits applied in the same commit), then the branch goes.
@@ -44,15 +44,11 @@ from wikimem.format import (
 )
 from wikimem.store import MemoryStore, OverlayDoor, Unit, UnitInfo
 
-from .answers import rebuild_result
-from .historydb import iso
-from .itemdiff import ItemChange, path_changes
+from .history import ItemChange, Plan, Snapshot, State, finish, iso, path_changes, plan_apply, rebuild_result
 from .messages import build_message, parse_trailers, trailer_values
 from .objects import oid
 from .outcomes import Committed
-from .plans import Plan, State, finish, plan_apply
-from .snapshot import Snapshot
-from .stagedrefs import STAGED, TRACKED, staged_ref, staged_tips, tracked_ref, validate_staged_run
+from .replication import STAGED, TRACKED, staged_ref, staged_tips, tracked_ref, validate_staged_run
 from .target import Target
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ or a power loss (see ARCHITECTURE.md, "Durability").
 
 Every write takes one :class:`~wikimem.context.WriteContext` (who writes,
 under which preconditions); undo (revert, roll back, restore) is the object
-the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.undo`).
+the store holds as :attr:`VersionedStore.undo` (:mod:`wikimem.versioned.history.undo`).
 """
 
 from __future__ import annotations
@@ -45,21 +45,37 @@ from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
 
-from .answers import rebuild_result
-from .catchup import fast_forward, is_ancestor, local_only, merge_base, replay, switch_to
-from .forget import Forgetting, Forgotten, generation
-from .historydb import HistoryDB, HistoryEntry, HistoryPage, iso
+from .forgetting import Forgetting, Forgotten, generation
+from .history import (
+    CommitDiff,
+    HistoryDB,
+    HistoryEntry,
+    HistoryPage,
+    ItemChange,
+    Snapshot,
+    Undo,
+    iso,
+    path_changes,
+    rebuild_result,
+    unified_patch,
+)
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
-from .itemdiff import ItemChange, path_changes, unified_patch
 from .messages import build_message, printable
 from .objects import GitRepo, loose_bytes, oid
-from .outcomes import CommitDiff, Committed, Outcome
+from .outcomes import Committed, Outcome
 from .recovery import Recovery
-from .remote import RemoteMoved
-from .replica import Replica, tracking
-from .snapshot import Snapshot
+from .replication import (
+    RemoteMoved,
+    Replica,
+    fast_forward,
+    is_ancestor,
+    local_only,
+    merge_base,
+    replay,
+    switch_to,
+    tracking,
+)
 from .target import Target, request_of
-from .undo import Undo
 
 __all__ = ["VersionedStore", "PACK_EVERY"]
 
@@ -294,7 +310,7 @@ class VersionedStore:
     def forget(self, kind: str, *, actor: str = "operator", key: str | None = None,
                before: Callable[[set[str], set[str]], None] | None = None, **where) -> Forgotten:
         """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time_``, ``index``) with its
-        history, under the owner lock (see :mod:`wikimem.versioned.forget`). With a remote, a remote that
+        history, under the owner lock (see :mod:`wikimem.versioned.forgetting.forget`). With a remote, a remote that
         moved raises :class:`RemoteMoved` (nothing changed; the folder caught up: call again)."""
         with self.writer.lock, self._lock.hold():
             if not (self.root / ".git").is_dir():

@@ -33,8 +33,8 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
     memorize already applied under it synchronously is replayed, not redone.
     ``request_id`` (the submitting request's) is kept in the job's params.
     """
+    from wikimem.context import new_run_id
     from wikimem.format import normalize_ts
-    from wikimem.host.owner import new_run_id
 
     params = {k: v for k, v in memorize_kwargs.items() if v is not None}
     request = {"owner": owner, "turn": turn, **params}

@@ -16,11 +16,11 @@ choice and its figures are in ``bench/cluster.py`` and the README):
   prepared by hand);
 - :meth:`Remote.fetch` — its objects into a local repository, plus the
   remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
-  passed :func:`~wikimem.versioned.incoming.check_incoming` (the remote is
+  passed :func:`~wikimem.versioned.replication.incoming.check_incoming` (the remote is
   untrusted input: :class:`RemoteRefused` otherwise, and no ref moves); the
   remote's staged branches (``refs/heads/staged/<run>``, runs on probation)
   come along, each checked the same way (one that fails is left out, logged),
-  and the local ones follow them (:func:`~wikimem.versioned.stagedrefs.follow_remote`);
+  and the local ones follow them (:func:`~wikimem.versioned.replication.stagedrefs.follow_remote`);
 - :meth:`Remote.push` — compare-and-swap: ``main`` (or, with ``name``, a
   staged branch, which ``new=None`` deletes) moves only from the commit the
   caller names. The client aborts before sending anything when the
@@ -77,9 +77,9 @@ from wikimem.errors import (
     RemoteUnavailable,
 )
 
+from ..objects import BRANCH, GitRepo, init_repo, oid, ref
 from .catchup import switch_to
 from .incoming import check_incoming
-from .objects import BRANCH, GitRepo, init_repo, oid, ref
 from .stagedrefs import STAGED, TRACKED, follow_remote, staged_tips, tracked_ref, validate_staged_run
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
@@ -89,8 +89,6 @@ log = logging.getLogger(__name__)
 
 TRACKING = ref(b"refs/remotes/origin/main")
 SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
-# Schemes where this host can create the remote repository itself.
-CREATABLE = ("file", "ssh", "git+ssh")
 DEFAULT_TIMEOUT = 10.0
 _FOLDER_RE = re.compile(r"[a-z0-9@_~-][a-z0-9@_~.-]{0,254}")
 _FIELD_RE = re.compile(r"\{[^{}]*\}")
@@ -179,10 +177,6 @@ class Remote:
     def path(self) -> str:
         """The repository path on the remote side (a local path for file remotes)."""
         return self._parts.path if self._parts.scheme else self.url
-
-    @property
-    def can_create(self) -> bool:
-        return self.scheme in CREATABLE
 
     # -- the client ------------------------------------------------------------
 
@@ -315,7 +309,7 @@ class Remote:
         """Fetch the remote ``main`` into ``repo``; set ``refs/remotes/origin/main``; return the remote head.
 
         :class:`RemoteRefused` (no ref moved) when a new commit breaks the rules of
-        :mod:`~wikimem.versioned.incoming`, or the remote serves a malformed object.
+        :mod:`~wikimem.versioned.replication.incoming`, or the remote serves a malformed object.
         """
         try:
             return self._fetch(repo)
@@ -387,12 +381,10 @@ class Remote:
         want, old = (new.encode("ascii") if new else ZERO_SHA), (expected.encode("ascii") if expected else None)
         base = (None if rewritten else old) or (have.encode("ascii") if have else None)
         track = TRACKING if name == BRANCH else tracked_ref(name[len(STAGED):].decode("ascii"))
-        seen: list[bytes | None] = []
 
         def update_refs(refs):
             current = _refs(refs).get(name)
             current = None if current == ZERO_SHA else current
-            seen.append(current)
             if current != old:  # abort before a byte of the pack is sent
                 raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
                                   head=_hex(current), expected=expected)
@@ -471,7 +463,7 @@ class Remote:
 
         An empty repository fetches the remote (every commit checked, see
         :meth:`fetch`), then the files are written the way a fast-forward
-        writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the
+        writes them (:func:`~wikimem.versioned.replication.catchup.switch_to`, through the
         folder's door) — never by a generic checkout — and ``main`` moves last.
         """
         target = Path(target)
@@ -549,23 +541,10 @@ class Remote:
                 shutil.rmtree(folder)
             return True
         if self.scheme in ("ssh", "git+ssh"):
-            return self._ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
+            return self.ssh_script("delete", "if test -e {q}/HEAD; then rm -rf {q}; fi; echo gone")
         return False
 
-    def gc(self) -> bool:
-        """Remove the objects no ref reaches on the remote where this host can (file://: here; ssh: ``git``
-        over a shell); False when the scheme cannot (the server's own housekeeping must)."""
-        if self.scheme == "file":
-            from .pruning import prune
-
-            prune(self.path)
-            return True
-        if self.scheme in ("ssh", "git+ssh"):
-            return self._ssh_script("prune", "rm -rf {q}/logs && git --git-dir={q} -c gc.auto=0 repack -a -d -q && "
-                                             "git --git-dir={q} prune --expire=now && echo gone")
-        return False
-
-    def _ssh_script(self, what: str, template: str) -> bool:
+    def ssh_script(self, what: str, template: str) -> bool:
         """Run a shell script on the ssh remote's host, ``{q}`` being the repository path; False without a
         shell there (git-shell, a forced command)."""
         done = self._ssh_run(what, template, self.timeout * 6)

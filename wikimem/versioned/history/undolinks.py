@@ -13,8 +13,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .messages import trailer_values
-from .objects import GitRepo
+from ..messages import trailer_values
+from ..objects import GitRepo
 
 __all__ = ["UndoInfo", "UndoLinks", "undo_info", "undo_links"]
 

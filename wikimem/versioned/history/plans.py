@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 from wikimem.format import entry_key, memory_path, parse_day, render_day, render_wiki, same_item
 
+from ..objects import GitRepo
 from .itemdiff import ItemChange, path_changes, wiki_items
-from .objects import GitRepo
 
 __all__ = ["Plan", "State", "plan_revert", "plan_apply", "plan_restore", "finish"]
 

@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .itemdiff import path_changes
-from .messages import parse_trailers
-from .objects import GitRepo, parents_first
+from ..messages import parse_trailers
+from ..objects import GitRepo, parents_first
+from .itemdiff import ItemChange, path_changes
 
-__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "DB_NAME"]
+__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "CommitDiff", "DB_NAME", "iso"]
 
 DB_NAME = "wikimem-history.sqlite3"
 # WAL pages between checkpoints (1 MiB, some 30 writes): each costs three syncs, so most writes have none.
@@ -81,6 +81,18 @@ class HistoryPage:
 
 
 _COLUMNS = "id, parents, time, actor, run, action, file, item, date, tod, owner, source_conv, summary, changes"
+
+
+@dataclass
+class CommitDiff:
+    """A commit (or the span between two) item by item, plus the raw patch."""
+
+    entry: HistoryEntry | None
+    changes: list[ItemChange] = field(default_factory=list)
+    patch: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def _entry(row) -> HistoryEntry:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..objects import GitRepo
 from .historydb import HistoryEntry
 from .itemdiff import wiki_items
-from .objects import GitRepo
 
 __all__ = ["ItemVersion", "item_versions", "blame"]
 

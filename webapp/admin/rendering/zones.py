@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from flask import g, has_request_context, request
 
 __all__ = ["Zone", "ZONE_COOKIE", "BROWSER_COOKIE", "BROWSER", "zone_names", "check_zone", "operator_zone",
-           "current_zone", "in_zone", "zoned"]
+           "current_zone", "in_zone", "zoned", "COOKIE_AGE"]
 
 ZONE_COOKIE = "wikimem_tz"
 BROWSER_COOKIE = "wikimem_browser_tz"

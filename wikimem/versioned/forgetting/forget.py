@@ -6,7 +6,7 @@ killed writer left is settled. One run:
 
 1. resolve the target (a diary entry's text is read from ``HEAD``, else from
    history) and collect every text it ever held; none: nothing to forget;
-2. rewrite every ref's history without it (:mod:`wikimem.versioned.rewrite`)
+2. rewrite every ref's history without it (:mod:`wikimem.versioned.forgetting.rewrite`)
    and put a marker commit on top (what, when, by whom; never the text);
 3. like any write, under the intent log (:mod:`wikimem.versioned.intent`;
    the rewritten history synced and the log's old records wiped first):
@@ -45,13 +45,26 @@ from pathlib import Path
 from wikimem.errors import Erased, InvalidValue
 from wikimem.fsio import atomic_write, read_bytes
 
-from .catchup import is_ancestor, local_only, merge_base, replay, switch_to
-from .historydb import DB_NAME, HistoryDB
-from .intent import APPLIED, IntentLog, Step
-from .messages import parse_trailers
-from .objects import BRANCH, GitRepo, oid, ref
+from ..history import DB_NAME, HistoryDB
+from ..intent import APPLIED, IntentLog, Step
+from ..messages import parse_trailers
+from ..objects import BRANCH, GitRepo, oid, ref
+from ..replication import (
+    REPLACED,
+    STAGED,
+    TRACKED,
+    Replica,
+    is_ancestor,
+    local_only,
+    merge_base,
+    replaced,
+    replay,
+    staged_ref,
+    staged_tips,
+    switch_to,
+    tracking,
+)
 from .pruning import Pruned, prune
-from .replica import Replica, tracking
 from .rewrite import (
     PLACEHOLDER,
     Rewriter,
@@ -61,17 +74,12 @@ from .rewrite import (
     reachable,
     rewrite_barrier,
 )
-from .stagedrefs import STAGED, TRACKED, staged_ref, staged_tips
 
-__all__ = ["Forgetting", "Forgotten", "GENERATION_NAME", "REPLACED", "generation", "note_replaced",
-           "bump_generation"]
+__all__ = ["Forgetting", "Forgotten", "GENERATION_NAME", "generation", "bump_generation"]
 
 log = logging.getLogger(__name__)
 
 GENERATION_NAME = "wikimem-generation"
-# What this folder knew its remote to hold when a fetch found the remote's main no longer descending from it
-# (a history replaced: a forget or an erasure on another host). Removed once followed.
-REPLACED = ref(b"refs/wikimem/replaced")
 
 
 def generation(root: Path | str) -> bytes | None:
@@ -161,7 +169,7 @@ class Forgetting:
         scrub what lies outside the folder while the texts are still known)."""
         head = self.git.head()
         old_head = head.decode() if head else ""
-        if _ref_value(self.git, REPLACED) is not None:  # the folder is settled: a note left by a cut-short run
+        if replaced(self.git.repo) is not None:  # the folder is settled: a note left by a cut-short run
             self.git.repo.refs.remove_if_equals(REPLACED, None)
         if head is None or (target.kind == "diary" and target.content is None):
             return self._done(Forgotten(target.where(), False, 0, old_head, old_head, 0, None, "none", None))
@@ -267,10 +275,10 @@ class Forgetting:
         replaced (:data:`REPLACED`), in which case it is followed — this folder's own commits the remote never
         had are replayed on top of it (pushed first with ``push``), the work tree switched, the old history
         pruned. An erasure's tombstone raises :class:`~wikimem.errors.Erased` (the host drops its copy)."""
-        replaced = _ref_value(self.git, REPLACED)
-        if replaced is None:
+        old = replaced(self.git.repo)
+        if old is None:
             return False
-        if is_ancestor(self.git, replaced, known):  # the remote went back to a descendant: nothing replaced
+        if is_ancestor(self.git, old, known):  # the remote went back to a descendant: nothing replaced
             self.git.repo.refs.remove_if_equals(REPLACED, None)
             return False
         # (down to what both histories hold: a tombstone this copy grew from — an owner made again after its
@@ -280,7 +288,7 @@ class Forgetting:
             raise Erased(f"{self.root.name}: erased everywhere (its remote holds the erasure's tombstone)")
         tip = known
         if head is not None:
-            base = replaced if is_ancestor(self.git, replaced, head) else merge_base(self.git, head, replaced)
+            base = old if is_ancestor(self.git, old, head) else merge_base(self.git, head, old)
             mine = local_only(self.git, head, base)
             if mine:
                 tip = replay(self.git, mine, known)
@@ -327,7 +335,7 @@ class Forgetting:
 
     def _scrub_quarantine(self, texts: set[str]) -> None:
         """Delete what ``wikimem repair`` moved aside (``.git/wikimem-quarantine/``) when it holds one of the texts."""
-        from .repair import QUARANTINE
+        from ..repair import QUARANTINE
 
         forms = [t.encode("utf-8") for t in texts if t]
         for path in sorted((self.root / ".git" / QUARANTINE).rglob("*")):
@@ -380,23 +388,6 @@ def _hints(touches: dict[str, list[tuple]], rewriter: Rewriter, target: Target) 
             kept = list(known)
         out[new] = kept
     return out
-
-
-def note_replaced(git: GitRepo, before: bytes | None, after: bytes | None) -> None:
-    """After a fetch moved the tracking ref from ``before`` to ``after``: remember ``before`` as :data:`REPLACED`
-    when ``after`` does not descend from it (the first such value is kept until followed)."""
-    if before is None or after is None or before == after or _ref_value(git, REPLACED) is not None:
-        return
-    if oid(before) not in git.store or is_ancestor(git, before, after):
-        return
-    git.repo.refs.set_if_equals(REPLACED, None, oid(before))
-
-
-def _ref_value(git: GitRepo, name) -> bytes | None:
-    try:
-        return git.repo.refs[name]
-    except KeyError:
-        return None
 
 
 def _forgot(value: str, file: str, item: str) -> bool:

@@ -38,8 +38,8 @@ from wikimem.format import (
 )
 from wikimem.store import GITIGNORE_NAME, Door
 
+from ..objects import GitRepo
 from .incoming import FILE_MODES
-from .objects import GitRepo
 
 __all__ = ["Diverged", "is_ancestor", "merge_base", "local_only", "fast_forward", "switch_to", "replay"]
 
@@ -110,7 +110,7 @@ def switch_to(git: GitRepo, root: Path, new: bytes) -> list[str]:
     the files at the top this host keeps as the branch has them (``settings.json``, ``.gitignore``) —
     compared with the disk, so a copy left stale by an older host is put right too. A path that is
     not a regular memory file of ``new`` is :class:`~wikimem.errors.DamagedFolder` (the remote's
-    commits are checked before they are fetched: see :mod:`wikimem.versioned.incoming`).
+    commits are checked before they are fetched: see :mod:`wikimem.versioned.replication.incoming`).
     """
     head = git.head()
     if head == new:

@@ -12,7 +12,7 @@
 - :func:`rewrite_barrier` — the forget markers and erasure tombstones a fetched history holds beyond a
   commit, so that a host that held the old history drops it instead of replaying it back.
 
-Nothing here takes a lock or moves a ref: :mod:`wikimem.versioned.forget` does, under the owner lock.
+Nothing here takes a lock or moves a ref: :mod:`wikimem.versioned.forgetting.forget` does, under the owner lock.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from wikimem.format import DIARY_DIR, WIKI_DIR, parse_blocks, parse_day, parse_wiki, render_day, render_wiki
 
-from .messages import clean_value, parse_trailers, printable
-from .objects import GitRepo, oid, parents_first
+from ..messages import clean_value, parse_trailers, printable
+from ..objects import GitRepo, oid, parents_first
 
 __all__ = ["Target", "Rewriter", "reachable", "marker_message", "rewrite_barrier", "Barrier", "PLACEHOLDER",
            "FORGET_ACTION", "ERASED_ACTION", "tombstone_message", "name_digest"]

@@ -2,12 +2,12 @@
 
 :class:`Undo` is the object a :class:`~wikimem.versioned.VersionedStore`
 holds as ``undo``. Each operation has a preview (the
-:class:`~wikimem.versioned.plans.Plan`, nothing written) and an action that
+:class:`~wikimem.versioned.history.plans.Plan`, nothing written) and an action that
 writes the plan as one new commit, under the owner lock, on files re-read
 there. :data:`UNDO_KINDS` is the one table from an operation's name to what
 it takes, its preview and its action (:meth:`Undo.preview`,
 :meth:`Undo.apply`). The item-by-item rules are in
-:mod:`wikimem.versioned.plans`.
+:mod:`wikimem.versioned.history.plans`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from wikimem.errors import Conflict, NotFound
 from wikimem.format import memory_path, utc_now
 from wikimem.store import Writer
 
+from ..objects import GitRepo
+from ..outcomes import Committed, Outcome
 from .historydb import HistoryDB
 from .itemdiff import ItemChange
-from .objects import GitRepo
-from .outcomes import Committed, Outcome
 from .plans import Plan, State, finish, plan_restore, plan_revert
 
 __all__ = ["Undo", "UndoKind", "UNDO_KINDS", "undo_kind", "item_line"]

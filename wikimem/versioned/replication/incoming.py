@@ -33,7 +33,7 @@ from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, memory_path, parse_settin
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
 from wikimem.store import GITIGNORE_NAME, JOURNAL_NAME
 
-from .objects import oid
+from ..objects import oid
 
 __all__ = ["check_incoming", "FILE_MODES", "DIR_MODE"]
 

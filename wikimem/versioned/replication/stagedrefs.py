@@ -19,7 +19,7 @@ from dulwich.repo import Repo
 
 from wikimem.errors import InvalidName
 
-from .objects import oid, ref
+from ..objects import oid, ref
 
 __all__ = ["STAGED", "TRACKED", "validate_staged_run", "staged_ref", "tracked_ref", "staged_tips", "folder_staged",
            "follow_remote", "is_before"]

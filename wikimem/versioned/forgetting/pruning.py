@@ -21,7 +21,9 @@ from pathlib import Path
 
 from dulwich.repo import Repo
 
-__all__ = ["prune", "Pruned", "git_dir_of"]
+from ..replication import Remote
+
+__all__ = ["prune", "Pruned", "git_dir_of", "prune_remote"]
 
 # Files of a git directory that can name an old commit (and so keep it alive for git fsck's reflog walk).
 _STALE = ("ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "logs")
@@ -103,3 +105,15 @@ def _prune_with_dulwich(git_dir: Path) -> None:
         store.repack(exclude=unreachable)
     finally:
         repo.close()
+
+
+def prune_remote(remote: Remote) -> bool:
+    """Remove the objects no ref reaches on ``remote`` where this host can (file://: :func:`prune` here; ssh:
+    ``git`` over a shell); False when the scheme cannot (the server's own housekeeping must)."""
+    if remote.scheme == "file":
+        prune(remote.path)
+        return True
+    if remote.scheme in ("ssh", "git+ssh"):
+        return remote.ssh_script("prune", "rm -rf {q}/logs && git --git-dir={q} -c gc.auto=0 repack -a -d -q && "
+                                          "git --git-dir={q} prune --expire=now && echo gone")
+    return False

@@ -2,7 +2,7 @@
 
 Erasure first *replaces* the remote's ``main`` with it (compare-and-swap from
 what the remote holds), so that a host still holding a copy, on its next
-fetch, finds the erasure (:func:`~wikimem.versioned.rewrite.rewrite_barrier`)
+fetch, finds the erasure (:func:`~wikimem.versioned.forgetting.rewrite.rewrite_barrier`)
 and drops its copy instead of replaying it; then the repository is deleted
 where the transport allows. The commit is the same everywhere (fixed time
 and author), so a second erasure finds it already there.
@@ -19,8 +19,8 @@ from dulwich.repo import Repo
 
 from wikimem.errors import RemoteMissing
 
-from .objects import COMMITTER
-from .remote import Remote
+from ..objects import COMMITTER
+from ..replication import Remote
 from .rewrite import tombstone_message
 
 __all__ = ["tombstone", "bury"]

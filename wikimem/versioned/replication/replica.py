@@ -9,7 +9,7 @@ Everything on ``main`` beyond it is not replicated yet (the *lag*).
   a write is acknowledged only once its commit is on the remote. A push that
   fails leaves the branch where it was and the writer restores the files; a
   remote that moved is fetched first (so the next unit starts from it), then
-  :class:`~wikimem.versioned.remote.RemoteMoved` is raised.
+  :class:`~wikimem.versioned.replication.remote.RemoteMoved` is raised.
 - ``async`` mode: the branch moves at once; :meth:`Replica.push_pending`
   (called by a background pusher) sends what is beyond the tracking ref.
   :meth:`Replica.before_move` only refuses a write that would take the lag
@@ -25,16 +25,20 @@ from typing import cast
 from dulwich.objects import Commit
 from dulwich.repo import Repo
 
+from ..objects import BRANCH, GitRepo, oid, ref
 from .catchup import is_ancestor
-from .objects import BRANCH, GitRepo, oid
 from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteRefused, RemoteUnavailable, set_tracking
 
-__all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag"]
+__all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag", "REPLACED", "replaced",
+           "note_replaced"]
 
 log = logging.getLogger(__name__)
 
 MODES = ("sync", "async")
 DEFAULT_MAX_LAG = 1000
+# What this folder knew its remote to hold when a fetch found the remote's main no longer descending from it
+# (a history replaced: a forget or an erasure on another host). Removed once followed (``Forgetting.follow``).
+REPLACED = ref(b"refs/wikimem/replaced")
 
 
 class ReplicationLagging(RemoteUnavailable):
@@ -45,8 +49,17 @@ class ReplicationLagging(RemoteUnavailable):
 
 def tracking(repo: Repo) -> bytes | None:
     """What this folder knows the remote's ``main`` to be (None: nothing known yet)."""
+    return _value(repo, TRACKING)
+
+
+def replaced(repo: Repo) -> bytes | None:
+    """What a fetch noted as :data:`REPLACED` (None: no replaced history to follow)."""
+    return _value(repo, REPLACED)
+
+
+def _value(repo: Repo, name) -> bytes | None:
     try:
-        return repo.refs[TRACKING]
+        return repo.refs[name]
     except KeyError:
         return None
 
@@ -119,13 +132,11 @@ class Replica:
         """Fetch the remote's ``main`` (objects + tracking ref), best effort; its head.
 
         A remote whose new commits break the rules of
-        :mod:`~wikimem.versioned.incoming` raises :class:`RemoteRefused`
+        :mod:`~wikimem.versioned.replication.incoming` raises :class:`RemoteRefused`
         (reported, nothing moved). A remote whose history was replaced (not
         a descendant of what was known: a forget, an erasure) is noted for
         the next settle to follow.
         """
-        from .forget import note_replaced
-
         before = tracking(git.repo)
         try:
             head = self.remote.fetch(git.repo)
@@ -191,3 +202,13 @@ def folder_lag(root, cap: int = DEFAULT_MAX_LAG) -> int:
 
 def _holds(git: GitRepo, sha: bytes) -> bool:
     return oid(sha) in git.store
+
+
+def note_replaced(git: GitRepo, before: bytes | None, after: bytes | None) -> None:
+    """After a fetch moved the tracking ref from ``before`` to ``after``: remember ``before`` as :data:`REPLACED`
+    when ``after`` does not descend from it (the first such value is kept until followed)."""
+    if before is None or after is None or before == after or replaced(git.repo) is not None:
+        return
+    if oid(before) not in git.store or is_ancestor(git, before, after):
+        return
+    git.repo.refs.set_if_equals(REPLACED, None, oid(before))

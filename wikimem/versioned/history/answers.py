@@ -20,8 +20,8 @@ from dataclasses import asdict
 from wikimem.format import entry_key, memory_path, parse_day, parse_wiki
 from wikimem.models import DiaryItem
 
-from .messages import parse_trailers
-from .objects import GitRepo
+from ..messages import parse_trailers
+from ..objects import GitRepo
 
 __all__ = ["rebuild_result"]
 

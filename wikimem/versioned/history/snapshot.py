@@ -14,7 +14,7 @@ from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_date
 from wikimem.store import DiaryReader
 
-from .objects import GitRepo
+from ..objects import GitRepo
 
 __all__ = ["Snapshot"]
 
