@@ -1,4 +1,5 @@
-"""The write verbs of a versioned folder, written once over a target: a branch (``main`` or a staged run).
+"""The write verbs of a versioned folder, written once over a target: a branch (``main`` or a staged run) and a
+layer of the folder (the shared one, or a character's: ``characters/<id>/``).
 
 A :class:`Target` is where a write goes; :class:`Branch` is the little that
 differs between branches (how a unit is opened and committed, what a
@@ -43,7 +44,7 @@ class Branch(Protocol):
     staged run (:class:`~wikimem.versioned.staging.StagedBranch`)."""
 
     writer: Writer  # whose units make this branch's commits
-    store: MemoryStore  # the memory as this branch holds it (read and written inside a unit)
+    store: MemoryStore  # the shared layer as this branch holds it (its layers: ``store.layer(id)``)
 
     @property
     def where(self) -> str:
@@ -64,21 +65,23 @@ class Branch(Protocol):
 
 
 class Target:
-    """The write API of one branch: each verb is one commit on it (or a replay of the first)."""
+    """The write API of one branch and layer: each verb is one commit on the branch (or a replay of the first)."""
 
-    def __init__(self, branch: Branch):
+    def __init__(self, branch: Branch, layer: str | None = None):
         self.branch = branch
+        self.layer = layer
+        self.store = branch.store.layer(layer)  # (validates the layer's id)
 
     def __repr__(self) -> str:
-        return f"Target({self.branch!r})"
+        return f"Target({self.branch!r}, layer={self.layer!r})"
 
-    @property
-    def store(self) -> MemoryStore:
-        return self.branch.store
+    def with_layer(self, layer: str | None) -> Target:
+        """The same branch, another layer (a memorize writes the character's layer and proposes to the shared one)."""
+        return self if layer == self.layer else Target(self.branch, layer)
 
     @property
     def diary(self) -> Diary:
-        return self.branch.store.diary
+        return self.store.diary
 
     @staticmethod
     def request_of(ctx: WriteContext, kind: str | None) -> str | None:

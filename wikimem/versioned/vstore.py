@@ -40,7 +40,16 @@ from dulwich.objects import Blob
 
 from wikimem.context import WriteContext
 from wikimem.errors import IdempotencyKeyReused, NotFound
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, memory_path, utc_instant, utc_now
+from wikimem.format import (
+    MEMORY_DIRS,
+    SETTINGS_PATH,
+    OutsideCalendar,
+    layer_dirs,
+    layer_of,
+    memory_path,
+    utc_instant,
+    utc_now,
+)
 from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
@@ -60,7 +69,7 @@ from .history import (
     unified_patch,
 )
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
-from .messages import build_message, printable
+from .messages import build_message, layer_trailers, printable
 from .objects import GitRepo, loose_bytes, oid
 from .outcomes import Committed, Outcome
 from .recovery import Recovery
@@ -94,13 +103,13 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     """
     out = []
     for rec in records:
-        action = rec.get("action")
+        action, layer = rec.get("action"), rec.get("layer")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
-            touch = ("wiki", rec["file"], rec["item"], None, None)
+            touch = ("wiki", rec["file"], rec["item"], None, None, layer)
             if touch not in out:
                 out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
-            out.append(("diary", None, None, rec["date"], rec["time"]))
+            out.append(("diary", None, None, rec["date"], rec["time"], layer))
         else:
             return None
     return out
@@ -496,7 +505,7 @@ class VersionedStore:
     def _disk_files(self) -> dict[str, bytes]:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
-        for folder in MEMORY_DIRS:
+        for folder in self.memory_dirs():
             for name, key in self.door.stamps(folder).items():
                 path = f"{folder}/{name}"
                 cached = self._stat_cache.get(path)
@@ -510,6 +519,14 @@ class VersionedStore:
                 self._stat_cache[path] = (key, sha)
                 out[path] = sha
         return out
+
+    def memory_dirs(self) -> list[str]:
+        """The memory folders on disk: ``wiki/``, ``diary/`` and those of every character's layer."""
+        return [*MEMORY_DIRS, *(d for layer in self.door.layers() for d in layer_dirs(layer))]
+
+    def layers(self) -> list[str]:
+        """The characters with a layer in this folder: on disk, or at the branch's head."""
+        return sorted(set(self.door.layers()) | set(self.git.layers(self.git.commit_tree(self.git.head()))))
 
     def external_changes(self) -> list[str]:
         """Memory files whose content on disk differs from ``HEAD``."""
@@ -531,6 +548,7 @@ class VersionedStore:
             folder, name = where
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
+        lines += layer_trailers(layer_of(p)[0] for p in paths)
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
 
     def sync_external(self, actor: str | None = None) -> str | None:
