@@ -74,10 +74,12 @@ MAX_LISTED = 100  # items named in an approve or discard commit's body
 
 
 def item_key(change: ItemChange) -> tuple:
-    """What names an item across views: ``("wiki", file, name)`` or ``("diary", date, time, content)``."""
+    """What names an item across views: ``(layer, "wiki", file, name)`` or ``(layer, "diary", date, time, content)``
+    (``layer``: a character's, None for the shared layer)."""
     if change.kind == "wiki":
-        return ("wiki", change.file, change.name)
-    return ("diary", change.date, change.time, change.after if change.after is not None else change.before)
+        return (change.layer, "wiki", change.file, change.name)
+    return (change.layer, "diary", change.date, change.time,
+            change.after if change.after is not None else change.before)
 
 
 def _line(change: ItemChange) -> str:
@@ -333,9 +335,10 @@ class Staging:
 
     # -- the branch's moves ---------------------------------------------------------
 
-    def branch(self, run: str) -> Target:
-        """The write API of staged run ``run`` (``InvalidName`` when it cannot name a branch)."""
-        return Target(StagedBranch(self, run))
+    def branch(self, run: str, layer: str | None = None) -> Target:
+        """The write API of staged run ``run`` (``InvalidName`` when it cannot name a branch), in a layer of the
+        folder (None: the shared one)."""
+        return Target(StagedBranch(self, run), layer)
 
     def move(self, run: str, old: bytes | None, new: bytes, base: bytes) -> None:
         """Move the run's branch from ``old`` to ``new`` (under the owner lock): on the remote first when the folder
@@ -451,7 +454,7 @@ class Staging:
                 trailers += [("Edited", _where(e)) for e in edits[:MAX_LISTED]]
                 b.unit.info = replace(b.unit.info, undo_items=tuple(_line(c) for c in plan.changes),
                                       trailers=tuple(trailers))
-                stage_writes(vs.writer, writes, "approve", f"approve staged run {run}")
+                stage_writes(vs.writer, writes, "approve", f"approve staged run {run}", always=True)
                 value = {"changes": [c.to_dict() for c in plan.changes], "conflicts": plan.conflicts,
                          "skipped": len(skipped), "forced": len(plan.conflicts) if force else 0,
                          "approved_by": approver, "tip": info.tip}

@@ -75,6 +75,14 @@ class Target:
     def __repr__(self) -> str:
         return f"Target({self.branch!r}, layer={self.layer!r})"
 
+    def _bound(self, ctx: WriteContext | None, *request: object) -> WriteContext:
+        """``ctx`` bound to the request (and to the layer it writes: a retry must address the same one)."""
+        where = ("layer", self.layer) if self.layer is not None else ()
+        return WriteContext.of(ctx).bound(*request, *where)
+
+    def _kind(self, kind: str) -> str:
+        return kind if self.layer is None else f"{kind} in {self.layer}"
+
     def with_layer(self, layer: str | None) -> Target:
         """The same branch, another layer (a memorize writes the character's layer and proposes to the shared one)."""
         return self if layer == self.layer else Target(self.branch, layer)
@@ -152,9 +160,9 @@ class Target:
             ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
         ``ctx.if_none_match``: only if it does not exist yet)."""
-        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
+        ctx = self._bound(ctx, "add", file, name, content, owner, ts)
         # The item's preconditions are checked by check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
+        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=self._kind(f"add {file}/{name}")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
@@ -167,9 +175,9 @@ class Target:
     def remove(self, file: str, name: str, *, owner: str | None = None,
                ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
+        ctx = self._bound(ctx, "remove", file, name, owner)
         with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
-                        kind=f"remove {file}/{name}") as b:
+                        kind=self._kind(f"remove {file}/{name}")) as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
             self.check_item(file, name, ctx)
@@ -181,8 +189,8 @@ class Target:
                      time: str | None = None, tz=None, owner: str | None = None,
                      ctx: WriteContext | None = None) -> Committed:
         """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
-        with self.batch(ctx, kind="diary") as b:
+        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner)
+        with self.batch(ctx, kind=self._kind("diary")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(DiaryItem(**value) if value else None, b.commit, True)

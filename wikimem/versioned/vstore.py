@@ -645,11 +645,14 @@ class VersionedStore:
     # -- history ---------------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                date: str | None = None, limit: int = 50, cursor: str | None = None) -> HistoryPage:
-        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day."""
+                date: str | None = None, limit: int = 50, cursor: str | None = None,
+                layers: tuple[str | None, ...] | None = None) -> HistoryPage:
+        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day; ``layers``: only
+        the commits of these layers (None in it: the shared one) and those that touched no item."""
         if item is not None:
             item = " ".join(item.split())
-        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor)
+        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor,
+                            layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.db.runs(limit)
@@ -696,21 +699,31 @@ class VersionedStore:
             raise NotFound(f"no commit at or before {point}")
         return found_at
 
-    def _span(self, old_tree, new_tree) -> tuple[list[ItemChange], str]:
+    def _span(self, old_tree, new_tree, layers: tuple[str | None, ...] | None = None,
+              ) -> tuple[list[ItemChange], str, bool]:
+        """The item changes and the patch between two trees, of ``layers`` only (None: every layer); and whether
+        anything changed in a layer left out."""
         changes: list[ItemChange] = []
         patch: list[str] = []
+        hidden = False
         for path in sorted(self.git.changed_paths(old_tree, new_tree)):
+            if layers is not None and layer_of(path)[0] not in layers:
+                hidden = True
+                continue
             old, new = self.git.blob_at(old_tree, path), self.git.blob_at(new_tree, path)
             changes.extend(path_changes(path, old, new))
             patch.append(unified_patch(path, old, new))
-        return changes, "".join(patch)
+        return changes, "".join(patch), hidden
 
-    def show_commit(self, point: str) -> CommitDiff:
-        """One commit: its history entry, what it did item by item, and its patch."""
+    def show_commit(self, point: str, layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """One commit: its history entry, what it did item by item, and its patch. ``layers``: seen by a reader of
+        these layers only (None in it: the shared one): a commit of other layers alone is :class:`NotFound`."""
         cid = self.resolve(point)
         obj = self.git.commit(cid.encode())
         parent_tree = self.git.commit_tree(obj.parents[0]) if obj.parents else None
-        changes, patch = self._span(parent_tree, obj.tree)
+        changes, patch, hidden = self._span(parent_tree, obj.tree, layers)
+        if hidden and not changes:
+            raise NotFound(f"no commit {point} in the layers you may read")
         entry = self.db.entry(cid)
         if entry is None:  # a commit not on the branch
             entry = HistoryEntry(cid, [p.decode() for p in obj.parents], iso(obj.commit_time),
@@ -719,11 +732,11 @@ class VersionedStore:
                                  len(changes))
         return CommitDiff(entry, changes, patch)
 
-    def diff(self, a: str, b: str = "HEAD") -> CommitDiff:
-        """What changed from ``a`` to ``b``, item by item."""
+    def diff(self, a: str, b: str = "HEAD", layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """What changed from ``a`` to ``b``, item by item (in ``layers`` only; None: every layer)."""
         ta = self.git.commit_tree(self.resolve(a).encode())
         tb = self.git.commit_tree(self.resolve(b).encode())
-        changes, patch = self._span(ta, tb)
+        changes, patch, _ = self._span(ta, tb, layers)
         return CommitDiff(None, changes, patch)
 
     def changed_paths(self, old: str | None, new: str | None) -> set[str]:

@@ -165,11 +165,11 @@ def finish(state: State, target: str, conflicts: list[dict]) -> tuple[Plan, dict
 
 
 def stage_writes(writer: Writer, writes: dict[str, tuple[bytes | None, bytes | None]], action: str,
-                 detail: str) -> None:
+                 detail: str, *, always: bool = False) -> None:
     """Stage a plan's files (``{path: (old, new)}``) in the writer's unit, one journal record per file naming its
-    item's file or day (and its layer); with no file at all, one record of the action alone (an approval of
-    nothing left to apply still makes its commit)."""
-    if not writes:
+    item's file or day (and its layer); with no file at all and ``always``, one record of the action alone (an
+    approval of nothing left to apply still makes its commit; an undo of nothing makes none)."""
+    if not writes and always:
         writer.apply({}, {"ts": utc_now(), "action": action, "detail": detail})
     for path, (old, new) in writes.items():
         where = memory_path(path)
