@@ -3,7 +3,9 @@
 #               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
 #   make test   lint, then run the whole test suite (what CI runs)
 #   make lint   the two gates alone: ruff (style, imports) and mypy (types)
-#   make docs   write the variables tables (README.md, deploy/env.example) from wikimem/host/variables.py
+#   make docs   write the generated documentation: the reference pages (docs/reference/: HTTP API, CLI,
+#               the variables' tables) and deploy/env.example, from the code (tools/reference_docs.py)
+#   make site   build the documentation site into site/ (mkdocs; `mkdocs serve` to read it while writing)
 #
 # `run` installs only what the host needs (the [run] extra); `test` and the other
 # helpers install the development tools on top ([dev]). Each has its own stamp.
@@ -15,7 +17,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run lint test test-fast docs bench system-deps clean
+.PHONY: run lint test test-fast docs site bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +49,12 @@ test: lint
 test-fast: lint
 	$(VENV)/bin/pytest -n 2 -q -m "not slow and not browser"
 
-# A test fails while they differ from the definition (tests/integration/test_config_docs.py).
+# A test fails while a committed page differs from what the code generates (tests/integration/test_reference_docs.py).
 docs: $(RUN_STAMP)
-	$(PY) -c 'from pathlib import Path; from wikimem.host.variables import write_docs; \
-	          print("\n".join(f"wrote {name}" for name in write_docs(Path.cwd())) or "up to date")'
+	$(PY) tools/reference_docs.py
+
+site: $(DEV_STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py
