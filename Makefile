@@ -17,7 +17,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run lint test test-fast docs site bench system-deps clean
+.PHONY: run lint test test-fast docs site doc-images bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ docs: $(RUN_STAMP)
 
 site: $(DEV_STAMP)
 	$(VENV)/bin/mkdocs build --strict
+
+# The picture of the README and the docs' landing page: a browser test's screenshot (Chromium).
+doc-images: $(DEV_STAMP)
+	UPDATE_DOC_IMAGES=1 $(VENV)/bin/pytest -q tests/browser/test_demo_rollback.py
 
 bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py
