@@ -1,7 +1,8 @@
 # The two commands of the README, plus a few helpers.
 #   make run    run the host here with demo data (prints URL and admin token);
 #               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
-#   make test   lint, then run the whole test suite (what CI runs)
+#   make test   lint, then run the whole test suite (what CI runs); it prints a line per area
+#               (tests/unit, tests/integration, …) as that area starts (tests/areas.py)
 #   make lint   the two gates alone: ruff (style, imports) and mypy (types)
 #   make docs   write the generated documentation: the reference pages (docs/reference/: HTTP API, CLI,
 #               the variables' tables) and deploy/env.example, from the code (tools/reference_docs.py)

@@ -18,11 +18,11 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
 from pathlib import Path
 
 import pytest
+import tomllib
 from docblocks import doc_block
 from gunicorn_env import free_port, stop_process
 

@@ -16,7 +16,6 @@ from . import bp
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
 from .months import calendar_params, month_view
 
-
 SORTS = ("id", "changed")  # by owner id (every host of a cluster), or the last changed first (this host's)
 
 
