@@ -174,17 +174,25 @@ def point(value: str | None, what: str) -> str:
     return value
 
 
-def ask_of(data: dict, *, create_only: bool = False) -> Ask:
+def ask_of(data: dict, *, create_only: bool = False, layered: bool = False) -> Ask:
     """What a write request says of itself: ``run``, ``actor``, ``source_conv`` and ``staged`` of its body,
     ``Idempotency-Key`` and ``If-Match`` of its headers (and ``If-None-Match: *`` with ``create_only``, the routes
-    that take it). The host's gate makes the write context of it (:meth:`wikimem.host.Gate.act`)."""
+    that take it), and with ``layered`` the character's layer it writes (its ``character``: a memory write). The
+    host's gate makes the write context of it (:meth:`wikimem.host.Gate.act`)."""
     run, actor, conv = (opt_str(data, k, limit=MAX_FIELD_CHARS) for k in ("run", "actor", "source_conv"))
     match, none_match = if_match(), create_only and if_none_match()
     if match is not None and none_match:
         raise BadRequest("give If-Match (the item as you saw it) or If-None-Match: * (it must not exist), not both")
     staged = opt_bool(data, "staged", False) if "staged" in data else None
     return Ask(run=run, actor=actor, source_conv=conv, idempotency_key=idempotency_key(), if_match=match,
-               if_none_match=none_match, staged=staged)
+               if_none_match=none_match, staged=staged, layer=character_asked(data) if layered else None)
+
+
+def character_asked(data: dict | None = None) -> str | None:
+    """The character's layer a call addresses: the body's ``character``, else the query parameter (the host's gate
+    judges the id and whether the caller may reach it)."""
+    body = opt_str(data, "character", limit=100) if data else None
+    return body if body is not None else query_str("character", limit=100)
 
 
 def if_none_match() -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "QuotaExceeded",
     "DamagedFolder",
     "RemoteRefused",
+    "NotPermitted",
 ]
 
 
@@ -89,6 +90,13 @@ class PreconditionFailed(WikimemError):
         super().__init__(message)
         self.current = current
         self.item = item
+
+
+class NotPermitted(WikimemError, PermissionError):
+    """A caller that may not do this here: a character's token reaching another character's layer, or writing the
+    shared layer directly when its policy says it only proposes (403)."""
+
+    code = "forbidden"
 
 
 class IdempotencyKeyReused(InvalidValue):

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from webapp.admin.months import month_view
+from webapp.admin.rendering.months import month_view
 from wikimem.cli.hostcmd import _tokens_file, busy_port_message, demo_line, token_lines
 from wikimem.context import WriteContext
 from wikimem.host import Host

@@ -15,27 +15,28 @@ from webapp.params import (
 from wikimem.errors import InvalidValue
 from wikimem.host import HISTORY_FILTERS, UNDO_TARGETS, BadRequest
 
-from .blueprint import OWNER, act, bp, owner_for
+from .blueprint import OWNER, act, bp, layer_for, owner_for
 
 
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
     review = owner_for(owner_id, "read").review
     page = review.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
-                                 cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
+                                 cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64),
+                                 layers=(layer_for(),))
     return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=review.undone_by(page.entries))
 
 
 @bp.get(OWNER + "/commits/<commit>")
 def commit(owner_id: str, commit: str):
-    return jsonify(owner_for(owner_id, "read").show_commit(point(commit, "commit")))
+    return jsonify(owner_for(owner_id, "read").show_commit(point(commit, "commit"), (layer_for(),)))
 
 
 @bp.get(OWNER + "/diff")
 def diff(owner_id: str):
     owner = owner_for(owner_id, "read")
     return jsonify(owner.diff(point(query_str("from", limit=64), "from"),
-                              point(query_str("to", limit=64) or "HEAD", "to")))
+                              point(query_str("to", limit=64) or "HEAD", "to"), (layer_for(),)))
 
 
 def _target(data: dict, field: str) -> str:

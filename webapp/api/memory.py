@@ -23,23 +23,23 @@ from webapp.params import (
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
-from .blueprint import OWNER, STAGED, act, bp, committed, include_staged, owner_for, with_etag
+from .blueprint import OWNER, STAGED, act, bp, committed, include_staged, layer_for, owner_for, recall_as, with_etag
 
 
 @bp.get(OWNER + "/files")
 def files(owner_id: str):
-    return jsonify(files=owner_for(owner_id, "read").files())
+    return jsonify(files=owner_for(owner_id, "read").files(layer_for()))
 
 
 @bp.get(OWNER + "/items")
 def items(owner_id: str):
-    return jsonify(items=owner_for(owner_id, "read").items(query_str("file")))
+    return jsonify(items=owner_for(owner_id, "read").items(query_str("file"), layer_for()))
 
 
 @bp.get(OWNER + "/items/<file>/<path:name>")
 def get_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "read")
-    item = owner.item(file, name)
+    item = owner.item(file, name, layer_for())
     return with_etag(jsonify(item=item), owner.etag(item))
 
 
@@ -47,8 +47,8 @@ def get_item(owner_id: str, file: str, name: str):
 def put_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS | STAGED, {"content"})
-    with act(owner, "edit", data, create_only=True, file=file, name=name) as a:
-        done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=a.ctx)
+    with act(owner, "edit", data, create_only=True, layered=True, file=file, name=name) as a:
+        done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=a.ctx, character=a.layer)
         a.done(done.commit)
     # (a replay of a write whose item was forgotten since answers item null: the item is no more)
     tag = owner.etag(done.value) if done.value is not None else None
@@ -59,8 +59,8 @@ def put_item(owner_id: str, file: str, name: str):
 def delete_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body(WRITE_FIELDS | STAGED, optional_body=True)
-    with act(owner, "delete-item", data, file=file, name=name) as a:
-        done = owner.remove(file, name, ctx=a.ctx)
+    with act(owner, "delete-item", data, layered=True, file=file, name=name) as a:
+        done = owner.remove(file, name, ctx=a.ctx, character=a.layer)
         a.done(done.commit)
     return committed(done, "removed")
 
@@ -76,15 +76,15 @@ def _append_kwargs(data: dict) -> dict:
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content"} | _APPEND | WRITE_FIELDS | STAGED, {"content"})
-    with act(owner, "diary-append", data) as a:
-        done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, **_append_kwargs(data))
+    with act(owner, "diary-append", data, layered=True) as a:
+        done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data))
         a.done(done.commit)
     return committed(done, "entry"), 201
 
 
 @bp.get(OWNER + "/diary/dates")
 def diary_dates(owner_id: str):
-    return jsonify(dates=owner_for(owner_id, "read").diary_dates())
+    return jsonify(dates=owner_for(owner_id, "read").diary_dates(layer_for()))
 
 
 @bp.get(OWNER + "/diary")
@@ -93,26 +93,27 @@ def diary_window(owner_id: str):
     start, end = query_str("start", limit=10), query_str("end", limit=10)
     if start is None or end is None:
         raise BadRequest("give both start and end dates (YYYY-MM-DD)")
-    return jsonify(entries=owner.diary_window(start, end))
+    return jsonify(entries=owner.diary_window(start, end, layer_for()))
 
 
 @bp.get(OWNER + "/diary/<day>")
 def diary_day(owner_id: str, day: str):
-    return jsonify(entries=owner_for(owner_id, "read").diary_day(day))
+    return jsonify(entries=owner_for(owner_id, "read").diary_day(day, layer_for()))
 
 
 @bp.post(OWNER + "/batch")
 def batch(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"ops", "message"} | WRITE_FIELDS | STAGED, {"ops"})
-    with act(owner, "batch", data) as a:
-        result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=a.ctx)
+    with act(owner, "batch", data, layered=True) as a:
+        result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=a.ctx,
+                                 character=a.layer)
         a.done(result.commit)
     return jsonify(result.to_dict())
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -130,7 +131,7 @@ def retrieve(owner_id: str):
         expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
-        include_staged=as_of is None and include_staged(data),
+        include_staged=as_of is None and include_staged(data), character=recall_as(data),
     )
     return jsonify(result.to_dict())
 
@@ -159,7 +160,8 @@ def memorize(owner_id: str):
 def diary_tool(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"arguments"} | _APPEND | WRITE_FIELDS | STAGED, {"arguments"})
-    with act(owner, "diary-tool", data) as a:
-        entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=a.ctx, **_append_kwargs(data))
+    with act(owner, "diary-tool", data, layered=True) as a:
+        entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=a.ctx, character=a.layer,
+                                                   **_append_kwargs(data))
         a.done(commit)
     return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201

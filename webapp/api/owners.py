@@ -13,9 +13,10 @@ from webapp.params import (
     query_str,
 )
 from webapp.peering import forward_for, listing_scope
+from wikimem.errors import NotPermitted
 from wikimem.host import EXPORT_TYPES, SETTINGS_FIELDS
 
-from .blueprint import OWNER, act, bp, owner_for, with_etag
+from .blueprint import OWNER, act, bp, caller, layer_for, owner_for, with_etag
 
 
 @bp.get("/owners")
@@ -59,7 +60,10 @@ def delete_owner(owner_id: str):
 def export_owner(owner_id: str):
     require("read", owner_id)
     fmt = query_str("format") or "zip"
-    data = get_host().export_owner(owner_id, fmt=fmt)
+    layer = layer_for()
+    if fmt == "bundle" and caller().character is not None:  # a bundle holds every layer's history
+        raise NotPermitted("a token bound to a character exports its layers as zip or tar, not as a bundle")
+    data = get_host().export_owner(owner_id, fmt=fmt, layers=(layer,))
     return Response(data, mimetype=EXPORT_TYPES[fmt],
                     headers={"Content-Disposition": f'attachment; filename="{get_host().export_name(owner_id, fmt)}"'})
 

@@ -17,7 +17,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import DamagedFolder, RemoteError, StoreBusy, WikimemError
+from wikimem.errors import DamagedFolder, NotPermitted, RemoteError, StoreBusy, WikimemError
+from wikimem.naming import validate_character_id
 
 from .auditlog import audit
 
@@ -44,10 +45,11 @@ class Caller:
     kind: str
     name: str
     prefix: str = ""
+    character: str | None = None  # a token bound to a character (SPEC §11): its own layer, proposals to the shared
 
     @classmethod
-    def token(cls, name: str, prefix: str = "") -> Caller:
-        return cls("token", name, prefix)
+    def token(cls, name: str, prefix: str = "", character: str | None = None) -> Caller:
+        return cls("token", name, prefix, character)
 
     @classmethod
     def operator(cls, name: str, prefix: str = "") -> Caller:
@@ -69,6 +71,7 @@ class Ask:
     if_match: str | None = None
     if_none_match: bool = False
     staged: bool | None = None  # None: as the policy says
+    layer: str | None = None  # the character's layer it addresses (None: the shared layer)
 
 
 def outcome_of(exc: BaseException | None) -> str:
@@ -91,6 +94,7 @@ class Act:
     ctx: WriteContext
     target: dict[str, Any] = field(default_factory=dict)
     held: Owner | None = field(default=None, repr=False)  # the owner, once looked up
+    layer: str | None = None  # the character's layer the change addresses (None: the shared layer)
     result: str | None = None  # set by refused(): the block answered a refusal without raising
     made: dict[str, Any] = field(default_factory=dict)  # what the change made, for its event (done())
 
@@ -148,20 +152,55 @@ class Gate:
     """The host's door for changes (held as ``host.gate``); see the module's docstring."""
 
     def __init__(self, lookup: Callable[[str], Owner] | None = None,
-                 policy: Callable[[], StagingPolicy] | None = None, digest: Callable[[str], str] | None = None):
+                 policy: Callable[[], StagingPolicy] | None = None, digest: Callable[[str], str] | None = None,
+                 shared_writes: Callable[[str], str] | None = None):
         """A host's gate (``lookup`` its owners, ``policy`` its staging policy, ``digest`` its erasures' keyed
-        digest); ``Gate()`` is the gate of a memory folder the command line opens without a host."""
+        digest, ``shared_writes`` a character's policy for the shared layer: ``staged``, ``direct`` or ``none``);
+        ``Gate()`` is the gate of a memory folder the command line opens without a host."""
         self.lookup = lookup
         self._policy = policy
         self._digest = digest  # an erasure's event names its owner by a keyed digest (as its receipt does)
+        self._shared_writes = shared_writes
+
+    def layer(self, caller: Caller, asked: str | None) -> str | None:
+        """The layer a call of ``caller`` may address when it asks for ``asked`` (None: the shared layer): a malformed
+        id is :class:`~wikimem.errors.InvalidName`; a character's token reaching another character's layer is
+        :class:`~wikimem.errors.NotPermitted`."""
+        if asked is not None:
+            validate_character_id(asked)
+        if caller.character is not None and asked not in (None, caller.character):
+            raise NotPermitted(f"this token is bound to the character {caller.character!r}: it reads and writes the "
+                               f"shared layer and its own, never {asked!r}'s layer")
+        return asked
+
+    def recalls_as(self, caller: Caller, asked: str | None) -> str | None:
+        """The character a retrieve recalls as: the one asked for, else the one a token is bound to."""
+        return self.layer(caller, asked) or caller.character
+
+    def _proposes(self, caller: Caller, layer: str | None, asked: bool | None) -> bool:
+        """Whether a write goes on probation because a character writes the shared layer: by its policy a proposal
+        (``staged``, the default), a direct write (``direct``) or refused (``none``, or ``staged: false`` asked
+        when the policy proposes)."""
+        if caller.character is None or layer is not None:
+            return False
+        policy = self._shared_writes(caller.character) if self._shared_writes is not None else "staged"
+        if policy == "direct":
+            return False
+        if policy == "none" or asked is False:
+            raise NotPermitted(f"the character {caller.character!r} may not write the shared layer directly "
+                               f"(its shared_writes policy is {policy!r})" +
+                               ("" if policy == "none" else ": leave out staged, and the write is a proposal"))
+        return True
 
     def context(self, caller: Caller, ask: Ask | None = None) -> WriteContext:
         """The write context of ``ask`` from ``caller``: the actor defaults to the caller's name; a token the
-        policy stages (``WIKIMEM_STAGED_TOKENS``) puts the write on probation, as does ``staged: true``."""
+        policy stages (``WIKIMEM_STAGED_TOKENS``) puts the write on probation, as does ``staged: true``, and a
+        character's write to the shared layer (a proposal, by the character's policy)."""
         ask = ask or Ask()
         policy = self._policy() if self._policy is not None else None
         by_token = caller.kind == "token" and policy is not None and policy.stages_token(caller.name)
-        staged = bool(ask.staged) or by_token
+        proposes = self._proposes(caller, self.layer(caller, ask.layer), ask.staged)
+        staged = bool(ask.staged) or by_token or proposes
         return WriteContext(run=ask.run, actor=ask.actor or caller.name, source_conv=ask.source_conv,
                             idempotency_key=ask.idempotency_key, if_match=ask.if_match,
                             if_none_match=ask.if_none_match, staged=staged)
@@ -173,8 +212,15 @@ class Gate:
         logged when the block ends."""
         held = None if owner is None or isinstance(owner, str) else owner
         owner_id = held.id if held is not None else owner if isinstance(owner, str) else None
-        return Act(self, caller, action, owner_id, self.context(caller, ask),
-                   {k: v for k, v in target.items() if v is not None}, held)
+        layer = ask.layer if ask is not None else None
+        target = {k: v for k, v in {**target, "layer": layer}.items() if v is not None}
+        try:
+            ctx = self.context(caller, ask)
+        except Exception as exc:  # refused before anything ran (a layer it may not reach): audited all the same
+            refused = Act(self, caller, action, owner_id, WriteContext(actor=caller.name), target, held, None)
+            refused.__exit__(type(exc), exc, None)
+            raise
+        return Act(self, caller, action, owner_id, ctx, target, held, layer)
 
     @staticmethod
     def note(caller: Caller, action: str, result: str = "ok", **fields: Any) -> None:

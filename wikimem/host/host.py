@@ -554,9 +554,10 @@ class Host:
 
     # -- export ------------------------------------------------------------
 
-    def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), or (``bundle``) its whole history
-        with its settings as a git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+    def export_owner(self, owner_id: str, fmt: str = "zip", layers: tuple[str | None, ...] | None = (None,)) -> bytes:
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``; of ``layers``, the shared one by
+        default, ``None``: every layer), or (``bundle``) its whole history with its settings and every layer as a
+        git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
         if fmt not in EXPORT_TYPES:
             raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
@@ -568,7 +569,7 @@ class Host:
             buf = io.BytesIO()
             write_bundle_of(owner.root, buf)
             return buf.getvalue()
-        return archive_markdown(owner.root, owner.root.name, fmt)
+        return archive_markdown(owner.root, owner.root.name, fmt, layers)
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
         """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
