@@ -183,7 +183,8 @@ def test_a_staged_write_with_an_idempotency_key_replays(host):
     assert b.replayed and a.commit == b.commit
 
 
-@pytest.mark.parametrize("run", ["a..b", "-x", "x.lock", "x/y", "x y", "x:y", "é", ".hidden"])
+@pytest.mark.parametrize("run", ["a..b", "-x", "x.lock", "x/y", "x y", "x:y", "é", ".hidden", "HEAD", "main",
+                                 "Main", "FETCH_HEAD", "head"])
 def test_a_run_id_that_cannot_name_a_branch_is_refused(host, run):
     owner = host.owner("user:ann")
     with pytest.raises(InvalidName):

@@ -30,14 +30,18 @@ STAGED = b"refs/heads/staged/"
 TRACKED = b"refs/remotes/origin/staged/"
 # One ref component: no "..", no ".lock" at the end, no leading "." or "-", none of git's forbidden characters.
 _RUN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+# Names git gives a meaning of its own (``HEAD``, ``FETCH_HEAD``…) and the branch every run is based on; in any case
+# (a case-insensitive file system makes ``Main`` the same ref file as ``main``).
+_RESERVED = ("head", "main")
 
 
 def validate_staged_run(run: object) -> str:
     """``run`` if it can name a staged branch (``refs/heads/staged/<run>``), else :class:`InvalidName`."""
     if (not isinstance(run, str) or not _RUN_RE.fullmatch(run) or ".." in run or "@{" in run
-            or run.endswith((".", ".lock"))):
+            or run.endswith((".", ".lock")) or run.casefold() in _RESERVED or run.upper().endswith("_HEAD")):
         raise InvalidName(f"run {str(run)[:60]!r} cannot be staged: a staged run id is 1-128 letters, digits and "
-                          "_ . @ + - (not starting with . or -, no '..', not ending with . or .lock)")
+                          "_ . @ + - (not starting with . or -, no '..', not ending with . or .lock, not HEAD, "
+                          "*_HEAD or main)")
     return run
 
 
