@@ -14,7 +14,9 @@ placeholders, ``INSERT … ON CONFLICT … DO UPDATE``, ``CASE``, ``LIKE``,
   PostgreSQL's ``COLLATE "C"``);
 - the schema version (:meth:`Database.version`): ``PRAGMA user_version`` of
   the SQLite file, a row of ``wikimem_schema`` on PostgreSQL;
-- the size of the store (:meth:`Database.size`).
+- the size of the store (:meth:`Database.size`);
+- a NUL character in a value (PostgreSQL's text cannot hold one): refused on both
+  engines, as :class:`~wikimem.errors.InvalidValue` (a filter with one is a 422, never a 500).
 
 Connections are per thread and per process (a handle never crosses a fork).
 ``psycopg`` is imported only when a ``postgresql://`` URL is opened
@@ -134,7 +136,7 @@ class Database:
 
     def execute(self, sql: str, args: Sequence[Any] = (), conn=None):
         """Run one statement (outside a transaction: on its own); the cursor."""
-        return (conn or self.connection()).execute(self._sql(sql), tuple(args))
+        return (conn or self.connection()).execute(self._sql(sql), _values(args))
 
     def rows(self, sql: str, args: Sequence[Any] = (), conn=None) -> list[tuple]:
         return [tuple(r) for r in self.execute(sql, args, conn).fetchall()]
@@ -150,7 +152,7 @@ class Database:
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]], conn=None) -> None:
         cursor = (conn or self.connection()).cursor()
-        cursor.executemany(self._sql(sql), [tuple(r) for r in rows])
+        cursor.executemany(self._sql(sql), [_values(r) for r in rows])
 
     def script(self, ddl: str) -> None:
         """Run a schema script (``;``-separated statements, ``{text_c}`` and ``{real}`` filled in)."""
@@ -228,6 +230,18 @@ class Database:
             return {r[0] for r in self.rows("SELECT column_name FROM information_schema.columns "
                                             "WHERE table_name = ? AND table_schema = current_schema()", (table,))}
         return {r[1] for r in self.rows(f"PRAGMA table_info({table})")}
+
+
+def _values(args: Sequence[Any] | dict) -> tuple | dict:
+    """The arguments of a statement, each text value checked: no NUL (the one value PostgreSQL's text refuses; refused
+    on SQLite too, so that both engines answer alike)."""
+    values = args.values() if isinstance(args, dict) else args
+    for value in values:
+        if isinstance(value, str) and "\0" in value:
+            from wikimem.errors import InvalidValue
+
+            raise InvalidValue("a value may not contain a NUL character")
+    return args if isinstance(args, dict) else tuple(args)
 
 
 class Tx:
