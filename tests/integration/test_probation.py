@@ -315,3 +315,19 @@ def test_the_cli_lists_shows_holds_and_approves_a_run_leaving_an_owner_out(tmp_p
     assert [r.run for r in host.owner("user:c2").staged_runs()] == ["run_cli"]
     assert cli("discard", "run_cli").stdout.startswith("user:c2: done")
     assert cli().returncode == 1  # nothing waits any more
+
+
+@pytest.mark.parametrize("edit", [{"file": "preferences", "name": "tea", "content": "Hates tea."},
+                                  {"date": DATE, "time": "09:00", "content": "Stayed home."}])
+def test_an_approval_may_edit_only_what_the_run_changed(host, edit):
+    from wikimem.errors import InvalidValue
+
+    owner = host.owner("user:ann")
+    owner.add("people", "mia", "A friend who surfs.", ctx=V7)
+    head = owner.head()
+    with pytest.raises(InvalidValue, match="not among what staged run run_v7_1 changed"):
+        owner.approve_staged("run_v7_1", ctx=WriteContext(actor="alice"), edits=[
+            {"file": "people", "name": "mia", "content": "A friend who sails."}, edit])
+    assert owner.head() == head and [r.run for r in owner.staged_runs()] == ["run_v7_1"]
+    assert owner.item("preferences", "tea").content == "Drinks green tea."
+    assert [e.content for e in owner.diary_day(DATE)] == ["Walked by the sea."]

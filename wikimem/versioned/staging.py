@@ -481,7 +481,7 @@ class Staging:
         info = self.info(run)
         tip, base = info.tip.encode(), info.base.encode()
         key = ctx.idempotency_key or f"approve:{run}:{info.tip}"
-        edits = _check_edits(edits)
+        edits = _own_edits(_check_edits(edits), self._changes(base, tip), run)
         wctx = WriteContext(run=run, actor=info.actor or approver, source_conv=info.source_conv,
                             idempotency_key=key).bound("approve", run, info.tip, force, list(edits), approver)
         vs = self.vstore
@@ -591,6 +591,23 @@ def _check_edits(edits: Sequence[dict]) -> list[dict]:
         else:
             raise InvalidValue("an edit names an item (file, name) or a diary entry (date, time)")
     return out
+
+
+def _own_edits(edits: list[dict], changes: Sequence[ItemChange], run: str) -> list[dict]:
+    """``edits`` if each names an item or diary entry the run itself added or changed, else :class:`InvalidValue`:
+    an approval commit carries the run's trailers (a rollback of the run reverts it), so it holds the run's own
+    changes only — an edit of anything else is an operator's write of its own."""
+    from wikimem.naming import sanitize_item_name
+
+    own = {("wiki", c.file, c.name) if c.kind == "wiki" else ("diary", c.date, c.time)
+           for c in changes if c.status != "removed"}
+    for e in edits:
+        key = ("wiki", e["file"], sanitize_item_name(e["name"])) if e["kind"] == "wiki" else (
+            "diary", e["date"], e["time"])
+        if key not in own:
+            raise InvalidValue(f"{_where(e)} is not among what staged run {run} changed: an approval may edit only "
+                               "the run's own items (edit anything else as a write of its own)")
+    return edits
 
 
 def _edit(state: State, edits: Sequence[dict]) -> None:
