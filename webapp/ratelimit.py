@@ -47,7 +47,7 @@ import logging
 import math
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from limits import RateLimitItem, parse_many
@@ -56,7 +56,6 @@ from limits.strategies import FixedWindowRateLimiter
 
 from wikimem.errors import QuotaExceeded
 from wikimem.host.access import AuthState, Principal
-from wikimem.host.metrics import NULL_METRICS
 
 from .config import ConfigError
 
@@ -144,7 +143,7 @@ class ApiLimiter:
 
     storage: Storage
     per_token: list[RateLimitItem]
-    metrics: Any = field(default=NULL_METRICS)  # the app's (wikimem/host/metrics.py): requests let through uncounted
+    metrics: Any = None  # the app's (wikimem/host/metrics.py): requests let through uncounted are counted there
 
     def __post_init__(self):
         self._strategy = FixedWindowRateLimiter(self.storage)
@@ -154,10 +153,12 @@ class ApiLimiter:
         cannot be written lets the request through (counted in ``wikimem_rate_limit_unavailable_total``)."""
         if not self.per_token or principal.has("admin"):
             return
+        failures: tuple[type[BaseException], ...] = (OSError, sqlite3.Error, *_errors(self.storage))
         try:
             wait = _hit(self._strategy, self.per_token, "api", principal.token_id or principal.name)
-        except (OSError, sqlite3.Error, *_errors(self.storage)) as exc:
-            self.metrics.rate_limit_unavailable()
+        except failures as exc:
+            if self.metrics is not None:
+                self.metrics.rate_limit_unavailable()
             log.warning("rate counter of token %s not written (%s): the request goes on uncounted",
                         principal.token_id or principal.name, exc)
             return
@@ -169,7 +170,7 @@ class ApiLimiter:
 
 def _errors(storage: Storage) -> tuple[type[BaseException], ...]:
     """What a ``limits`` storage raises when it cannot count (its client library's errors)."""
-    found = storage.base_exceptions
+    found: Any = storage.base_exceptions
     return tuple(found) if isinstance(found, tuple) else (found,)
 
 
@@ -205,4 +206,4 @@ def make_login_limiter(config, state: AuthState) -> LoginLimiter:
 def make_api_limiter(config, state: AuthState, metrics: Any = None) -> ApiLimiter:
     """The per-token API limiter (``WIKIMEM_API_LIMIT``; empty: no limit), counting where sign-ins count."""
     items = _limits(config, "API_LIMIT") if str(config.get("API_LIMIT") or "").strip() else []
-    return ApiLimiter(_storage(config, state), items, metrics or NULL_METRICS)
+    return ApiLimiter(_storage(config, state), items, metrics)

@@ -50,6 +50,7 @@ from wikimem.host.fleet import (
 )
 
 from .archive import FORMATS, archive_markdown
+from .backups import known_backups
 from .errors import BadRequest, LLMNotConfigured
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
@@ -138,7 +139,7 @@ class Host:
         self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
                                drop_local=self.drop_if_here, replication=self.replication,
                                wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts,
-                               staged_index=self.probation.index)
+                               staged_index=self.probation.index, backups=lambda: known_backups(self.root))
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)

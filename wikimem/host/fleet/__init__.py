@@ -37,6 +37,7 @@ from .jobtypes import (
 )
 from .memorizejob import memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
+from .register import erase_jobs, erase_rows
 from .runindex import (
     INDEX_PATH,
     MAX_FIELD,
@@ -55,6 +56,7 @@ from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "erase_jobs", "erase_rows",
     "RunIndex",
     "RunQuery",
     "RunRow",

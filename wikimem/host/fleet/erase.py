@@ -19,8 +19,11 @@ receipt as one that ran through.
    operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
    server must do;
 3. the run index rows; 4. its jobs (turns, results) and its id in other
-   jobs' records; 5. the auth state's counters naming it;
-6. the receipt stored under the keyed digest, and the job's own parameters
+   jobs' records; 5. the auth state's counters naming it; 6. the backup
+   folders made from the data root (``backups.json``), named in the receipt
+   as what remains: their next ``wikimem backup`` run purges the owner,
+   database copies included;
+7. the receipt stored under the keyed digest, and the job's own parameters
    reduced to that digest.
 
 Every SQLite file touched is rewritten whole and its WAL truncated (no old
@@ -95,8 +98,10 @@ class Erasure:
 
     def __init__(self, root: Path, *, jobs: Callable[[], Any], run_index: Any, owner: Callable[[str], Any],
                  drop_local: Callable[[str], bool], replication: Any, wake: Callable[[], None],
-                 retention: float | None = None, staged_index: Any = None):
+                 retention: float | None = None, staged_index: Any = None,
+                 backups: Callable[[], dict[str, str]] | None = None):
         self.root = Path(root)
+        self._backups = backups  # the backup folders made from the data root ({folder: last run}; host/backups.py)
         self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
         self._jobs = jobs
         self.run_index = run_index
@@ -183,6 +188,7 @@ class Erasure:
         self._place(digest, "staged-run index", lambda: self._erase_staged_index(owner_id))
         self._place(digest, "jobs", lambda: self._erase_jobs(owner_id, step.job, digest))
         self._place(digest, "auth state", lambda: self._erase_auth(owner_id))
+        self._place(digest, "backups", self._in_backups)
         self._place(digest, "processes", lambda: {
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
@@ -246,6 +252,14 @@ class Erasure:
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
         erase_rows(self.root / _AUTH_STATE, "hits", "key", owner_id)
         return {"state": "counters naming it removed"}
+
+    def _in_backups(self) -> dict[str, Any]:
+        found = sorted(self._backups()) if self._backups is not None else []
+        if not found:
+            return {"state": "no backup was made from this data root"}
+        return {"where": ", ".join(found), "state": "backups made before the erasure hold the owner",
+                "remains": "run `wikimem backup` into each of these folders: the run deletes the owner's bundles and "
+                           "removes its rows from every database copy there"}
 
     def _receipt(self, digest: str, kind: str, actor: str | None) -> dict[str, Any]:
         places = self.register.places(digest)

@@ -179,7 +179,7 @@ class Fleet:
 
     def _ask_peers(self, path: str, query: RunQuery, limit: int, cursor: str | None, forward: dict | None,
                    **extra: str) -> tuple[list[dict], list[str]]:
-        if not self._gathers(forward):
+        if self._peers is None or forward is None or not self._gathers(forward):
             return [], []
         return self._peers.get(path, {**query.to_dict(), "limit": limit, "cursor": cursor, **extra}, forward)
 
