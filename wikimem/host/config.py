@@ -147,6 +147,8 @@ class Config:
     replication_max_lag: int = 1000
     remote_freshness: float = 2.0
     remote_timeout: float = 10.0
+    remote_max_mb: int = 1024
+    remote_max_seconds: float = 300.0
     ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
     remote_hook: str | None = None
     idempotency_days: float = 30.0
@@ -269,7 +271,8 @@ class Config:
                 settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
                                     timeout=float(self.remote_timeout), ssh_command=self.ssh_command,
-                                    hook=self.remote_hook or None)
+                                    hook=self.remote_hook or None, max_bytes=int(self.remote_max_mb) << 20,
+                                    max_seconds=float(self.remote_max_seconds))
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)

@@ -184,7 +184,11 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_REPLICATION_MAX_LAG", "async: commits per owner not yet on the remote before writes answer 503",
        "cluster", kind="int"),
     _v("WIKIMEM_REMOTE_FRESHNESS", "staleness bound of reads, seconds", "cluster", kind="number"),
-    _v("WIKIMEM_REMOTE_TIMEOUT", "seconds per remote operation", "cluster", kind="number"),
+    _v("WIKIMEM_REMOTE_TIMEOUT", "seconds a read from the remote may wait", "cluster", kind="number"),
+    _v("WIKIMEM_REMOTE_MAX_MB", "MiB one fetch, clone or other remote operation may receive; past it the remote is "
+       "refused and what it sent dropped", "cluster", kind="int"),
+    _v("WIKIMEM_REMOTE_MAX_SECONDS", "seconds one remote operation may take in all (a remote that drips or never "
+       "stops is cut off and refused)", "cluster", kind="number"),
     _v("GIT_SSH_COMMAND", "git's own: the ssh command of `ssh://` remotes", "cluster", key="SSH_COMMAND",
        default="`ssh -o BatchMode=yes`"),
     _v("WIKIMEM_REMOTE_HOOK", "a command run as `HOOK erase URL` / `HOOK prune URL` for a git server the remote's "

@@ -21,6 +21,7 @@ from .snapshot import Snapshot
 from .stagedrefs import folder_staged, validate_staged_run
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
 from .tombstones import bury
+from .transfer import TransferLimits
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
 from .versions import blame, item_versions
@@ -29,7 +30,8 @@ from .vstore import PACK_EVERY, VersionedStore
 __all__ = [
     "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
-    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
+    "Remote", "TransferLimits", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head",
+    "undo_info",
     "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
     "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",

@@ -65,6 +65,8 @@ class Settings:
     timeout: float = 10.0  # seconds per remote operation
     ssh_command: str | None = None  # for ssh:// remotes (GIT_SSH_COMMAND; None: ssh in batch mode)
     hook: str | None = None  # WIKIMEM_REMOTE_HOOK: a command run as ``hook erase|prune URL`` on the git server's side
+    max_bytes: int = 1 << 30  # WIKIMEM_REMOTE_MAX_MB: what one remote operation may receive
+    max_seconds: float = 300.0  # WIKIMEM_REMOTE_MAX_SECONDS: how long it may take in all
 
     def __post_init__(self) -> None:
         from wikimem.versioned import MODES, validate_template
@@ -76,6 +78,13 @@ class Settings:
             raise ValueError(f"the replication lag bound must be a positive integer, got {self.max_lag!r}")
         if not self.freshness >= 0 or not self.timeout > 0:
             raise ValueError("freshness must be >= 0 and timeout > 0 seconds")
+        self.limits()  # (checked once)
+
+    def limits(self):
+        """What one remote operation may take (:class:`~wikimem.versioned.TransferLimits`)."""
+        from wikimem.versioned import TransferLimits
+
+        return TransferLimits(self.max_bytes, self.max_seconds)
 
 
 class Replication:
@@ -107,7 +116,8 @@ class Replication:
         """The transport to the remote of one owner folder."""
         from wikimem.versioned import Remote
 
-        return Remote(self.url(folder), timeout=self.settings.timeout, ssh_command=self.settings.ssh_command)
+        return Remote(self.url(folder), timeout=self.settings.timeout, ssh_command=self.settings.ssh_command,
+                      limits=self.settings.limits())
 
     def shown(self) -> str:
         """The remote template without credentials."""
