@@ -272,7 +272,7 @@ class Config:
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
                                     timeout=float(self.remote_timeout), ssh_command=self.ssh_command,
                                     hook=self.remote_hook or None, max_bytes=int(self.remote_max_mb) << 20,
-                                    max_seconds=float(self.remote_max_seconds))
+                                    max_seconds=float(self.remote_max_seconds), secret=self.secret_key or None)
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)

@@ -287,8 +287,8 @@ class Host:
             return owner
         try:
             moved = self.replication.refresh(owner)
-        except Erased:  # erased on another host: its remote holds the tombstone, or the register names it
-            self.drop_local(owner.id, owner)
+        except Erased:  # erased on another host: the tombstone on its remote, its marker, or the register says so
+            self.erasure.drop_erased(owner.id)
             raise NotFound(f"no owner {owner.id!r}") from None
         if moved and owner.vstore.head_action() in GONE_ACTIONS:  # deleted on another host meanwhile
             self.drop_local(owner.id, owner)

@@ -20,7 +20,7 @@ from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
 from .stagedrefs import folder_staged, validate_staged_run
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
-from .tombstones import bury
+from .tombstones import bury, mark, marked
 from .transfer import TransferLimits
 from .undo import UNDO_KINDS, Undo, UndoKind
 from .undolinks import undo_info, undo_links
@@ -32,7 +32,8 @@ __all__ = [
     "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
     "Remote", "TransferLimits", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head",
     "undo_info",
-    "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
+    "undo_links", "Forgotten", "PLACEHOLDER", "bury", "mark", "marked", "prune", "Pruned", "BundleError",
+    "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
     "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
     "folder_staged", "validate_staged_run",
