@@ -170,6 +170,7 @@ class Config:
     metrics_dir: str | None = None  # None: see metrics_folder()
     ready_min_free: int = 64  # MiB
     database_url: str | None = field(default=None, repr=False)  # may hold a password
+    database_pool: int = 4  # connections one process opens to it at most
     jobs_per_prefix: int = 100
     jobs_per_owner: int = 20
     jobs_max_mb: int = 256
@@ -477,6 +478,10 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
             "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
             "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
             "share one PostgreSQL database for the cluster's runs and jobs")
+    if config.database_url:
+        from wikimem.host.fleet import set_pool_size
+
+        set_pool_size(config.database_pool)  # the process's pool of the shared database (fleet/pgpool.py)
 
     return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                 llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),

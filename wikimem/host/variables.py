@@ -205,6 +205,9 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_DATABASE_URL", "`postgresql://…` the hosts of a cluster share for the run index and the jobs "
        "(the `[postgres]` extra)", "cluster", default="SQLite files in the data root",
        example="postgresql://wikimem:PASSWORD@db.example/wikimem"),
+    _v("WIKIMEM_DATABASE_POOL", "connections one process (a gunicorn worker, a command) opens to the "
+       "`WIKIMEM_DATABASE_URL` database at most; a host holds up to workers × this (docs/guides/hardening-notes.md: "
+       "the connection budget)", "cluster", kind="int"),
     # -- retention
     _v("WIKIMEM_IDEMPOTENCY_DAYS", "days an Idempotency-Key replays its write; older stored results are purged",
        "retention", kind="number"),
