@@ -26,6 +26,7 @@ from .metrics import NULL_METRICS, NullMetrics
 from .probation import StagingPolicy
 from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record, settings_summary
+from .stagedview import StagedView
 
 if TYPE_CHECKING:
     from wikimem.versioned import (
@@ -182,12 +183,12 @@ class Owner:
         self._as_of_lock = threading.Lock()
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
-        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
-        # index of a retrieve that includes them, keyed by (main's head, every staged tip).
+        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the index of a
+        # retrieve that includes them (host/stagedview.py: one build at a time, kept fresh incrementally).
         self.policy = StagingPolicy()
         self._staging: Staging | None = None
-        self._staged_index: tuple[tuple, Any, frozenset] | None = None
         self._staged_lock = threading.Lock()
+        self._staged_view = StagedView(self.vstore, lambda: self.staging, self._staged_index_over)
 
     def __repr__(self) -> str:
         return f"Owner({self.id!r})"
@@ -672,31 +673,21 @@ class Owner:
                        ctx: WriteContext | None = None) -> Committed:
         """Approve a staged run onto ``main`` (one commit; conflicting items skipped unless ``force``; ``edits``
         change what is approved); ``ctx.actor`` is the approver."""
-        done = self._write(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
-        self._staged_index = None
-        return done
+        return self._write(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
 
     def discard_staged(self, run: str, *, ctx: WriteContext | None = None, reason: str = "discarded") -> Committed:
         """Discard a staged run: its branch goes, a commit on ``main`` records it (``ctx.actor``: who)."""
-        done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
-        self._staged_index = None
-        return done
+        return self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
 
     def _index_with_staged(self) -> tuple[Any, frozenset]:
-        """The index over the approved memory plus every staged run, and which items are staged; cached by main's
-        head and the staged tips."""
-        staging = self.staging
-        key = staging.overlay_key()
-        cached = self._staged_index
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        if not key[1]:
-            return self.index(), frozenset()
-        overlay = staging.overlay()
+        """The index over the approved memory plus every staged run, and which items are staged
+        (:class:`~wikimem.host.stagedview.StagedView`); the live index when there is no staged run."""
+        found = self._staged_view.fresh()
+        return found if found is not None else (self.index(), frozenset())
+
+    def _staged_index_over(self, store):
         vectors = self._cache_dir / "as-of-vectors" if self._cache_dir is not None else None
-        index = self._new_index(overlay.snapshot, vectors_dir=vectors)
-        self._staged_index = (overlay.key, index, overlay.staged)
-        return index, overlay.staged
+        return self._new_index(store, vectors_dir=vectors)
 
 
 # What each undo operation takes as its target: a commit point, a run id, a commit point or time. The

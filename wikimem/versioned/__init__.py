@@ -12,6 +12,7 @@ from .historydb import HistoryEntry, HistoryPage
 from .itemdiff import ItemChange
 from .objects import folder_head
 from .outcomes import CommitDiff, Committed, Outcome
+from .overlay import OverlayCache, ViewStore
 from .plans import Plan
 from .pruning import Pruned, prune
 from .remote import Remote, remote_url, validate_template
@@ -36,5 +37,6 @@ __all__ = [
     "branch_head", "bundle_refs",
     "restore_bundle", "write_bundle_of",
     "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
+    "OverlayCache", "ViewStore",
     "folder_staged", "validate_staged_run",
 ]
