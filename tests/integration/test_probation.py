@@ -331,3 +331,20 @@ def test_an_approval_may_edit_only_what_the_run_changed(host, edit):
     assert owner.head() == head and [r.run for r in owner.staged_runs()] == ["run_v7_1"]
     assert owner.item("preferences", "tea").content == "Drinks green tea."
     assert [e.content for e in owner.diary_day(DATE)] == ["Walked by the sea."]
+
+
+def test_a_discarded_run_is_kept_and_the_command_line_stages_it_again(host, tmp_path, capsys):
+    from wikimem.cli import main
+
+    owner = host.owner("user:ann")
+    owner.memorize("user: the lighthouse trip", ctx=V7, ts=f"{DATE}T10:00:00Z")
+    tip = owner.staged_runs()[0].tip
+    owner.discard_staged("run_v7_1", ctx=WriteContext(actor="bob"))
+    assert git(owner.root, "rev-parse", "refs/wikimem/discarded/run_v7_1").strip() == tip
+    assert main(["staged", "--data", str(host.root), "restore-discarded", "run_v7_1", "--owner", "user:ann"]) == 0
+    assert capsys.readouterr().out.strip() == "run_v7_1-restored"
+    owner = host.owner("user:ann")
+    assert [(r.run, r.tip) for r in owner.staged_runs()] == [("run_v7_1-restored", tip)]
+    assert "refs/wikimem/discarded" not in git(owner.root, "for-each-ref")
+    with pytest.raises(NotFound):
+        owner.restore_discarded("run_v7_1")  # once

@@ -80,7 +80,7 @@ _INTS = _keys_of("int", "count") - _OPTIONAL_INTS
 _MAY_BE_ZERO = _keys_of("count")  # the others are at least 1
 _FLOATS = _keys_of("number")
 _BOOLS = _keys_of("flag")
-_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
+_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "DISCARDED_DAYS", "SESSION_HOURS")
 _LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -154,6 +154,7 @@ class Config:
     idempotency_days: float = 30.0
     jobs_keep_days: float = 7.0
     erasure_receipt_days: float = 365.0
+    discarded_days: float = 14.0
     session_hours: float = 12.0
     peers: str | None = None
     self_url: str | None = None
@@ -328,7 +329,7 @@ class Config:
         from wikimem.host.retention import DAY, Retention
 
         return Retention(idempotency=self.idempotency_days * DAY, jobs=self.jobs_keep_days * DAY,
-                         receipts=self.erasure_receipt_days * DAY)
+                         receipts=self.erasure_receipt_days * DAY, discarded=self.discarded_days * DAY)
 
     def job_limits(self) -> Limits:
         """What one tenant may queue, and the jobs database's budget."""

@@ -30,6 +30,7 @@ import secrets
 import shutil
 import socket
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -426,6 +427,24 @@ class Host:
         except NotFound:
             return False
 
+    def sweep_discarded(self, now: float | None = None) -> dict[str, list[str]]:
+        """Housekeeping: drop the discarded staged runs kept longer than the retention (``WIKIMEM_DISCARDED_DAYS``);
+        ``{owner id: runs dropped}``. Only owners whose ref files show one that old are opened."""
+        from wikimem.versioned import discarded_ages
+
+        now = time.time() if now is None else now
+        keep = self.retention.discarded
+        out: dict[str, list[str]] = {}
+        for owner_id, folder in self._folders():
+            if any(age > keep for age in discarded_ages(folder, now).values()):
+                try:
+                    gone = self.peek(owner_id).staging.sweep_discarded(keep, now)
+                except NotFound:
+                    continue
+                if gone:
+                    out[owner_id] = gone
+        return out
+
     def _discard(self, path: Path) -> None:
         trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
         os.rename(path, trash)
@@ -598,7 +617,7 @@ class Host:
                 self._runner = JobRunner(jobs, threads=threads, host=self.name,
                                          foreign=self.replication is not None,
                                          maintenance=[self.fleet.sweep_run_index, self.probation.tick,
-                                                      self.erasure.maintain,
+                                                      self.erasure.maintain, self.sweep_discarded,
                                                       lambda: self.erasure.sweep(self._folders())])
                 self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))

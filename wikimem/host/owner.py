@@ -679,6 +679,14 @@ class Owner:
         """Discard a staged run: its branch goes, a commit on ``main`` records it (``ctx.actor``: who)."""
         return self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
 
+    def discarded_runs(self) -> list[str]:
+        """The discarded runs whose commits are still kept here (``restore_discarded`` stages one again)."""
+        return sorted(self.staging.discarded())
+
+    def restore_discarded(self, run: str) -> str:
+        """Stage a discarded run's commits again (kept ``WIKIMEM_DISCARDED_DAYS``) as a new run; its id."""
+        return self.staging.restore_discarded(run)
+
     def _index_with_staged(self) -> tuple[Any, frozenset]:
         """The index over the approved memory plus every staged run, and which items are staged
         (:class:`~wikimem.host.stagedview.StagedView`); the live index when there is no staged run."""

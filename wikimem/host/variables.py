@@ -213,6 +213,9 @@ VARIABLES: tuple[Variable, ...] = (
        "retention", kind="number"),
     _v("WIKIMEM_JOBS_KEEP_DAYS", "days a finished job (parameters, turns, results) is kept", "retention",
        kind="number"),
+    _v("WIKIMEM_DISCARDED_DAYS", "days a discarded staged run's commits stay reachable "
+       "(`refs/wikimem/discarded/<run>`; `wikimem staged restore-discarded` brings one back)", "retention",
+       kind="number"),
     _v("WIKIMEM_ERASURE_RECEIPT_DAYS", "days the receipt of an erasure or a forget is kept", "retention",
        kind="number"),
     _v("WIKIMEM_SESSION_HOURS", "an operator session's lifetime; a logout's record is kept as long", "retention",

@@ -19,7 +19,7 @@ from .remote import Remote, remote_url, validate_template
 from .replica import MODES, Replica, folder_lag
 from .rewrite import PLACEHOLDER
 from .snapshot import Snapshot
-from .stagedrefs import folder_staged, validate_staged_run
+from .stagedrefs import discarded_ages, folder_staged, validate_staged_run
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
 from .tombstones import bury, mark, marked
 from .transfer import TransferLimits
@@ -38,5 +38,5 @@ __all__ = [
     "restore_bundle", "write_bundle_of",
     "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
     "OverlayCache", "ViewStore",
-    "folder_staged", "validate_staged_run",
+    "folder_staged", "validate_staged_run", "discarded_ages",
 ]

@@ -15,7 +15,9 @@
   and ``Wikimem-Actor``, ``Wikimem-Approved-By``, ``Wikimem-Staged-Tip``, one ``Wikimem-Skipped`` per
   conflicting item left out unless forced, operator edits applied in the same commit), then the branch goes.
 - :meth:`Staging.discard` — one commit on ``main`` that changes no file (``Wikimem-Action: discard``, the
-  run, the items it had changed in its body): the run stays findable in history; then the branch goes.
+  run, the items it had changed in its body): the run stays findable in history; then the branch goes, its tip
+  kept under ``refs/wikimem/discarded/<run>`` until housekeeping drops it (:meth:`Staging.sweep_discarded`);
+  :meth:`Staging.restore_discarded` stages those commits again as a new run (a wrong click undone).
 - :meth:`Staging.overlay` — the approved memory plus every staged run, as a
   :class:`~wikimem.versioned.Snapshot` (for a retrieve that includes staged runs) and which items are staged.
 
@@ -54,7 +56,18 @@ from .objects import oid
 from .outcomes import Committed, Outcome
 from .plans import Plan, State, finish, plan_apply
 from .snapshot import Snapshot
-from .stagedrefs import STAGED, TRACKED, staged_ref, staged_tips, tracked_ref, validate_staged_run
+from .stagedrefs import (
+    STAGED,
+    TRACKED,
+    discarded_ages,
+    discarded_tips,
+    drop_discarded,
+    keep_discarded,
+    staged_ref,
+    staged_tips,
+    tracked_ref,
+    validate_staged_run,
+)
 
 if TYPE_CHECKING:
     from .vstore import VersionedStore
@@ -530,8 +543,39 @@ class Staging:
                 vs.writer.apply({}, {"ts": utc_now(), "action": "discard", "detail": f"{reason} staged run {run}"})
                 value = {"discarded": len(changes), "reason": reason, "tip": info.tip}
                 b.result = value
+        keep_discarded(self.git.repo, run, info.tip.encode("ascii"))  # (before the branch goes: always reachable)
         self._drop(run, info.tip)
         return Committed(value, b.commit, b.replay is not None)
+
+    def discarded(self) -> dict[str, str]:
+        """``{run: tip}`` of the discarded runs whose commits are kept here."""
+        return {run: tip.decode() for run, tip in discarded_tips(self.git.repo).items()}
+
+    def restore_discarded(self, run: str) -> str:
+        """Stage the commits of the discarded run ``run`` again, as the new run ``<run>-restored`` (``-2``, ``-3``…
+        when taken; the original id is settled on ``main``); the new run id. :class:`NotFound` when none is kept."""
+        tip = discarded_tips(self.git.repo).get(validate_staged_run(run))
+        if tip is None:
+            raise NotFound(f"no discarded run {run!r} kept here (never discarded, restored, or dropped after its days)")
+        self.check_room()
+        vs = self.vstore
+        with vs.writer.lock, vs.locked():
+            taken = set(self.tips())
+            new = next(n for n in (f"{run[:110]}-restored", *(f"{run[:110]}-restored-{k}" for k in range(2, 1000)))
+                       if n not in taken)
+            self.move(new, None, tip, self.base_of(tip))
+            drop_discarded(self.git.repo, run, tip)
+        return new
+
+    def sweep_discarded(self, older_than: float, now: float) -> list[str]:
+        """Drop the discarded runs kept longer than ``older_than`` seconds (their commits become unreachable); the
+        runs dropped."""
+        tips = discarded_tips(self.git.repo)
+        gone = []
+        for run, age in discarded_ages(self.vstore.root, now).items():
+            if age > older_than and run in tips and drop_discarded(self.git.repo, run, tips[run]):
+                gone.append(run)
+        return gone
 
     def _write(self, writes: dict, action: str, detail: str) -> None:
         writer = self.vstore.writer
