@@ -43,18 +43,30 @@ class StagedView:
         no staged run (the live index serves then)."""
         key = self._key()
         current = self._current
-        if current is not None and current[0] == key:
-            return current[1], current[2]
-        if not key[1]:
+        if key[1] and (current is None or current[0] != key):
+            with self._lock:  # one update at a time; who waited finds it done
+                key = self._key()
+                current = self._current
+                if key[1] and (current is None or current[0] != key):
+                    current = self._update(self._staging(), key)
+        if not key[1] or current is None:
             return None
-        with self._lock:  # one build at a time; who waited finds it done
-            key = self._key()
-            current = self._current
-            if current is not None and current[0] == key:
-                return current[1], current[2]
-            if not key[1]:
-                return None
-            return self._update(self._staging(), key)
+        return current[1], current[2]
+
+    def _update(self, staging: Any, key: tuple) -> tuple[tuple, Any, frozenset]:
+        from wikimem.versioned import OverlayCache, ViewStore
+
+        if self._cache is None:
+            self._cache = OverlayCache(staging)
+        snapshot, staged, changed = self._cache.update(key)
+        if self._store is None:
+            self._store = ViewStore(snapshot, self._main_items)
+            index = self._make_index(self._store)
+        else:
+            self._store.replace(snapshot, changed)
+            index = self._current[1] if self._current is not None else self._make_index(self._store)
+        self._current = (key, index, staged)
+        return self._current
 
     def _main_items(self, file: str, blob: bytes) -> list | None:
         """The live store's items of ``file`` (parsed already, cached by its stamp) when the file on disk is the blob
@@ -75,18 +87,3 @@ class StagedView:
             tips = tuple(sorted(folder_staged(self._vstore.root).items()))
             self._tips = (stamps, tips)
         return (head, tips)
-
-    def _update(self, staging: Any, key: tuple) -> tuple[Any, frozenset]:
-        from wikimem.versioned import OverlayCache, ViewStore
-
-        if self._cache is None:
-            self._cache = OverlayCache(staging)
-        snapshot, staged, changed = self._cache.update(key)
-        if self._store is None:
-            self._store = ViewStore(snapshot, self._main_items)
-            index = self._make_index(self._store)
-        else:
-            self._store.replace(snapshot, changed)
-            index = self._current[1] if self._current is not None else self._make_index(self._store)
-        self._current = (key, index, staged)
-        return index, staged
