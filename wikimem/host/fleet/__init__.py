@@ -37,7 +37,7 @@ from .jobtypes import (
 )
 from .memorizejob import memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
-from .pgpool import close_pools, open_connections, set_pool_size
+from .pgpool import set_pool_size
 from .register import erase_jobs, erase_rows
 from .runindex import (
     INDEX_PATH,
@@ -57,7 +57,7 @@ from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
-    "erase_jobs", "erase_rows", "set_pool_size", "close_pools", "open_connections",
+    "erase_jobs", "erase_rows", "set_pool_size",
     "RunIndex",
     "RunQuery",
     "RunRow",

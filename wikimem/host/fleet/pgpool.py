@@ -26,8 +26,7 @@ from typing import Any, TypeVar
 
 from wikimem.errors import StoreBusy
 
-__all__ = ["DEFAULT_POOL_SIZE", "POOL_WAIT", "set_pool_size", "pool_size", "pool", "run", "begin", "give_back",
-           "close_pools", "open_connections"]
+__all__ = ["DEFAULT_POOL_SIZE", "POOL_WAIT", "set_pool_size", "pool_size", "pool", "run", "begin", "give_back"]
 
 DEFAULT_POOL_SIZE = 4
 POOL_WAIT = 10.0  # seconds a statement waits for a free connection (or for the server to come back)
@@ -62,13 +61,6 @@ def pool(url: str) -> Any:
                                    name=f"wikimem-{os.getpid()}", num_workers=1)
             _pools[key] = found
     return found
-
-
-def open_connections() -> int:
-    """How many connections this process's pools hold now (for tests and the deploy docs' budget)."""
-    with _lock:
-        pools = [p for (pid, _), p in _pools.items() if pid == os.getpid()]
-    return sum(int(p.get_stats().get("pool_size", 0)) for p in pools)
 
 
 def _lost(conn: Any) -> bool:
@@ -140,12 +132,3 @@ def give_back(url: str, conn: Any) -> None:
         except psycopg.Error:
             pass
     pool(url).putconn(conn)
-
-
-def close_pools() -> None:
-    """Close this process's pools (tests, the end of a command)."""
-    with _lock:
-        mine = [k for k in _pools if k[0] == os.getpid()]
-        closing = [_pools.pop(k) for k in mine]
-    for found in closing:
-        found.close()
