@@ -54,11 +54,12 @@ class Forbidden(Exception):
 
 
 def init_app(app) -> None:
+    from .hosting import METRICS_KEY as METRICS
     from .ratelimit import make_api_limiter
 
     app.extensions[_EXT] = TokenFile(app.config.get("TOKENS_FILE"), app.config.get("ADMIN_TOKEN"))
     state = app.extensions.setdefault(_STATE, AuthState(Path(app.config["DATA_ROOT"])))
-    app.extensions[_API_LIMITER] = make_api_limiter(app.config, state)
+    app.extensions[_API_LIMITER] = make_api_limiter(app.config, state, app.extensions.get(METRICS))
 
 
 def token_file() -> TokenFile:

@@ -44,7 +44,7 @@ def runs():
     args = {"within": within, "limit": limit, "cursor": cursor, "forward": forward_for(within)}
     if query_str("by") == "owner":
         return jsonify(get_host().fleet.runs_per_owner(query, **args).to_dict())
-    return jsonify(get_host().fleet.find_runs(query, **args).to_dict())
+    return jsonify(get_host().fleet.find_runs(query, **args, by_owner=query_str("totals") == "owners").to_dict())
 
 
 @bp.post("/bulk/rollback")

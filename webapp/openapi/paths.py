@@ -322,7 +322,11 @@ def _operator_paths() -> dict[str, dict]:
                                     "commits": {"type": "integer"}}),
                      "complete": {"type": "boolean", "description": "false until `wikimem index rebuild` ran "
                                   "over owners older than the index"},
-                     "unreachable": UNREACHABLE}, ["runs", "next", "total"])
+                     "unreachable": UNREACHABLE,
+                     "by_owner": {"type": "object", "description": "with totals=owners: the match's totals per "
+                                  "owner, [runs, commits, furthest seq] (what a host asks its peers, to count an "
+                                  "owner two hosts hold once)",
+                                  "additionalProperties": arr({"type": "integer"})}}, ["runs", "next", "total"])
     per_owner = obj({"owners": arr(ref("OwnerRunCount")), "next": NSTR, "unreachable": UNREACHABLE},
                      ["owners", "next"])
     runs = op("runs across owners (by run, actor, source conversation, action, time, owner prefix)", "read",
@@ -333,11 +337,12 @@ def _operator_paths() -> dict[str, dict]:
                        param("since", "query", TIME), param("until", "query", TIME),
                        param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
                        param("by", "query", {"type": "string", "enum": ["run", "owner"]}),
+                       param("totals", "query", {"type": "string", "enum": ["owners"]}),
                        param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                        param("cursor", "query", {"type": "string", "maxLength": 1000})], tag="operators")
     runs["description"] += (" " + _RUNS_DOC + " In a cluster (WIKIMEM_PEERS) the host that answers asks every "
-                            "peer the same search and cursor and merges the pages; peers that did not answer are "
-                            "listed in unreachable.")
+                            "peer the same search and cursor and merges the pages (an owner two hosts hold is counted "
+                            "once in the totals); peers that did not answer are listed in unreachable.")
     preview = obj({"selection": {"type": "object"}, "total": {"type": "object"},
                     "owners": arr(ref("OwnerPlan")), "next": NSTR}, ["total", "owners"])
     started = {"description": "the job was queued (or an earlier one with the same Idempotency-Key is returned)",

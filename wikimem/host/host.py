@@ -30,6 +30,7 @@ import secrets
 import shutil
 import socket
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +56,7 @@ from wikimem.host.fleet import (
 )
 
 from .archive import FORMATS, archive_markdown
+from .backups import known_backups
 from .errors import BadRequest, LLMNotConfigured
 from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
@@ -144,7 +146,7 @@ class Host:
         self.erasure = Erasure(self.root, jobs=lambda: self.jobs, run_index=self.run_index, owner=self.owner,
                                drop_local=self.drop_if_here, replication=self.replication,
                                wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts,
-                               staged_index=self.probation.index)
+                               staged_index=self.probation.index, backups=lambda: known_backups(self.root))
         # Every change an edge asks for passes here: its write context, staging decision and audit event.
         self.gate = Gate(self.owner, lambda: self.probation.policy, self.erasure.digest)
         if self.replication is not None:
@@ -294,8 +296,8 @@ class Host:
             return owner
         try:
             moved = self.replication.refresh(owner)
-        except Erased:  # erased on another host: its remote holds the tombstone, or the register names it
-            self.drop_local(owner.id, owner)
+        except Erased:  # erased on another host: the tombstone on its remote, its marker, or the register says so
+            self.erasure.drop_erased(owner.id)
             raise NotFound(f"no owner {owner.id!r}") from None
         if moved and owner.vstore.head_action() in GONE_ACTIONS:  # deleted on another host meanwhile
             self.drop_local(owner.id, owner)
@@ -432,6 +434,24 @@ class Host:
             return True
         except NotFound:
             return False
+
+    def sweep_discarded(self, now: float | None = None) -> dict[str, list[str]]:
+        """Housekeeping: drop the discarded staged runs kept longer than the retention (``WIKIMEM_DISCARDED_DAYS``);
+        ``{owner id: runs dropped}``. Only owners whose ref files show one that old are opened."""
+        from wikimem.versioned import discarded_ages
+
+        now = time.time() if now is None else now
+        keep = self.retention.discarded
+        out: dict[str, list[str]] = {}
+        for owner_id, folder in self._folders():
+            if any(age > keep for age in discarded_ages(folder, now).values()):
+                try:
+                    gone = self.peek(owner_id).staging.sweep_discarded(keep, now)
+                except NotFound:
+                    continue
+                if gone:
+                    out[owner_id] = gone
+        return out
 
     def _discard(self, path: Path) -> None:
         trash = self.staging_dir / f"debris-{path.name}-{secrets.token_hex(4)}"
@@ -622,7 +642,7 @@ class Host:
                 self._runner = JobRunner(jobs, threads=threads, host=self.name,
                                          foreign=self.replication is not None,
                                          maintenance=[self.fleet.sweep_run_index, self.probation.tick,
-                                                      self.erasure.maintain,
+                                                      self.erasure.maintain, self.sweep_discarded,
                                                       lambda: self.erasure.sweep(self._folders())])
                 self._runner.register(MEMORIZE, self._counted(MEMORIZE, memorize_handler(self)))
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))

@@ -34,6 +34,8 @@ metric                                                what
 ``wikimem_replication_push_failures_total{mode}``     pushes that failed (``sync``: the write failed; ``async``)
 ``wikimem_signin_failures_total{status}``             refused sign-ins (401, 403, 429 …)
 ``wikimem_rate_limited_total{route}``                 429 answers (sign-in, API per token, owner quota)
+``wikimem_rate_limit_unavailable_total``              API requests let through uncounted: the rate counter
+                                                      could not be written (a full disk, a locked file)
 ====================================================  =====================================================
 """
 
@@ -67,6 +69,7 @@ class NullMetrics:
     def push_failed(self, mode: str) -> None: ...
     def signin_failed(self, status: int) -> None: ...
     def rate_limited(self, route: str) -> None: ...
+    def rate_limit_unavailable(self) -> None: ...
 
 
 NULL_METRICS = NullMetrics()
@@ -104,6 +107,8 @@ class Metrics(NullMetrics):
                                       ["mode"], registry=reg)
         self._signin = Counter("wikimem_signin_failures", "refused sign-ins", ["status"], registry=reg)
         self._limited = Counter("wikimem_rate_limited", "answers 429 (rate or quota)", ["route"], registry=reg)
+        self._unlimited = Counter("wikimem_rate_limit_unavailable", "API requests let through uncounted (the rate "
+                                  "counter could not be written)", registry=reg)
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
         self._requests.labels(route, method, str(status)).inc()
@@ -136,6 +141,9 @@ class Metrics(NullMetrics):
 
     def rate_limited(self, route: str) -> None:
         self._limited.labels(route).inc()
+
+    def rate_limit_unavailable(self) -> None:
+        self._unlimited.inc()
 
     def exposition(self, *collectors: Any) -> bytes:
         """The text format of every worker's metrics (or this process's) and of ``collectors`` (read now)."""

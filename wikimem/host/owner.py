@@ -177,8 +177,8 @@ class Owner:
         self.profile_of: Callable[[str], Owner | None] = lambda _character: None
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
-        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
-        # index of a retrieve that includes them, keyed by (main's head, every staged tip).
+        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the index of a
+        # retrieve that includes them (host/stagedview.py: one build at a time, kept fresh incrementally).
         self.policy = StagingPolicy()
         self._staging: Staging | None = None
         self._staged_lock = threading.Lock()
@@ -700,6 +700,14 @@ class Owner:
         done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
         self.indexes.drop_staged()
         return done
+
+    def discarded_runs(self) -> list[str]:
+        """The discarded runs whose commits are still kept here (``restore_discarded`` stages one again)."""
+        return sorted(self.staging.discarded())
+
+    def restore_discarded(self, run: str) -> str:
+        """Stage a discarded run's commits again (kept ``WIKIMEM_DISCARDED_DAYS``) as a new run; its id."""
+        return self.staging.restore_discarded(run)
 
 
 # What each undo operation takes as its target: a commit point, a run id, a commit point or time. The

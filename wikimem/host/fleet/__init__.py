@@ -37,7 +37,9 @@ from .jobtypes import (
 )
 from .memorizejob import memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
+from .pgpool import set_pool_size
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
+from .register import erase_jobs, erase_rows
 from .runindex import (
     INDEX_PATH,
     MAX_FIELD,
@@ -56,6 +58,7 @@ from .staged import STAGED_PATH, StagedIndex, StagedRow
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "erase_jobs", "erase_rows", "set_pool_size",
     "RunIndex",
     "RunQuery",
     "RunRow",

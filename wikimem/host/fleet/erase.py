@@ -19,8 +19,11 @@ receipt as one that ran through.
    operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
    server must do;
 3. the run index rows; 4. its jobs (turns, results) and its id in other
-   jobs' records; 5. the auth state's counters naming it;
-6. the receipt stored under the keyed digest, and the job's own parameters
+   jobs' records; 5. the auth state's counters naming it; 6. the backup
+   folders made from the data root (``backups.json``), named in the receipt
+   as what remains: their next ``wikimem backup`` run purges the owner,
+   database copies included;
+7. the receipt stored under the keyed digest, and the job's own parameters
    reduced to that digest.
 
 Every SQLite file touched is rewritten whole and its WAL truncated (no old
@@ -95,8 +98,10 @@ class Erasure:
 
     def __init__(self, root: Path, *, jobs: Callable[[], Any], run_index: Any, owner: Callable[[str], Any],
                  drop_local: Callable[[str], bool], replication: Any, wake: Callable[[], None],
-                 retention: float | None = None, staged_index: Any = None):
+                 retention: float | None = None, staged_index: Any = None,
+                 backups: Callable[[], dict[str, str]] | None = None):
         self.root = Path(root)
+        self._backups = backups  # the backup folders made from the data root ({folder: last run}; host/backups.py)
         self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
         self._jobs = jobs
         self.run_index = run_index
@@ -178,11 +183,12 @@ class Erasure:
         folder = encode_owner_id(owner_id)
         self.register.begin(digest, ERASE, params.get("actor"))  # (submitted before: nothing changes)
         self._place(digest, "owner repository", lambda: self._erase_local(owner_id, folder))
-        self._place(digest, "remote", lambda: self._erase_remote(folder))
+        self._place(digest, "remote", lambda: self._erase_remote(folder, owner_id, digest))
         self._place(digest, "run index", lambda: self._erase_run_index(owner_id))
         self._place(digest, "staged-run index", lambda: self._erase_staged_index(owner_id))
         self._place(digest, "jobs", lambda: self._erase_jobs(owner_id, step.job, digest))
         self._place(digest, "auth state", lambda: self._erase_auth(owner_id))
+        self._place(digest, "backups", self._in_backups)
         self._place(digest, "processes", lambda: {
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
@@ -210,7 +216,7 @@ class Erasure:
         return {"state": "removed: the repository with its history, its history index, vector caches and cache "
                          "folder"}
 
-    def _erase_remote(self, folder: str) -> dict[str, Any]:
+    def _erase_remote(self, folder: str, owner_id: str, digest: str) -> dict[str, Any]:
         replication = self.replication
         if replication is None:
             return {"state": "no remote configured"}
@@ -218,14 +224,21 @@ class Erasure:
 
         remote = replication.remote(folder)
         shown = replication.shown()
+        # First the marker (a keyed digest, no id): a host holding a copy, without the shared register, then
+        # tells the deleted repository from an outage and drops its copy.
+        marked = replication.mark_erased(owner_id, self.register.started(digest) or time.time(),
+                                         self.root / "staging")
+        marker = ({"marker": "left: a repository named by a keyed digest of the id, holding the erasure's time"}
+                  if marked else {"marker": "none (the server cannot create one): a host holding a copy drops it "
+                                            "from the tombstone, or from the register it shares"})
         buried = bury(remote, self.root / "staging")
         if buried == "absent":  # (never replicated, or deleted by a run of this job that was cut short)
-            return {"where": shown, "state": "deleted"}
+            return {"where": shown, "state": "deleted", **marker}
         if remote.delete() or replication.run_hook("erase", remote.url):
-            return {"where": shown, "state": "deleted"}
+            return {"where": shown, "state": "deleted", **marker}
         return {"where": shown, "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
                 "remains": "delete the owner's repository on the git server (its old objects stay there until "
-                           "it is deleted or garbage-collected: git gc --prune=now)"}
+                           "it is deleted or garbage-collected: git gc --prune=now)", **marker}
 
     def _erase_run_index(self, owner_id: str) -> dict[str, Any]:
         self.run_index.forget(owner_id)
@@ -246,6 +259,14 @@ class Erasure:
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
         erase_rows(self.root / _AUTH_STATE, "hits", "key", owner_id)
         return {"state": "counters naming it removed"}
+
+    def _in_backups(self) -> dict[str, Any]:
+        found = sorted(self._backups()) if self._backups is not None else []
+        if not found:
+            return {"state": "no backup was made from this data root"}
+        return {"where": ", ".join(found), "state": "backups made before the erasure hold the owner",
+                "remains": "run `wikimem backup` into each of these folders: the run deletes the owner's bundles and "
+                           "removes its rows from every database copy there"}
 
     def _receipt(self, digest: str, kind: str, actor: str | None) -> dict[str, Any]:
         places = self.register.places(digest)
@@ -328,6 +349,19 @@ class Erasure:
         if gone:
             vacuum(self._jobs().db, ("erasures",))
         return gone
+
+    def drop_erased(self, owner_id: str) -> None:
+        """Drop this host's copy of an owner erased on another host, and — when this host's databases are its own
+        (no shared PostgreSQL: the erasing host could not reach them) — every row they hold of it, as the erasure
+        does: run index, staged-run index, jobs, auth state, each rewritten whole."""
+        self._drop_local(owner_id)
+        if self._jobs().db.postgres:
+            return  # a shared database: the erasing host removed it there
+        self._erase_run_index(owner_id)
+        if self.staged_index is not None and not self.staged_index.shared:
+            self._erase_staged_index(owner_id)
+        erase_jobs(self._jobs().db, owner_id, keep="", mask=self.digest(owner_id))
+        self._erase_auth(owner_id)
 
     def sweep(self, owners: Iterable[tuple[str, Path]]) -> list[str]:
         """Drop this host's copies of owners erased on another host (a cluster's shared register names them,

@@ -142,7 +142,7 @@ class Fleet:
     # -- searching -----------------------------------------------------------------
 
     def find_runs(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
-                  forward: dict | None = None) -> RunPage:
+                  forward: dict | None = None, by_owner: bool = False) -> RunPage:
         """Runs of every owner (under ``within``) matching ``query``, newest first, with totals.
 
         The owners held here are caught up first (bounded: past it the page
@@ -150,12 +150,14 @@ class Fleet:
         cluster's. Otherwise, with peers and ``forward`` (headers that let a
         peer answer for the caller's scope), every host of the cluster is asked
         the same search and cursor and the pages merge into one; peers that
-        did not answer are listed in the page's ``unreachable``.
+        did not answer are listed in the page's ``unreachable``; the totals count an owner two hosts hold once
+        (each host gives them per owner, ``by_owner``: what a peer is asked for).
         """
         fresh = self._fresh(query, within)
-        local = self._run_index.search(query, within=within, limit=_limit(limit), cursor=cursor)
+        local = self._run_index.search(query, within=within, limit=_limit(limit), cursor=cursor,
+                                       by_owner=by_owner or self._gathers(forward))
         local.complete = local.complete and fresh
-        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward)
+        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward, totals="owners")
         if not answers and not unreachable:
             return local
         return RunPage.merged([local.to_dict(), *answers], limit, unreachable)
@@ -171,9 +173,13 @@ class Fleet:
             return local
         return OwnerCountPage.merged([local.to_dict(), *answers], limit, unreachable)
 
+    def _gathers(self, forward: dict | None) -> bool:
+        """Whether a search asks the peers too (a cluster without a shared database, a caller a peer may answer)."""
+        return self._peers is not None and forward is not None and not self.shared
+
     def _ask_peers(self, path: str, query: RunQuery, limit: int, cursor: str | None, forward: dict | None,
                    **extra: str) -> tuple[list[dict], list[str]]:
-        if self._peers is None or forward is None or self.shared:
+        if self._peers is None or forward is None or not self._gathers(forward):
             return [], []
         return self._peers.get(path, {**query.to_dict(), "limit": limit, "cursor": cursor, **extra}, forward)
 

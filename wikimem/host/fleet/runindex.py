@@ -188,12 +188,17 @@ class RunPage:
     total: dict = field(default_factory=lambda: {"runs": 0, "owners": 0, "commits": 0})
     complete: bool = True  # False: owners older than the index may be missing until `wikimem index rebuild`
     unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
+    # For a gatherer: the totals of the whole match per owner, {owner: [runs, commits, furthest seq]} (None: not
+    # asked, or more owners than OWNER_TOTALS_CAP)
+    by_owner: dict[str, list[int]] | None = None
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
                                "complete": self.complete}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
+        if self.by_owner is not None:
+            out["by_owner"] = self.by_owner
         return out
 
     @classmethod
@@ -236,6 +241,8 @@ class OwnerCountPage:
                    encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
+# Owners a host gives its per-owner totals for (to a gatherer); beyond, the gathered totals are summed over hosts.
+OWNER_TOTALS_CAP = 20_000
 _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
 
 
@@ -288,8 +295,12 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     gathering of a cluster *without* a shared database: each host indexes the
     owners it holds, so an owner that moved between hosts may be known to
     two of them. A run seen twice is kept once (the copy indexed further),
-    and then the totals — summed over hosts — are not exact: ``complete`` is
-    False. (A cluster that shares ``WIKIMEM_DATABASE_URL`` needs no gathering.)
+    and the totals count each owner once too: from every host's ``by_owner``
+    (the match's totals per owner), the copy indexed furthest. When a host
+    could not give them (more than :data:`OWNER_TOTALS_CAP` owners match) the
+    totals are summed over hosts, and then, if a run was seen twice,
+    ``complete`` is False. (A cluster that shares ``WIKIMEM_DATABASE_URL``
+    needs no gathering.)
     """
     best: dict[tuple, dict] = {}
     for row in (r for p in pages for r in p.get("runs", [])):
@@ -301,9 +312,28 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     rows = sorted(best.values(), key=_order)
     more = len(rows) > limit or any(p.get("next") for p in pages)
     kept = rows[:limit]
-    total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
+    total = _owner_totals(pages)
+    if total is None:
+        total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
+    else:
+        twice = 0  # the totals count each owner once: exact
     return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total,
             "complete": twice == 0 and all(p.get("complete", True) for p in pages)}
+
+
+def _owner_totals(pages: list[dict]) -> dict | None:
+    """The totals of the whole match counted once per owner (the copy indexed furthest), or None when a page lacks
+    its ``by_owner``."""
+    best: dict[str, list[int]] = {}
+    for p in pages:
+        found = p.get("by_owner")
+        if not isinstance(found, dict):
+            return None
+        for owner, (runs, commits, seq) in found.items():
+            if owner not in best or seq > best[owner][2]:
+                best[owner] = [int(runs), int(commits), int(seq)]
+    return {"runs": sum(v[0] for v in best.values()), "owners": len(best),
+            "commits": sum(v[1] for v in best.values())}
 
 
 class RunIndex:
@@ -561,8 +591,10 @@ class RunIndex:
 
     # -- searching ---------------------------------------------------------------
 
-    def search(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None) -> RunPage:
-        """Matching runs, newest first (by their last commit), with the totals of the whole match."""
+    def search(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
+               by_owner: bool = False) -> RunPage:
+        """Matching runs, newest first (by their last commit), with the totals of the whole match (``by_owner``:
+        also per owner, for a gatherer that counts each owner once)."""
         cond = query.where(within)
         if cond is None:
             return RunPage()
@@ -580,8 +612,13 @@ class RunIndex:
                         args)
         runs, owners, commits = totals if totals is not None else (0, 0, 0)
         nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][11]) if more and rows else None
-        return RunPage([_row(r) for r in rows], nxt, {"runs": int(runs), "owners": int(owners),
+        page = RunPage([_row(r) for r in rows], nxt, {"runs": int(runs), "owners": int(owners),
                                                       "commits": int(commits)}, self.complete())
+        if by_owner and int(owners) <= OWNER_TOTALS_CAP:
+            page.by_owner = {o: [int(n), int(c), int(q)] for o, n, c, q in db.rows(
+                f"SELECT owner, count(*), coalesce(sum(commits), 0), max(seq) FROM runs WHERE {where} GROUP BY owner",
+                args)}
+        return page
 
     def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
                   cursor: str | None = None) -> OwnerCountPage:

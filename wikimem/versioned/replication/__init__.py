@@ -4,11 +4,13 @@ branches' refs (``stagedrefs``). See ARCHITECTURE.md, "Replication"."""
 
 from __future__ import annotations
 
-from . import catchup, incoming, remote, replica, stagedrefs
+from . import catchup, incoming, remote, replica, stagedrefs, transfer
 from .catchup import *  # noqa: F403
 from .incoming import *  # noqa: F403
 from .remote import *  # noqa: F403
 from .replica import *  # noqa: F403
 from .stagedrefs import *  # noqa: F403
+from .transfer import *  # noqa: F403
 
-__all__ = [*catchup.__all__, *incoming.__all__, *remote.__all__, *replica.__all__, *stagedrefs.__all__]
+__all__ = [*catchup.__all__, *incoming.__all__, *remote.__all__, *replica.__all__, *stagedrefs.__all__,
+           *transfer.__all__]
