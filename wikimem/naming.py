@@ -16,6 +16,8 @@ from .errors import InvalidName
 
 __all__ = [
     "validate_file",
+    "validate_character_id",
+    "MAX_CHARACTER_ID_LEN",
     "sanitize_item_name",
     "validate_date",
     "validate_time",
@@ -34,6 +36,8 @@ FILE_RE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 TIME_RE = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
 
+# A character id names a folder (``characters/<id>/`` in a person's folder) and an owner (``char:<id>``).
+MAX_CHARACTER_ID_LEN = 64
 # A RecallFile becomes "<name>.md" plus a temp-file prefix/suffix while it is
 # written; 255 bytes is the usual file-name limit, so leave room for both.
 MAX_FILE_LEN = 128
@@ -113,6 +117,18 @@ def validate_file(file: str) -> str:
     if len(file) > MAX_FILE_LEN:
         raise InvalidName(f"a file name is at most {MAX_FILE_LEN} characters")
     return file
+
+
+def validate_character_id(character: object) -> str:
+    """Return ``character`` if it is a valid character id (the RecallFile rule, at most 64 characters), else
+    :class:`InvalidName`."""
+    if not isinstance(character, str):
+        raise InvalidName(f"a character id must be a string, got {type(character).__name__}")
+    if not FILE_RE.fullmatch(character) or len(character) > MAX_CHARACTER_ID_LEN:
+        shown = character if len(character) <= 40 else character[:40] + "…"
+        raise InvalidName(f"invalid character id {shown!r}: use 1-{MAX_CHARACTER_ID_LEN} lowercase letters a-z, "
+                          "digits, '_' and '-' (not first), e.g. 'kai' or 'mira_2'")
+    return character
 
 
 def sanitize_item_name(name: str) -> str:

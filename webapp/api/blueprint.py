@@ -41,7 +41,7 @@ def act(owner: Owner | str | None, action: str, data: dict | None = None, *, cre
     Check the token's scope first (owner_for)."""
     principal = current_principal()
     ask = ask_of(data or {}, create_only=create_only)
-    caller = Caller.token(principal.name, principal.owner_prefix)
+    caller = Caller.token(principal.name, principal.tenant)
     return get_host().gate.act(caller, action, owner, ask, **(target or {}), **named)
 
 
