@@ -55,6 +55,7 @@ from wikimem.host.fleet import (
 )
 
 from .archive import FORMATS, archive_markdown
+from .characters import Characters
 from .errors import BadRequest, LLMNotConfigured
 from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
@@ -147,6 +148,8 @@ class Host:
                                staged_index=self.probation.index)
         # Every change an edge asks for passes here: its write context, staging decision and audit event.
         self.gate = Gate(self.owner, lambda: self.probation.policy, self.erasure.digest)
+        # The bot's characters, each defined in its own owner char:<id> (wikimem/host/characters.py).
+        self.characters = Characters(owner=self.owner, ensure=self.ensure_owner, ids=self.owner_ids, gate=self.gate)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
