@@ -140,9 +140,9 @@ class Characters:
         except InvalidName:
             if not value.strip() or len(value) > MAX_CHARACTER or "\n" in value:
                 raise
-            raise NotFound(f"{value!r} is not a registered character id: characters are registered now. "
-                           f"{_how_to_register(slug_of(value), value).capitalize()}; owners whose settings name "
-                           "a character by its name are converted by: wikimem character migrate") from None
+            raise NotFound(f"{value!r} is not a registered character id (characters are registered now); "
+                           f"{_how_to_register(slug_of(value), value)}; owners whose settings name a character "
+                           "by its name are converted by: wikimem character migrate") from None
         found = self.get(character)
         if found.deleted:
             raise NotFound(f"character {character!r} was deleted ({found.updated}) and can no longer write; "
@@ -223,7 +223,8 @@ class Characters:
             character = self._free_id(slug_of(value), known)
             known[character] = Character(character, value)
             by_name[value] = character
-            plan.append(Migration(value, character, True, named[value]))
+            # A setting that is a free id already ("kai") stays as it is: only the character is registered.
+            plan.append(Migration(value, character, True, [o for o in named[value] if value != character]))
         return plan
 
     def _names_a_character(self, value: str) -> bool:
