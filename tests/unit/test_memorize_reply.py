@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakes import FakeOpenAI
+from fakes import FakeOpenAI, ScriptedLLM
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,22 +27,6 @@ from wikimem.llm import (
     parse_reply,
     render_character_prompt,
 )
-
-
-class ScriptedLLM:
-    """Canned replies, recorded calls."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls: list[list[dict]] = []
-
-    def chat(self, messages):
-        self.calls.append(messages)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
 
 FULL = {"diary": [{"content": "We walked to the harbour; she laughed at the gulls."},
                   {"content": "她说昨天吵架了。", "date": "2026-07-20", "time": "21:15"}],
