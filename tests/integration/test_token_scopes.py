@@ -196,3 +196,20 @@ def test_mint_prints_what_the_token_reaches(tmp_path, capsys):
                 "--character", "mira", "--file", str(path)]) == 0
     err = capsys.readouterr().err
     assert "owners team:* or user:*" in err and "as character mira" in err
+
+
+def test_a_peer_listing_carries_both_prefixes(scoped):
+    """Behind a cluster, the peers list for the caller's scope, signed into a header: both prefixes travel."""
+    from webapp.peering import PEER_HEADER, forward_for, listing_scope
+
+    client, secrets, _ = scoped
+    app = client.application
+    app.config["PEER_SET"] = ("http://127.0.0.1:1",)  # any peers: forward_for signs only when there are some
+    with app.test_request_context("/api/v1/owners", headers=auth(secrets["both"])):
+        headers = forward_for(listing_scope())
+    with app.test_request_context("/api/v1/owners", headers=headers):
+        assert listing_scope() == ("team:", "user:")  # what the peer lists for: both, from the signed header
+    with app.test_request_context("/api/v1/owners", headers=auth(secrets["one"])):
+        with app.test_request_context("/api/v1/owners", headers=forward_for(listing_scope())):
+            assert listing_scope() == "user:"
+    assert PEER_HEADER in headers
