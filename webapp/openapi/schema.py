@@ -102,7 +102,9 @@ SCHEMAS: dict[str, dict] = {
                           ["item", "source"]),
     "Settings": obj({"tz": {**NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
-                      "character": {**NSTR, "description": "memorize's character when a request names none"}},
+                      "character": {**NSTR, "description": "memorize's character when a request names none"},
+                      "definition": {"type": "object", "description": "only on a character's own owner "
+                                     "(char:<id>): its definition, written by the registry (/characters)"}},
                      ["tz", "character"]),
     "Job": obj({"id": {"type": "string"}, "kind": {"type": "string"},
                  "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
