@@ -186,7 +186,7 @@ class DamagedFolder(WikimemError):
     over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
 
     Nothing was read from it or written to it; only this owner is affected. ``wikimem repair --owner``
-    puts it right (see the README).
+    puts it right (see docs/guides/repair.md).
     """
 
     code = "folder_damaged"

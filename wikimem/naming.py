@@ -17,6 +17,7 @@ from .errors import InvalidName
 __all__ = [
     "validate_file",
     "validate_character_id",
+    "is_character_id",
     "MAX_CHARACTER_ID_LEN",
     "sanitize_item_name",
     "validate_date",
@@ -36,8 +37,6 @@ FILE_RE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 TIME_RE = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
 
-# A character id names a folder (``characters/<id>/`` in a person's folder) and an owner (``char:<id>``).
-MAX_CHARACTER_ID_LEN = 64
 # A RecallFile becomes "<name>.md" plus a temp-file prefix/suffix while it is
 # written; 255 bytes is the usual file-name limit, so leave room for both.
 MAX_FILE_LEN = 128
@@ -119,16 +118,24 @@ def validate_file(file: str) -> str:
     return file
 
 
-def validate_character_id(character: object) -> str:
-    """Return ``character`` if it is a valid character id (the RecallFile rule, at most 64 characters), else
-    :class:`InvalidName`."""
-    if not isinstance(character, str):
-        raise InvalidName(f"a character id must be a string, got {type(character).__name__}")
-    if not FILE_RE.fullmatch(character) or len(character) > MAX_CHARACTER_ID_LEN:
-        shown = character if len(character) <= 40 else character[:40] + "…"
-        raise InvalidName(f"invalid character id {shown!r}: use 1-{MAX_CHARACTER_ID_LEN} lowercase letters a-z, "
-                          "digits, '_' and '-' (not first), e.g. 'kai' or 'mira_2'")
-    return character
+# A character's id names its layer's folder (characters/<id>/) and its profile owner (char:<id>): the RecallFile rule.
+MAX_CHARACTER_ID_LEN = 64
+
+
+def is_character_id(text: object) -> bool:
+    """Whether ``text`` is a character id (``[a-z0-9_][a-z0-9_-]*``, at most 64 characters)."""
+    return isinstance(text, str) and len(text) <= MAX_CHARACTER_ID_LEN and FILE_RE.fullmatch(text) is not None
+
+
+def validate_character_id(value: object) -> str:
+    """Return ``value`` if it is a character id (it names a folder: the RecallFile rule, 64 characters at most),
+    else :class:`InvalidName`."""
+    if not is_character_id(value):
+        shown = repr(value)[:80] if isinstance(value, str) else type(value).__name__
+        raise InvalidName(f"invalid character id {shown}: use 1-{MAX_CHARACTER_ID_LEN} lowercase letters a-z, digits, "
+                          "'_' and '-' (not first), e.g. 'kai' or 'elaina_v2'")
+    assert isinstance(value, str)
+    return value
 
 
 def sanitize_item_name(name: str) -> str:

@@ -500,6 +500,22 @@ class Host:
         merged, nxt = merge_owner_pages(pages, limit)
         return [OwnerStats.from_dict(r) for r in merged], nxt
 
+    def owners_by_last_change(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
+                              within: str = "") -> tuple[list[OwnerStats], str | None]:
+        """A page of this host's owners, the last changed first (from the run index), and the next page's cursor.
+
+        With a shared run index (a cluster's database) owners held by other hosts are left out: their stats
+        are theirs to give.
+        """
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise InvalidName("prefix must be a string of at most 128 characters")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
+        page, nxt = self.run_index.owners_by_last_change(within=within, prefix=prefix, limit=limit, cursor=cursor)
+        local = set(self.owner_ids(prefix))
+        stats = [s for s in (self._stats_of(o) for o, _ in page if o in local) if s is not None]
+        return stats, nxt
+
     @property
     def last_unreachable(self) -> list[str]:
         """The peers that did not answer this thread's last :meth:`list_owners` (requests share a host, not a

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, NotFound, PreconditionFailed, RemoteError, RemoteMoved
 from wikimem.format import (
-    memory_path,
     parse_day,
     parse_wiki,
     render_day,
@@ -44,7 +43,18 @@ from wikimem.format import (
 )
 from wikimem.store import MemoryStore, OverlayDoor, Unit, UnitInfo
 
-from .history import ItemChange, Plan, Snapshot, State, finish, iso, path_changes, plan_apply, rebuild_result
+from .history import (
+    ItemChange,
+    Plan,
+    Snapshot,
+    State,
+    finish,
+    iso,
+    path_changes,
+    plan_apply,
+    rebuild_result,
+    stage_writes,
+)
 from .messages import build_message, parse_trailers, trailer_values
 from .objects import oid
 from .outcomes import Committed
@@ -64,10 +74,12 @@ MAX_LISTED = 100  # items named in an approve or discard commit's body
 
 
 def item_key(change: ItemChange) -> tuple:
-    """What names an item across views: ``("wiki", file, name)`` or ``("diary", date, time, content)``."""
+    """What names an item across views: ``(layer, "wiki", file, name)`` or ``(layer, "diary", date, time, content)``
+    (``layer``: a character's, None for the shared layer)."""
     if change.kind == "wiki":
-        return ("wiki", change.file, change.name)
-    return ("diary", change.date, change.time, change.after if change.after is not None else change.before)
+        return (change.layer, "wiki", change.file, change.name)
+    return (change.layer, "diary", change.date, change.time,
+            change.after if change.after is not None else change.before)
 
 
 def _line(change: ItemChange) -> str:
@@ -157,7 +169,7 @@ class StagedBranch:
             self._start = self._tip if self._tip is not None else self.git.head()
             tree = self.git.commit_tree(self._start)
             self.door.rebase(lambda p: self.git.blob_at(tree, p),
-                             lambda f: [p.split("/", 1)[1] for p in self.git.files_under(tree, f)])
+                             lambda f: [p.rsplit("/", 1)[1] for p in self.git.files_under(tree, f)])
             self.store.invalidate()
             try:
                 yield
@@ -323,9 +335,10 @@ class Staging:
 
     # -- the branch's moves ---------------------------------------------------------
 
-    def branch(self, run: str) -> Target:
-        """The write API of staged run ``run`` (``InvalidName`` when it cannot name a branch)."""
-        return Target(StagedBranch(self, run))
+    def branch(self, run: str, layer: str | None = None) -> Target:
+        """The write API of staged run ``run`` (``InvalidName`` when it cannot name a branch), in a layer of the
+        folder (None: the shared one)."""
+        return Target(StagedBranch(self, run), layer)
 
     def move(self, run: str, old: bytes | None, new: bytes, base: bytes) -> None:
         """Move the run's branch from ``old`` to ``new`` (under the owner lock): on the remote first when the folder
@@ -441,7 +454,7 @@ class Staging:
                 trailers += [("Edited", _where(e)) for e in edits[:MAX_LISTED]]
                 b.unit.info = replace(b.unit.info, undo_items=tuple(_line(c) for c in plan.changes),
                                       trailers=tuple(trailers))
-                self._write(writes, "approve", f"approve staged run {run}")
+                stage_writes(vs.writer, writes, "approve", f"approve staged run {run}", always=True)
                 value = {"changes": [c.to_dict() for c in plan.changes], "conflicts": plan.conflicts,
                          "skipped": len(skipped), "forced": len(plan.conflicts) if force else 0,
                          "approved_by": approver, "tip": info.tip}
@@ -474,17 +487,6 @@ class Staging:
                 b.result = value
         self._drop(run, info.tip)
         return Committed(value, b.commit, b.replay is not None)
-
-    def _write(self, writes: dict, action: str, detail: str) -> None:
-        writer = self.vstore.writer
-        if not writes:  # nothing left to apply: the commit still records the approval
-            writer.apply({}, {"ts": utc_now(), "action": action, "detail": detail})
-        for path, (old, new) in writes.items():
-            where = memory_path(path)
-            assert where is not None, path
-            folder, name = where
-            writer.apply({path: (old, new)}, {"ts": utc_now(), "action": action,
-                                              ("file" if folder == "wiki" else "date"): name, "detail": detail})
 
     # -- reading with the staged runs ----------------------------------------------------------
 

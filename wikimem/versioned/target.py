@@ -1,4 +1,5 @@
-"""The write verbs of a versioned folder, written once over a target: a branch (``main`` or a staged run).
+"""The write verbs of a versioned folder, written once over a target: a branch (``main`` or a staged run) and a
+layer of the folder (the shared one, or a character's: ``characters/<id>/``).
 
 A :class:`Target` is where a write goes; :class:`Branch` is the little that
 differs between branches (how a unit is opened and committed, what a
@@ -43,7 +44,7 @@ class Branch(Protocol):
     staged run (:class:`~wikimem.versioned.staging.StagedBranch`)."""
 
     writer: Writer  # whose units make this branch's commits
-    store: MemoryStore  # the memory as this branch holds it (read and written inside a unit)
+    store: MemoryStore  # the shared layer as this branch holds it (its layers: ``store.layer(id)``)
 
     @property
     def where(self) -> str:
@@ -64,21 +65,31 @@ class Branch(Protocol):
 
 
 class Target:
-    """The write API of one branch: each verb is one commit on it (or a replay of the first)."""
+    """The write API of one branch and layer: each verb is one commit on the branch (or a replay of the first)."""
 
-    def __init__(self, branch: Branch):
+    def __init__(self, branch: Branch, layer: str | None = None):
         self.branch = branch
+        self.layer = layer
+        self.store = branch.store.layer(layer)  # (validates the layer's id)
 
     def __repr__(self) -> str:
-        return f"Target({self.branch!r})"
+        return f"Target({self.branch!r}, layer={self.layer!r})"
 
-    @property
-    def store(self) -> MemoryStore:
-        return self.branch.store
+    def _bound(self, ctx: WriteContext | None, *request: object) -> WriteContext:
+        """``ctx`` bound to the request (and to the layer it writes: a retry must address the same one)."""
+        where = ("layer", self.layer) if self.layer is not None else ()
+        return WriteContext.of(ctx).bound(*request, *where)
+
+    def _kind(self, kind: str) -> str:
+        return kind if self.layer is None else f"{kind} in {self.layer}"
+
+    def with_layer(self, layer: str | None) -> Target:
+        """The same branch, another layer (a memorize writes the character's layer and proposes to the shared one)."""
+        return self if layer == self.layer else Target(self.branch, layer)
 
     @property
     def diary(self) -> Diary:
-        return self.branch.store.diary
+        return self.store.diary
 
     @staticmethod
     def request_of(ctx: WriteContext, kind: str | None) -> str | None:
@@ -149,9 +160,9 @@ class Target:
             ctx: WriteContext | None = None) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
         ``ctx.if_none_match``: only if it does not exist yet)."""
-        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
+        ctx = self._bound(ctx, "add", file, name, content, owner, ts)
         # The item's preconditions are checked by check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
+        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=self._kind(f"add {file}/{name}")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
@@ -164,9 +175,9 @@ class Target:
     def remove(self, file: str, name: str, *, owner: str | None = None,
                ctx: WriteContext | None = None) -> Committed:
         """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
+        ctx = self._bound(ctx, "remove", file, name, owner)
         with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
-                        kind=f"remove {file}/{name}") as b:
+                        kind=self._kind(f"remove {file}/{name}")) as b:
             if b.replay is not None:
                 return Committed(bool(b.replay.get("value")), b.commit, True)
             self.check_item(file, name, ctx)
@@ -178,8 +189,8 @@ class Target:
                      time: str | None = None, tz=None, owner: str | None = None,
                      ctx: WriteContext | None = None) -> Committed:
         """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
-        with self.batch(ctx, kind="diary") as b:
+        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner)
+        with self.batch(ctx, kind=self._kind("diary")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(DiaryItem(**value) if value else None, b.commit, True)

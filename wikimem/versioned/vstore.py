@@ -40,7 +40,16 @@ from dulwich.objects import Blob
 
 from wikimem.context import WriteContext
 from wikimem.errors import IdempotencyKeyReused, NotFound
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, memory_path, utc_instant, utc_now
+from wikimem.format import (
+    MEMORY_DIRS,
+    SETTINGS_PATH,
+    OutsideCalendar,
+    layer_dirs,
+    layer_of,
+    memory_path,
+    utc_instant,
+    utc_now,
+)
 from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
@@ -60,7 +69,7 @@ from .history import (
     unified_patch,
 )
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
-from .messages import build_message, printable
+from .messages import build_message, layer_trailers, printable
 from .objects import GitRepo, loose_bytes, oid
 from .outcomes import Committed, Outcome
 from .recovery import Recovery
@@ -94,13 +103,13 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     """
     out = []
     for rec in records:
-        action = rec.get("action")
+        action, layer = rec.get("action"), rec.get("layer")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
-            touch = ("wiki", rec["file"], rec["item"], None, None)
+            touch = ("wiki", rec["file"], rec["item"], None, None, layer)
             if touch not in out:
                 out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
-            out.append(("diary", None, None, rec["date"], rec["time"]))
+            out.append(("diary", None, None, rec["date"], rec["time"], layer))
         else:
             return None
     return out
@@ -496,7 +505,7 @@ class VersionedStore:
     def _disk_files(self) -> dict[str, bytes]:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
-        for folder in MEMORY_DIRS:
+        for folder in self.memory_dirs():
             for name, key in self.door.stamps(folder).items():
                 path = f"{folder}/{name}"
                 cached = self._stat_cache.get(path)
@@ -510,6 +519,14 @@ class VersionedStore:
                 self._stat_cache[path] = (key, sha)
                 out[path] = sha
         return out
+
+    def memory_dirs(self) -> list[str]:
+        """The memory folders on disk: ``wiki/``, ``diary/`` and those of every character's layer."""
+        return [*MEMORY_DIRS, *(d for layer in self.door.layers() for d in layer_dirs(layer))]
+
+    def layers(self) -> list[str]:
+        """The characters with a layer in this folder: on disk, or at the branch's head."""
+        return sorted(set(self.door.layers()) | set(self.git.layers(self.git.commit_tree(self.git.head()))))
 
     def external_changes(self) -> list[str]:
         """Memory files whose content on disk differs from ``HEAD``."""
@@ -531,6 +548,7 @@ class VersionedStore:
             folder, name = where
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
+        lines += layer_trailers(layer_of(p)[0] for p in paths)
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
 
     def sync_external(self, actor: str | None = None) -> str | None:
@@ -627,11 +645,14 @@ class VersionedStore:
     # -- history ---------------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                date: str | None = None, limit: int = 50, cursor: str | None = None) -> HistoryPage:
-        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day."""
+                date: str | None = None, limit: int = 50, cursor: str | None = None,
+                layers: tuple[str | None, ...] | None = None) -> HistoryPage:
+        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day; ``layers``: only
+        the commits of these layers (None in it: the shared one) and those that touched no item."""
         if item is not None:
             item = " ".join(item.split())
-        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor)
+        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor,
+                            layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.db.runs(limit)
@@ -678,21 +699,31 @@ class VersionedStore:
             raise NotFound(f"no commit at or before {point}")
         return found_at
 
-    def _span(self, old_tree, new_tree) -> tuple[list[ItemChange], str]:
+    def _span(self, old_tree, new_tree, layers: tuple[str | None, ...] | None = None,
+              ) -> tuple[list[ItemChange], str, bool]:
+        """The item changes and the patch between two trees, of ``layers`` only (None: every layer); and whether
+        anything changed in a layer left out."""
         changes: list[ItemChange] = []
         patch: list[str] = []
+        hidden = False
         for path in sorted(self.git.changed_paths(old_tree, new_tree)):
+            if layers is not None and layer_of(path)[0] not in layers:
+                hidden = True
+                continue
             old, new = self.git.blob_at(old_tree, path), self.git.blob_at(new_tree, path)
             changes.extend(path_changes(path, old, new))
             patch.append(unified_patch(path, old, new))
-        return changes, "".join(patch)
+        return changes, "".join(patch), hidden
 
-    def show_commit(self, point: str) -> CommitDiff:
-        """One commit: its history entry, what it did item by item, and its patch."""
+    def show_commit(self, point: str, layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """One commit: its history entry, what it did item by item, and its patch. ``layers``: seen by a reader of
+        these layers only (None in it: the shared one): a commit of other layers alone is :class:`NotFound`."""
         cid = self.resolve(point)
         obj = self.git.commit(cid.encode())
         parent_tree = self.git.commit_tree(obj.parents[0]) if obj.parents else None
-        changes, patch = self._span(parent_tree, obj.tree)
+        changes, patch, hidden = self._span(parent_tree, obj.tree, layers)
+        if hidden and not changes:
+            raise NotFound(f"no commit {point} in the layers you may read")
         entry = self.db.entry(cid)
         if entry is None:  # a commit not on the branch
             entry = HistoryEntry(cid, [p.decode() for p in obj.parents], iso(obj.commit_time),
@@ -701,11 +732,11 @@ class VersionedStore:
                                  len(changes))
         return CommitDiff(entry, changes, patch)
 
-    def diff(self, a: str, b: str = "HEAD") -> CommitDiff:
-        """What changed from ``a`` to ``b``, item by item."""
+    def diff(self, a: str, b: str = "HEAD", layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """What changed from ``a`` to ``b``, item by item (in ``layers`` only; None: every layer)."""
         ta = self.git.commit_tree(self.resolve(a).encode())
         tb = self.git.commit_tree(self.resolve(b).encode())
-        changes, patch = self._span(ta, tb)
+        changes, patch, _ = self._span(ta, tb, layers)
         return CommitDiff(None, changes, patch)
 
     def changed_paths(self, old: str | None, new: str | None) -> set[str]:
