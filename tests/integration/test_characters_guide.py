@@ -14,17 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from docblocks import doc_block
 from gunicorn_env import free_port, json_call, stop_process
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-GUIDE = (REPO / "docs" / "guides" / "characters-registry.md").read_text(encoding="utf-8")
 TOKEN = "guide-admin-token-0123456789"
-
-
-def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", GUIDE, re.S)
 
 
 def bash(script: str, folder: Path, env: dict) -> str:
@@ -61,7 +56,9 @@ def served(tmp_path):
 
 def test_the_guide_runs_as_written(served):
     folder, env, port = served
-    register, api, delete, tokens, migrate = blocks("sh")
+    register, api, delete = doc_block("characters-put"), doc_block("characters-api"), doc_block("characters-delete")
+    tokens, migrate, shown = doc_block("characters-tokens"), doc_block("characters-migrate"), \
+        doc_block("characters-token-line")
     out = bash(register, folder, env)
     assert out.startswith("registered kai (Kai, shared_writes=staged) in char:kai at ")
     assert "kai\tKai\tstaged\tactive" in out and "mira\tMira\tdirect\tactive" in out
@@ -77,7 +74,6 @@ def test_the_guide_runs_as_written(served):
     listing = bash(tokens, folder, env)
     assert re.search(r"kai-worker\s+write\s+team:\*,user:\*\s+kai\s", listing)
     written = json.loads((folder / "tokens.jsonl").read_text().splitlines()[0])
-    (shown,) = blocks("json")
     assert set(json.loads(shown)) == set(written)
     assert {k: written[k] for k in ("owner_prefix", "owner_prefixes", "character")} == \
         {k: json.loads(shown)[k] for k in ("owner_prefix", "owner_prefixes", "character")}
