@@ -1,5 +1,7 @@
 """Local stand-ins for external services, speaking their real HTTP protocols.
 
+:class:`ScriptedLLM` is the LLM port without HTTP (canned replies, recorded calls).
+
 :class:`FakeOpenAI` is a real ``http.server`` on 127.0.0.1, in a background
 thread, that answers the two OpenAI-compatible endpoints wikimem talks to:
 
@@ -143,6 +145,21 @@ class Request:
     path: str
     headers: dict[str, str]
     body: object
+
+
+class ScriptedLLM:
+    """The LLM port in its simplest honest form: canned replies (an exception is raised), recorded calls."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.calls: list[list[dict]] = []
+
+    def chat(self, messages):
+        self.calls.append(messages)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
 
 
 class FakeOpenAI:

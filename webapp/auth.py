@@ -133,5 +133,6 @@ def allowed(principal: Principal, scope: str, owner_id: str | None = None) -> Pr
     if not principal.has(scope):
         raise Forbidden(f"this token lacks the {scope!r} scope")
     if owner_id is not None and not principal.may_access(owner_id):
-        raise Forbidden(f"this token may only reach owners whose id starts with {principal.owner_prefix!r}")
+        raise Forbidden(f"this token may only reach owners whose id starts with "
+                        f"{' or '.join(repr(p) for p in principal.owner_prefixes)}")
     return principal

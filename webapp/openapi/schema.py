@@ -44,6 +44,11 @@ APPEND = {"ts": {**NSTR, "maxLength": 64}, "date": {**NSTR, "maxLength": 64},
            "time": {**NSTR, "maxLength": 64}, "tz": {**NSTR, "maxLength": 64}}
 
 SCHEMAS: dict[str, dict] = {
+    "Character": obj({"id": {"type": "string"}, "owner": {"type": "string", "description": "char:<id>"},
+                       "name": {"type": "string"}, "persona": NSTR,
+                       "shared_writes": {"type": "string", "enum": ["staged", "direct", "none"]},
+                       "deleted": {"type": "boolean"}, "updated": NSTR, "head": NSTR},
+                      ["id", "owner", "name", "shared_writes", "deleted"]),
     "Error": obj({"error": obj({"code": {"type": "string"}, "message": {"type": "string"},
                                   "conflicts": arr({"type": "object"}), "current": {},
                                   "item": {"type": "object", "description": "412 of an item write: the item there"}},
@@ -97,7 +102,9 @@ SCHEMAS: dict[str, dict] = {
                           ["item", "source"]),
     "Settings": obj({"tz": {**NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
-                      "character": {**NSTR, "description": "memorize's character when a request names none"}},
+                      "character": {**NSTR, "description": "memorize's character when a request names none"},
+                      "definition": {"type": "object", "description": "only on a character's own owner "
+                                     "(char:<id>): its definition, written by the registry (/characters)"}},
                      ["tz", "character"]),
     "Job": obj({"id": {"type": "string"}, "kind": {"type": "string"},
                  "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},

@@ -57,11 +57,12 @@ from wikimem.host.fleet import (
 
 from .archive import FORMATS, archive_markdown
 from .backups import known_backups
+from .characters import Characters
 from .errors import BadRequest, LLMNotConfigured
 from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
-from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .owner_ids import Within, decode_owner_id, encode_owner_id, scope_prefixes, validate_owner_id
 from .probation import StagingPolicy
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 from .retention import Retention
@@ -149,6 +150,8 @@ class Host:
                                staged_index=self.probation.index, backups=lambda: known_backups(self.root))
         # Every change an edge asks for passes here: its write context, staging decision and audit event.
         self.gate = Gate(self.owner, lambda: self.probation.policy, self.erasure.digest)
+        # The bot's characters, each defined in its own owner char:<id> (wikimem/host/characters.py).
+        self.characters = Characters(owner=self.owner, ensure=self.ensure_owner, ids=self.owner_ids, gate=self.gate)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
@@ -460,18 +463,18 @@ class Host:
 
     # -- erasure -----------------------------------------------------------
 
-    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: Within = ""):
         """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erase`): ``(job, created)``. Its
         result is the receipt; asking again is the same job."""
         return self.erasure.submit_erase(owner_id, actor=actor, within=within)
 
-    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: str = ""):
+    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: Within = ""):
         """Forget one item (``{file, name}``) or diary entry (``{date, time, index?}``) of an owner with its
         history, as a job: ``(job, created)``. The owner must exist here (or on the remote)."""
         self.owner(owner_id)
         return self.erasure.submit_forget(owner_id, target, actor=actor, within=within)
 
-    def erasure_job(self, job_id: str, *, within: str = ""):
+    def erasure_job(self, job_id: str, *, within: Within = ""):
         """An erase or forget job (its result: the receipt) for a caller limited to ``within``; helps run it."""
         found = self.erasure.job(job_id, within=within)
         if found.state in UNFINISHED:
@@ -498,7 +501,7 @@ class Host:
                       and (self.owners_dir / encode_owner_id(i) / ".git").is_dir())
 
     def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
-                    within: str = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
+                    within: Within = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
         """A page of owners (sorted by id) with their stats, and the cursor of the next page.
 
         ``within`` is the owner-id prefix the caller may see (a token's or an
@@ -540,13 +543,12 @@ class Host:
         return getattr(self._listing, "unreachable", [])
 
     def _local_owners(self, prefix: str, limit: int, cursor: str | None,
-                      within: str) -> tuple[list[OwnerStats], str | None]:
+                      within: Within) -> tuple[list[OwnerStats], str | None]:
         if not isinstance(prefix, str) or len(prefix) > 128:
             raise InvalidName("prefix must be a string of at most 128 characters")
-        scoped = scope_prefix(within, prefix)
-        if scoped is None:
+        scoped = scope_prefixes(within, prefix)
+        if not scoped:
             return [], None
-        prefix = scoped
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
         if cursor is not None:
@@ -554,7 +556,8 @@ class Host:
                 validate_owner_id(cursor)
             except InvalidName:
                 raise BadRequest(f"invalid cursor {cursor[:40]!r}: give the next of a previous page") from None
-        ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
+        listed = sorted({i for p in scoped for i in self.owner_ids(p)})
+        ids = [i for i in listed if cursor is None or i > cursor]
         page, more = ids[:limit], len(ids) > limit
         stats = [s for s in map(self._stats_of, page) if s is not None]
         return stats, (page[-1] if more and page else None)

@@ -1,8 +1,10 @@
-"""What talks to a language model: the chat client, memorize and the diary tool, the transcript query."""
+"""What talks to a language model: the chat client, memorize and the diary tool, memorize as a character
+(diary entries and facts, :func:`extract` / :func:`parse_reply`), the transcript query."""
 
 from __future__ import annotations
 
 from .chat import ChatClient, LLMError
+from .extraction import CHANNEL_PROMPT, CHARACTER_PROMPT, FACT_RULES, extract, render_character_prompt
 from .memorizer import (
     DIARY_PROMPT,
     DIARY_RULES,
@@ -17,6 +19,7 @@ from .memorizer import (
     parse_diary_reply,
     render_prompt,
 )
+from .reply import MAX_REPLY_ELEMENTS, Fact, Note, Reply, parse_reply
 from .transcript import message_text, query_from_messages
 
 __all__ = [
@@ -36,4 +39,14 @@ __all__ = [
     "event_date",
     "query_from_messages",
     "message_text",
+    "Note",
+    "Fact",
+    "Reply",
+    "parse_reply",
+    "extract",
+    "render_character_prompt",
+    "CHARACTER_PROMPT",
+    "CHANNEL_PROMPT",
+    "FACT_RULES",
+    "MAX_REPLY_ELEMENTS",
 ]

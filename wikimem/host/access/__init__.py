@@ -20,12 +20,14 @@ from .operators import (
 )
 from .quotas import OwnerQuota
 from .tokens import (
+    MAX_PREFIXES,
     SCOPES,
     Principal,
     Rotation,
     TokenEntry,
     TokenFile,
     append_token,
+    check_prefixes,
     check_scopes,
     expires_in_words,
     hash_secret,
@@ -50,6 +52,8 @@ __all__ = [
     "TokenFile",
     "append_token",
     "check_scopes",
+    "check_prefixes",
+    "MAX_PREFIXES",
     "list_tokens",
     "revoke_tokens",
     "rotate_token",

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
-from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
+from wikimem.host.owner_ids import Within, covers, encode_owner_id, scope_text, validate_owner_id, within_json
 
 from .jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
@@ -135,20 +135,20 @@ class Erasure:
 
     # -- submitting --------------------------------------------------------------------------
 
-    def submit_erase(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+    def submit_erase(self, owner_id: str, *, actor: str = "operator", within: Within = ""):
         """Erase ``owner_id`` everywhere, in the background: ``(job, created)``. Asking again is the same job
         (and the same receipt), until the owner is made again under its id: erasing that copy is a new one."""
         owner_id = validate_owner_id(owner_id)
         digest = self.register.digest(owner_id)
         copy = self.register.begin(digest, ERASE, actor, copy_time(self.root / "owners" / encode_owner_id(owner_id)))
-        params = {"erasure": digest, "actor": actor, "within": within}
+        params = {"erasure": digest, "actor": actor, "within": within_json(within)}
         job, created = self._jobs().submit(ERASE, [{**params, "owner": owner_id}], params=params,
                                            key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
-                                           tenant=within)
+                                           tenant=scope_text(within))
         self._wake()
         return job, created
 
-    def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: str = ""):
+    def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: Within = ""):
         """Forget one item or diary entry of ``owner_id`` with its history, in the background: ``(job,
         created)``; the same target is the same job while it is kept."""
         owner_id = validate_owner_id(owner_id)
@@ -156,18 +156,19 @@ class Erasure:
         named = json.dumps([owner_id, target], sort_keys=True)
         digest = "fg_" + hashlib.sha256(self.register.digest(named).encode()).hexdigest()[:32]
         params = {"owner": owner_id, "forget": digest, "target": _described(target), "actor": actor,
-                  "within": within}
+                  "within": within_json(within)}
         job, created = self._jobs().submit(FORGET, [{**params, "target": target}], params=params,
-                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest], tenant=within)
+                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest],
+                                           tenant=scope_text(within))
         self._wake()
         return job, created
 
-    def job(self, job_id: str, *, within: str = "") -> Any:
+    def job(self, job_id: str, *, within: Within = "") -> Any:
         """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
         found = self._jobs().get(job_id)
         owner = found.params.get("owner")
-        scope = owner if isinstance(owner, str) else str(found.params.get("within", ""))
-        if found.kind not in (ERASE, FORGET) or not scope.startswith(within):
+        scope = owner if isinstance(owner, str) else found.params.get("within", "")
+        if found.kind not in (ERASE, FORGET) or not covers(within, scope if isinstance(scope, list) else str(scope)):
             raise NotFound(f"no erasure job {job_id!r}")
         return found
 

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 from wikimem.errors import InvalidValue
 from wikimem.host.errors import BadRequest
 from wikimem.host.instants import iso_instant, parse_instant
-from wikimem.host.owner_ids import scope_prefix
+from wikimem.host.owner_ids import Within, scope_prefixes
 from wikimem.store import MAX_ROUND
 
-from .sql import Database, Tx
+from .sql import Database, Tx, prefix_match
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
@@ -118,10 +118,10 @@ class RunQuery:
         out["since"], out["until"] = iso_instant(self.since), iso_instant(self.until)
         return {k: v for k, v in out.items() if v not in (None, "")}
 
-    def where(self, within: str = "") -> tuple[str, list] | None:
+    def where(self, within: Within = "") -> tuple[str, list] | None:
         """The SQL condition and arguments; None when the prefix falls outside ``within`` (nothing to see)."""
-        prefix = scope_prefix(within, self.owner_prefix)
-        if prefix is None:
+        prefixes = scope_prefixes(within, self.owner_prefix)
+        if not prefixes:
             return None
         where: list[str] = []
         args: list[Any] = []
@@ -138,9 +138,10 @@ class RunQuery:
         if self.until is not None:
             where.append("first <= ?")
             args.append(self.until)
-        if prefix:
-            where.append("substr(owner, 1, ?) = ?")
-            args += [len(prefix), prefix]
+        if "" not in prefixes:
+            cond, more = prefix_match("owner", prefixes)
+            where.append(cond)
+            args += more
         return (" AND ".join(where) or "1"), args
 
 
@@ -591,7 +592,7 @@ class RunIndex:
 
     # -- searching ---------------------------------------------------------------
 
-    def search(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
+    def search(self, query: RunQuery, *, within: Within = "", limit: int = 50, cursor: str | None = None,
                by_owner: bool = False) -> RunPage:
         """Matching runs, newest first (by their last commit), with the totals of the whole match (``by_owner``:
         also per owner, for a gatherer that counts each owner once)."""
@@ -620,7 +621,7 @@ class RunIndex:
                 args)}
         return page
 
-    def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
+    def per_owner(self, query: RunQuery, *, within: Within = "", limit: int = 50,
                   cursor: str | None = None) -> OwnerCountPage:
         """Matching runs counted per owner (owners in id order), and the next page's cursor."""
         cond = query.where(within)
@@ -637,7 +638,7 @@ class RunIndex:
         counts = [OwnerCount(o, int(n), int(c), iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
         return OwnerCountPage(counts, encode_cursor(rows[-1][0]) if more and rows else None)
 
-    def owners_by_last_change(self, *, within: str = "", prefix: str = "", limit: int = 50,
+    def owners_by_last_change(self, *, within: Within = "", prefix: str = "", limit: int = 50,
                               cursor: str | None = None) -> tuple[list[tuple[str, str]], str | None]:
         """``(owner, its last commit's time)``, newest change first (ties by id), and the next page's cursor."""
         cond = RunQuery(owner_prefix=prefix).where(within)
@@ -654,7 +655,8 @@ class RunIndex:
         page = [(owner, iso_instant(last)) for owner, last in rows]
         return page, (encode_cursor(int(rows[-1][1]), rows[-1][0]) if more and rows else None)
 
-    def selection(self, query: RunQuery, *, within: str = "", limit: int | None = None) -> dict[str, list[RunRow]]:
+    def selection(self, query: RunQuery, *, within: Within = "", limit: int | None = None
+                  ) -> dict[str, list[RunRow]]:
         """Every matching run grouped by owner (owners in id order), up to ``limit`` owners."""
         cond = query.where(within)
         if cond is None:

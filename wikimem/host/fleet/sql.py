@@ -40,7 +40,7 @@ from wikimem.errors import StoreBusy
 
 from . import pgpool
 
-__all__ = ["Database", "Tx", "is_url"]
+__all__ = ["Database", "Tx", "is_url", "prefix_match"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -295,3 +295,14 @@ class Tx:
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.db.many(sql, rows, self.conn)
+
+
+def prefix_match(column: str, prefixes: Sequence[str]) -> tuple[str, list]:
+    """The condition "``column`` starts with one of ``prefixes``" and its arguments (``""`` matches every row,
+    no prefix none); ``substr`` rather than ``LIKE``, whose ``_`` and ``%`` an owner id may hold."""
+    if "" in prefixes:
+        return "1 = 1", []
+    if not prefixes:
+        return "1 = 0", []
+    test = f"substr({column}, 1, ?) = ?"
+    return "(" + " OR ".join([test] * len(prefixes)) + ")", [x for p in prefixes for x in (len(p), p)]
