@@ -164,7 +164,8 @@ def test_a_package_is_entered_through_its_face():
 # Lower layers never import higher ones (lazily included). A package may import its own layer's core.
 LAYERS = [
     {"wikimem.errors", "wikimem.naming", "wikimem.limits", "wikimem.locking", "wikimem.fsio", "wikimem.models",
-     "wikimem.links", "wikimem.context", "wikimem.endpoint", "wikimem.timeparse"},
+     "wikimem.links", "wikimem.context", "wikimem.endpoint", "wikimem.timeparse",
+     "wikimem.timerules"},
     {"wikimem.format"},
     {"wikimem.store"},
     {"wikimem.vectors"},
