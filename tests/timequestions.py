@@ -85,14 +85,15 @@ def diary_entries(on: date) -> list[tuple[str, str, str]]:
 def check_answer(result: dict, question: str, markers: list[str], entries: list[tuple[str, str, str]]) -> None:
     """The answer of a time question comes from its window (the JSON of a RetrievalResult).
 
-    Every entry of the window is there, the marked ones among them; no
-    diary entry from outside the window; no wiki item that shares no word
+    Every entry of the window (of its days, for a set of days) is there, the
+    marked ones among them; no diary entry from outside the window; no wiki item that shares no word
     with the question ranks above an entry of the window; a question
     without topic words is answered with the window alone, newest first.
     """
     assert result["time_range"] is not None, f"{question!r} opened no window"
     start, end = result["time_range"]
-    window = [(d, t, c) for d, t, c in entries if start <= d <= end]
+    days = result.get("time_days")  # a window of separate days ("last Wednesday" asked on a Friday): those only
+    window = [(d, t, c) for d, t, c in entries if start <= d <= end and (days is None or d in days)]
     hits = [e for e in result["items"] if e["source"] == "hit"]
     got = [(e["item"]["file"], e["item"]["name"], e["item"]["content"]) for e in hits]
     assert sorted(window) == sorted(g for g, e in zip(got, hits) if e["kind"] == "diary"), (question, got)

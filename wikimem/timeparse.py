@@ -95,15 +95,24 @@ class TimeScan:
     range: tuple[str, str]
     spans: tuple[tuple[int, int], ...]
     days: tuple[str, ...] | None = None
+    cue_spans: tuple[tuple[int, int], ...] = ()  # the explicit dates that made the window
 
     @property
     def window(self) -> TimeWindow:
         return TimeWindow(*self.range, self.days)
 
-    def strip(self, text: str) -> str:
-        """``text`` without the time expressions (what is left to search for)."""
+    def cues(self, text: str) -> str:
+        """The words of the explicit dates that made the window ("the 10th of February 2024", 2024年2月10日):
+        content a stored text may share, unlike words relative to today (昨天, last Friday)."""
+        return " ".join(text[start:end] for start, end in self.cue_spans)
+
+    def strip(self, text: str, *, keep_cues: bool = False) -> str:
+        """``text`` without the time expressions (what is left to search for); ``keep_cues``: but the
+        explicit dates."""
         out, last = [], 0
         for start, end in self.spans:
+            if keep_cues and (start, end) in self.cue_spans:
+                continue
             out.append(text[last:start])
             last = end
         out.append(text[last:])
@@ -153,22 +162,23 @@ def scan_time(text: str, *, tz: tzinfo | str | None = None,
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    found, spans = _scan(text, _today(tz, today))
+    found, spans, cues = _scan(text, _today(tz, today))
     if not found:
         return None
     start, end = _hull(found)
     days = None
     if len(found) == 1 and isinstance(found[0], DaySet):
         days = tuple(d.isoformat() for d in found[0].days)
-    return TimeScan((start.isoformat(), end.isoformat()), tuple(sorted(spans)), days)
+    return TimeScan((start.isoformat(), end.isoformat()), tuple(sorted(spans)), days, tuple(sorted(cues)))
 
 
 def _hull(found: list[Found]) -> tuple[date, date]:
     return min(bounds(f)[0] for f in found), max(bounds(f)[1] for f in found)
 
 
-def _scan(text: str, now: date) -> tuple[list[Found], list[tuple[int, int]]]:
-    """What the expressions that count name (explicit dates, else relative words) and the spans of time words.
+def _scan(text: str, now: date) -> tuple[list[Found], list[tuple[int, int]], list[tuple[int, int]]]:
+    """What the expressions that count name (explicit dates, else relative words), the spans of time words,
+    and the spans of the explicit dates when they count.
 
     The spans are every claimed expression but the words that name no day
     (:func:`~wikimem.timerules.no_day`): those stay in the text to search, and an impossible
@@ -176,7 +186,8 @@ def _scan(text: str, now: date) -> tuple[list[Found], list[tuple[int, int]]]:
     no window, still count as time words.
     """
     if not TRIGGER.search(text):
-        return [], []
+        return [], [], []
+    cues: list[tuple[int, int]] = []
     claimed: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     explicit: list[Found] = []
@@ -195,7 +206,11 @@ def _scan(text: str, now: date) -> tuple[list[Found], list[tuple[int, int]]]:
                 spans.append(span)
             if found is not None:
                 (explicit if is_explicit else relative).append(found)
-    return explicit or relative, spans  # a date the text spells out beats a word relative to today
+                if is_explicit:
+                    cues.append(span)
+    if explicit:  # a date the text spells out beats a word relative to today
+        return explicit, spans, cues
+    return relative, spans, []
 
 
 def parse_time_range(text: str, *, tz: tzinfo | str | None = None,
@@ -229,7 +244,7 @@ def event_day(text: str, *, today: date | datetime | str, tz: tzinfo | str | Non
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
     now = _today(tz, today)
-    found, spans = _scan(text, now)
+    found, spans, _ = _scan(text, now)
     if not found:
         return "" if spans else None
     start, end = _hull(found)
