@@ -465,8 +465,7 @@ class MemoryIndex:
         The pool is the same whatever the limit (up to :data:`POOL`): the candidates, their normalisation
         and so the first ``k`` do not depend on how many are asked for.
         """
-        wide = self.vectors is not None or q.half_life is not None
-        pool = max(limit * 3, 30) if wide else limit
+        pool = max(limit, POOL)
         if q.window:
             pool += len(q.window)  # every entry of the window that matches, whatever the wiki holds
         if q.mode == "window":
