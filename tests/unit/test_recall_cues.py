@@ -119,3 +119,45 @@ def test_the_first_hits_are_the_same_whatever_the_limit(tmp_path_factory, varian
     five, ten, fifty = (hits_at(index, q, n, **kwargs) for n in (5, 10, 50))
     assert five == ten[:5] == fifty[:5]
     assert ten == fifty[:10]
+
+
+# -- content-free turns ----------------------------------------------------------------------
+
+GREETING_CHAT = {
+    "en": ["Tom: So the new job, how is it going?", "Maya: Oh, happy to hear that, great!",
+           "Maya: The new job at the bakery is going well, the team is friendly and I bake bread every morning.",
+           "Tom: My new job is fine too.", "Tom: Any new job news from Leo?", "Maya: Leo has no new job yet.",
+           "Tom: A new job is a big change.", "Maya: Yes, a new job."],
+    "zh": ["志强：新工作怎么样？", "美玲：哈哈，太好了，真开心！",
+           "美玲：新工作在面包店，同事都很友好，我每天早上烤面包，挺开心的。",
+           "志强：我的新工作也还行。", "志强：小林有新工作吗？", "美玲：小林还没有新工作。",
+           "志强：新工作是个大变化。", "美玲：是啊，新工作。"],
+}
+GREETING_QUESTION = {"en": "Is Maya happy with her new job?", "zh": "美玲的新工作开心吗？"}
+
+
+@pytest.mark.parametrize("options", [{}, HOST_BM25,
+                                     {"embedder": Embedder(), "fusion_weight": 0.3, "neighbour_context": True}],
+                         ids=["library", "host bm25", "fused"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_greeting_does_not_outrank_a_content_turn(tmp_path, lang, options):
+    store = MemoryStore(tmp_path / "mem")
+    for n, text in enumerate(GREETING_CHAT[lang]):
+        store.add("chat", f"t{n}", text)
+    index = MemoryIndex(store, use_jieba=False, vectors_dir=tmp_path / "vectors", **options)
+    names = [e.item.name for e in index.retrieve(GREETING_QUESTION[lang], expand_links=False).items]
+    assert names.index("t2") < names.index("t1") if "t1" in names else "t2" in names, names
+    # a question of small talk only ranks them as before (nothing to demote for)
+    assert index.retrieve("happy" if lang == "en" else "开心", expand_links=False).items
+
+
+def test_content_free_turns():
+    from wikimem.recall.filler import is_content_free
+
+    names = ["Maya", "Tom", "美玲", "志强"]
+    for text in ["Maya: Hello Tom! How are you doing today?", "Tom: Haha, nice!", "ok", "Maya: Thanks for asking!",
+                 "美玲：哈哈，好的！", "志强：你好呀美玲，今天过得怎么样？", "嗯嗯", "", "Tom:"]:
+        assert is_content_free(text, names), text
+    for text in ["Maya: Biscuit. The kids picked it.", "Tom: Lisbon!", "美玲：新工作在面包店。", "海边",
+                 "Maya: Hello Tom! We adopted a puppy."]:
+        assert not is_content_free(text, names), text

@@ -25,6 +25,7 @@ from wikimem.timeparse import scan_time
 from .assembly import cut, entries, expand
 from .bm25 import B
 from .diary_index import DiaryIndex
+from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
@@ -396,7 +397,7 @@ class MemoryIndex:
         terms = topic + [t for t in dict.fromkeys(cue_terms) if t not in topic]
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz,
-                  fallback=question_only(topic))
+                  fallback=question_only(topic), content=bool(topic) and not is_content_free(topic_text))
         if result.time_range is not None:
             self._open_window(q, result)
         return q
@@ -475,13 +476,20 @@ class MemoryIndex:
             self._ensure_fresh(q.mode)
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
             lagging = self._lagging(q.mode)
-        if self._hybrid is None or not limit:
-            return self._prior(cands, q)
-        fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
-        if fused is None:
-            return self._prior(cands, q)
-        result.embedding_used = True
-        return self._prior(fused, q)
+        if self._hybrid is not None and limit:
+            fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
+            if fused is not None:
+                cands, result.embedding_used = fused, True
+        return self._demote(self._prior(cands, q), q)
+
+    def _demote(self, cands: list[Candidate], q: Query) -> list[Candidate]:
+        """A question with content ranks the content-free turns (greetings, acknowledgements) after the others."""
+        if not q.content or not cands:
+            return cands
+        with self._lock:
+            free = [self.wiki.content_free(c.item) if c.kind == "wiki"
+                    else is_content_free(c.item.content, use_jieba=self.use_jieba) for c in cands]
+        return [c for c, f in zip(cands, free) if not f] + [c for c, f in zip(cands, free) if f]
 
     def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:

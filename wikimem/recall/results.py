@@ -219,6 +219,7 @@ class Query:
     window_keys: list = field(default_factory=list)  # the candidate key of each window entry
     days: frozenset[str] | None = None  # a window of separate days: those days only
     fallback: bool = True  # the window's unmatched entries come back (the words left are question words)
+    content: bool = False  # the question has content: small-talk turns rank after the others
 
     def in_window(self, day: str) -> bool:
         """Whether a diary day passes the window ("all" mode; True without one)."""
