@@ -222,6 +222,10 @@ def run(lang: str, args, embedders: dict, variants: list[Variant]) -> dict[tuple
                 vectors = _vectors(Path(args.cache), space, lang, conv["id"])
                 for v in variants:
                     index = make_index(store, v, embedders, vectors)
+                    if v.embedder:  # every vector in place before the first question counts
+                        index.retrieve(questions[0]["question"])
+                        if not index.wait_for_vectors(3600):
+                            raise SystemExit(f"{v.name}: vectors not ready after an hour")
                     outcome, limits = out[(name, v.name)]
                     for q in questions:
                         ask(index, q, outcome, limits if name != "plain" or args.limits_plain else None)
