@@ -550,7 +550,7 @@ class MemoryIndex:
     def _contents(self, mode: str) -> Contents:
         """What the index holds, for its vectors (called under the lock, after ``_ensure_fresh(mode)``)."""
         diary = self._diary_index.items() if mode == "all" and self._diary_index is not None else None
-        return Contents(mode, self._state_key(mode), self.wiki.items(), diary)
+        return Contents(mode, self._state_key(mode), self.wiki.items(), diary, self.wiki.conversations())
 
     def _lagging(self, mode: str) -> Contents | None:
         """The contents when the vectors may not cover them, else None (called under the lock)."""
