@@ -20,6 +20,7 @@ from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, 
 from wikimem.models import DiaryItem, RecallItem
 
 from .batchops import Op, check_content, parse_ops
+from .duplicates import check_duplicate
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .metrics import NULL_METRICS, NullMetrics
@@ -185,6 +186,7 @@ class Owner:
         # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
         # index of a retrieve that includes them, keyed by (main's head, every staged tip).
         self.policy = StagingPolicy()
+        self.default_tz: str | None = None  # the host's WIKIMEM_TZ, for an owner without a tz
         self._staging: Staging | None = None
         self._staged_index: tuple[tuple, Any, frozenset] | None = None
         self._staged_lock = threading.Lock()
@@ -335,8 +337,8 @@ class Owner:
         return Committed(OwnerSettings.from_file(merged), b.commit)
 
     def _tz(self, tz: Any) -> Any:
-        """A request's time zone, else the owner's."""
-        return tz if tz is not None else self.settings().tz
+        """A request's time zone, else the owner's, else the host's (``WIKIMEM_TZ``)."""
+        return tz if tz is not None else self.settings().tz or self.default_tz
 
     def files(self) -> list[str]:
         return self.store.files()
@@ -545,6 +547,7 @@ class Owner:
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         run = ctx.run or self._run_for(ctx)
         ctx = WriteContext.of(ctx, run=run)
+        check_duplicate(self, turn, ctx, character, prompt)  # the same turn moments ago, without a key: 409
         target, ctx = self._target(ctx)
         if ctx.idempotency_key is not None:
             replay = target.replay(ctx.idempotency_key, "memorize", target.request_of(ctx, "memorize"))

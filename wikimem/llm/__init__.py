@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .chat import ChatClient, LLMError
+from .chat import ChatClient, ChatRetry, LLMError
 from .memorizer import (
     DIARY_PROMPT,
     DIARY_RULES,
@@ -21,6 +21,7 @@ from .transcript import message_text, query_from_messages
 
 __all__ = [
     "ChatClient",
+    "ChatRetry",
     "LLMError",
     "LLM",
     "DiaryLike",

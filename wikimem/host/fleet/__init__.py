@@ -35,7 +35,7 @@ from .jobtypes import (
     RetryLater,
     Step,
 )
-from .memorizejob import memorize_handler, submit_memorize
+from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .runindex import (
     INDEX_PATH,
@@ -77,6 +77,7 @@ __all__ = [
     "RetryLater",
     "Handler",
     "memorize_handler",
+    "MemorizeRetry",
     "submit_memorize",
     "validate_job_id",
     "JOBS_FILE",
