@@ -68,8 +68,10 @@ from datetime import date, datetime, tzinfo
 
 from .timerules import RULES, TRIGGER, DaySet, Found, bounds, cn_number, no_day
 
-__all__ = ["parse_time_range", "parse_time_window", "scan_time", "TimeScan", "TimeWindow", "event_day",
+__all__ = ["parse_time_range", "parse_time_window", "scan_time", "TimeScan", "TimeWindow", "TimeRange", "event_day",
            "local_today", "resolve_tz", "cn_number"]
+
+TimeRange = tuple[str, str]  # a closed window of local dates, ("YYYY-MM-DD", "YYYY-MM-DD") (upstream's name)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ ASKED = {"en": ["Where is Paola going on the 10th of February 2024?", "Where is 
          "zh": ["宝拉2024年2月10日要去哪里？", "2024年2月10号宝拉去哪儿？"]}
 CHAT = {"en": ["Paola: I love travelling, I go somewhere every month.", "Kai: Where are you going next?",
                "Paola: Not sure yet, maybe somewhere warm."],
-        "zh": ["宝拉：我很喜欢旅行，每个月都去一个地方。", "阿凯：你下次要去哪里？", "宝拉：还没定，可能去暖和的地方。"]}
+        "zh": ["宝拉：我很喜欢旅行，每个月都去一个地方。", "阿凯：你下次要去哪里？",
+               "宝拉：还没定，可能去暖和的地方。"]}
 DIARY = {"en": "Paola stayed home and read a book.", "zh": "宝拉在家看了一本书。"}
 
 
