@@ -258,7 +258,9 @@ def parse_args(argv):
     p.add_argument("--cache", default=str(quality.ROOT / "var" / "bench-quality"))
     p.add_argument("--repo", default=None, help="a checkout to import wikimem from (read before anything else)")
     p.add_argument("--limits-plain", action="store_true", help="also ask the plain set at limits 5, 10 and 50")
-    p.add_argument("--variants", default="", help="extra variants, by name, from the script's EXTRA table")
+    p.add_argument("--variants", default="", help="extra variants, comma-separated names of extra_variants(): "
+                                                  "ctx-conversations (item weight 0.4 in conversations only), "
+                                                  "ctx-0.4 (0.4 everywhere)")
     args = p.parse_args(argv)
     args.langs = [s.strip() for s in args.langs.split(",") if s.strip()]
     args.only = []
@@ -272,10 +274,10 @@ def extra_variants() -> dict[str, Variant]:
     try:
         from wikimem.vectors import NeighbourContext
 
-        out["ctx 0.4 conversations"] = Variant("fused host, ctx 0.4 conversations", **{
+        out["ctx-conversations"] = Variant("fused host, ctx 0.4 conversations", **{
             **{f: getattr(HOST_VARIANT, f) for f in ("stop", "embedder", "weight", "b")},
             "context": NeighbourContext(item_weight=0.6, conversation_weight=0.4)})
-        out["ctx 0.4"] = Variant("fused host, ctx 0.4", **{
+        out["ctx-0.4"] = Variant("fused host, ctx 0.4", **{
             **{f: getattr(HOST_VARIANT, f) for f in ("stop", "embedder", "weight", "b")}, "context": 0.4})
     except (ImportError, TypeError):  # an older checkout: no per-file weight
         pass
