@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from fakes import FakeOpenAI
-from timequestions import QUESTIONS, TZ, WIKI, check_answers, diary_entries, today
+from timequestions import TZ, WIKI, check_answers, diary_entries, questions, today
 
 from wikimem import MemoryIndex, MemoryStore
 from wikimem.vectors import HttpEmbedder, LocalEmbedder
@@ -57,7 +57,7 @@ def test_time_questions_answer_from_their_window(tmp_path, fake, worker, kind):
     store, entries = write(tmp_path / "mem")
     index = make(kind, store, fake, worker)
     day = today()
-    answers = {q: index.retrieve(q, tz=TZ).to_dict() for q, _ in QUESTIONS}
+    answers = {q: index.retrieve(q, tz=TZ).to_dict() for q, _ in questions(day)}
     check_answers(answers, entries, day)
 
 
