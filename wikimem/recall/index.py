@@ -393,7 +393,7 @@ class MemoryIndex:
             topic = topic_terms(topic)
         elif self.stop_languages:
             topic = content_terms(topic, self.stop_languages)
-        cue_terms = [t for t in tokenize(cues, use_jieba=self.use_jieba) if not is_function_term(t)]
+        cue_terms = [t for t in tokenize(cues, use_jieba=self.use_jieba) if not is_function_term(t)] if cues else []
         terms = topic + [t for t in dict.fromkeys(cue_terms) if t not in topic]
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz,
