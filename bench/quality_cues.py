@@ -3,6 +3,7 @@
     .venv/bin/python bench/quality_cues.py                      # en + zh, BM25 and fused host defaults
     .venv/bin/python bench/quality_cues.py --no-dense           # BM25 host only (seconds)
     .venv/bin/python bench/quality_cues.py --repo /tmp/base     # the same, importing wikimem from a checkout
+    .venv/bin/python bench/quality_cues.py --save after.json --compare before.json   # paired, run against run
 
 ``--repo`` measures another checkout (say, the commit before a change) with
 this script's data, so each change is read against the code before it.
@@ -23,12 +24,16 @@ this script's data, so each change is read against the code before it.
 Reported: hit@k and MRR@10 (k = 10 en, 5 zh, as ``quality.py``) of each
 set, and **limits**: the same questions at limits 5, 10 and 50 — the share
 whose first 5 hits are the same at all three (and first 10 at 10 and 50),
-and hit@5 read from each limit's answer.
+and hit@5 read from each limit's answer. ``--save`` keeps every question's
+rank; ``--compare`` reads such a file (another checkout's run) and prints the
+paired difference of each set and variant (Δ hit@k, bootstrap 95% interval,
+exact sign test on the questions only one side hits, Δ MRR), as quality.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -50,7 +55,7 @@ _repo_first(sys.argv)
 sys.path.insert(0, str(HERE))
 
 import quality  # noqa: E402
-from quality import BM25_HOST, HOST_VARIANT, Outcome, Variant, make_index, rank_of  # noqa: E402
+from quality import BM25_HOST, HOST_VARIANT, Outcome, Variant, make_index, paired, rank_of  # noqa: E402
 
 from wikimem import MemoryStore  # noqa: E402
 from wikimem.format.blocks import Block, render_blocks  # noqa: E402
@@ -250,6 +255,26 @@ def print_sets(lang: str, results: dict, variants: list[Variant]) -> None:
                   f"{same5} | {same10} | {hits} |")
 
 
+def save(path: str, results: dict[str, dict]) -> None:
+    Path(path).write_text(json.dumps({lang: {f"{s}|{v}": o.ranks for (s, v), (o, _) in found.items()}
+                                      for lang, found in results.items()}), encoding="utf-8")
+
+
+def print_compared(lang: str, results: dict, before_path: str) -> None:
+    before = json.loads(Path(before_path).read_text(encoding="utf-8")).get(lang, {})
+    k = 10 if lang == "en" else 5
+    print(f"\n{lang}: against {before_path} (B − A at hit@{k}; only-A / only-B = questions one of them hits)\n")
+    print(f"| set | variant | Δ hit@{k} | 95% CI | only A | only B | sign test p | Δ MRR |")
+    print("|---|---|---:|---|---:|---:|---:|---:|")
+    for (s, v), (out, _) in results.items():
+        ranks = before.get(f"{s}|{v}")
+        if ranks is None or len(ranks) != len(out.ranks):
+            continue
+        d = paired(Outcome(ranks=ranks), out, k)
+        print(f"| {s} | {v} | {d['d_hit']:+.3f} | [{d['ci_hit'][0]:+.3f}, {d['ci_hit'][1]:+.3f}] | {d['only_a']} | "
+              f"{d['only_b']} | {quality._p(d['p'])} | {d['d_mrr']:+.3f} |")
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--langs", default="en,zh")
@@ -258,6 +283,8 @@ def parse_args(argv):
     p.add_argument("--cache", default=str(quality.ROOT / "var" / "bench-quality"))
     p.add_argument("--repo", default=None, help="a checkout to import wikimem from (read before anything else)")
     p.add_argument("--limits-plain", action="store_true", help="also ask the plain set at limits 5, 10 and 50")
+    p.add_argument("--save", default=None, help="write every question's rank to this JSON file")
+    p.add_argument("--compare", default=None, help="a --save file of another run: print the paired differences")
     p.add_argument("--variants", default="", help="extra variants, comma-separated names of extra_variants(): "
                                                   "ctx-conversations (item weight 0.4 in conversations only), "
                                                   "ctx-0.4 (0.4 everywhere)")
@@ -296,12 +323,17 @@ def main(argv=None) -> int:
     import wikimem
 
     print(f"## Recall that keeps its cues (bench/quality_cues.py; wikimem from {Path(wikimem.__file__).parent})")
+    everything = {}
     for lang in args.langs:
-        results = run(lang, args, embedders, variants)
+        results = everything[lang] = run(lang, args, embedders, variants)
         for emb in embedders.values():
             emb.save()
         print_sets(lang, results, variants)
+        if args.compare:
+            print_compared(lang, results, args.compare)
         sys.stdout.flush()
+    if args.save:
+        save(args.save, everything)
     return 0
 
 
