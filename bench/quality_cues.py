@@ -260,14 +260,22 @@ def save(path: str, results: dict[str, dict]) -> None:
                                       for lang, found in results.items()}), encoding="utf-8")
 
 
-def print_compared(lang: str, results: dict, before_path: str) -> None:
-    before = json.loads(Path(before_path).read_text(encoding="utf-8")).get(lang, {})
+def print_compared(lang: str, results: dict, before_path: str | None) -> None:
+    """The paired differences against another run's ranks (``before_path``), or, without one, of each extra
+    variant against the fused host default of this run."""
     k = 10 if lang == "en" else 5
-    print(f"\n{lang}: against {before_path} (B − A at hit@{k}; only-A / only-B = questions one of them hits)\n")
+    if before_path:
+        before = json.loads(Path(before_path).read_text(encoding="utf-8")).get(lang, {})
+        rows = [(s, v, before.get(f"{s}|{v}"), out) for (s, v), (out, _) in results.items()]
+        title = f"against {before_path}"
+    else:
+        rows = [(s, v, results[(s, "fused host")][0].ranks, out) for (s, v), (out, _) in results.items()
+                if v.startswith("fused host,")]
+        title = "each extra variant against the fused host default"
+    print(f"\n{lang}: {title} (B − A at hit@{k}; only-A / only-B = questions one of them hits)\n")
     print(f"| set | variant | Δ hit@{k} | 95% CI | only A | only B | sign test p | Δ MRR |")
     print("|---|---|---:|---|---:|---:|---:|---:|")
-    for (s, v), (out, _) in results.items():
-        ranks = before.get(f"{s}|{v}")
+    for s, v, ranks, out in rows:
         if ranks is None or len(ranks) != len(out.ranks):
             continue
         d = paired(Outcome(ranks=ranks), out, k)
@@ -331,6 +339,8 @@ def main(argv=None) -> int:
         print_sets(lang, results, variants)
         if args.compare:
             print_compared(lang, results, args.compare)
+        if len(variants) > 2:
+            print_compared(lang, results, None)
         sys.stdout.flush()
     if args.save:
         save(args.save, everything)
