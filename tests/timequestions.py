@@ -88,14 +88,19 @@ QUESTIONS = [
     ("what did I do over the past two days?", ["park", "Interstellar"]),
 ]
 
+# Vague, a habit, the future: no window (narrow rather than wrong), asked beside the others.
+REFUSED = ["最近做了什么", "前几天去哪了", "以前喜欢什么", "这几天怎么样", "周一要开会吗", "周末见",
+           "what did I do recently?", "the other day we met", "see you at the weekend", "every Monday we swim"]
+
 _CN_WEEKDAYS = "一二三四五六日"
 _EN_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def questions(on: date) -> list[tuple[str, list[str]]]:
-    """:data:`QUESTIONS` and the bare weekdays of four and five days ago (issue 35), asked ``on`` that day."""
+    """:data:`QUESTIONS`, the bare weekdays of four and five days ago (issue 35), asked ``on`` that day, and the
+    :data:`REFUSED` ones (no markers: :func:`check_answers` checks they open no window)."""
     four, five = (on - timedelta(days=n) for n in (4, 5))
-    return QUESTIONS + [
+    return QUESTIONS + [(q, []) for q in REFUSED] + [
         (f"周{_CN_WEEKDAYS[four.weekday()]}做了什么", ["牙医"]),
         (f"星期{_CN_WEEKDAYS[five.weekday()]}干嘛了", ["游泳"]),
         (f"礼拜{_CN_WEEKDAYS[four.weekday()]}发生了什么", ["牙医"]),
@@ -158,6 +163,9 @@ def check_answers(answers: dict[str, dict], entries: list[tuple[str, str, str]],
     failed = []
     for question, markers in questions(day):
         try:
+            if question in REFUSED:
+                assert answers[question]["time_range"] is None, f"{question!r} opened a window"
+                continue
             check_answer(answers[question], question, markers, entries)
         except AssertionError as exc:
             failed.append(f"{question}: {exc}")
