@@ -23,10 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jobworker import serve_until_sigterm  # noqa: E402  (this folder is on sys.path: scripts run from here)
 
 from wikimem.host import Host  # noqa: E402
-from wikimem.host.fleet import JobRunner, Step  # noqa: E402
+from wikimem.host.fleet import APPROVE_JOB, JobRunner, Step, staged_handler  # noqa: E402  # noqa: E402
 from wikimem.host.fleet.bulk import JOB_KIND, handler  # noqa: E402
-from wikimem.host.probation import APPROVE_JOB  # noqa: E402
-from wikimem.host.probation import handler as staged_handler  # noqa: E402
 
 
 def main() -> None:

@@ -16,6 +16,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def pytest_configure(config):
+    """A line per area of the suite as it starts (tests/areas.py)."""
+    from areas import register
+
+    register(config)
+
+
 @pytest.fixture
 def store(tmp_path):
     """An empty plain store in ``tmp_path / "mem"`` (a module may extend it: ``def store(store): ...``)."""

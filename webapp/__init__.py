@@ -3,7 +3,7 @@
 ``create_app(test_config=None)`` is the only way to get an app (``wsgi.py``
 calls it once for gunicorn). Configuration: :mod:`webapp.config` (Flask's
 keys) over ``wikimem/host/config.py`` (everything else, and the host). Views
-get the process's :class:`wikimem.host.Host` from :func:`get_host`.
+get the process's :class:`wikimem.host.Host` from :func:`webapp.hosting.get_host`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from typing import Any, cast
 from flask import Flask, current_app, jsonify
 from flask.json.provider import DefaultJSONProvider
 
-__all__ = ["create_app", "get_host"]
-
-_HOST = "wikimem.host"
+__all__ = ["create_app"]
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -34,6 +32,7 @@ def _readyz():
     """Ready to serve: the data root's disk is writable and not full and, with a remote, the remote answers
     (else 503). Paths and messages (``details``) only for a bearer token with the admin scope."""
     from webapp.auth import bearer_principal
+    from webapp.hosting import get_host
 
     settings = current_app.config["HOST_CONFIG"]
     state = get_host().ready(min_free=int(settings.ready_min_free) * 1024 * 1024)
@@ -43,22 +42,6 @@ def _readyz():
         response.status_code = 503
         response.headers["Retry-After"] = "5"
     return response
-
-
-def get_host():
-    """The :class:`~wikimem.host.Host` of this app (created on first use, once per process)."""
-    app = current_app
-    host = app.extensions.get(_HOST)
-    if host is None:
-        with app.extensions["wikimem.host_lock"]:
-            host = app.extensions.get(_HOST)
-            if host is None:
-                from webapp.config import host_config
-                from webapp.metrics import metrics_of
-                from wikimem.host import build_host
-
-                host = app.extensions[_HOST] = build_host(host_config(app.config), metrics=metrics_of(app))
-    return host
 
 
 def _register_ui(app: Flask, *exempt) -> None:
@@ -74,6 +57,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     from webapp import api, audit, auth, errors, mcp_tools, metrics, requestid
     from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
+    from webapp.hosting import HOST_KEY, metrics_of
     from wikimem.host import build_host, build_metrics
 
     config = flask_config(test_config)
@@ -87,10 +71,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.extensions["wikimem.host_lock"] = threading.Lock()
     metrics.init_app(app, build_metrics(settings))  # the process's instruments, shared with its host; times requests
     if config.get("HOST") is not None:  # tests may hand in a ready Host
-        app.extensions[_HOST] = config["HOST"]
+        app.extensions[HOST_KEY] = config["HOST"]
     elif settings.replication_settings is not None and settings.replication_settings.mode == "async":
         # at once, not on the first request: a restarted host resumes pushing what is not on the remote
-        app.extensions[_HOST] = build_host(settings, metrics=metrics.metrics_of(app))
+        app.extensions[HOST_KEY] = build_host(settings, metrics=metrics_of(app))
     if int(config.get("PROXIES") or 0):
         from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -57,6 +57,7 @@ from wikimem.errors import (
     DamagedFolder,
     InvalidValue,
     NotFound,
+    NotPermitted,
     PreconditionFailed,
     QuotaExceeded,
     RemoteError,
@@ -79,6 +80,7 @@ log = logging.getLogger(__name__)
 _TABLE: list[tuple[type[BaseException], int]] = [
     (AuthError, 401),
     (Forbidden, 403),
+    (NotPermitted, 403),
     (BadRequest, 400),
     (ToolCallError, 400),
     (NotFound, 404),

@@ -17,17 +17,12 @@ import time
 
 from flask import Flask, Response, current_app, g, request
 
+from webapp.hosting import METRICS_KEY, get_host, metrics_of
 from wikimem.host import build_metrics
 
-__all__ = ["init_app", "metrics_of", "start_timer", "EXTENSION"]
+__all__ = ["init_app", "start_timer"]
 
-EXTENSION = "wikimem.metrics"
 UNMATCHED = "<unmatched>"
-
-
-def metrics_of(app: Flask):
-    """The app's :class:`~wikimem.host.metrics.Metrics`."""
-    return app.extensions[EXTENSION]
 
 
 def start_timer() -> None:
@@ -51,8 +46,6 @@ def _observe(response):
 
 
 def _scrape():
-    from webapp import get_host
-
     from .auth import require
 
     require("admin")
@@ -64,7 +57,7 @@ def _scrape():
 
 def init_app(app: Flask, metrics=None) -> None:
     """Count and time every request; serve ``/metrics``. ``metrics``: the process's (default: made now)."""
-    app.extensions[EXTENSION] = metrics if metrics is not None else build_metrics()
+    app.extensions[METRICS_KEY] = metrics if metrics is not None else build_metrics()
     app.before_request(start_timer)
     app.after_request(_observe)
     app.add_url_rule("/metrics", "metrics", _scrape)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import sys
 
-from . import create_app, get_host
+from . import create_app
 from .config import ConfigError
+from .hosting import get_host
 
 # gunicorn's Arbiter.APP_LOAD_ERROR: the master halts rather than respawning the worker.
 APP_LOAD_ERROR = 4

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from dataclasses import dataclass, fields, replace
+from datetime import datetime, timezone
 
 from .errors import InvalidName
 from .naming import validate_provenance
 
-__all__ = ["WriteContext", "MAX_KEY_LEN", "digest"]
+__all__ = ["WriteContext", "MAX_KEY_LEN", "digest", "new_run_id"]
 
 MAX_KEY_LEN = 200
 # Keys and preconditions travel in HTTP headers and git trailers: printable ASCII, no spaces.
@@ -90,3 +92,8 @@ def digest(*parts: object) -> str:
     """A short, stable hash of JSON-able parts (a request's fingerprint)."""
     text = json.dumps(parts, ensure_ascii=True, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
+def new_run_id() -> str:
+    """A fresh, sortable run id: ``run_<UTC time>_<random>``."""
+    return f"run_{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}_{secrets.token_hex(3)}"

@@ -25,6 +25,7 @@ __all__ = [
     "QuotaExceeded",
     "DamagedFolder",
     "RemoteRefused",
+    "NotPermitted",
 ]
 
 
@@ -91,6 +92,13 @@ class PreconditionFailed(WikimemError):
         self.item = item
 
 
+class NotPermitted(WikimemError, PermissionError):
+    """A caller that may not do this here: a character's token reaching another character's layer, or writing the
+    shared layer directly when its policy says it only proposes (403)."""
+
+    code = "forbidden"
+
+
 class IdempotencyKeyReused(InvalidValue):
     """An ``Idempotency-Key`` already used for a different kind of request."""
 
@@ -103,7 +111,7 @@ class StoreBusy(WikimemError):
     code = "busy"
 
 
-# -- replication to a git remote (raised by wikimem.versioned.remote) -------------------
+# -- replication to a git remote (raised by wikimem.versioned.replication.remote) -------------------
 
 class RemoteError(WikimemError):
     """Base of the replication errors; ``url`` is the remote (credentials removed)."""
@@ -186,7 +194,7 @@ class DamagedFolder(WikimemError):
     over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
 
     Nothing was read from it or written to it; only this owner is affected. ``wikimem repair --owner``
-    puts it right (see the README).
+    puts it right (see docs/guides/repair.md).
     """
 
     code = "folder_damaged"

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from wikimem.models import WikiLink
-
-__all__ = ["parse_wiki_links", "LINK_RE"]
+__all__ = ["parse_wiki_links", "LINK_RE", "WikiLink"]
 
 # The file part runs up to the first colon; neither side may hold '[', ']',
 # ':' or a newline, so "[[a:b:c]]" or "[[a\n:b]]" are simply not links.
 LINK_RE = re.compile(r"\[\[([^\[\]:\n]*):([^\[\]:\n]*)\]\]")
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    """A ``[[file:name]]`` reference from one memory to a wiki item."""
+
+    file: str
+    name: str
+
+    def render(self) -> str:
+        return f"[[{self.file}:{self.name}]]"
 
 
 def parse_wiki_links(text: str) -> list[WikiLink]:

@@ -1,21 +1,12 @@
-"""The data types of the library: wiki items, diary entries, links."""
+"""The data types of the library: wiki items, diary entries (and links, :mod:`wikimem.links`'s)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wikimem.links import WikiLink, parse_wiki_links
+
 __all__ = ["RecallItem", "DiaryItem", "WikiLink", "as_recall_item"]
-
-
-@dataclass(frozen=True)
-class WikiLink:
-    """A ``[[file:name]]`` reference from one memory to a wiki item."""
-
-    file: str
-    name: str
-
-    def render(self) -> str:
-        return f"[[{self.file}:{self.name}]]"
 
 
 @dataclass
@@ -31,8 +22,6 @@ class RecallItem:
 
     @property
     def links(self) -> list[WikiLink]:
-        from wikimem.links import parse_wiki_links
-
         return parse_wiki_links(self.content)
 
 
@@ -49,8 +38,6 @@ class DiaryItem:
 
     @property
     def links(self) -> list[WikiLink]:
-        from wikimem.links import parse_wiki_links
-
         return parse_wiki_links(self.content)
 
 

@@ -215,7 +215,7 @@ def test_check_incoming_refuses_each_case_in_a_local_object_store(tmp_path, case
     """Objects that reach the store by any transport (dulwich's in-process one too) meet the same checks."""
     from wikimem.errors import RemoteRefused
     from wikimem.versioned import VersionedStore
-    from wikimem.versioned.incoming import check_incoming
+    from wikimem.versioned.replication.incoming import check_incoming
 
     vs = VersionedStore(tmp_path / "mem")
     vs.add("notes", "a", "x")

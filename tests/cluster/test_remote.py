@@ -1,4 +1,4 @@
-"""The replication transport (wikimem.versioned.remote) against real git servers on 127.0.0.1.
+"""The replication transport (wikimem.versioned.replication.remote) against real git servers on 127.0.0.1.
 
 Every case runs over a ``file://`` remote, smart HTTP (nginx + fcgiwrap +
 ``git http-backend``, ``receive.fsckObjects=true``) and ``git daemon``.
@@ -17,7 +17,7 @@ import pytest
 from engines import GitHttpServer, bare_repo, free_port  # noqa: E402
 
 from wikimem.versioned import VersionedStore
-from wikimem.versioned.remote import (
+from wikimem.versioned.replication.remote import (
     TRACKING,
     Remote,
     RemoteMissing,
@@ -218,7 +218,7 @@ def test_a_push_whose_remote_moved_after_the_advertisement_is_refused_by_the_ser
 
     client.send_pack = send_pack_with_a_racer
     if remote_kind.name == "file":  # no advertisement: the race is between reading main and locking it
-        import wikimem.versioned.remote as transport
+        import wikimem.versioned.replication.remote as transport
 
         real_new_objects = transport.new_objects
         raced = []

@@ -20,8 +20,8 @@ from wikimem.context import WriteContext
 from wikimem.errors import WikimemError
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.intent import IntentLog
-from wikimem.versioned.remote import TRACKING, Remote, RemoteMoved, RemoteUnavailable
-from wikimem.versioned.replica import Replica, ReplicationLagging
+from wikimem.versioned.replication.remote import TRACKING, Remote, RemoteMoved, RemoteUnavailable
+from wikimem.versioned.replication.replica import Replica, ReplicationLagging
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,8 +117,8 @@ _KILLED_AFTER_PUSH = textwrap.dedent("""
     import os, sys
     from wikimem.context import WriteContext
     from wikimem.versioned import VersionedStore
-    from wikimem.versioned.remote import Remote
-    from wikimem.versioned.replica import Replica
+    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication.replica import Replica
     vs = VersionedStore(sys.argv[1])
     vs.replica = Replica(Remote(sys.argv[2]), "sync")
     real_move = vs.git.move_ref

@@ -103,7 +103,7 @@ def test_async_settings_written_on_both_hosts_are_both_kept(hosts):
 
 def _drain(client) -> None:
     """Wait for the host's background pusher (async replication)."""
-    from webapp import get_host
+    from webapp.hosting import get_host
 
     with client.app.app_context():
         assert get_host().replication.pusher.drain(30)

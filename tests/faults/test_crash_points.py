@@ -34,7 +34,7 @@ STEPS = [
     ("wikimem.store.writer", "Landing.write", "files written"),
     ("wikimem.versioned.objects", "GitRepo.move_ref", "branch moved"),
     ("wikimem.versioned.objects", "GitRepo.update_index", "index updated"),
-    ("wikimem.versioned.historydb", "HistoryDB.sync", "history index fed"),
+    ("wikimem.versioned.history.historydb", "HistoryDB.sync", "history index fed"),
     ("wikimem.versioned.intent", "IntentLog.mark", "round marked applied"),
 ]
 # Steps after which the commit is on the branch: the retry replays instead of writing.

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from apiworld import ADMIN, OWNER, auth
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 from wikimem.host.access.tokens import append_token, mint_token
 from wikimem.limits import MAX_BATCH_CHARS, MAX_CONTENT_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_TURN_CHARS

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from apiworld import app_with_accounts
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 
 ADMIN = "admin-edits-token-0123456789"

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from apiworld import app_with_accounts
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 from wikimem.linkgraph import link_graph
 

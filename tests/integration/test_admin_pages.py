@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from webapp.session import account_line
 from wikimem.context import WriteContext
 

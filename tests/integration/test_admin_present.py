@@ -1,4 +1,4 @@
-"""The admin pages' time and diary-day presentation (:mod:`webapp.admin.present`)."""
+"""The admin pages' time and diary-day presentation (:mod:`webapp.admin.rendering.present`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from markupsafe import Markup
 
-from webapp.admin.present import day_parts, instant
+from webapp.admin.rendering.present import day_parts, instant
 
 
 @pytest.mark.parametrize("value", ["2026-07-20T10:30:05Z", "2026-07-20T10:30:05+00:00",

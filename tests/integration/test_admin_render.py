@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markupsafe import Markup
 
-from webapp.admin.diffs import inline_diff, tokens
-from webapp.admin.months import month_view, parse_month
-from webapp.admin.timeline import group_by_run
-from webapp.admin.wikitext import WikiText, split_links
+from webapp.admin.rendering.diffs import inline_diff, tokens
+from webapp.admin.rendering.months import month_view, parse_month
+from webapp.admin.rendering.timeline import group_by_run
+from webapp.admin.rendering.wikitext import WikiText, split_links
 from wikimem import parse_wiki_links
 from wikimem.models import WikiLink
 

@@ -9,7 +9,8 @@ import time
 import pytest
 from apiworld import ADMIN
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from webapp.session import account_line
 from wikimem.context import WriteContext
 

@@ -20,7 +20,8 @@ from apiworld import ADMIN, OWNER
 from apiworld import auth as _auth
 from fakes import FakeOpenAI
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.host import encode_owner_id
 
 O = f"/api/v1/owners/{OWNER}"

@@ -257,7 +257,7 @@ def test_memorize_with_respond_async_is_a_job(chat, llm):
 
 
 def test_a_memorize_job_that_fails_says_why(chat, llm):
-    from webapp import get_host
+    from webapp.hosting import get_host
     from wikimem.host.fleet import MemorizeRetry
 
     with chat.app.app_context():

@@ -10,7 +10,7 @@ import pytest
 from apiworld import ADMIN, auth
 from operators_world import BAD_ACTOR, bad_deploy
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 from wikimem.host.access.tokens import append_token, mint_token
 

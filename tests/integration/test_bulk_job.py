@@ -14,7 +14,7 @@ from apiworld import ADMIN, auth
 from gunicorn_env import wait_for
 from operators_world import BAD_ACTOR, bad_deploy
 
-from webapp import get_host
+from webapp.hosting import get_host
 from wikimem.host import Host, RunQuery
 from wikimem.host.access.tokens import append_token, mint_token
 from wikimem.host.fleet.bulk import submit

@@ -17,7 +17,8 @@ import pytest
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.context import WriteContext
 
 O = f"/api/v1/owners/{OWNER}"

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("flask")
 
-from webapp import create_app, get_host  # noqa: E402
+from webapp import create_app  # noqa: E402
+from webapp.hosting import get_host
 from wikimem.host import ConfigError, load_config  # noqa: E402
 
 BASE = {"WIKIMEM_ENV": "development", "WIKIMEM_LLM_URL": "http://127.0.0.1:9/v1", "WIKIMEM_LLM_MODEL": "m"}

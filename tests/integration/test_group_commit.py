@@ -160,8 +160,8 @@ def test_a_failed_landing_fails_the_whole_round_and_leaves_nothing(tmp_path, mon
 
 @pytest.mark.skipif(GIT is None, reason="git serves the remote")
 def test_with_sync_replication_a_round_is_one_push(tmp_path, monkeypatch):
-    from wikimem.versioned.remote import Remote
-    from wikimem.versioned.replica import Replica
+    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication.replica import Replica
 
     (tmp_path / "replicas").mkdir()
     url = f"file://{tmp_path}/replicas/owner.git"

@@ -14,7 +14,8 @@ import threading
 import pytest
 from apiworld import ADMIN, auth
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from webapp.session import account_line
 from wikimem.host.access.tokens import append_token, mint_token
 

@@ -14,7 +14,8 @@ import pytest
 from apiworld import ADMIN, OWNER, auth, finished_job
 from fakes import FakeOpenAI
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.host.fleet import MemorizeRetry
 
 O = f"/api/v1/owners/{OWNER}"

@@ -10,7 +10,8 @@ import pytest
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from wikimem.host import Config, ConfigError, load_config
 
 O = f"/api/v1/owners/{OWNER}"  # noqa: E741  (the owner's URL, as in every API test)

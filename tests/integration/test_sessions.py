@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from webapp import create_app, get_host
+from webapp import create_app
+from webapp.hosting import get_host
 from webapp.session import account_line, current_operator, require_role
 from wikimem.context import WriteContext
 from wikimem.host.access.operators import remove_account, update_account

@@ -17,7 +17,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import Conflict, NotFound, PreconditionFailed  # noqa: E402
 from wikimem.format.codec import item_etag  # noqa: E402
 from wikimem.versioned import VersionedStore  # noqa: E402
-from wikimem.versioned.historydb import DB_NAME  # noqa: E402
+from wikimem.versioned.history.historydb import DB_NAME  # noqa: E402
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git CLI not installed")

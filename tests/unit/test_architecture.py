@@ -173,7 +173,7 @@ LAYERS = [
     {"wikimem.llm", "wikimem.client"},
     # upstream's module paths, thin faces over the packages below (see COMPAT_FACES)
     {"wikimem.retrieval", "wikimem.memorize", "wikimem.diary", "wikimem.journal", "wikimem.tokenize"},
-    {"wikimem.versioned"},
+    {"wikimem.versioned", "wikimem.versioned.history", "wikimem.versioned.replication", "wikimem.versioned.forgetting"},
     {"wikimem.host", "wikimem.host.fleet", "wikimem.host.cluster", "wikimem.host.access"},
     {"wikimem.cli", "webapp"},
 ]

@@ -1,10 +1,10 @@
 """The code blocks of issue 35's pages run as written (docs/guides/time-questions.md,
 docs/guides/upstream-compatibility.md, docs/reference/memorize-retries.md).
 
-``python`` blocks run in order in one fresh folder per page; ``console`` blocks
-run each ``$ wikimem …`` line there and compare its output with the text that
-follows; the ``json`` error and the ``text`` banner line are compared with
-what the host really answers and prints.
+``python`` blocks run as they are; the ``console`` block runs each ``$ wikimem …``
+line in the folder the page's python made and compares its output with the
+text that follows; the ``json`` error and the ``text`` banner line are compared
+with what the host really answers and prints.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from docblocks import doc_block
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = ["guides/time-questions.md", "guides/upstream-compatibility.md", "reference/memorize-retries.md"]
+REPO = Path(__file__).resolve().parents[2]
 
 
-def blocks(page: str) -> list[tuple[str, str]]:
-    text = (DOCS / page).read_text(encoding="utf-8")
-    return re.findall(r"^```(\w+)\n(.*?)^```$", text, re.S | re.M)
+def run_python(name: str) -> None:
+    exec(compile(doc_block(name), f"docs block {name}", "exec"), {"__name__": "__doc_example__"})
 
 
 def run_console(block: str, cwd: Path) -> None:
@@ -35,25 +33,27 @@ def run_console(block: str, cwd: Path) -> None:
                 argv = shlex.split(command)
                 assert argv[0] == "wikimem"
                 out = subprocess.run([sys.executable, "-m", "wikimem", *argv[1:]], cwd=cwd, capture_output=True,
-                                     text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(DOCS.parent)})
+                                     text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
                 assert out.stdout.splitlines() == expected, (command, out.stderr)
             command, expected = line[2:], []
         else:
             expected.append(line)
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_the_code_blocks_of_the_page_run_as_written(page, tmp_path, monkeypatch):
+def test_the_time_phrasings_page_says_what_the_parser_does():
+    run_python("time-phrasings")
+    run_python("time-refused")
+
+
+def test_the_upstream_page_s_faces_and_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    found = blocks(page)
-    assert found, f"{page} has no code block"
-    for lang, code in found:
-        if lang == "python":
-            exec(compile(code, f"{page} (python block)", "exec"), {"__name__": "__doc_example__"})
-        elif lang == "console":
-            run_console(code, tmp_path)
-        else:
-            assert lang in ("json", "text"), f"{page}: a {lang} block nothing checks"
+    run_python("upstream-faces")
+    run_python("upstream-memory")  # writes ./memory, which the commands read
+    run_console(doc_block("upstream-cli"), tmp_path)
+
+
+def test_the_retry_limits_are_the_defaults():
+    run_python("memorize-retry-limits")
 
 
 def test_the_duplicate_answer_is_what_the_host_sends(tmp_path):
@@ -62,7 +62,7 @@ def test_the_duplicate_answer_is_what_the_host_sends(tmp_path):
 
     from webapp import create_app
 
-    documented = json.loads(next(code for lang, code in blocks(PAGES[2]) if lang == "json"))["error"]
+    documented = json.loads(doc_block("duplicate-answer"))["error"]
     with FakeOpenAI() as llm:
         app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
                           "LLM_URL": llm.url, "LLM_MODEL": "fake"})
@@ -81,5 +81,5 @@ def test_the_banner_line_is_what_serve_prints():
     from wikimem.cli.hostcmd import service_lines
     from wikimem.host import load_config
 
-    documented = next(code for lang, code in blocks(PAGES[2]) if lang == "text").strip()
+    documented = doc_block("tz-banner").strip()
     assert documented in service_lines(load_config({"TZ": "Asia/Shanghai"}))

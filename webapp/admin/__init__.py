@@ -2,47 +2,13 @@
 
 Views are thin: parse the request, make one call into the host (or an
 owner's store), render a template. Every page requires a signed-in
-operator (see :mod:`webapp.session`).
+operator (see :mod:`webapp.session`). The blueprint is :mod:`.blueprint`;
+each view module registers its routes on it.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint
-
-from webapp.admin.present import GROUP_FROM, clock_of, day_parts, instant
-from webapp.admin.zones import current_zone
-from webapp.session import require_operator
+from . import actions, edits, erasure, history, jobs, owners, prefs, runs, search, staged  # noqa: F401  (routes on bp)
+from .blueprint import bp
 
 __all__ = ["bp"]
-
-bp = Blueprint("admin", __name__, url_prefix="/admin")
-bp.before_request(require_operator)
-
-# The view modules register their routes on ``bp``.
-from webapp.admin import actions, edits, erasure, history, jobs, owners, prefs, runs, search, staged  # noqa: E402,F401
-
-
-@bp.app_template_test("diary_day")
-def _is_diary_day(value) -> bool:
-    """Retrieval names a diary day's items by the date (``file="YYYY-MM-DD"``)."""
-    from wikimem.naming import DATE_RE
-
-    return isinstance(value, str) and DATE_RE.fullmatch(value) is not None
-
-
-@bp.app_template_filter("instant")
-def _instant(value, label: str | None = None):
-    """An instant in the operator's zone (:mod:`.zones`), UTC on hover (:func:`.present.instant`)."""
-    return instant(value, label, current_zone().tzinfo)
-
-
-@bp.app_context_processor
-def _zone() -> dict:
-    """``zone``: the operator's time zone, for every page (the sign-in and error pages too)."""
-    return {"zone": current_zone()}
-
-
-# Presentation helpers (see :mod:`.present`): long diary days in parts, which time a diary HH:MM is.
-bp.add_app_template_global(day_parts, "day_parts")
-bp.add_app_template_global(clock_of, "clock_of")
-bp.record_once(lambda state: state.app.jinja_env.globals.update(diary_group_from=GROUP_FROM))  # a value, not a function

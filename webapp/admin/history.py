@@ -9,11 +9,9 @@ from webapp.errors import error_status
 from wikimem.errors import NotFound, WikimemError
 from wikimem.host import HISTORY_FILTERS
 
-from . import bp
 from .access import PAGE_SIZE, load_owner, wikitext_for
-from .diffs import DiffBudget
-from .timeline import group_by_run
-from .zones import current_zone, in_zone, zoned
+from .blueprint import bp
+from .rendering import DiffBudget, current_zone, group_by_run, in_zone, zoned
 
 # Actions an operator filters by: what a commit was, as its Wikimem-Action records it (one write over the API
 # or the UI: add, update, remove, diary; a request: memorize, diary-tool, batch; an undo; a hand edit...).

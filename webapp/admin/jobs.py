@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from flask import g, redirect, render_template, request, url_for
 
-from webapp import get_host
 from webapp.errors import error_status
+from webapp.hosting import get_host
 from wikimem.errors import WikimemError
 from wikimem.host import JobQuery
 
-from . import bp
 from .access import PAGE_SIZE, require_role
+from .blueprint import bp
 
 FILTERS = ("kind", "state", "owner_prefix", "since")
 

@@ -6,8 +6,8 @@ from flask import redirect, render_template, request
 
 from webapp.session import safe_next
 
-from . import bp
-from .zones import BROWSER, COOKIE_AGE, ZONE_COOKIE, check_zone, zone_names
+from .blueprint import bp
+from .rendering import BROWSER, COOKIE_AGE, ZONE_COOKIE, check_zone, zone_names
 
 
 def _chosen(form) -> str | None:

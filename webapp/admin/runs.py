@@ -11,17 +11,16 @@ import secrets
 
 from flask import g, redirect, render_template, request, url_for
 
-from webapp import get_host
 from webapp.errors import error_status
+from webapp.hosting import get_host
 from webapp.peering import forward_for
 from webapp.requestid import current_request_id
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
-from . import bp
-from .access import PAGE_SIZE, require_role
-from .diffs import DiffBudget
-from .zones import current_zone, zoned
+from .access import PAGE_SIZE, act, require_role
+from .blueprint import bp
+from .rendering import DiffBudget, current_zone, zoned
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 MEMORIZE = "memorize"  # the kind of a memorize job (Prefer: respond-async): its page is admin/memorize_job.html
@@ -79,10 +78,14 @@ def bulk_preview():
 def bulk_start():
     operator = require_role("admin")
     chosen = selection_args(request.form)
-    job = get_host().fleet.start_bulk_rollback(run_query(chosen), within=operator.owner_prefix,
-                                               force=request.form.get("force") == "on", actor=operator.name,
-                                               idempotency_key=request.form.get("request_id") or None,
-                                               request_id=current_request_id())
+    query, force = run_query(chosen), request.form.get("force") == "on"
+    selection = {f"target_{k}": v for k, v in query.to_dict().items() if v}
+    with act(None, "bulk-rollback", operator, key=request.form.get("request_id"), **selection,
+             force=force or None) as a:
+        job = get_host().fleet.start_bulk_rollback(query, within=operator.owner_prefix, force=force,
+                                                   actor=a.ctx.actor, idempotency_key=a.ctx.idempotency_key,
+                                                   request_id=current_request_id())
+        a.done(job=job["id"])
     return redirect(url_for("admin.job", job_id=job["id"]))
 
 

@@ -12,10 +12,9 @@ from wikimem.errors import WikimemError
 from wikimem.host import BadRequest
 from wikimem.naming import validate_date
 
-from . import bp
 from .access import int_param, load_owner, wikitext_for
-from .highlight import marked
-from .zones import Zone, current_zone, in_zone
+from .blueprint import bp
+from .rendering import Zone, current_zone, in_zone, marked
 
 DIARY_CHOICES = ("", "window", "all")
 

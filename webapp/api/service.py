@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Response, jsonify
 
 import wikimem
-from webapp import get_host
 from webapp.auth import Forbidden, current_principal, require
+from webapp.hosting import get_host
 from webapp.params import json_body, query_int, query_str
 from webapp.peering import revocation_from
 from webapp.session import revoke

@@ -27,8 +27,8 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
 
-from webapp import get_host
 from webapp.auth import current_principal
+from webapp.hosting import get_host
 
 from .bridge import AsgiBridge
 

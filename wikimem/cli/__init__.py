@@ -30,7 +30,7 @@ from wikimem import __version__
 from wikimem.errors import WikimemError
 
 __all__ = ["main", "store_root", "read_setting", "host_config", "open_host", "open_owner", "Parser",
-           "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
+           "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR", "GLOBAL_OPTIONS", "is_global_copy"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 # Async replication: how long a command waits at its end for its commits to reach the remote.
@@ -72,17 +72,22 @@ class Parser(argparse.ArgumentParser):
 
 
 # The global options: (flags, dest, metavar, help).
-_GLOBAL_OPTIONS = (
+GLOBAL_OPTIONS = (
     (("--store", "-s"), "store", "DIR", "memory folder (default: $WIKIMEM_STORE or the current folder)"),
     (("--owner",), "owner", "ID", "a host owner's memory folder instead, by owner id (e.g. user:xnne)"),
     (("--data",), "data_root", "ROOT", "the host's data root for --owner (default: $WIKIMEM_DATA or ./data)"),
 )
 
 
+def is_global_copy(action: argparse.Action) -> bool:
+    """Whether ``action`` is a global option as a command repeats it (given after the command)."""
+    return action.default is argparse.SUPPRESS and action.dest in {dest for _, dest, _, _ in GLOBAL_OPTIONS}
+
+
 def _add_globals(parser: argparse.ArgumentParser, *, after: bool) -> None:
     """The global options on ``parser``: with their defaults at the top, left unset after a command (so a value
     given before the command stays), and not where the command has an option of that name itself."""
-    for flags, dest, metavar, text in _GLOBAL_OPTIONS:
+    for flags, dest, metavar, text in GLOBAL_OPTIONS:
         try:
             parser.add_argument(*flags, dest=dest, metavar=metavar, help=text,
                                 default=argparse.SUPPRESS if after else None)
@@ -156,11 +161,18 @@ def open_owner(args: argparse.Namespace):
     With a remote, an owner the data root lacks is cloned from it first, as the
     host does; without one, a missing owner is refused before anything is made.
     """
+    return owner_with_gate(args)[0]
+
+
+def owner_with_gate(args: argparse.Namespace):
+    """``(owner, gate)``: :func:`open_owner`'s owner and its host's gate (:class:`~wikimem.host.Gate`), through
+    which a command's change gets its write context and its audit event."""
     if args.store:
         raise ValueError("give either --store or --owner, not both")
     if host_config(args).replication_settings is None:
         store_root(args)  # the plain commands' refusal (no folder made under a mistyped --data)
-    return open_host(args).owner(args.owner)
+    host = open_host(args)
+    return host.owner(args.owner), host.gate
 
 
 def _settle() -> None:

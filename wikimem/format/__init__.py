@@ -5,6 +5,7 @@ from __future__ import annotations
 from .blocks import Block, clean_content, clean_meta_value, normalize_content, parse_blocks, render_blocks, render_meta
 from .codec import (
     DIARY_DIR,
+    LAYERS_DIR,
     MEMORY_DIRS,
     SETTINGS_PATH,
     WIKI_DIR,
@@ -13,6 +14,9 @@ from .codec import (
     entry_key,
     is_memory_name,
     item_etag,
+    layer_dirs,
+    layer_of,
+    layer_prefix,
     memory_path,
     normalize_ts,
     parse_day,
@@ -41,6 +45,10 @@ __all__ = [
     "MEMORY_DIRS",
     "is_memory_name",
     "memory_path",
+    "LAYERS_DIR",
+    "layer_prefix",
+    "layer_of",
+    "layer_dirs",
     "wiki_path",
     "day_path",
     "parse_wiki",

@@ -8,6 +8,8 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 
 from __future__ import annotations
 
+from wikimem.context import new_run_id
+
 from .access import OwnerQuota
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
@@ -24,9 +26,10 @@ from .config import (
 from .demo import bad_run_hint, seed_demo
 from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 from .fleet import JobQuery, RunQuery
+from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
-from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats, new_run_id
+from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
 from .review import HISTORY_FILTERS
 from .settings import SETTINGS_FIELDS
@@ -37,7 +40,7 @@ __all__ = [
     "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
-    "RunQuery", "JobQuery",
+    "RunQuery", "JobQuery", "Act", "Ask", "Caller", "Gate", "job_context",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
     "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
 ]

@@ -18,7 +18,7 @@ from the same :class:`Config`. Nothing else reads the environment.
 Every variable is one entry of :data:`wikimem.host.variables.VARIABLES`: its name,
 its key, how its value reads (integer, number, flag, text), its default and
 meaning. :data:`ENV_VARS` (variable → key) and the value kinds come from there,
-and so do the README's tables and ``deploy/env.example`` (``make docs``; a test
+and so do the documentation's tables and ``deploy/env.example`` (``make docs``; a test
 fails while they are stale). A key (in :func:`load_config`'s overrides and a
 test config) is the variable's name without ``WIKIMEM_``, except
 ``WIKIMEM_DATA`` → ``DATA_ROOT``, ``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``

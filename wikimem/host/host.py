@@ -7,7 +7,7 @@ Layout::
     ├── staging/                     owners being created or deleted (renamed in/out atomically)
     ├── cache/<encoded owner id>/    derived caches the host may delete at any time
     ├── index/runs.sqlite3           the cross-owner run index (fleet/runindex.py)
-    ├── index/staged.sqlite3         the staged runs of every owner (fleet/staged.py, probation.py)
+    ├── index/staged.sqlite3         the staged runs of every owner (fleet/staged.py, fleet/probation.py)
     ├── replication/refused/         owners whose remote's commits were refused (see cluster/replication.py)
     └── jobs.sqlite3                 background jobs (memorize with Prefer: respond-async), see fleet/jobs.py
 
@@ -31,12 +31,16 @@ import shutil
 import socket
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
+from wikimem.context import WriteContext
 from wikimem.errors import DamagedFolder, Erased, InvalidName, InvalidValue, NotFound, RemoteMoved
 from wikimem.host.access import OwnerQuota
 from wikimem.host.cluster import Peers, Replication, Settings, merge_owner_pages
 from wikimem.host.fleet import (
+    APPROVE_JOB,
+    DISCARD_JOB,
     INDEX_PATH,
     JOBS_FILE,
     UNFINISHED,
@@ -46,16 +50,18 @@ from wikimem.host.fleet import (
     JobStore,
     Limits,
     MemorizeRetry,
+    Probation,
     RunIndex,
     copy_time,
 )
 
 from .archive import FORMATS, archive_markdown
 from .errors import BadRequest, LLMNotConfigured
+from .gate import Gate
 from .metrics import NULL_METRICS, HostCollector, NullMetrics, TimedEmbedder
 from .owner import Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
-from .probation import APPROVE_JOB, DISCARD_JOB, Probation, StagingPolicy
+from .probation import StagingPolicy
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 from .retention import Retention
 
@@ -143,6 +149,8 @@ class Host:
                                drop_local=self.drop_if_here, replication=self.replication,
                                wake=lambda: self.start_jobs().wake(), retention=self.retention.receipts,
                                staged_index=self.probation.index)
+        # Every change an edge asks for passes here: its write context, staging decision and audit event.
+        self.gate = Gate(self.owner, lambda: self.probation.policy, self.erasure.digest)
         if self.replication is not None:
             self.replication.erased = lambda owner: self.erasure.erased(owner.id, copy_time(owner.root))
             self.replication.resume(self.owner, self._folders)
@@ -494,6 +502,22 @@ class Host:
         merged, nxt = merge_owner_pages(pages, limit)
         return [OwnerStats.from_dict(r) for r in merged], nxt
 
+    def owners_by_last_change(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
+                              within: str = "") -> tuple[list[OwnerStats], str | None]:
+        """A page of this host's owners, the last changed first (from the run index), and the next page's cursor.
+
+        With a shared run index (a cluster's database) owners held by other hosts are left out: their stats
+        are theirs to give.
+        """
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise InvalidName("prefix must be a string of at most 128 characters")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
+        page, nxt = self.run_index.owners_by_last_change(within=within, prefix=prefix, limit=limit, cursor=cursor)
+        local = set(self.owner_ids(prefix))
+        stats = [s for s in (self._stats_of(o) for o, _ in page if o in local) if s is not None]
+        return stats, nxt
+
     @property
     def last_unreachable(self) -> list[str]:
         """The peers that did not answer this thread's last :meth:`list_owners` (requests share a host, not a
@@ -535,9 +559,10 @@ class Host:
 
     # -- export ------------------------------------------------------------
 
-    def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), or (``bundle``) its whole history
-        with its settings as a git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+    def export_owner(self, owner_id: str, fmt: str = "zip", layers: tuple[str | None, ...] | None = (None,)) -> bytes:
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``; of ``layers``, the shared one by
+        default, ``None``: every layer), or (``bundle``) its whole history with its settings and every layer as a
+        git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
         if fmt not in EXPORT_TYPES:
             raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
@@ -549,7 +574,7 @@ class Host:
             buf = io.BytesIO()
             write_bundle_of(owner.root, buf)
             return buf.getvalue()
-        return archive_markdown(owner.root, owner.root.name, fmt)
+        return archive_markdown(owner.root, owner.root.name, fmt, layers)
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
         """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
@@ -591,7 +616,7 @@ class Host:
 
     def start_jobs(self, threads: int = JOB_THREADS) -> JobRunner:
         """Run jobs in this process (idempotent; again after a fork): the host's workers each call it."""
-        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler
+        from wikimem.host.fleet import ERASE, FORGET, MEMORIZE, memorize_handler, staged_handler
         from wikimem.host.fleet import JOB_KIND as BULK_ROLLBACK
         from wikimem.host.fleet import handler as bulk_handler
 
@@ -608,8 +633,6 @@ class Host:
                 self._runner.register(BULK_ROLLBACK, self._counted(BULK_ROLLBACK, bulk_handler(self.owner)))
                 self._runner.register(ERASE, self._counted(ERASE, self.erasure.run_erase))
                 self._runner.register(FORGET, self._counted(FORGET, self.erasure.run_forget))
-                from .probation import handler as staged_handler
-
                 for kind in (APPROVE_JOB, DISCARD_JOB):
                     self._runner.register(kind, self._counted(kind, staged_handler(self.owner, kind)))
             runner = self._runner
@@ -645,18 +668,17 @@ class Host:
 
         shared_worker().on_backlog.append(self.metrics.embedding_backlog)
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, tenant: str = "",
-                        request_id: str | None = None,
-                        **memorize_kwargs):
-        """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
+    def submit_memorize(self, owner_id: str, turn: str, *, ctx: WriteContext | None = None, key: str | None = None,
+                        tenant: str = "", request_id: str | None = None, **memorize_kwargs):
+        """Memorize one turn in the background: ``(job, created)``; the same idempotency key is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
-        ``tenant`` (the submitting token's owner prefix) is its fair share and
-        cap (:class:`~wikimem.host.errors.QueueFull` past it).
+        ``ctx`` is the write's context (from the gate: :meth:`Act.ctx`; ``key`` sets its idempotency key);
+        ``tenant`` (the submitter's owner prefix) is its fair share and cap
+        (:class:`~wikimem.host.errors.QueueFull` past it).
         ``request_id`` (the submitting request's) is kept in the job's params.
         """
-        from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
         from wikimem.limits import MAX_TURN_CHARS, check_length
 
@@ -666,16 +688,13 @@ class Host:
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
-        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
-            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv", "staged")}
-            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
-                               source_conv=given["source_conv"], staged=bool(given["staged"]))
-            request = owner.memorize_request(
-                turn, ctx=ctx,
-                **{k: v for k, v in memorize_kwargs.items() if k not in given})
-            memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, tenant=tenant, request_id=request_id,
-                                       **memorize_kwargs)
+        ctx = WriteContext.of(ctx, idempotency_key=key)
+        given = {"run": ctx.run, "actor": ctx.actor, "source_conv": ctx.source_conv, "staged": ctx.staged or None}
+        if ctx.idempotency_key is not None:  # the memorize's own key is the request's: bound as the route binds it
+            request = owner.memorize_request(turn, ctx=replace(ctx, fingerprint=None), **memorize_kwargs)
+            given["fingerprint"] = request.fingerprint
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=ctx.idempotency_key, tenant=tenant,
+                                       request_id=request_id, **given, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

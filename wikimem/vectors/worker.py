@@ -46,11 +46,6 @@ class EmbeddingWorker:
         # Told the backlog (jobs queued or running) whenever it changes; e.g. the host's metrics gauge.
         self.on_backlog: list[Callable[[int], None]] = []
 
-    def backlog(self) -> int:
-        """Jobs queued or running."""
-        with self._cond:
-            return len(self._jobs) + (self._running is not None)
-
     def _told(self, size: int) -> None:
         for listener in self.on_backlog:
             try:

@@ -2,36 +2,58 @@
 
 The only part of wikimem that imports dulwich. It plugs into the library's
 mutation seam (:mod:`wikimem.store.writer`) and never changes the plain store's
-behaviour: a versioned folder is still an ordinary folder of markdown.
+behaviour: a versioned folder is still an ordinary folder of markdown. The
+store's core is at the top (``vstore``, ``objects``, ``intent``, ``recovery``,
+``staging``, ``bundles``, ``repair``…); its rooms are ``history/`` (index,
+diffs, undo), ``replication/`` (remote, replica, catch-up, incoming checks)
+and ``forgetting/`` (forget, rewrite, pruning, tombstones).
 """
 
 from .bundles import BundleError, branch_head, bundle_refs, restore_bundle, write_bundle_of
-from .catchup import is_ancestor
-from .forget import Forgotten
-from .historydb import HistoryEntry, HistoryPage
-from .itemdiff import ItemChange
+from .forgetting import PLACEHOLDER, Forgotten, Pruned, bury, prune, prune_remote
+from .history import (
+    UNDO_KINDS,
+    CommitDiff,
+    HistoryEntry,
+    HistoryPage,
+    ItemChange,
+    Plan,
+    Snapshot,
+    Undo,
+    UndoKind,
+    blame,
+    item_versions,
+    undo_info,
+    undo_links,
+)
 from .objects import folder_head
-from .outcomes import CommitDiff, Committed, Outcome
-from .plans import Plan
-from .pruning import Pruned, prune
-from .remote import Remote, remote_url, validate_template
-from .replica import MODES, Replica, folder_lag
-from .rewrite import PLACEHOLDER
-from .snapshot import Snapshot
-from .stagedrefs import folder_staged, validate_staged_run
+from .outcomes import Committed, Outcome
+from .replication import (
+    MODES,
+    Remote,
+    Replica,
+    folder_lag,
+    folder_staged,
+    is_ancestor,
+    remote_url,
+    validate_staged_run,
+    validate_template,
+)
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
-from .tombstones import bury
-from .undo import UNDO_KINDS, Undo, UndoKind
-from .undolinks import undo_info, undo_links
-from .versions import blame, item_versions
+from .target import Target
 from .vstore import PACK_EVERY, VersionedStore
 
 __all__ = [
-    "VersionedStore", "PACK_EVERY", "Undo", "UndoKind", "UNDO_KINDS", "Committed", "Outcome", "CommitDiff",
-    "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot", "blame", "item_versions", "is_ancestor",
-    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "folder_head", "undo_info",
-    "undo_links", "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "BundleError", "branch_head", "bundle_refs",
-    "restore_bundle", "write_bundle_of",
-    "undo_links", "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
-    "folder_staged", "validate_staged_run",
+    # the store's core
+    "VersionedStore", "PACK_EVERY", "Committed", "Outcome", "folder_head", "Target",
+    "BundleError", "branch_head", "bundle_refs", "restore_bundle", "write_bundle_of",
+    "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
+    # history/
+    "Undo", "UndoKind", "UNDO_KINDS", "CommitDiff", "HistoryEntry", "HistoryPage", "ItemChange", "Plan", "Snapshot",
+    "blame", "item_versions", "undo_info", "undo_links",
+    # replication/
+    "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "is_ancestor", "folder_staged",
+    "validate_staged_run",
+    # forgetting/
+    "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "prune_remote",
 ]

@@ -22,10 +22,9 @@ from dulwich.repo import Repo
 
 from wikimem.errors import RemoteRefused
 
-from .catchup import switch_to
-from .forget import bump_generation
-from .incoming import check_incoming
+from .forgetting import bump_generation
 from .objects import BRANCH, GitRepo, init_repo, oid, ref
+from .replication import check_incoming, switch_to
 
 __all__ = ["write_bundle_of", "bundle_refs", "restore_bundle", "branch_head", "BundleError"]
 
@@ -104,9 +103,9 @@ def bundle_refs(path: Path | str) -> dict[str, str]:
 def restore_bundle(path: Path | str, target: Path | str) -> str:
     """Make ``target`` (absent or empty) a working folder holding the bundle's branches, ``main`` checked out;
     the head of ``main``. A bundle is untrusted input like a remote: every commit is checked
-    (:func:`~wikimem.versioned.incoming.check_incoming`) before a ref moves, and the files are written as a clone
-    writes them (:func:`~wikimem.versioned.catchup.switch_to`, through the folder's door). Only ``refs/heads/*``
-    are set; a bundle with prerequisites (incremental) is refused."""
+    (:func:`~wikimem.versioned.replication.check_incoming`) before a ref moves, and the files are written as a
+    clone writes them (:func:`~wikimem.versioned.replication.switch_to`, through the folder's door). Only
+    ``refs/heads/*`` are set; a bundle with prerequisites (incremental) is refused."""
     target = Path(target)
     if target.exists() and any(target.iterdir()):
         raise FileExistsError(f"{target} is not empty")

@@ -1,19 +1,16 @@
-"""What the versioned store's operations return."""
+"""What a write of the versioned store returns (a commit read back item by item: `historydb.CommitDiff`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from wikimem.context import WriteContext
 from wikimem.errors import PreconditionFailed
 from wikimem.store import Unit
 
-from .historydb import HistoryEntry
-from .itemdiff import ItemChange
-
-__all__ = ["Committed", "Outcome", "CommitDiff"]
+__all__ = ["Committed", "Outcome"]
 
 
 @dataclass
@@ -52,15 +49,3 @@ class Outcome:
             if not current.startswith(ctx.if_match.lower()) or len(ctx.if_match) < 4:
                 raise PreconditionFailed(f"{changed} {current[:12]}, not {ctx.if_match}", current=current)
         return outcome
-
-
-@dataclass
-class CommitDiff:
-    """A commit (or the span between two) item by item, plus the raw patch."""
-
-    entry: HistoryEntry | None
-    changes: list[ItemChange] = field(default_factory=list)
-    patch: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)

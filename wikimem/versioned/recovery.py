@@ -17,9 +17,9 @@ from wikimem.errors import DamagedFolder
 from wikimem.format import SETTINGS_PATH, memory_path
 from wikimem.fsio import atomic_write
 
-from .catchup import is_ancestor
 from .intent import ABORTED, APPLIED, PENDING, UNDONE, Record, Step
 from .objects import GitRepo
+from .replication import is_ancestor
 
 if TYPE_CHECKING:
     from .vstore import VersionedStore

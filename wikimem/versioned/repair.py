@@ -5,7 +5,7 @@
   the last good commit: the newest the history index saw on the branch, or
   the remote-tracking ref, or — when neither is usable — the newest commit
   of the object store whose whole history passes the checks of
-  :mod:`~wikimem.versioned.incoming` (so a refused remote commit never
+  :mod:`~wikimem.versioned.replication.incoming` (so a refused remote commit never
   becomes the branch);
 - :func:`quarantine` — what cannot be read through the folder's door (a
   symbolic link, a FIFO, a device, a folder in a file's place, a file over
@@ -24,20 +24,21 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from dulwich.objects import Commit
 
 from wikimem.errors import DamagedFolder, RemoteRefused
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, parse_settings
+from wikimem.format import LAYERS_DIR, MEMORY_DIRS, SETTINGS_PATH, is_memory_name, parse_settings
 from wikimem.fsio import file_kind
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+from wikimem.naming import is_character_id
 from wikimem.store import TOP_FILES
 
-from .incoming import check_incoming
 from .objects import BRANCH, GitRepo, oid
-from .remote import TRACKING
+from .replication import TRACKING, check_incoming
 
 __all__ = ["good_head", "move_branch", "quarantine", "readable", "readable_settings", "QUARANTINE"]
 
@@ -131,7 +132,7 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
         why = _refused(root / rel, MAX_SETTINGS_BYTES if rel in TOP_FILES and rel != "journal.jsonl" else None)
         if why:
             move(rel, why)
-    for folder in () if only else MEMORY_DIRS:
+    for folder in () if only else _folders(root, move):
         try:
             st = os.lstat(root / folder)
         except FileNotFoundError:
@@ -146,6 +147,30 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
             if why:
                 move(f"{folder}/{name}", why)
     return moved
+
+
+def _folders(root: Path, move: Callable[[str, str], None]) -> list[str]:
+    """The memory folders to look into: ``wiki/``, ``diary/`` and those of each character's layer (a link or a file
+    where ``characters/`` or a layer's folder should be is moved aside first)."""
+    out = list(MEMORY_DIRS)
+    for folder in [LAYERS_DIR, *(f"{LAYERS_DIR}/{n}" for n in _names(root / LAYERS_DIR))]:
+        try:
+            st = os.lstat(root / folder)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            move(folder, file_kind(st.st_mode))
+        elif folder != LAYERS_DIR:
+            out += [f"{folder}/{d}" for d in MEMORY_DIRS]
+    return out
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if is_character_id(e.name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _refused(path: Path, limit: int | None) -> str | None:

@@ -30,7 +30,7 @@ class OwnerCheck:
     ``behind`` (the remote has newer commits: caught up on next use);
     ``diverged``; ``dirty`` (hand edits not committed); ``missing`` (not on
     the remote); ``unreachable``; ``refused`` (the remote's main breaks the
-    rules of :mod:`wikimem.versioned.incoming`: never applied, ``detail``
+    rules of :mod:`wikimem.versioned.replication.incoming`: never applied, ``detail``
     says why); ``damaged`` (the local folder cannot be read: see
     ``wikimem repair``).
     """
@@ -100,7 +100,7 @@ def restore(host, owner_ids: list[str]) -> dict[str, str]:
     """Bring each owner from the remote: cloned when this host lacks it, else fetched and fast-forwarded.
 
     ``{owner id: "cloned" | "caught up" | "not on the remote" | "refused: <why>"}`` (a remote whose
-    commits break the rules of :mod:`wikimem.versioned.incoming` is never applied).
+    commits break the rules of :mod:`wikimem.versioned.replication.incoming` is never applied).
     """
     _need_remote(host)
     out = {}

@@ -5,7 +5,7 @@
 :class:`~wikimem.host.Host`:
 
 - :meth:`Replication.attach` gives an opened owner its
-  :class:`~wikimem.versioned.replica.Replica` (sync: each commit pushed with
+  :class:`~wikimem.versioned.replication.replica.Replica` (sync: each commit pushed with
   compare-and-swap before the branch moves; async: commits queued for the
   background :class:`Pusher`);
 - :meth:`Replication.clone` brings an owner this host lacks from the remote;
@@ -18,7 +18,7 @@
 - :meth:`Replication.ready` tells whether the remote answers (``/readyz``);
 - :meth:`Replication.status` gives the lag, per owner and in total, and the
   owners whose remote was refused: a fetch or clone whose commits break the
-  rules of :mod:`wikimem.versioned.incoming` is never applied, and is
+  rules of :mod:`wikimem.versioned.replication.incoming` is never applied, and is
   recorded in ``<data root>/replication/refused/<folder>.json`` (every
   process sees it) until a later fetch of that owner is accepted.
 

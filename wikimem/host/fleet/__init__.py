@@ -37,6 +37,7 @@ from .jobtypes import (
 )
 from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
+from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
 from .runindex import (
     INDEX_PATH,
     MAX_FIELD,
@@ -101,4 +102,5 @@ __all__ = [
     "StagedIndex",
     "StagedRow",
     "STAGED_PATH",
+    "Probation", "APPROVE_JOB", "DISCARD_JOB", "JOB_KINDS", "settle_part", "staged_handler", "staged_job_view",
 ]

@@ -14,7 +14,7 @@ receipt as one that ran through.
    then removed), its cache folder and any staging debris;
 2. the remote: its ``main`` replaced by the erasure tombstone (a host still
    holding a copy drops it on its next look, see
-   :meth:`wikimem.versioned.forget.Forgetting.follow`), then the repository
+   :meth:`wikimem.versioned.forgetting.forget.Forgetting.follow`), then the repository
    deleted where the transport can (``file://``, ``ssh`` with a shell, or the
    operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
    server must do;
@@ -307,12 +307,14 @@ class Erasure:
                          "again; vector caches deleted (embedded again from the memory)"}
 
     def _prune_remote(self, folder: str) -> dict[str, Any]:
+        from wikimem.versioned import prune_remote
+
         replication = self.replication
         if replication is None:
             return {"state": "no remote configured"}
         remote = replication.remote(folder)
         shown = replication.shown()
-        if remote.gc() or replication.run_hook("prune", remote.url):
+        if prune_remote(remote) or replication.run_hook("prune", remote.url):
             return {"where": shown, "state": "pruned: no unreachable object left"}
         return {"where": shown, "state": "main replaced; the old objects are unreachable there",
                 "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "

@@ -65,8 +65,8 @@ def submit_memorize(store: JobStore, owner: str, turn: str, *, key: str | None =
     memorize already applied under it synchronously is replayed, not redone.
     ``request_id`` (the submitting request's) is kept in the job's params.
     """
+    from wikimem.context import new_run_id
     from wikimem.format import normalize_ts
-    from wikimem.host.owner import new_run_id
 
     params = {k: v for k, v in memorize_kwargs.items() if v is not None}
     request = {"owner": owner, "turn": turn, **params}
@@ -89,7 +89,7 @@ def memorize_handler(host: Any, retry: MemorizeRetry | None = None) -> Handler:
     again. ``retry`` (default: ``host.memorize_retry``, else
     :class:`MemorizeRetry`) bounds the runs while the model is unavailable.
     """
-    from wikimem.context import WriteContext
+    from wikimem.host.gate import job_context
     from wikimem.llm import LLMError
 
     from ..duplicates import forget_turn
@@ -97,8 +97,7 @@ def memorize_handler(host: Any, retry: MemorizeRetry | None = None) -> Handler:
     def run(step: Step) -> dict[str, Any]:
         params = dict(step.params)
         owner, turn = params.pop("owner"), params.pop("turn")
-        ctx = WriteContext.of(**{k: params.pop(k, None) for k in _CONTEXT_FIELDS})
-        ctx = WriteContext.of(ctx, idempotency_key=ctx.idempotency_key or step.key)
+        ctx = job_context({k: params.pop(k, None) for k in _CONTEXT_FIELDS}, idempotency_key=step.key)
         target = host.owner(owner)
         try:
             return target.memorize(turn, ctx=ctx, **params).to_dict()

@@ -12,7 +12,7 @@ Scrubbing leaves no copy of what it removed in a SQLite file: its
 connection zeroes freed space (``secure_delete``), then :func:`vacuum`
 rewrites the file whole and truncates its WAL. On PostgreSQL the tables are
 vacuumed; dead row versions stay in the server's files until it reuses the
-space (``VACUUM FULL`` to force it; the README says so).
+space (``VACUUM FULL`` to force it; docs/guides/erase.md says so).
 
 - :func:`erase_jobs` — the jobs of an owner deleted (their steps, turns and
   results with them), its id masked in every other job's record (a bulk

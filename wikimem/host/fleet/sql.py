@@ -79,10 +79,6 @@ class Database:
             netloc += f":{parts.port}"
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
-    @property
-    def dialect(self) -> str:
-        return "postgres" if self.postgres else "sqlite"
-
     # -- connections ---------------------------------------------------------------
 
     def connection(self):
