@@ -134,6 +134,9 @@ SCHEMAS: dict[str, dict] = {
                              "time_range": {**arr({"type": "string"}), "nullable": True,
                                             "description": "the diary window searched (local dates), if any"},
                              "time_range_source": NSTR, "time_range_widened": {"type": "boolean"},
+                             "time_days": {**arr({"type": "string"}),
+                                           "description": "a window of separate days (last Friday asked on a "
+                                                          "Sunday): those days only; time_range spans them"},
                              "query_terms": arr({"type": "string"}),
                              "diary": {"type": "string", "enum": ["window", "all"],
                                        "description": "present when the diary was ranked with the wiki (all)"},

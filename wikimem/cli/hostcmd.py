@@ -295,7 +295,16 @@ def service_lines(settings) -> list[str]:
     else:
         embedder = ("off, retrieval is BM25 only: WIKIMEM_EMBEDDER=local, or WIKIMEM_EMBED_URL and "
                     "WIKIMEM_EMBED_MODEL")
-    return [f"memorize:    {memorize}", f"embedder:    {embedder}"]
+    tz = getattr(settings, "tz", None)
+    zone = (f"{tz} (WIKIMEM_TZ) for owners without a tz of their own" if tz else
+            f"the machine's local zone ({_local_zone()}) for owners without a tz: set WIKIMEM_TZ=Area/City")
+    return [f"memorize:    {memorize}", f"embedder:    {embedder}", f"time zone:   {zone}"]
+
+
+def _local_zone() -> str:
+    from datetime import datetime
+
+    return datetime.now().astimezone().tzname() or "unknown"
 
 
 Command = Callable[[Any], int]

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from wikimem.timeparse import resolve_tz
+
 from .variables import VARIABLES
 
 if TYPE_CHECKING:
@@ -109,6 +111,7 @@ class Config:
     data_root: str = "data"
     bind: str = "127.0.0.1:8000"
     store: str = "."
+    tz: str | None = None  # owners without a tz of their own (None: the machine's local zone)
     admin_token: str | None = field(default=None, repr=False)
     tokens_file: str | None = None
     operators_file: str | None = None
@@ -207,6 +210,12 @@ class Config:
             value = getattr(self, _field_of(key))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
+        if self.tz:
+            try:
+                resolve_tz(self.tz)
+            except ValueError:
+                raise ConfigError(f"WIKIMEM_TZ must be an IANA time zone such as Asia/Shanghai, got {self.tz!r}") \
+                    from None
         self._check_recall()
         self._check_cluster()
         self._check_jobs()
@@ -489,7 +498,7 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
                 replication=config.replication_settings, peers=config.peer_set,
                 metrics=metrics if metrics is not None else build_metrics(config),
                 database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                retention=config.retention(), staging=config.staging_policy())
+                retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None)
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

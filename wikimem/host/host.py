@@ -50,6 +50,7 @@ from wikimem.host.fleet import (
     JobRunner,
     JobStore,
     Limits,
+    MemorizeRetry,
     Probation,
     RunIndex,
     copy_time,
@@ -93,11 +94,12 @@ class Host:
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
                  peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
                  name: str | None = None, job_limits: Limits | None = None, staging: StagingPolicy | None = None,
-                 retention: Retention | None = None):
+                 retention: Retention | None = None, default_tz: str | None = None):
         """``database``: the ``postgresql://`` URL of the database a cluster's hosts share for the run index and
         the jobs (None: SQLite files in the data root); ``name`` names this host there (default: the machine's
         name and the data root); ``job_limits`` bound what one tenant may queue; ``staging`` is the policy of
-        runs on probation (``host.probation``)."""
+        runs on probation (``host.probation``); ``default_tz`` the time zone of owners without one
+        (``WIKIMEM_TZ``)."""
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(data_root)
@@ -113,6 +115,8 @@ class Host:
             self._watch_embedding_backlog()
         self.embedder = embedder
         self.llm = llm
+        self.default_tz = default_tz
+        self.memorize_retry = MemorizeRetry()  # how long a memorize job waits for a model that is unavailable
         self.quota = quota or OwnerQuota()
         self.recall = recall  # wikimem.recall.index.RecallOptions for every index (None: the library's defaults)
         self._owners: OrderedDict[str, Owner] = OrderedDict()
@@ -172,6 +176,7 @@ class Host:
         owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
         owner.vstore.idempotency_ttl = self.retention.idempotency
         owner.policy = self.probation.policy
+        owner.default_tz = self.default_tz
         owner.staging.on_change.append(self.probation.listener(owner))
         if self.replication is not None:
             self.replication.attach(owner, folder)

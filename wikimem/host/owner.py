@@ -18,6 +18,7 @@ from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_character_id
 
 from .batchops import Op, check_content, parse_ops
+from .duplicates import check_duplicate
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
@@ -180,6 +181,7 @@ class Owner:
         # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the index of a
         # retrieve that includes them (host/stagedview.py: one build at a time, kept fresh incrementally).
         self.policy = StagingPolicy()
+        self.default_tz: str | None = None  # the host's WIKIMEM_TZ, for an owner without a tz
         self._staging: Staging | None = None
         self._staged_lock = threading.Lock()
 
@@ -328,8 +330,8 @@ class Owner:
         return Committed(OwnerSettings.from_file(merged), b.commit)
 
     def _tz(self, tz: Any) -> Any:
-        """A request's time zone, else the owner's."""
-        return tz if tz is not None else self.settings().tz
+        """A request's time zone, else the owner's, else the host's (``WIKIMEM_TZ``)."""
+        return tz if tz is not None else self.settings().tz or self.default_tz
 
     def layer(self, character: str | None = None):
         """The plain store of a layer of this folder: the shared one, or ``character``'s (``characters/<id>/``)."""
@@ -560,6 +562,7 @@ class Owner:
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         run = ctx.run or self._run_for(ctx)
         ctx = WriteContext.of(ctx, run=run)
+        check_duplicate(self, turn, ctx, character, prompt)  # the same turn moments ago, without a key: 409
         target, ctx = self._target(ctx)
         if ctx.idempotency_key is not None:
             replay = target.replay(ctx.idempotency_key, "memorize", target.request_of(ctx, "memorize"))

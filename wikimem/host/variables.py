@@ -79,6 +79,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_SECRET_KEY", "session and peer signing key, the same on every host of a cluster; required in "
        "production (make one: `openssl rand -hex 32`)", "run", mark="web", setting=""),
     _v("WIKIMEM_STORE", "the memory folder of a `wikimem` command without `--owner`", "run", mark="cli"),
+    _v("WIKIMEM_TZ", "IANA time zone of owners without a `tz` of their own: the calendar of their diary days and "
+       "of 昨天 / yesterday in their questions", "run", default="the machine's local zone", example="Asia/Shanghai"),
     # -- tokens and operators
     _v("WIKIMEM_TOKENS_FILE", "hashed API tokens, JSON Lines (`wikimem token mint …`)", "access",
        setting="/etc/wikimem/tokens.jsonl"),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .chat import ChatClient, LLMError
+from .chat import ChatClient, ChatRetry, LLMError
 from .extraction import CHANNEL_PROMPT, CHARACTER_PROMPT, FACT_RULES, extract, render_character_prompt
 from .memorizer import (
     DIARY_PROMPT,
@@ -24,6 +24,7 @@ from .transcript import message_text, query_from_messages
 
 __all__ = [
     "ChatClient",
+    "ChatRetry",
     "LLMError",
     "LLM",
     "DiaryLike",

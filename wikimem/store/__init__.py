@@ -4,6 +4,9 @@ and the one door every file of a memory folder passes (:class:`Door`)."""
 
 from __future__ import annotations
 
+from wikimem.models import RecallItem
+from wikimem.naming import sanitize_item_name, validate_file
+
 from .diary import Diary, DiaryReader, resolve_tz
 from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, OverlayDoor, folder_file
 from .journal import Journal, diary_record, parse_record, wiki_record
@@ -36,4 +39,8 @@ __all__ = [
     "Diary",
     "DiaryReader",
     "resolve_tz",
+    # upstream's wikimem.store also showed these (the face of its module path)
+    "RecallItem",
+    "validate_file",
+    "sanitize_item_name",
 ]

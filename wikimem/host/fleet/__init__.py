@@ -35,7 +35,7 @@ from .jobtypes import (
     RetryLater,
     Step,
 )
-from .memorizejob import memorize_handler, submit_memorize
+from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .pgpool import set_pool_size
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
@@ -81,6 +81,7 @@ __all__ = [
     "RetryLater",
     "Handler",
     "memorize_handler",
+    "MemorizeRetry",
     "submit_memorize",
     "validate_job_id",
     "JOBS_FILE",

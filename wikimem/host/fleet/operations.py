@@ -260,6 +260,16 @@ class Fleet:
             raise NotFound(f"no bulk rollback job {job_id!r}")
         return job_view(job)
 
+    def visible_job(self, job_id: str, *, within: str = "", admin: bool = True) -> Job:
+        """A job of any kind, for a caller limited to owner prefix ``within`` (:class:`NotFound` when it may not
+        see it; jobs over many owners only when ``admin``). While it is unfinished, this process helps run it."""
+        job = self._jobs().get(job_id)
+        if job.state in UNFINISHED:
+            self._run_jobs()
+        if not job_visible(job.params, within, admin=admin, kind=job.kind):
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
     # -- the jobs list ---------------------------------------------------------------
 
     def list_jobs(self, query: JobQuery, *, within: Within = "", admin: bool = False, limit: int = 50,
