@@ -173,9 +173,9 @@ def test_memorize_runs_the_configured_chat_endpoint_as_one_run(tmp_path):
         client = app.test_client()
         client.put(O, headers=_auth(ADMIN))
         r = client.post(O + "/memorize", headers=_auth(ADMIN, **{"Idempotency-Key": "turn-1"}),
-                        json={"turn": "user: 今天去海边了", "character": "Elaina", "run": "run_m"})
+                        json={"turn": "user: 今天去海边了", "run": "run_m"})
         again = client.post(O + "/memorize", headers=_auth(ADMIN, **{"Idempotency-Key": "turn-1"}),
-                            json={"turn": "user: 今天去海边了", "character": "Elaina", "run": "run_m"})
+                            json={"turn": "user: 今天去海边了", "run": "run_m"})
         assert llm.chat_calls == 1  # the retry did not ask the model again
     body = r.get_json()
     assert r.status_code == 200 and body["run"] == "run_m" and len(body["entries"]) == 2

@@ -178,6 +178,7 @@ def test_every_write_without_an_actor_is_recorded_as_the_tokens_name(chat, llm):
     the prompt, and an actor given in the body still wins."""
     writer = auth(chat.secrets["writer"])
     chat.client.put(O + "/settings", headers=auth(ADMIN), json={"character": "Elaina"})
+    chat.client.put("/api/v1/characters/mia", headers=auth(ADMIN), json={"name": "Mia"})  # memorize as a character
     llm.reply_fn = lambda messages: json.dumps([{"content": "去了海边。"}], ensure_ascii=False)
     writes = [
         chat.client.put(O + "/items/notes/sea", headers=writer, json={"content": "海边"}),
@@ -185,14 +186,16 @@ def test_every_write_without_an_actor_is_recorded_as_the_tokens_name(chat, llm):
         chat.client.post(O + "/diary-tool", headers=writer, json={"arguments": {"content": "工具。"}}),
         chat.client.post(O + "/batch", headers=writer, json={"ops": [{"op": "diary", "content": "批量。"}]}),
         chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 去了海边"}),
-        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 又去了", "character": "Mia"}),
+        chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: 又去了", "character": "mia"}),
     ]
     assert [w.status_code for w in writes] == [201, 201, 201, 200, 200, 200]
     job = chat.client.post(O + "/memorize", headers=auth(chat.secrets["writer"], Prefer="respond-async"),
                            json={"turn": "user: 第三次"})
     assert _wait_job(chat, job.headers["Location"])["state"] == "done"
-    history = chat.client.get(O + "/history?limit=7", headers=auth(ADMIN)).get_json()["entries"]
-    assert [e["actor"] for e in history] == ["writer"] * 7
+    history = chat.client.get(O + "/history?limit=6", headers=auth(ADMIN)).get_json()["entries"]
+    assert [e["actor"] for e in history] == ["writer"] * 6
+    mias = chat.client.get(O + "/history?character=mia", headers=auth(ADMIN)).get_json()["entries"]
+    assert mias[0]["actor"] == "writer" and "in mia" in mias[0]["summary"]  # (memorized as Mia: in her layer)
     assert "You are Elaina." in llm.chat_messages[0][0]["content"]  # the character: the owner's setting
     assert "You are Mia." in llm.chat_messages[1][0]["content"]
     named = chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: x", "actor": "bot-7"})

@@ -63,10 +63,10 @@ def write_one_of_each(app, llm) -> dict[str, str]:
     client = app.test_client()
     llm.replies.append(json.dumps([{"content": "Walked by the sea."}]))
     one = client.post(O + "/memorize", headers=auth(ADMIN), json={"turn": "user: I walked by the sea",
-                                                                  "run": "run_mem1", "character": "Elaina"})
+                                                                  "run": "run_mem1"})
     llm.replies.append(json.dumps([{"content": "Ate noodles."}, {"content": "Plans a trip."}]))
     two = client.post(O + "/memorize", headers=auth(ADMIN), json={"turn": "user: noodles, and a trip",
-                                                                  "run": "run_mem2", "character": "Elaina"})
+                                                                  "run": "run_mem2"})
     tool = client.post(O + "/diary-tool", headers=auth(ADMIN), json={"arguments": '{"content": "Slept early."}'})
     put = client.put(O + "/items/preferences/tea", headers=auth(ADMIN), json={"content": "Drinks oolong."})
     batch = client.post(O + "/batch", headers=auth(ADMIN), json={

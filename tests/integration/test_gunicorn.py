@@ -261,7 +261,7 @@ def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
     before = _commits(data, owner)
     llm.reset_records()
     llm.replies.append(json.dumps([{"content": "傍晚去海边散步。"}, {"content": "想八月去青岛。"}], ensure_ascii=False))
-    body = json.dumps({"turn": "user: 今天去海边了", "character": "Elaina", "run": "run_g"}).encode()
+    body = json.dumps({"turn": "user: 今天去海边了", "run": "run_g"}).encode()
     headers = {"Content-Type": "application/json", "Idempotency-Key": "memo-1"}
     path = f"/api/v1/owners/{owner}/memorize"
     status, first = _raw(host.base, "POST", path, token=token, body=body, headers=headers)

@@ -61,8 +61,7 @@ def test_a_memorize_job_survives_a_crash_of_the_whole_host(tmp_path):
             mem.create_owner()
             other.create_owner()
             other.add("preferences", "likes-the-sea", "喜欢海边。")
-            turn = {"turn": "user: 上周三我去海边学冲浪了", "ts": "2026-07-23T10:00:00+08:00", "tz": "Asia/Shanghai",
-                    "character": "Elaina"}
+            turn = {"turn": "user: 上周三我去海边学冲浪了", "ts": "2026-07-23T10:00:00+08:00", "tz": "Asia/Shanghai"}
             status, headers, job = _post_async(first.base, token, "user:ann", turn, key="turn-7")
             assert status == 202 and headers["Location"] == f"/api/v1/jobs/{job['id']}", job
             wait_for(lambda: llm.chat_calls >= 1, what="a worker to ask the model")

@@ -134,12 +134,10 @@ def test_a_bot_writes_recalls_and_reads_history_through_the_tools(served):
 def test_memorize_runs_the_hosts_model_as_one_run(served):
     served.llm.reply_fn = lambda messages: json.dumps([{"content": "Started learning to surf."}])
     result = call(served, served.secrets["writer"], "memorize", owner=OWNER,
-                  turn="user: I started learning to surf\nassistant: How exciting!", character="Elaina",
-                  run="run_mcp")
+                  turn="user: I started learning to surf\nassistant: How exciting!", run="run_mcp")
     assert not result.is_error, result.content
     body = result.structured_content
     assert body["run"] == "run_mcp" and [e["content"] for e in body["entries"]] == ["Started learning to surf."]
-    assert "You are Elaina." in served.llm.chat_messages[0][0]["content"]
     assert served.owner().history(run="run_mcp").entries[0].actor == "writer"
 
 

@@ -184,10 +184,10 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         client = _app(tmp_path, LLM_URL=llm.url, LLM_MODEL="fake-chat").test_client()
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert client.put("/api/v1/owners/user:ann", headers=auth).status_code == 201
-        order = ["set_settings", "put_item", "diary_append", "diary_tool", "batch", "retrieve", "memorize",
-                 "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked",
+        order = ["put_character", "set_settings", "put_item", "diary_append", "diary_tool", "batch", "retrieve",
+                 "memorize", "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked",
                  "hold_staged_run", "approve_staged", "discard_staged", "discard_staged_run", "approve_staged_run",
-                 "forget", "erase_owner", "put_character"]
+                 "forget", "erase_owner"]
         assert sorted(order) == sorted(requests)
         unknown = {404, 422}  # a commit of another memory, a time before this one began
         elsewhere = {("revert", "apply"): unknown, ("revert", "preview"): unknown, ("restore", "apply"): unknown,

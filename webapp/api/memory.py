@@ -23,7 +23,19 @@ from webapp.params import (
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
-from .blueprint import OWNER, STAGED, act, bp, committed, include_staged, layer_for, owner_for, recall_as, with_etag
+from .blueprint import (
+    OWNER,
+    STAGED,
+    act,
+    bp,
+    caller,
+    committed,
+    include_staged,
+    layer_for,
+    owner_for,
+    recall_as,
+    with_etag,
+)
 
 
 @bp.get(OWNER + "/files")
@@ -141,8 +153,11 @@ def memorize(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS | STAGED, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
-    turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
-    with act(owner, "memorize", data) as a:
+    turn, prompt = req_str(data, "turn"), opt_str(data, "prompt")
+    # memorize as a registered character (404 naming how to register one; a token bound to one: as it)
+    asked = opt_str(data, "character", limit=200)
+    character = get_host().characters.resolve(asked).id if asked is not None else caller().character
+    with act(owner, "memorize", {**data, "character": character}, layered=True) as a:
         if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
             job, _ = get_host().submit_memorize(owner.id, turn, ctx=a.ctx, request_id=current_request_id(),
                                                 character=character, prompt=prompt, tenant=a.tenant, **when)

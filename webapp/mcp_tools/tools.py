@@ -52,6 +52,9 @@ OwnerId = Annotated[str, Field(description="the owner id, e.g. user:ann", min_le
 Text = Annotated[str | None, Field(max_length=200)]
 When = Annotated[str | None, Field(max_length=64)]
 Key = Annotated[str | None, Field(max_length=200, description="a retry with the same key writes nothing again")]
+CharacterId = Annotated[str | None, Field(max_length=64, description="a registered character's id: its own layer "
+                                          "of the owner's memory (default: the shared layer, or the character the "
+                                          "token is bound to)")]
 
 _INSTRUCTIONS = """Long-term memory of the people you talk with, one owner (e.g. user:ann) each: a wiki of
 facts (files of named items) and a diary of dated events. Call retrieve before you answer, with the user's
@@ -84,11 +87,15 @@ def _owner(ctx: Context, owner_id: str, scope: str) -> tuple[Owner, Principal]:
     return caller.host.owner(owner_id), caller.principal
 
 
+def _asker(principal: Principal) -> Asker:
+    """Who calls, as the host's gate knows callers."""
+    return Asker.token(principal.name, principal.tenant, principal.character)
+
+
 def _act(ctx: Context, mem: Owner, principal: Principal, action: str, ask: Ask, **target: Any) -> Act:
     """The tool's change through the host's gate (as the API's views make theirs): its write context, the staging
     policy of the token, its audit event."""
-    asker = Asker.token(principal.name, principal.tenant, principal.character)
-    return _caller(ctx).host.gate.act(asker, action, mem, ask, **target)
+    return _caller(ctx).host.gate.act(_asker(principal), action, mem, ask, **target)
 
 
 @contextmanager
@@ -116,7 +123,8 @@ def retrieve(owner: OwnerId,
              tz: When = None,
              as_of: When = None,
              include_staged: Annotated[bool | None, Field(description="also the owner's staged runs (runs on "
-                                                          "probation); each hit says whether it is staged")] = None
+                                                          "probation); each hit says whether it is staged")] = None,
+             character: CharacterId = None,
              ) -> dict[str, Any]:
     """The memories that belong in the prompt: `prompt` is them as text (within budget_tokens), `result`
     the hits with their evidence. diary: "all" ranks diary entries with the wiki, "window" (default) reads
@@ -125,8 +133,9 @@ def retrieve(owner: OwnerId,
         mem, principal = _owner(ctx, owner, "read")
         if include_staged is None:
             include_staged = _caller(ctx).host.probation.policy.reads_staged(principal.name)
+        recall_as = _caller(ctx).host.gate.recalls_as(_asker(principal), character)
         result = mem.retrieve(query, limit=limit, budget_tokens=budget_tokens, diary=diary, tz=tz, as_of=as_of,
-                              include_staged=bool(include_staged) and as_of is None)
+                              include_staged=bool(include_staged) and as_of is None, character=recall_as)
         return {"prompt": result.to_prompt(), "result": result.to_dict()}
 
 
@@ -137,13 +146,13 @@ def diary_append(owner: OwnerId,
                  date: Annotated[str | None, Field(description="YYYY-MM-DD; default: today")] = None,
                  time: Annotated[str | None, Field(description="HH:MM; default: now")] = None,
                  tz: When = None, ts: When = None, source_conv: Text = None, run: Text = None,
-                 actor: Text = None, idempotency_key: Key = None) -> dict[str, Any]:
-    """Append one event to the owner's diary (one commit)."""
+                 actor: Text = None, idempotency_key: Key = None, character: CharacterId = None) -> dict[str, Any]:
+    """Append one event to the owner's diary (one commit; with character, to its layer)."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
-        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
+        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
         with _act(ctx, mem, principal, "diary-append", ask) as act:
-            done = mem.diary_append(content, ctx=act.ctx, ts=ts, date=date, time=time, tz=tz)
+            done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz)
             act.done(done.commit)
         return {"entry": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed)}
 
@@ -157,15 +166,15 @@ def put_item(owner: OwnerId,
              if_match: Annotated[str | None, Field(max_length=130, description="the etag the item must still "
                                                    "have (a lost update is refused)")] = None,
              if_none_match: Annotated[bool, Field(description="create only: refused if the item exists")] = False,
-             idempotency_key: Key = None) -> dict[str, Any]:
+             idempotency_key: Key = None, character: CharacterId = None) -> dict[str, Any]:
     """Add or replace one wiki item (one commit); `created` says whether it is new, `etag` is what
     if_match takes next time."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key,
-                  if_match=etag_value(if_match), if_none_match=if_none_match)
+                  if_match=etag_value(if_match), if_none_match=if_none_match, layer=character)
         with _act(ctx, mem, principal, "edit", ask, file=file, name=name) as act:
-            done = mem.add(file, name, content, ts=ts, ctx=act.ctx)
+            done = mem.add(file, name, content, ts=ts, ctx=act.ctx, character=act.layer)
             act.done(done.commit)
         return {"item": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed),
                 "created": bool(done.created), "etag": mem.etag(done.value)}
@@ -175,14 +184,17 @@ def memorize(owner: OwnerId,
              turn: Annotated[str, Field(min_length=1, max_length=MAX_TURN_CHARS,
                                         description="the conversation turn, e.g. 'user: …\\nassistant: …'")],
              ctx: Context,
-             character: Annotated[str | None, Field(max_length=200, description="who the model is asked "
-                                                    "to be; default: the owner's setting")] = None,
+             character: Annotated[str | None, Field(max_length=200, description="memorize as this registered "
+                                                    "character (its layer; its facts proposed to the shared one); "
+                                                    "default: the token's character, or the owner's setting")] = None,
              ts: When = None, tz: When = None, source_conv: Text = None, run: Text = None, actor: Text = None,
              idempotency_key: Key = None) -> dict[str, Any]:
-    """Let the host's model write the diary entries of one turn, as one run and one commit."""
+    """Let the host's model write the diary entries and facts of one turn, as one run."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
-        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
+        host = _caller(ctx).host
+        character = host.characters.resolve(character).id if character is not None else principal.character
+        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
         when = {k: v for k, v in (("ts", ts), ("tz", tz)) if v is not None}
         with _act(ctx, mem, principal, "memorize", ask) as act:
             result = mem.memorize(turn, character=character, ctx=act.ctx, **when)
@@ -196,12 +208,14 @@ def history(owner: OwnerId, ctx: Context,
             until: Annotated[str | None, Field(max_length=64, description="a date or ISO time (UTC)")] = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
             cursor: Annotated[str | None, Field(max_length=200, description="next of the page before")] = None,
+            character: CharacterId = None,
             ) -> dict[str, Any]:
     """The owner's commits, newest first, with filters; page on with cursor=next."""
     with _answered():
-        mem, _ = _owner(ctx, owner, "read")
+        mem, principal = _owner(ctx, owner, "read")
+        layer = _caller(ctx).host.gate.layer(_asker(principal), character)
         page = mem.review.search_history(file=file, item=item, run=run, actor=actor, action=action, since=since,
-                                         until=until, limit=limit, cursor=cursor)
+                                         until=until, limit=limit, cursor=cursor, layers=(layer,))
         return {"entries": [e.to_dict() for e in page.entries], "next": page.next, "prev": page.prev,
                 "reverted_by": mem.review.undone_by(page.entries)}
 

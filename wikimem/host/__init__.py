@@ -30,7 +30,8 @@ from .fleet import JobQuery, RunQuery
 from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host
 from .instants import parse_instant
-from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
+from .memorizing import MemorizeResult
+from .owner import UNDO_TARGETS, BatchResult, Owner, OwnerStats
 from .owner_ids import (
     Within,
     covers,

@@ -121,6 +121,7 @@ class Config:
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
     llm_timeout: float = 30.0  # below gunicorn's worker timeout (60), so a hung model fails the call, not the worker
+    memorize_facts: str = "direct"  # facts of a memorize without a character: direct, staged or none
     embed_url: str | None = None
     embed_model: str | None = None
     embed_api_key: str | None = field(default=None, repr=False)
@@ -210,6 +211,8 @@ class Config:
             value = getattr(self, _field_of(key))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
+        if self.memorize_facts not in ("direct", "staged", "none"):
+            raise ConfigError(f"WIKIMEM_MEMORIZE_FACTS must be direct, staged or none, got {self.memorize_facts!r}")
         if self.tz:
             try:
                 resolve_tz(self.tz)
@@ -498,7 +501,8 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
                 replication=config.replication_settings, peers=config.peer_set,
                 metrics=metrics if metrics is not None else build_metrics(config),
                 database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None)
+                retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None,
+                memorize_facts=config.memorize_facts)
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

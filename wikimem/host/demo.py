@@ -40,13 +40,12 @@ class DemoSeeded:
     others: int = 0          # owners in the data root that are not the demo's
 
 
-def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, source_conv: str | None = None,
-              **kwargs) -> None:
+def _memorize(owner, turn: str, entries: list[str], *, actor: str, run: str | None = None,
+              source_conv: str | None = None, **kwargs) -> None:
     saved, owner.llm = owner.llm, _ScriptedLLM(entries)
     try:
-        # the demo's bot writes as its character (a memorize's actor is its context's, never the character)
-        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv, actor=kwargs.get("character")),
-                       **kwargs)
+        # the demo's bot writes under its persona's name (a memorize's actor is its context's)
+        owner.memorize(turn, ctx=WriteContext(run=run, source_conv=source_conv, actor=actor), **kwargs)
     finally:
         owner.llm = saved
 
@@ -67,7 +66,7 @@ def _xnne(host) -> None:
     vs.add("work", "job", "在一家咖啡馆做咖啡师。", owner=oid, ctx=_by("Elaina", "conv_103"))
     _memorize(owner, "user: 今天傍晚去海边散步了，风很大但是很舒服。\nassistant: 听起来很放松！",
               ["傍晚去海边散步，风很大，但心情很好，说很舒服。", "聊到八月的青岛之行，打算带妹妹小雨一起去。"],
-              character="Elaina", run=GOOD_RUN, source_conv="conv_104", date="2026-07-20", time="19:05")
+              actor="Elaina", run=GOOD_RUN, source_conv="conv_104", date="2026-07-20", time="19:05")
     vs.diary_append("说最近工作很累，晚饭也没怎么吃，一句话都不想说。", date="2026-07-22", time="21:40",
                     owner=oid, ctx=_by("Elaina", "conv_105"))
     # The bad run: the model misread a joke and wrote the opposite of what is true.
@@ -88,7 +87,7 @@ def _lumi(host) -> None:
            owner=oid, ctx=_by("Lumi", "conv_202"))
     _memorize(owner, "user: Miso knocked my coffee over again this morning.\nassistant: Oh no, poor laptop?",
               ["Miso knocked coffee over the laptop in the morning; the laptop survived, the mood did not."],
-              character="Lumi", source_conv="conv_203", date="2026-07-21", time="08:10")
+              actor="Lumi", source_conv="conv_203", date="2026-07-21", time="08:10")
 
 
 def _sam(host) -> None:

@@ -94,7 +94,7 @@ class Host:
                  quota: OwnerQuota | None = None, replication: Settings | None = None,
                  peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
                  name: str | None = None, job_limits: Limits | None = None, staging: StagingPolicy | None = None,
-                 retention: Retention | None = None, default_tz: str | None = None):
+                 retention: Retention | None = None, default_tz: str | None = None, memorize_facts: str = "direct"):
         """``database``: the ``postgresql://`` URL of the database a cluster's hosts share for the run index and
         the jobs (None: SQLite files in the data root); ``name`` names this host there (default: the machine's
         name and the data root); ``job_limits`` bound what one tenant may queue; ``staging`` is the policy of
@@ -116,6 +116,7 @@ class Host:
         self.embedder = embedder
         self.llm = llm
         self.default_tz = default_tz
+        self.memorize_facts = memorize_facts  # WIKIMEM_MEMORIZE_FACTS
         self.memorize_retry = MemorizeRetry()  # how long a memorize job waits for a model that is unavailable
         self.quota = quota or OwnerQuota()
         self.recall = recall  # wikimem.recall.index.RecallOptions for every index (None: the library's defaults)
@@ -177,6 +178,9 @@ class Host:
         owner.vstore.idempotency_ttl = self.retention.idempotency
         owner.policy = self.probation.policy
         owner.default_tz = self.default_tz
+        owner.characters = self.characters
+        owner.memorize_facts = self.memorize_facts
+        owner.profile_of = self.profile_of
         owner.staging.on_change.append(self.probation.listener(owner))
         if self.replication is not None:
             self.replication.attach(owner, folder)
@@ -258,6 +262,13 @@ class Host:
             self.run_index.catch_up(owner)
         except Exception:  # derived: a search or the next sweep catches it up
             log.exception("run index: could not index the cloned owner %s", owner.id)
+
+    def profile_of(self, character: str) -> Owner | None:
+        """A character's own profile (the owner ``char:<id>``), or None when it has none here."""
+        try:
+            return self.owner(f"char:{character}")
+        except NotFound:
+            return None
 
     def peek(self, owner_id: str) -> Owner:
         """The owner as this host's disk holds it (no catch-up with the remote, the LRU left as it is);

@@ -6,22 +6,25 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
 from wikimem.errors import DamagedFolder, InvalidValue, NotFound, RemoteError, RemoteMoved
-from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
+from wikimem.format import SETTINGS_PATH, item_etag, normalize_ts, parse_settings, render_settings
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
-from wikimem.naming import validate_character_id
+from wikimem.naming import is_character_id, validate_character_id
+from wikimem.store import resolve_tz
 
 from .batchops import Op, check_content, parse_ops
 from .duplicates import check_duplicate
 from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
+from .memorizing import MemorizeResult, memorize_turn, replayed
 from .metrics import NULL_METRICS, NullMetrics
 from .probation import StagingPolicy
 from .review import Review
@@ -108,33 +111,6 @@ class BatchResult:
         return {"results": self.results, "commit": self.commit, "replayed": self.replayed}
 
 
-@dataclass
-class MemorizeResult:
-    """The outcome of :meth:`Owner.memorize` (unpacks as ``entries, run, commit``)."""
-
-    entries: list[DiaryItem] = field(default_factory=list)
-    run: str = ""
-    commit: str | None = None
-    replayed: bool = False
-
-    def __iter__(self):
-        return iter((self.entries, self.run, self.commit))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"entries": [asdict(e) for e in self.entries], "run": self.run,
-                "commit": self.commit, "replayed": self.replayed}
-
-
-class _RecordingDiary:
-    """Stands in for the diary while the LLM thinks, so the write lock is not held meanwhile."""
-
-    def __init__(self) -> None:
-        self.appends: list[tuple[str, dict[str, Any]]] = []
-
-    def append(self, content: str, **kwargs: Any) -> None:
-        self.appends.append((content, kwargs))
-
-
 def _last_change(vstore) -> str | None:
     page = vstore.history(limit=1)
     if not page.entries:
@@ -176,6 +152,9 @@ class Owner:
         self.indexes = Indexes(self.vstore, self._new_index, lambda: self.staging, cache_dir)
         # A character's profile (the owner char:<id>), looked up by the host (None: none, or no host).
         self.profile_of: Callable[[str], Owner | None] = lambda _character: None
+        # The host's character registry (memorize as a character) and where memorize's facts go without one.
+        self.characters: Any = _NoCharacters()
+        self.memorize_facts = "direct"
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
         # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the index of a
@@ -190,10 +169,10 @@ class Owner:
 
     def delete_everywhere(self) -> None:
         """Record the owner's deletion on its remote: a commit removing every memory file, pushed now."""
-        self._write(lambda: self.vstore.clear(WriteContext(actor="operator")))
+        self.write_attempts(lambda: self.vstore.clear(WriteContext(actor="operator")))
         self.vstore.push_pending()  # async mode too: the deletion must be on the remote before the copy goes
 
-    def _write(self, write):
+    def write_attempts(self, write):
         """Run ``write()``; when the remote moved under it, run it again on the caught-up memory.
 
         A write refused by the remote's compare-and-swap left nothing behind
@@ -249,7 +228,7 @@ class Owner:
         text it held and the runs that wrote it before anything is rewritten. This object's caches go, the
         vector caches are deleted (made again from the memory); other processes open the owner again on
         their next lookup. ``key`` makes a second call a replay (a job's step key)."""
-        done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
+        done = self.write_attempts(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
         self.indexes.reset()
         self._settings = (None, OwnerSettings())
         for folder in [self.root, *(self.store.layer(layer).root for layer in self.vstore.layers())]:
@@ -494,7 +473,7 @@ class Owner:
         (a restore has none: it makes the memory equal to its target).
         An unknown ``kind`` raises ``ValueError``.
         """
-        return self._write(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
+        return self.write_attempts(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
 
     # -- writing -----------------------------------------------------------
 
@@ -504,14 +483,14 @@ class Owner:
         etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
         Empty content is refused (``ValueError``). ``character``: into that character's layer."""
         check_content(content)
-        target, ctx = self._target(ctx, character)
-        return self._write(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
+        target, ctx = self.target(ctx, character)
+        return self.write_attempts(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None,
                character: str | None = None) -> Committed:
         """Remove an item (one commit) of a layer; :class:`NotFound` when it does not exist."""
-        target, ctx = self._target(ctx, character)
-        done = self._write(lambda: target.remove(file, name, owner=self.id, ctx=ctx))
+        target, ctx = self.target(ctx, character)
+        done = self.write_attempts(lambda: target.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
             raise NotFound(f"no item {name!r} in {file!r}" + (f" of {character}'s layer" if character else ""))
         return done
@@ -523,10 +502,10 @@ class Owner:
         where = ("layer", character) if character is not None else ()
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id, *where)  # as sent
         given = append_kwargs.pop("tz", None)
-        target, ctx = self._target(ctx, character)
+        target, ctx = self.target(ctx, character)
         # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
         # the catch-up brought.
-        return self._write(lambda: target.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
+        return self.write_attempts(lambda: target.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
                                                        **append_kwargs))
 
     @staticmethod
@@ -538,18 +517,18 @@ class Owner:
 
     def memorize(self, turn: str, *, character: str | None = None, prompt: str | None = None,
                  ctx: WriteContext | None = None, **append_kwargs: Any) -> MemorizeResult:
-        """Run the host's LLM over one turn and append what it keeps, as one run and one commit.
+        """Run the host's LLM over one turn and write what it keeps — diary entries and facts — as one run.
 
-        The LLM is asked before the owner's lock is taken (a slow model must
-        not block other writers); a retry carrying the same idempotency key
-        returns the first result without asking again. The run id defaults
-        to a new one; the character and ``tz`` default to the owner's
-        settings (then "the assistant" and local time). The character is who
-        the prompt asks the model to be, not who wrote: the actor is
-        ``ctx.actor`` as for every other write (the API's default is the
-        token's name). Unpacks as ``entries, run_id, commit``.
+        ``character``: a registered character's id (else the owner's ``character`` setting when it names one):
+        its diary entries and facts go to its layer, its facts also to the shared layer by its ``shared_writes``
+        (a proposal: a staged run of the same run id; direct; or none). Without a character both go to the
+        shared layer, the facts as the host's ``WIKIMEM_MEMORIZE_FACTS`` says (:mod:`wikimem.host.memorizing`).
+        The LLM is asked before the owner's lock is taken (a slow model must not block other writers); a retry
+        carrying the same idempotency key returns the first result without asking again. The run id defaults
+        to a new one, ``tz`` to the owner's. The actor is ``ctx.actor`` as for every other write. Unpacks as
+        ``entries, run_id, commit``.
         """
-        from wikimem.llm import memorize
+        from wikimem.llm import extract
 
         if self.llm is None:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
@@ -558,30 +537,36 @@ class Owner:
         # Bound to the request as sent: the run id made up here and the owner's defaults (which may
         # change between a request and its retry) are not part of what a retry must repeat.
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
-        character = character or self.settings().character or "the assistant"
-        append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
+        who = self._memorize_as(character)
+        tz = self._tz(append_kwargs.get("tz"))
         run = ctx.run or self._run_for(ctx)
         ctx = WriteContext.of(ctx, run=run)
         check_duplicate(self, turn, ctx, character, prompt)  # the same turn moments ago, without a key: 409
-        target, ctx = self._target(ctx)
         if ctx.idempotency_key is not None:
-            replay = target.replay(ctx.idempotency_key, "memorize", target.request_of(ctx, "memorize"))
-            if replay is not None:
-                return _memorize_replay(replay)
-        recorder = _RecordingDiary()
-        memorize(recorder, turn, llm=self.llm, character=character, prompt=prompt, owner=self.id,
-                 source_conv=ctx.source_conv, **append_kwargs)
-        message = f"memorize {len(recorder.appends)} diary entr{'y' if len(recorder.appends) == 1 else 'ies'}"
+            target, keyed = self.target(ctx, who.id if who is not None else None)
+            found = target.replay(ctx.idempotency_key, "memorize", target.request_of(keyed, "memorize"))
+            if found is not None:
+                return replayed(found)
+        name = who.name if who is not None else (self.settings().character or "the assistant")
+        stamp = {"ts": normalize_ts(append_kwargs.get("ts")), "tz": tz, "source_conv": ctx.source_conv,
+                 "date": append_kwargs.get("date"), "time": append_kwargs.get("time"), "turn": turn}
+        today = datetime.fromisoformat(stamp["ts"]).astimezone(resolve_tz(tz)).date()
+        reply = extract(self.llm, turn, character=name, persona=(who.persona or "") if who else "", person=self.id,
+                        today=today, prompt=prompt)
+        return memorize_turn(self, reply, character=who, facts_policy=self.memorize_facts, ctx=ctx, stamp=stamp)
 
-        def write() -> MemorizeResult:
-            with target.batch(ctx, message=message, kind="memorize", action="memorize") as b:
-                if b.replay is not None:
-                    return _memorize_replay(b.replay)
-                entries = [target.diary.append(content, **kwargs) for content, kwargs in recorder.appends]
-                b.result = {"entries": [asdict(e) for e in entries], "run": run}
-            return MemorizeResult(entries, run, b.commit)
-
-        return self._write(write)
+    def _memorize_as(self, character: str | None):
+        """The registered character a memorize writes as: the one asked for, else the owner's ``character``
+        setting when it names a registered one (a free-text name there is only the prompt's name), else none."""
+        if character is not None:
+            return self.characters.resolve(character)
+        setting = self.settings().character
+        if setting and is_character_id(setting):
+            try:
+                return self.characters.resolve(setting)
+            except NotFound:
+                return None
+        return None
 
     def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, character: str | None = None,
                    **append_kwargs: Any):
@@ -595,7 +580,7 @@ class Owner:
         ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()), *where)
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
         _check_when(**append_kwargs)  # the request's own fields are refused as in any diary write, not told the agent
-        target, ctx = self._target(ctx, character)
+        target, ctx = self.target(ctx, character)
 
         def write():
             with target.batch(ctx, kind="diary-tool", action="diary-tool") as b:
@@ -610,14 +595,14 @@ class Owner:
                 b.result = {"entry": asdict(entry)}
             return entry, b.commit, False
 
-        return self._write(write)
+        return self.write_attempts(write)
 
     def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None,
                   character: str | None = None) -> BatchResult:
         """Apply several writes sent as data (see :mod:`wikimem.host.batchops`) as one commit, or none of them, to
         a layer."""
         checked = parse_ops(ops)
-        target, ctx = self._target(ctx, character)
+        target, ctx = self.target(ctx, character)
         ctx = ctx.bound("batch", ops, message, *(("layer", character) if character is not None else ()))
 
         def write() -> BatchResult:
@@ -628,7 +613,7 @@ class Owner:
                 b.result = {"results": results}
             return BatchResult(results, b.commit)
 
-        return self._write(write)
+        return self.write_attempts(write)
 
     def _apply_op(self, target: Target, op: Op, source_conv: str | None) -> dict[str, Any]:
         args: dict[str, Any] = dict(op.args)
@@ -671,7 +656,7 @@ class Owner:
         actor (``WIKIMEM_STAGED_ACTORS``)."""
         return ctx is not None and (ctx.staged or self.policy.stages(ctx.actor))
 
-    def _target(self, ctx: WriteContext | None, layer: str | None = None) -> tuple[Target, WriteContext]:
+    def target(self, ctx: WriteContext | None, layer: str | None = None) -> tuple[Target, WriteContext]:
         """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
         write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
         ctx = WriteContext.of(ctx)
@@ -694,13 +679,13 @@ class Owner:
                        ctx: WriteContext | None = None) -> Committed:
         """Approve a staged run onto ``main`` (one commit; conflicting items skipped unless ``force``; ``edits``
         change what is approved); ``ctx.actor`` is the approver."""
-        done = self._write(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
+        done = self.write_attempts(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
         self.indexes.drop_staged()
         return done
 
     def discard_staged(self, run: str, *, ctx: WriteContext | None = None, reason: str = "discarded") -> Committed:
         """Discard a staged run: its branch goes, a commit on ``main`` records it (``ctx.actor``: who)."""
-        done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
+        done = self.write_attempts(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
         self.indexes.drop_staged()
         return done
 
@@ -731,6 +716,10 @@ def remove_vector_files(folder: Path) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
-def _memorize_replay(stored: dict) -> MemorizeResult:
-    return MemorizeResult([DiaryItem(**e) for e in stored.get("entries", [])], stored.get("run", ""),
-                          stored.get("commit"), True)
+
+
+class _NoCharacters:
+    """The registry of an owner opened without a host: no character is registered."""
+
+    def resolve(self, value: object):
+        raise NotFound(f"no character {value!r}: characters are registered on a host (PUT /api/v1/characters/<id>)")

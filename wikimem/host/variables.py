@@ -132,6 +132,9 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_LLM_API_KEY", "its key", "llm"),
     _v("WIKIMEM_LLM_TIMEOUT", "seconds one chat call may take; below `WIKIMEM_TIMEOUT` (checked at start)", "llm",
        kind="number"),
+    _v("WIKIMEM_MEMORIZE_FACTS", "where the facts of a memorize without a character go in the shared layer: "
+       "`direct`, `staged` (a proposal an operator approves) or `none` (a character's own policy decides for it)",
+       "llm", default="direct"),
     # -- embeddings
     _v("WIKIMEM_EMBEDDER", "`local`: the bundled model (the `[embed-local]` extra); `none`: no vectors", "embed",
        default="the endpoint when `WIKIMEM_EMBED_URL` is set"),

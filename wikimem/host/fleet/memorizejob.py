@@ -110,8 +110,7 @@ def memorize_handler(host: Any, retry: MemorizeRetry | None = None) -> Handler:
                 raise RetryLater(f"the model is unavailable, run {step.attempt} of {1 + len(policy.delays)}: {exc}",
                                  delay=delay) from None
             # failed for good: a new request for this turn is no duplicate of this one
-            forget_turn(target, turn, ctx, params.get("character") or target.settings().character or "the assistant",
-                        params.get("prompt"))
+            forget_turn(target, turn, ctx, params.get("character"), params.get("prompt"))  # (as memorize noted it)
             raise
 
     return run
