@@ -150,7 +150,9 @@ class VersionedStore:
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
         self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
                                      replica=lambda: self.replica)
-        self.recovery = Recovery(self)  # what a killed writer or a power loss left (see recover())
+        # what a killed writer or a power loss left (see recover())
+        self.recovery = Recovery(self.git, self.intent, self.db, self.door, self.store.journal,
+                                 finish=self.finish_steps, tell=self.tell, reset=self._reset_caches)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -483,6 +485,11 @@ class VersionedStore:
     def forget_stats(self) -> None:
         """Forget the files' stat stamps: the next hand-edit check hashes every memory file again."""
         self._stat_cache.clear()
+
+    def _reset_caches(self) -> None:
+        """What recovery calls once it rewrote files: the parsed files and their stat stamps forgotten."""
+        self.store.invalidate()
+        self.forget_stats()
 
     def _remember(self, path: str, sha: bytes | None) -> None:
         if sha is None:
