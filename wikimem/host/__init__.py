@@ -11,6 +11,7 @@ from __future__ import annotations
 from wikimem.context import new_run_id
 
 from .access import OwnerQuota
+from .assembly import make_host
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
 from .config import (
@@ -26,7 +27,7 @@ from .config import (
 from .demo import bad_run_hint, seed_demo
 from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 from .fleet import JobQuery, RunQuery
-from .host import EXPORT_TYPES, MAX_PAGE, Host
+from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
 from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
@@ -36,7 +37,8 @@ from .settings import SETTINGS_FIELDS
 __all__ = [
     "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS",
-    "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+    "Host", "HostParts", "make_host",
+    "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
     "RunQuery", "JobQuery",

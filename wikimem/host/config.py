@@ -463,24 +463,24 @@ def build_llm(config: Config):
 
 
 def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks), made
+    of its parts by :func:`~wikimem.host.assembly.make_host`.
 
     ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
     """
-    from wikimem.host.host import Host
+    from wikimem.host.assembly import make_host
 
     if config.peer_set is not None and not config.database_url:
         logging.getLogger(__name__).warning(
             "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
             "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
             "share one PostgreSQL database for the cluster's runs and jobs")
-
-    return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
-                llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set,
-                metrics=metrics if metrics is not None else build_metrics(config),
-                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                retention=config.retention(), staging=config.staging_policy())
+    return make_host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
+                     llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
+                     replication=config.replication_settings, peers=config.peer_set,
+                     metrics=metrics if metrics is not None else build_metrics(config),
+                     database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
+                     retention=config.retention(), staging=config.staging_policy())
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

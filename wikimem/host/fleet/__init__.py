@@ -50,7 +50,7 @@ from .runindex import (
     merge_pages,
     row_cursor,
 )
-from .runner import JobRunner
+from .runner import JOB_THREADS, HostJobs, JobRunner
 from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex, StagedRow
 
@@ -68,6 +68,8 @@ __all__ = [
     "merge_pages",
     "JobStore",
     "JobRunner",
+    "HostJobs",
+    "JOB_THREADS",
     "Job",
     "JobQuery",
     "JobPage",

@@ -46,13 +46,18 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
 
 from .jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
+
+if TYPE_CHECKING:
+    from wikimem.host.owners import Owners
+
+    from .runner import HostJobs
 
 __all__ = ["Erasure", "ERASE", "FORGET", "parse_target", "copy_time"]
 
@@ -93,17 +98,14 @@ def _described(target: dict[str, Any]) -> dict[str, Any]:
 class Erasure:
     """Erase owners and forget items (see the module docstring); built by the host with what it needs."""
 
-    def __init__(self, root: Path, *, jobs: Callable[[], Any], run_index: Any, owner: Callable[[str], Any],
-                 drop_local: Callable[[str], bool], replication: Any, wake: Callable[[], None],
+    def __init__(self, root: Path, owners: Owners, jobs: HostJobs, *, run_index: Any, replication: Any,
                  retention: float | None = None, staged_index: Any = None):
         self.root = Path(root)
         self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
-        self._jobs = jobs
+        self.owners = owners
+        self.jobs = jobs
         self.run_index = run_index
-        self._owner = owner
-        self._drop_local = drop_local
         self.replication = replication
-        self._wake = wake
         self._retention = DEFAULT_RECEIPT_RETENTION if retention is None else float(retention)
         self._register: ErasureRegister | None = None
 
@@ -111,7 +113,7 @@ class Erasure:
     def register(self) -> ErasureRegister:
         """The erasure register, in the jobs database (a cluster's shared one: every host sees it)."""
         if self._register is None:
-            self._register = ErasureRegister(self._jobs().db, retention=self._retention)
+            self._register = ErasureRegister(self.jobs.store.db, retention=self._retention)
         return self._register
 
     # -- asking ------------------------------------------------------------------------
@@ -123,6 +125,10 @@ class Erasure:
     def erased(self, owner_id: str, since: float | None = None) -> bool:
         """Whether an erasure of ``owner_id`` started (after ``since``)."""
         return self.register.erased(owner_id, since)
+
+    def erased_copy(self, owner: Any) -> bool:
+        """Whether ``owner``'s erasure started after this host's copy of it was made (the copy must go)."""
+        return self.erased(owner.id, copy_time(owner.root))
 
     def receipt(self, owner_id: str) -> dict[str, Any] | None:
         """The receipt of the owner's erasure (None: never erased, or not finished)."""
@@ -137,10 +143,10 @@ class Erasure:
         digest = self.register.digest(owner_id)
         copy = self.register.begin(digest, ERASE, actor, copy_time(self.root / "owners" / encode_owner_id(owner_id)))
         params = {"erasure": digest, "actor": actor, "within": within}
-        job, created = self._jobs().submit(ERASE, [{**params, "owner": owner_id}], params=params,
+        job, created = self.jobs.store.submit(ERASE, [{**params, "owner": owner_id}], params=params,
                                            key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
                                            tenant=within)
-        self._wake()
+        self.jobs.wake()
         return job, created
 
     def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: str = ""):
@@ -152,14 +158,14 @@ class Erasure:
         digest = "fg_" + hashlib.sha256(self.register.digest(named).encode()).hexdigest()[:32]
         params = {"owner": owner_id, "forget": digest, "target": _described(target), "actor": actor,
                   "within": within}
-        job, created = self._jobs().submit(FORGET, [{**params, "target": target}], params=params,
+        job, created = self.jobs.store.submit(FORGET, [{**params, "target": target}], params=params,
                                            key=f"{FORGET}\n{digest}", request=[FORGET, digest], tenant=within)
-        self._wake()
+        self.jobs.wake()
         return job, created
 
     def job(self, job_id: str, *, within: str = "") -> Any:
         """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
-        found = self._jobs().get(job_id)
+        found = self.jobs.store.get(job_id)
         owner = found.params.get("owner")
         scope = owner if isinstance(owner, str) else str(found.params.get("within", ""))
         if found.kind not in (ERASE, FORGET) or not scope.startswith(within):
@@ -187,7 +193,7 @@ class Erasure:
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
         receipt = self.register.finish(digest, self._receipt(digest, ERASE, params.get("actor")))
-        redact_job(self._jobs().db, step.job, {k: params[k] for k in ("erasure", "actor", "within") if k in params})
+        redact_job(self.jobs.store.db, step.job, {k: params[k] for k in ("erasure", "actor", "within") if k in params})
         return receipt
 
     def _place(self, digest: str, place: str, act: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -200,7 +206,7 @@ class Erasure:
         return self.register.note(digest, {"place": place, "at": _iso(time.time()), **done})
 
     def _erase_local(self, owner_id: str, folder: str) -> dict[str, Any]:
-        self._drop_local(owner_id)
+        self.owners.drop_if_here(owner_id)
         for parent in (self.root / "owners", self.root / "cache"):
             shutil.rmtree(parent / folder, ignore_errors=True)
         staging = self.root / "staging"
@@ -240,7 +246,7 @@ class Erasure:
         return {"state": "rows removed"}
 
     def _erase_jobs(self, owner_id: str, keep: str, digest: str) -> dict[str, Any]:
-        erase_jobs(self._jobs().db, owner_id, keep=keep, mask=digest)
+        erase_jobs(self.jobs.store.db, owner_id, keep=keep, mask=digest)
         return {"state": "its jobs removed (turns, results); its id replaced by the erasure digest in other jobs"}
 
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
@@ -265,7 +271,7 @@ class Erasure:
         if target.get("kind") == "wiki" and "name" not in target:  # reduced: the run was over
             return self.register.receipt(digest) or {"forget": digest, "kind": FORGET}
         owner_id, actor = params["owner"], params.get("actor") or "operator"
-        owner = self._owner(owner_id)
+        owner = self.owners.owner(owner_id)
         self.register.begin(digest, FORGET, actor)
         where = ({"file": target["file"], "name": target["name"]} if target["kind"] == "wiki" else
                  {"date": target["date"], "time_": target["time"], "index": target.get("index")})
@@ -273,7 +279,7 @@ class Erasure:
         def before(texts: set[str], runs: set[str]) -> None:
             from wikimem.versioned import PLACEHOLDER
 
-            scrub_jobs(self._jobs().db, owner_id, texts, runs, placeholder=PLACEHOLDER)
+            scrub_jobs(self.jobs.store.db, owner_id, texts, runs, placeholder=PLACEHOLDER)
 
         try:
             done = owner.forget(target["kind"], actor=actor, key=step.key, before=before, **where)
@@ -298,7 +304,7 @@ class Erasure:
         receipt = self.register.finish(digest, receipt)
         kept = {**params, "target": {**_described(target), **({"name_digest": digest} if target["kind"] == "wiki"
                                                               else {})}}
-        redact_job(self._jobs().db, step.job, kept)
+        redact_job(self.jobs.store.db, step.job, kept)
         return receipt
 
     def _reindex(self, owner) -> dict[str, Any]:
@@ -326,18 +332,19 @@ class Erasure:
         """Receipts older than their retention deleted (the job runner's housekeeping)."""
         gone = self.register.prune()
         if gone:
-            vacuum(self._jobs().db, ("erasures",))
+            vacuum(self.jobs.store.db, ("erasures",))
         return gone
 
-    def sweep(self, owners: Iterable[tuple[str, Path]]) -> list[str]:
-        """Drop this host's copies of owners erased on another host (a cluster's shared register names them,
-        after the copy was made); the ids dropped. Run by the job runner's housekeeping when the jobs database
-        is shared: a copy nobody looks up goes too."""
-        if not self._jobs().db.postgres:
+    def sweep(self, owners: Iterable[tuple[str, Path]] | None = None) -> list[str]:
+        """Drop this host's copies of owners (``(id, folder)``, default every one held here) erased on another
+        host (a cluster's shared register names them, after the copy was made); the ids dropped. Run by the job
+        runner's housekeeping when the jobs database is shared: a copy nobody looks up goes too."""
+        if not self.jobs.store.db.postgres:
             return []  # one data root: the erase job removed the copy itself
+        owners = self.owners.folders() if owners is None else owners
         dropped = []
         for owner_id, folder in owners:
-            if self.register.erased(owner_id, copy_time(folder)) and self._drop_local(owner_id):
+            if self.register.erased(owner_id, copy_time(folder)) and self.owners.drop_if_here(owner_id):
                 self.run_index.forget(owner_id)
                 dropped.append(owner_id)
         return dropped
