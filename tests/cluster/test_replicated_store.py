@@ -20,7 +20,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import WikimemError
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.intent import IntentLog
-from wikimem.versioned.replication.remote import TRACKING, Remote, RemoteMoved, RemoteUnavailable
+from wikimem.versioned.replication import TRACKING, Remote, RemoteMoved, RemoteUnavailable
 from wikimem.versioned.replication.replica import Replica, ReplicationLagging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ _KILLED_AFTER_PUSH = textwrap.dedent("""
     import os, sys
     from wikimem.context import WriteContext
     from wikimem.versioned import VersionedStore
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
     from wikimem.versioned.replication.replica import Replica
     vs = VersionedStore(sys.argv[1])
     vs.replica = Replica(Remote(sys.argv[2]), "sync")

@@ -91,7 +91,7 @@ def test_staged_branches_push_fetch_and_go_over_every_kind_of_remote(remote_kind
     """file://, smart HTTP (nginx + git http-backend) and git daemon: a staged branch is pushed with CAS, a clone
     brings it, approving removes it on the remote, and a fetch removes it where it was cloned."""
     from wikimem.versioned import Replica, Staging, VersionedStore
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
 
     url, bare = remote_kind.new()
     remote = Remote(url)

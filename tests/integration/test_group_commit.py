@@ -160,7 +160,7 @@ def test_a_failed_landing_fails_the_whole_round_and_leaves_nothing(tmp_path, mon
 
 @pytest.mark.skipif(GIT is None, reason="git serves the remote")
 def test_with_sync_replication_a_round_is_one_push(tmp_path, monkeypatch):
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
     from wikimem.versioned.replication.replica import Replica
 
     (tmp_path / "replicas").mkdir()
