@@ -15,7 +15,7 @@ from operators_world import BAD_ACTOR, GOOD_ACTOR, bad_deploy, owner_name
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue
 from wikimem.host import BadRequest, RunQuery, make_host
-from wikimem.host.fleet.runindex import encode_cursor
+from wikimem.host.fleet.paging import encode_cursor
 
 
 @pytest.fixture
@@ -193,7 +193,7 @@ def test_cli_finds_runs_and_rebuilds_the_index(host, tmp_path):
 
 def test_pages_of_two_hosts_merge_into_the_pages_of_one(tmp_path):
     """What a cluster gatherer does: the same query and cursor to every host, pages merged in one order."""
-    from wikimem.host.fleet.runindex import merge_pages
+    from wikimem.host.fleet import merge_pages
 
     one, east, west = make_host(tmp_path / "one"), make_host(tmp_path / "east"), make_host(tmp_path / "west")
     for i in range(9):

@@ -41,7 +41,7 @@ from dulwich.objects import Blob
 
 from wikimem.context import WriteContext, digest
 from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, OutsideCalendar, item_etag, memory_path, utc_instant, utc_now
+from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, item_etag, memory_path, read_instant, utc_now
 from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
 from wikimem.models import DiaryItem, RecallItem
@@ -746,12 +746,7 @@ class VersionedStore:
                 raise ValueError(f"commit prefix {text} is ambiguous")
             if not re.fullmatch(r"\d{4}", text):
                 raise NotFound(f"no commit {text}")
-        try:
-            moment = utc_instant(text)
-        except OutsideCalendar:
-            raise ValueError(f"{point!r} falls outside the years 1 to 9999 once converted to UTC") from None
-        except ValueError:
-            raise ValueError(f"{point!r} is not a commit id, an ISO-8601 time or HEAD") from None
+        moment = read_instant(text, repr(point), "a commit id, an ISO-8601 time or HEAD")
         found_at = self.db.at_or_before(int(moment.timestamp()))
         if found_at is None:
             raise NotFound(f"no commit at or before {point}")

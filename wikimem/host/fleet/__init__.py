@@ -38,19 +38,9 @@ from .jobtypes import (
 from .memorizejob import memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
-from .runindex import (
-    INDEX_PATH,
-    MAX_FIELD,
-    OwnerCount,
-    OwnerCountPage,
-    RunIndex,
-    RunPage,
-    RunQuery,
-    RunRow,
-    merge_pages,
-    row_cursor,
-)
+from .runindex import INDEX_PATH, RunIndex
 from .runner import JOB_THREADS, HostJobs, JobRunner
+from .runtypes import MAX_FIELD, OwnerCount, OwnerCountPage, RunPage, RunQuery, RunRow, merge_pages, row_cursor
 from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex, StagedRow
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, NotFound
+from wikimem.format import instant_epoch
 from wikimem.host.probation import StagingPolicy
 
 from .bulk import owner_rows, owner_step
@@ -314,9 +315,4 @@ class Probation:
 
 
 def _age(iso: str | None, now: float) -> int | None:
-    if not iso:
-        return None
-    from datetime import datetime, timezone
-
-    then = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-    return max(0, int(now - then))
+    return max(0, int(now - instant_epoch(iso))) if iso else None
