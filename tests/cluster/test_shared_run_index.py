@@ -128,7 +128,7 @@ def _wait(host: Host, job_id: str, timeout: float = 60.0):
 
 def test_the_job_store_on_postgresql_migrates_claims_in_turns_caps_and_cancels(database_url):
     """The SQL of the jobs runs unchanged on PostgreSQL (one dialect-neutral layer)."""
-    from wikimem.host.errors import QueueFull
+    from wikimem.errors import QueueFull
     from wikimem.host.fleet import JobRunner, JobStore, Limits
     from wikimem.host.fleet.jobs import SCHEMA_VERSION
 

@@ -9,6 +9,7 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 from __future__ import annotations
 
 from wikimem.context import new_run_id
+from wikimem.errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 
 from .access import OwnerQuota
 from .assembly import make_host
@@ -25,7 +26,6 @@ from .config import (
     read_setting,
 )
 from .demo import bad_run_hint, seed_demo
-from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 from .fleet import JobQuery, RunQuery
 from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
 from .instants import parse_instant

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikimem.errors import DamagedFolder, InvalidName, InvalidValue, NotFound
+from wikimem.errors import BadRequest, DamagedFolder, InvalidName, InvalidValue, LLMNotConfigured, NotFound
 from wikimem.host.cluster import Peers, Replication, merge_owner_pages
 from wikimem.host.fleet import (
     JOB_THREADS,
@@ -40,7 +40,6 @@ from wikimem.host.fleet import (
 
 from .access import OwnerQuota
 from .archive import FORMATS, archive_markdown
-from .errors import BadRequest, LLMNotConfigured
 from .metrics import HostCollector, NullMetrics
 from .owner import Owner, OwnerStats
 from .owner_ids import encode_owner_id, scope_prefix, validate_owner_id
@@ -333,7 +332,7 @@ class Host:
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
         ``tenant`` (the submitting token's owner prefix) is its fair share and
-        cap (:class:`~wikimem.host.errors.QueueFull` past it).
+        cap (:class:`~wikimem.errors.QueueFull` past it).
         ``request_id`` (the submitting request's) is kept in the job's params.
         """
         from wikimem.context import WriteContext

@@ -12,13 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import DamagedFolder, InvalidValue, NotFound, RemoteError, RemoteMoved
+from wikimem.errors import (
+    BadRequest,
+    DamagedFolder,
+    InvalidValue,
+    LLMNotConfigured,
+    NotFound,
+    RemoteError,
+    RemoteMoved,
+    ToolCallError,
+)
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 
 from .batchops import Op, check_content, parse_ops
-from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .freshness import IndexSlot
 from .metrics import NULL_METRICS, NullMetrics
 from .probation import StagingPolicy

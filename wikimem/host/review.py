@@ -11,10 +11,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import InvalidValue, NotFound, PreconditionFailed
+from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 
-from .errors import BadRequest
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 

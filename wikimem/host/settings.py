@@ -17,11 +17,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from wikimem.errors import InvalidValue
+from wikimem.errors import BadRequest, InvalidValue
 from wikimem.format import utc_now
 from wikimem.store import resolve_tz
-
-from .errors import BadRequest
 
 __all__ = ["OwnerSettings", "SETTINGS_FIELDS", "check_settings", "settings_record", "settings_summary"]
 

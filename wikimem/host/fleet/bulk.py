@@ -26,8 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
-from wikimem.host.errors import BadRequest
+from wikimem.errors import BadRequest, Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
 
 from .jobtypes import RetryLater
 from .runindex import RunIndex, RunQuery

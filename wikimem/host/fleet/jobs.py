@@ -21,8 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidName, NotFound
-from wikimem.host.errors import BadRequest, QueueFull
+from wikimem.errors import BadRequest, Conflict, IdempotencyKeyReused, InvalidName, NotFound, QueueFull
 
 from .jobschema import SCHEMA_VERSION, TABLES, migrate, scope_of
 from .jobtypes import (
@@ -112,7 +111,7 @@ class JobStore:
         — pass the caller's own input when steps hold values made at submission.
         ``tenant`` is the owner prefix of the submitter: a new job beyond its
         cap of open jobs (or its owner's) is refused with
-        :class:`~wikimem.host.errors.QueueFull`. ``homes`` names, per step, the
+        :class:`~wikimem.errors.QueueFull`. ``homes`` names, per step, the
         host that should run it (on a shared database; None: any).
         """
         if not isinstance(kind, str) or not kind:

@@ -7,7 +7,7 @@ import base64
 import json
 from typing import Any
 
-from wikimem.host.errors import BadRequest
+from wikimem.errors import BadRequest
 
 __all__ = ["encode_cursor", "decode_cursor"]
 

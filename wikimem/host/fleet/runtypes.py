@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from wikimem.errors import InvalidValue
+from wikimem.errors import BadRequest, InvalidValue
 from wikimem.format import instant_epoch, iso_instant
-from wikimem.host.errors import BadRequest
 from wikimem.host.instants import parse_instant
 from wikimem.host.owner_ids import scope_prefix
 
