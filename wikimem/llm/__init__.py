@@ -2,38 +2,9 @@
 
 from __future__ import annotations
 
-from .chat import ChatClient, LLMError
-from .memorizer import (
-    DIARY_PROMPT,
-    DIARY_RULES,
-    DIARY_TOOL_DESCRIPTION,
-    DIARY_TOOL_NAME,
-    LLM,
-    DiaryLike,
-    diary_tool,
-    event_date,
-    handle_diary_tool,
-    memorize,
-    parse_diary_reply,
-    render_prompt,
-)
-from .transcript import message_text, query_from_messages
+from . import chat, memorizer, transcript
+from .chat import *  # noqa: F403
+from .memorizer import *  # noqa: F403
+from .transcript import *  # noqa: F403
 
-__all__ = [
-    "ChatClient",
-    "LLMError",
-    "LLM",
-    "DiaryLike",
-    "memorize",
-    "parse_diary_reply",
-    "render_prompt",
-    "DIARY_PROMPT",
-    "DIARY_RULES",
-    "diary_tool",
-    "handle_diary_tool",
-    "DIARY_TOOL_NAME",
-    "DIARY_TOOL_DESCRIPTION",
-    "event_date",
-    "query_from_messages",
-    "message_text",
-]
+__all__ = [*chat.__all__, *memorizer.__all__, *transcript.__all__]

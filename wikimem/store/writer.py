@@ -60,7 +60,7 @@ from wikimem.locking import FileLock
 from .door import Door
 from .journal import Journal
 
-__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "Landing", "LOCK_NAME"]
+__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "Landing", "LOCK_NAME", "MAX_ROUND"]
 
 # Units landed together at most (a bound on how long the first caller of a round waits for the others).
 MAX_ROUND = 64
