@@ -53,9 +53,11 @@ from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
 from wikimem.errors import (
+    BadRequest,
     Conflict,
     DamagedFolder,
     InvalidValue,
+    LLMNotConfigured,
     NotFound,
     PreconditionFailed,
     QuotaExceeded,
@@ -64,9 +66,9 @@ from wikimem.errors import (
     RemoteUnavailable,
     StoreBusy,
     TooLarge,
+    ToolCallError,
     WikimemError,
 )
-from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden

@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 from apiworld import ADMIN, OWNER, auth
-from fakes import FakeOpenAI
 
 from webapp import create_app
 from webapp.hosting import get_host
@@ -23,12 +22,6 @@ from wikimem.context import WriteContext
 
 O = f"/api/v1/owners/{OWNER}"
 BASE = f"/admin/owners/{OWNER}"
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -186,6 +186,13 @@ class Door:
         finally:
             os.close(fd)
 
+    def put(self, rel: str, data: bytes | None, *, durable: bool = True) -> None:
+        """:meth:`write` ``data``, or :meth:`remove` the file when ``data`` is None (a file as a commit has it)."""
+        if data is None:
+            self.remove(rel, durable=durable)
+        else:
+            self.write(rel, data, durable=durable)
+
     def remove(self, rel: str, *, durable: bool = True) -> None:
         """Delete a file of the folder (if present), durably unless ``durable=False`` (a link is removed itself,
         never its target)."""

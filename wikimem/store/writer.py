@@ -206,10 +206,7 @@ class Landing:
         for rel, new in self.staged.items():
             if new == self.originals.get(rel, _MISSING):
                 continue
-            if new is None:
-                door.remove(rel, durable=durable)
-            else:
-                door.write(rel, new, durable=durable)
+            door.put(rel, new, durable=durable)
         self.writer.journal.write_many(self.records, durable=durable)
         for unit in self.units:
             unit.final = frozenset(rel for rel, owner in self._owner.items() if owner is unit)
@@ -233,10 +230,7 @@ class Landing:
                     continue
             except WikimemError:  # something else took the file's place: put ours back over it
                 pass
-            if old is None:
-                door.remove(rel, durable=durable)
-            else:
-                door.write(rel, old, durable=durable)
+            door.put(rel, old, durable=durable)
         self.writer.journal.truncate(self.journal_size, durable=durable)
         self.writer.notify(tuple(self.staged))
 

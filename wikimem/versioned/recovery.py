@@ -164,10 +164,7 @@ class Recovery:
                     continue
             except DamagedFolder:  # a link or a FIFO in its place: the branch's file goes over it
                 pass
-            if want is None:
-                self.door.remove(path, durable=False)
-            else:
-                self.door.write(path, want, durable=False)
+            self.door.put(path, want, durable=False)
         self.git.update_index(shas, durable=False)
         self.db.sync(results=results or None)
         self.intent.checkpoint(head.decode() if head else None)
@@ -211,10 +208,7 @@ class Recovery:
                 pass
             if only_missing and self.door.stamp(path) is not None:
                 continue
-            if want is None:
-                self.door.remove(path)
-            else:
-                self.door.write(path, want)
+            self.door.put(path, want)
 
     def _head(self) -> str:
         head = self.git.head()

@@ -216,22 +216,26 @@ class Erasure:
         return {"state": "removed: the repository with its history, its history index, vector caches and cache "
                          "folder"}
 
-    def _erase_remote(self, folder: str) -> dict[str, Any]:
+    def _on_remote(self, folder: str, act: Callable[[Any, Any], dict[str, Any]]) -> dict[str, Any]:
+        """``act(remote, replication)`` on the owner's remote: what it did, ``where`` (none without a remote)."""
         replication = self.replication
         if replication is None:
             return {"state": "no remote configured"}
+        return {"where": replication.shown(), **act(replication.remote(folder), replication)}
+
+    def _erase_remote(self, folder: str) -> dict[str, Any]:
         from wikimem.versioned import bury
 
-        remote = replication.remote(folder)
-        shown = replication.shown()
-        buried = bury(remote, self.root / "staging")
-        if buried == "absent":  # (never replicated, or deleted by a run of this job that was cut short)
-            return {"where": shown, "state": "deleted"}
-        if remote.delete() or replication.run_hook("erase", remote.url):
-            return {"where": shown, "state": "deleted"}
-        return {"where": shown, "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
-                "remains": "delete the owner's repository on the git server (its old objects stay there until "
-                           "it is deleted or garbage-collected: git gc --prune=now)"}
+        def erase(remote, replication) -> dict[str, Any]:
+            # absent: never replicated, or deleted by a run of this job that was cut short
+            if (bury(remote, self.root / "staging") == "absent" or remote.delete()
+                    or replication.run_hook("erase", remote.url)):
+                return {"state": "deleted"}
+            return {"state": "emptied: main replaced by the erasure tombstone (no text, no id)",
+                    "remains": "delete the owner's repository on the git server (its old objects stay there until "
+                               "it is deleted or garbage-collected: git gc --prune=now)"}
+
+        return self._on_remote(folder, erase)
 
     def _erase_run_index(self, owner_id: str) -> dict[str, Any]:
         self.run_index.forget(owner_id)
@@ -315,16 +319,14 @@ class Erasure:
     def _prune_remote(self, folder: str) -> dict[str, Any]:
         from wikimem.versioned import prune_remote
 
-        replication = self.replication
-        if replication is None:
-            return {"state": "no remote configured"}
-        remote = replication.remote(folder)
-        shown = replication.shown()
-        if prune_remote(remote) or replication.run_hook("prune", remote.url):
-            return {"where": shown, "state": "pruned: no unreachable object left"}
-        return {"where": shown, "state": "main replaced; the old objects are unreachable there",
-                "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "
-                           "repository on the git server: until then its old objects stay on its disk"}
+        def prune(remote, replication) -> dict[str, Any]:
+            if prune_remote(remote) or replication.run_hook("prune", remote.url):
+                return {"state": "pruned: no unreachable object left"}
+            return {"state": "main replaced; the old objects are unreachable there",
+                    "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "
+                               "repository on the git server: until then its old objects stay on its disk"}
+
+        return self._on_remote(folder, prune)
 
     # -- housekeeping ---------------------------------------------------------------------------
 

@@ -220,10 +220,7 @@ class Forgetting:
         record = self.intent.append([Step(new.decode(), head.decode(), blobs)], {})
         for path in paths:
             data = self.git.blob_at(new_tree, path)
-            if data is None:
-                self.door.remove(path, durable=False)
-            else:
-                self.door.write(path, data, durable=False)
+            self.door.put(path, data, durable=False)
         replica = self._replica()
         remote = "none"
         if replica is not None:
