@@ -40,15 +40,27 @@ from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
 from .runindex import INDEX_PATH, RunIndex
 from .runner import JOB_THREADS, HostJobs, JobRunner
-from .runtypes import MAX_FIELD, OwnerCount, OwnerCountPage, RunPage, RunQuery, RunRow, merge_pages, row_cursor
+from .runtypes import (
+    MAX_FIELD,
+    OwnerCount,
+    OwnerCountPage,
+    RunPage,
+    RunQuery,
+    RunRow,
+    RunSpan,
+    StagedRow,
+    merge_pages,
+    row_cursor,
+)
 from .sql import Database, is_url
-from .staged import STAGED_PATH, StagedIndex, StagedRow
+from .staged import STAGED_PATH, StagedIndex
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "RunIndex",
     "RunQuery",
     "RunRow",
+    "RunSpan",
     "RunPage",
     "OwnerCount",
     "OwnerCountPage",

@@ -71,7 +71,7 @@ _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes
 
 
 def _row(r) -> RunRow:
-    return RunRow(r[0], r[2], r[3], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9],
+    return RunRow(r[0], r[2], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9], r[3],
                   [a for a in r[10].split(",") if a], r[11], r[12])
 
 

@@ -16,8 +16,8 @@ from wikimem.host.owner_ids import scope_prefix
 
 from .paging import encode_cursor
 
-__all__ = ["RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "MAX_FIELD", "row_cursor",
-           "merge_pages", "contains_pattern"]
+__all__ = ["RunQuery", "RunSpan", "RunRow", "StagedRow", "RunPage", "OwnerCount", "OwnerCountPage", "MAX_FIELD",
+           "row_cursor", "merge_pages", "contains_pattern"]
 
 MAX_FIELD = 200
 
@@ -90,24 +90,45 @@ class RunQuery:
 
 
 @dataclass
-class RunRow:
-    """One run of one owner (``run`` None: a single commit without a run id, named by ``commit``)."""
+class RunSpan:
+    """What the run index and the staged-run index both keep of one run of one owner: who wrote it, from which
+    conversation, its first and last commit time, how many commits and changed items."""
 
     owner: str
     run: str | None
-    commit: str  # the run's newest commit
     actor: str | None
     source_conv: str | None
     first: str
     last: str
     commits: int
     changes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunRow(RunSpan):
+    """One run of one owner in the run index (``run`` None: a single commit without a run id, named by
+    ``commit``)."""
+
+    commit: str  # the run's newest commit
     actions: list[str]
     seq: int  # where the run's newest commit stands in the owner's history (1 = its first commit)
     rolled_back_by: str | None = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass
+class StagedRow(RunSpan):
+    """One staged run of one owner as the staged-run index holds it (``state``: staged, approved, discarded,
+    expired or gone; ``held``: an operator keeps it from auto-approval and expiry)."""
+
+    tip: str
+    state: str
+    held: bool
+    settled_by: str | None = None
+    settled_commit: str | None = None
+    settled_at: str | None = None
 
 
 @dataclass

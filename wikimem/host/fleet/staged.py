@@ -21,16 +21,16 @@ operator's mark, kept across syncs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from wikimem.format import instant_epoch, iso_instant
 from wikimem.host.owner_ids import scope_prefix
 
+from .runtypes import StagedRow
 from .sql import Database
 
-__all__ = ["StagedIndex", "StagedRow", "STAGED_PATH", "STATES"]
+__all__ = ["StagedIndex", "STAGED_PATH", "STATES"]
 
 STAGED_PATH = Path("index") / "staged.sqlite3"
 STATES = ("staged", "approved", "discarded", "expired", "gone")
@@ -47,29 +47,6 @@ _COLUMNS = ("owner, run, actor, source_conv, first, last, commits, changes, tip,
             "settled_commit, settled_at")
 
 
-
-
-@dataclass
-class StagedRow:
-    """One staged run of one owner as the index holds it."""
-
-    owner: str
-    run: str
-    actor: str | None
-    source_conv: str | None
-    first: str
-    last: str
-    commits: int
-    changes: int
-    tip: str
-    state: str
-    held: bool
-    settled_by: str | None = None
-    settled_commit: str | None = None
-    settled_at: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _row(r: tuple) -> StagedRow:
