@@ -28,7 +28,8 @@ import itertools
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from wikimem.errors import DamagedFolder, TooLarge
@@ -95,42 +96,44 @@ class Door:
         finally:
             os.close(top)
 
+    @contextmanager
+    def _folder(self, folder: str | None) -> Iterator[int | None]:
+        """:meth:`_dir` of ``folder`` (None when it is missing), closed when the block ends."""
+        fd = self._dir(folder)
+        try:
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     # -- reading ---------------------------------------------------------------
 
     def read(self, rel: str) -> bytes | None:
         """The bytes of a file of the folder, None when it does not exist (see the module's rules)."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return None
-        try:
-            return read_regular(name, dir_fd=fd, limit=_limit(folder), shown=self._shown(rel))
-        finally:
-            os.close(fd)
+        with self._folder(folder) as fd:
+            return None if fd is None else read_regular(name, dir_fd=fd, limit=_limit(folder), shown=self._shown(rel))
 
     def stamp(self, rel: str) -> Stamp | None:
         """``(inode, mtime_ns, size)`` of the entry itself (a link's, not its target's); None when missing."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return None
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        finally:
-            os.close(fd)
+        with self._folder(folder) as fd:
+            if fd is None:
+                return None
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
         return st.st_ino, st.st_mtime_ns, st.st_size
 
     def stamps(self, folder: str) -> dict[str, Stamp]:
         """``{name: stamp}`` of the memory files in ``wiki/`` or ``diary/`` ({} without the folder)."""
         if folder not in MEMORY_DIRS:
             raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)}")
-        fd = self._dir(folder)
-        if fd is None:
-            return {}
         out: dict[str, Stamp] = {}
-        try:
+        with self._folder(folder) as fd:
+            if fd is None:
+                return out
             with os.scandir(fd) as entries:
                 for entry in entries:
                     if not is_memory_name(entry.name):
@@ -140,8 +143,6 @@ class Door:
                     except FileNotFoundError:
                         continue
                     out[entry.name] = (st.st_ino, st.st_mtime_ns, st.st_size)
-        finally:
-            os.close(fd)
         return out
 
     def names(self, folder: str) -> list[str]:
@@ -197,23 +198,21 @@ class Door:
         """Delete a file of the folder (if present), durably unless ``durable=False`` (a link is removed itself,
         never its target)."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return
-        try:
-            os.unlink(name, dir_fd=fd)
-            if durable:
-                os.fsync(fd)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        except IsADirectoryError:
-            raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
-        except PermissionError:  # Linux answers EPERM when unlinking a folder
-            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+        with self._folder(folder) as fd:
+            if fd is None:
+                return
+            try:
+                os.unlink(name, dir_fd=fd)
+                if durable:
+                    os.fsync(fd)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            except IsADirectoryError:
                 raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
-            raise
-        finally:
-            os.close(fd)
+            except PermissionError:  # Linux answers EPERM when unlinking a folder
+                if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
+                raise
 
 
 class OverlayDoor(Door):
