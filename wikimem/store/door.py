@@ -1,25 +1,6 @@
 """The one door of a memory folder: every file of an owner folder is listed, read, written and removed here.
 
-Whoever changes the folder — a local write, the pickup of a hand edit, a
-fast-forward or replay from the remote, a clone, the recovery of a killed
-write — and whoever reads it (the store, the index, settings, export) passes
-:class:`Door`, which holds the folder's rules:
-
-- only these paths exist: ``wiki/<name>.md`` and ``diary/<name>.md``
-  (:func:`~wikimem.format.memory_path`), and at the top ``settings.json``,
-  ``.gitignore`` and ``journal.jsonl``; anything else (``..``, a slash, a
-  NUL, a dotfile) is refused before the file system is asked;
-- ``wiki/`` and ``diary/`` are opened as folders without following a
-  symbolic link, and each file relative to its folder's descriptor, so no
-  link anywhere on the way leads out of the owner folder;
-- a file is read only if it is a regular file (never through a link, never
-  waiting on a FIFO) of at most :data:`~wikimem.limits.MAX_FILE_BYTES`
-  (memory) or :data:`~wikimem.limits.MAX_SETTINGS_BYTES` (the files at the
-  top); anything else is :class:`~wikimem.errors.DamagedFolder`, which the
-  host reports for that owner only;
-- writes are atomic (temp file, fsync, rename, fsync of the folder; the
-  syncs skipped with ``durable=False`` when an intent log makes the write
-  durable) and refused past the same limits (:class:`~wikimem.errors.TooLarge`).
+Design notes: docs/explanation/durability.md (``wikimem/store/door.py``).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Putting a damaged memory folder right (``wikimem repair``): the steps, each a function of what it needs.
 
-- :func:`good_head` — a branch that names no commit of the repository (a
-  garbage ``refs/heads/main``, a commit lost with its objects) goes back to
-  the last good commit: the newest the history index saw on the branch, or
-  the remote-tracking ref, or — when neither is usable — the newest commit
-  of the object store whose whole history passes the checks of
-  :mod:`~wikimem.versioned.replication.incoming` (so a refused remote commit never
-  becomes the branch);
-- :func:`quarantine` — what cannot be read through the folder's door (a
-  symbolic link, a FIFO, a device, a folder in a file's place, a file over
-  its limit; ``wiki/`` or ``diary/`` themselves as links) is moved, never
-  followed, to ``.git/wikimem-quarantine/<time>/`` for an operator to look at;
-- :func:`readable_settings` — the newest ``settings.json`` of the history
-  that can be read, when the one at the head cannot.
-
-:meth:`VersionedStore.repair <wikimem.versioned.VersionedStore.repair>` runs
-them under the owner lock, puts the files the quarantine moved back as the
-branch has them, and rebuilds the history index when SQLite finds it damaged.
-History is never rewritten: the branch only moves back when it named nothing.
+Design notes: docs/explanation/durability.md (``wikimem/versioned/repair.py``).
 """
 
 from __future__ import annotations

@@ -1,38 +1,6 @@
 """Erasing an owner everywhere, and forgetting one of its items with its history, as durable jobs.
 
-:class:`Erasure` is held by the host (``host.erasure``). Both operations are
-one-step jobs (:mod:`wikimem.host.fleet.jobs`) whose handler runs its places
-one after the other, each idempotent, each noted in the erasure register
-(:mod:`wikimem.host.fleet.register`) once done: a process killed anywhere
-leaves a step that the next runner claims and finishes, and the receipt is
-assembled from the notes, so a killed and resumed job ends with the same
-receipt as one that ran through.
-
-**Erase** (kind ``erase-owner``), places in order:
-
-1. the owner's repository (renamed out of ``owners/`` under the owner lock,
-   then removed), its cache folder and any staging debris;
-2. the remote: its ``main`` replaced by the erasure tombstone (a host still
-   holding a copy drops it on its next look, see
-   :meth:`wikimem.versioned.forgetting.forget.Forgetting.follow`), then the repository
-   deleted where the transport can (``file://``, ``ssh`` with a shell, or the
-   operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
-   server must do;
-3. the run index rows; 4. its jobs (turns, results) and its id in other
-   jobs' records; 5. the auth state's counters naming it;
-6. the receipt stored under the keyed digest, and the job's own parameters
-   reduced to that digest.
-
-Every SQLite file touched is rewritten whole and its WAL truncated (no old
-copy of a row stays in free pages). The receipt names no owner id and holds
-no memory content.
-
-**Forget** (kind ``forget``): before the rewrite, the item's texts are masked
-in the owner's jobs and the raw turns of the runs that wrote it dropped; then
-:meth:`Owner.forget` (history rewritten, remote replaced, local objects
-pruned, caches and vector caches dropped), the run index rows of the owner
-made again, the remote pruned where the transport can; the job keeps the
-item's file and a salted digest of its name, never the name.
+Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erase.py``).
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """The cross-owner run index: every owner's runs, in one small SQLite file at the data root or a cluster's database.
 
-``<data root>/index/runs.sqlite3`` (WAL) — or, in a cluster, the PostgreSQL
-database every host shares (``WIKIMEM_DATABASE_URL``) — holds one row per run of an owner
-(a commit without a run id is a run of its own): actor, source
-conversation, first and last commit time, how many commits and changed
-items, the actions seen, the newest commit, and the undo commit that rolled
-it back, if any. It answers "what did actor X write between T1 and T2, for
-everyone?" without opening a single owner.
-
-It is derived and rebuildable: each owner's history index is the truth.
-The host feeds it from :attr:`VersionedStore.on_commit`, which fires
-whenever an owner's ``main`` moves — a write, a recovered write, a
-fast-forward or replay from the remote — inside the owner's lock, walking
-that owner's history from the newest commit back to the last one it indexed.
-``owners`` records that commit per owner (and the host that indexed it), so
-a reader can tell an owner whose head went beyond it (a clone, a hand edit
-with the ``git`` CLI, a worker killed between the branch move and the
-listener) and catch it up first (:meth:`Fleet.find_runs` does), and
-``wikimem index rebuild`` can refill it whole.
-
-A search's JSON (:meth:`RunPage.to_dict`) is ordered by one global key
-(newest ``last`` first, then owner, then the run's place in the owner's
-history, newest first) and its cursor is that key,
-so a gatherer can ask every host of a cluster the same query with the same
-cursor and merge the pages.
+Design notes: docs/explanation/operations.md (``wikimem/host/fleet/runindex.py``).
 """
 
 from __future__ import annotations
