@@ -1,6 +1,6 @@
 """The one door of a memory folder: every file of an owner folder is listed, read, written and removed here.
 
-Design notes: docs/explanation/durability.md (``wikimem/store/door.py``).
+Design notes: docs/explanation/durability-internals.md (``wikimem/store/door.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The mutation seam: how every write of a store happens, and who hears of it.
 
-Design notes: docs/explanation/durability.md (``wikimem/store/writer.py``).
+Design notes: docs/explanation/durability-internals.md (``wikimem/store/writer.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The intent log of one memory folder: each round of commits, recorded durably before any of it lands.
 
-Design notes: docs/explanation/durability.md (``wikimem/versioned/intent.py``).
+Design notes: docs/explanation/durability-internals.md (``wikimem/versioned/intent.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Putting a damaged memory folder right (``wikimem repair``): the steps, each a function of what it needs.
 
-Design notes: docs/explanation/durability.md (``wikimem/versioned/repair.py``).
+Design notes: docs/explanation/durability-internals.md (``wikimem/versioned/repair.py``).
 """
 
 from __future__ import annotations
