@@ -1,9 +1,12 @@
 # The two commands of the README, plus a few helpers.
 #   make run    run the host here with demo data (prints URL and admin token);
 #               on another port: WIKIMEM_BIND=127.0.0.1:8001 make run
-#   make test   lint, then run the whole test suite (what CI runs)
+#   make test   lint, then run the whole test suite (what CI runs); it prints a line per area
+#               (tests/unit, tests/integration, …) as that area starts (tests/areas.py)
 #   make lint   the two gates alone: ruff (style, imports) and mypy (types)
-#   make docs   write the variables tables (README.md, deploy/env.example) from wikimem/host/variables.py
+#   make docs   write the generated documentation: the reference pages (docs/reference/: HTTP API, CLI,
+#               the variables' tables) and deploy/env.example, from the code (tools/reference_docs.py)
+#   make site   build the documentation site into site/ (mkdocs; `mkdocs serve` to read it while writing)
 #
 # `run` installs only what the host needs (the [run] extra); `test` and the other
 # helpers install the development tools on top ([dev]). Each has its own stamp.
@@ -15,7 +18,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run lint test test-fast docs bench system-deps clean
+.PHONY: run lint test test-fast docs site doc-images bench system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +50,16 @@ test: lint
 test-fast: lint
 	$(VENV)/bin/pytest -n 2 -q -m "not slow and not browser"
 
-# A test fails while they differ from the definition (tests/integration/test_config_docs.py).
+# A test fails while a committed page differs from what the code generates (tests/integration/test_reference_docs.py).
 docs: $(RUN_STAMP)
-	$(PY) -c 'from pathlib import Path; from wikimem.host.variables import write_docs; \
-	          print("\n".join(f"wrote {name}" for name in write_docs(Path.cwd())) or "up to date")'
+	$(PY) tools/reference_docs.py
+
+site: $(DEV_STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+# The picture of the README and the docs' landing page: a browser test's screenshot (Chromium).
+doc-images: $(DEV_STAMP)
+	UPDATE_DOC_IMAGES=1 $(VENV)/bin/pytest -q tests/browser/test_demo_rollback.py
 
 bench: $(DEV_STAMP)
 	$(PY) bench/retrieval.py

@@ -2,7 +2,7 @@
 
 Everything comes from the environment. Every variable, the app's and these, is
 one entry of ``wikimem/host/variables.py`` with its meaning and default (the
-README's tables and ``deploy/env.example`` are made from it); gunicorn's own,
+documentation's tables and ``deploy/env.example`` are made from it); gunicorn's own,
 read here: ``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT`` (the
 app's ``WIKIMEM_LLM_TIMEOUT`` stays below it), ``WIKIMEM_GRACEFUL_TIMEOUT``,
 ``WIKIMEM_MAX_REQUESTS``, ``WIKIMEM_LOG_LEVEL``, ``WIKIMEM_FORWARDED_ALLOW_IPS``,

@@ -12,6 +12,7 @@
 //
 // Bulk rollback: the confirm button says what the force box would do.
 // History: a card's changes open in place (<details>), fetched on first open.
+// History on a phone: the filters fold into one line (open when a filter is set).
 (function () {
   "use strict";
 
@@ -129,10 +130,20 @@
       });
   }
 
+  // The server sends the filters open (so they work without JavaScript); a phone folds them
+  // unless one is set, so the history itself is on the first screen.
+  function foldFilters() {
+    var fold = document.querySelector("details.filters-fold");
+    if (fold && !fold.hasAttribute("data-active") && window.matchMedia("(max-width: 720px)").matches) {
+      fold.open = false;
+    }
+  }
+
   function start() {
     followBrowser();
     bulkForce();
     changesInPlace();
+    foldFilters();
   }
 
   if (document.readyState === "loading") {

@@ -16,6 +16,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def pytest_configure(config):
+    """A line per area of the suite as it starts (tests/areas.py)."""
+    from areas import register
+
+    register(config)
+
+
 @pytest.fixture
 def llm():
     """A chat-completions server on 127.0.0.1 standing in for the LLM of memorize (a test may set its

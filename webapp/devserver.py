@@ -13,7 +13,7 @@ import socket
 from flask import Flask
 from werkzeug.serving import get_sockaddr, make_server, select_address_family
 
-__all__ = ["listen", "serve"]
+__all__ = ["listen", "serve", "free_port_after"]
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -28,6 +28,17 @@ def listen(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def free_port_after(host: str, port: int, tries: int = 50) -> int | None:
+    """The first port after ``port`` that ``host`` can listen on now (None if ``tries`` ports are all taken)."""
+    for candidate in range(port + 1, min(port + 1 + tries, 65536)):
+        try:
+            listen(host, candidate).close()
+        except OSError:
+            continue
+        return candidate
+    return None
 
 
 def serve(app: Flask, host: str, listener: socket.socket) -> None:

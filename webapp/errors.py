@@ -21,6 +21,7 @@ from wikimem.errors import (
     InvalidValue,
     LLMNotConfigured,
     NotFound,
+    NotPermitted,
     PreconditionFailed,
     QuotaExceeded,
     RemoteError,
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 _TABLE: list[tuple[type[BaseException], int]] = [
     (AuthError, 401),
     (Forbidden, 403),
+    (NotPermitted, 403),
     (BadRequest, 400),
     (ToolCallError, 400),
     (NotFound, 404),

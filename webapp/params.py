@@ -17,13 +17,12 @@ from typing import Any, overload
 
 from flask import request
 
-from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue
-from wikimem.host import BadRequest
+from wikimem.host import Ask, BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
-           "write_context", "WRITE_FIELDS"]
+           "ask_of", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
@@ -175,16 +174,25 @@ def point(value: str | None, what: str) -> str:
     return value
 
 
-def write_context(data: dict, *, default_actor: str | None = None, create_only: bool = False) -> WriteContext:
-    """The context of a write request: ``run``, ``actor``, ``source_conv`` of its body, ``Idempotency-Key``
-    and ``If-Match`` of its headers (and ``If-None-Match: *`` with ``create_only``, the routes that take it).
-    ``default_actor`` stands in when the body names none."""
+def ask_of(data: dict, *, create_only: bool = False, layered: bool = False) -> Ask:
+    """What a write request says of itself: ``run``, ``actor``, ``source_conv`` and ``staged`` of its body,
+    ``Idempotency-Key`` and ``If-Match`` of its headers (and ``If-None-Match: *`` with ``create_only``, the routes
+    that take it), and with ``layered`` the character's layer it writes (its ``character``: a memory write). The
+    host's gate makes the write context of it (:meth:`wikimem.host.Gate.act`)."""
     run, actor, conv = (opt_str(data, k, limit=MAX_FIELD_CHARS) for k in ("run", "actor", "source_conv"))
     match, none_match = if_match(), create_only and if_none_match()
     if match is not None and none_match:
         raise BadRequest("give If-Match (the item as you saw it) or If-None-Match: * (it must not exist), not both")
-    return WriteContext(run=run, actor=actor or default_actor, source_conv=conv,
-                        idempotency_key=idempotency_key(), if_match=match, if_none_match=none_match)
+    staged = opt_bool(data, "staged", False) if "staged" in data else None
+    return Ask(run=run, actor=actor, source_conv=conv, idempotency_key=idempotency_key(), if_match=match,
+               if_none_match=none_match, staged=staged, layer=character_asked(data) if layered else None)
+
+
+def character_asked(data: dict | None = None) -> str | None:
+    """The character's layer a call addresses: the body's ``character``, else the query parameter (the host's gate
+    judges the id and whether the caller may reach it)."""
+    body = opt_str(data, "character", limit=100) if data else None
+    return body if body is not None else query_str("character", limit=100)
 
 
 def if_none_match() -> bool:

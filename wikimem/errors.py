@@ -25,6 +25,7 @@ __all__ = [
     "QuotaExceeded",
     "DamagedFolder",
     "RemoteRefused",
+    "NotPermitted",
     "BadRequest",
     "ToolCallError",
     "LLMNotConfigured",
@@ -93,6 +94,13 @@ class PreconditionFailed(WikimemError):
         super().__init__(message)
         self.current = current
         self.item = item
+
+
+class NotPermitted(WikimemError, PermissionError):
+    """A caller that may not do this here: a character's token reaching another character's layer, or writing the
+    shared layer directly when its policy says it only proposes (403)."""
+
+    code = "forbidden"
 
 
 class IdempotencyKeyReused(InvalidValue):
@@ -189,7 +197,7 @@ class DamagedFolder(WikimemError):
     over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
 
     Nothing was read from it or written to it; only this owner is affected. ``wikimem repair --owner``
-    puts it right (see the README).
+    puts it right (see docs/guides/repair.md).
     """
 
     code = "folder_damaged"

@@ -2,7 +2,7 @@
 
 Each bounds the cost of one request (tokenising, indexing, rendering a file,
 holding an owner's lock, asking a model) so that one client cannot stall the
-host for the others. The README and the OpenAPI document list them; an
+host for the others. The limits reference (docs/reference/limits.md) and the OpenAPI document list them; an
 oversized value is refused with :class:`~wikimem.errors.TooLarge` (HTTP 413)
 before anything is written.
 """

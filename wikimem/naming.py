@@ -16,6 +16,9 @@ from .errors import InvalidName
 
 __all__ = [
     "validate_file",
+    "validate_character_id",
+    "is_character_id",
+    "MAX_CHARACTER_ID_LEN",
     "sanitize_item_name",
     "validate_date",
     "validate_time",
@@ -113,6 +116,26 @@ def validate_file(file: str) -> str:
     if len(file) > MAX_FILE_LEN:
         raise InvalidName(f"a file name is at most {MAX_FILE_LEN} characters")
     return file
+
+
+# A character's id names its layer's folder (characters/<id>/) and its profile owner (char:<id>): the RecallFile rule.
+MAX_CHARACTER_ID_LEN = 64
+
+
+def is_character_id(text: object) -> bool:
+    """Whether ``text`` is a character id (``[a-z0-9_][a-z0-9_-]*``, at most 64 characters)."""
+    return isinstance(text, str) and len(text) <= MAX_CHARACTER_ID_LEN and FILE_RE.fullmatch(text) is not None
+
+
+def validate_character_id(value: object) -> str:
+    """Return ``value`` if it is a character id (it names a folder: the RecallFile rule, 64 characters at most),
+    else :class:`InvalidName`."""
+    if not is_character_id(value):
+        shown = repr(value)[:80] if isinstance(value, str) else type(value).__name__
+        raise InvalidName(f"invalid character id {shown}: use 1-{MAX_CHARACTER_ID_LEN} lowercase letters a-z, digits, "
+                          "'_' and '-' (not first), e.g. 'kai' or 'elaina_v2'")
+    assert isinstance(value, str)
+    return value
 
 
 def sanitize_item_name(name: str) -> str:

@@ -2,7 +2,7 @@
 # CGI run by fcgiwrap for every request of the git server (deploy/cluster/git-server-locations.conf):
 # push-to-create (a push to a repository that does not exist yet creates it, bare, branch main),
 # then git's own smart-HTTP server. Installed as /usr/local/lib/wikimem/git-http-create.cgi (0755):
-# deploy/cluster/README.md, "The git server".
+# docs/guides/git-server.md.
 repo="$GIT_PROJECT_ROOT${PATH_INFO%%.git/*}.git"
 case "$PATH_INFO$QUERY_STRING" in
   *..*) ;;                                   # never create outside GIT_PROJECT_ROOT

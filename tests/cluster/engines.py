@@ -9,7 +9,7 @@ free port, in its own process group, logging into its own folder:
   servers), so ``WIKIMEM_REMOTE=http://127.0.0.1:PORT/{owner}.git`` works
   without preparing anything;
 - :class:`GuideGitServer` — the same, set up by running the steps of
-  ``deploy/cluster/README.md`` ("The git server") with its files, as root:
+  ``docs/guides/git-server.md`` ("Set up the git server") with its files, as root:
   nginx's workers as ``www-data``, fcgiwrap started by spawn-fcgi, basic auth;
 - :class:`GitDaemon` — ``git daemon --enable=receive-pack`` (git:// URLs);
 - :class:`Balancer` — nginx proxying to N upstreams with
@@ -201,7 +201,7 @@ def _nginx_argv(workdir: Path, conf: Path) -> list[str]:
 
 
 # The CGI that fcgiwrap runs for every request: push-to-create, then git's own http-backend
-# (the same file a production git server uses, see deploy/cluster/README.md, "The git server").
+# (the same file a production git server uses, see docs/guides/git-server.md).
 CREATE_AND_SERVE = REPO / "deploy" / "cluster" / "git-http-create.cgi"
 
 
@@ -286,21 +286,21 @@ class GitHttpServer(GitServer):
         return self
 
 
-GUIDE = REPO / "deploy" / "cluster" / "README.md"
+GUIDE = REPO / "docs" / "guides" / "git-server.md"
 # The absolute paths the guide installs to; a test keeps them under its own folder.
 _GUIDE_PATHS = re.compile(r"(?<![\w/.-])(/usr/local/lib/wikimem|/srv/git|/etc/nginx|/run/fcgiwrap)")
 
 
-def guide_blocks(path: Path = GUIDE) -> dict[str, str]:
-    """The shell blocks of a guide marked ``<!-- guide: NAME -->``, by name (dedented, as a shell reads them)."""
-    import textwrap
+def guide_blocks() -> dict[str, str]:
+    """The shell blocks of the git server guide the server runs, by step (dedented, as a shell reads them)."""
+    from docblocks import doc_block
 
-    found = re.findall(r"<!-- guide: (\w+) -->\n *```sh\n(.*?)\n *```", path.read_text(encoding="utf-8"), re.S)
-    return {name: textwrap.dedent(body) for name, body in found}
+    return {"files": doc_block("git-server-files"), "fcgiwrap": doc_block("git-server-fcgiwrap"),
+            "nginx": doc_block("git-server-nginx-check")}
 
 
 class GuideGitServer(GitServer):
-    """The git server of ``deploy/cluster/README.md``, "The git server", made by following it.
+    """The git server of ``docs/guides/git-server.md``, made by following it.
 
     Its shell blocks run as written (as root, from the repository, with its files), but every
     absolute path they name lives under ``<workdir>/root`` (``/srv/git`` is ``<workdir>/root/srv/git``);

@@ -114,8 +114,36 @@ def bad_settings(store, entries, victim):
     entries[b"settings.json"] = (FILE, _blob(store, b"[" * 20000 + b"]" * 20000))
 
 
+def _layer(store, entries, layer: bytes, inner: dict[bytes, tuple[int, bytes]]) -> None:
+    layers = _sub(store, entries, b"characters")
+    layers[layer] = (DIR, _tree(store, inner))
+    entries[b"characters"] = (DIR, _tree(store, layers))
+
+
+def layer_bad_id(store, entries, victim):
+    wiki = _tree(store, {b"x.md": (FILE, _blob(store, b"## a\n\nb\n"))})
+    _layer(store, entries, b"Kai", {b"wiki": (DIR, wiki)})
+
+
+def layer_other_file(store, entries, victim):
+    _layer(store, entries, b"kai", {b"notes.txt": (FILE, _blob(store, b"hello\n"))})
+
+
+def layer_symlink(store, entries, victim):
+    layers = _sub(store, entries, b"characters")
+    layers[b"kai"] = (LINK, _blob(store, f"../../{victim}".encode()))
+    entries[b"characters"] = (DIR, _tree(store, layers))
+
+
+def layer_nested(store, entries, victim):
+    wiki = _tree(store, {b"x.md": (FILE, _blob(store, b"## a\n\nb\n"))})
+    inner = _tree(store, {b"mira": (DIR, _tree(store, {b"wiki": (DIR, wiki)}))})
+    _layer(store, entries, b"kai", {b"characters": (DIR, inner)})
+
+
 CASES = {f.__name__: f for f in (symlink, symlinked_diary, symlinked_journal, submodule, slash_name, dotdot_chain,
-                                  dot_git, absolute_name, nul_name, other_top_name, not_a_memory_name, bad_settings)}
+                                  dot_git, absolute_name, nul_name, other_top_name, not_a_memory_name, bad_settings,
+                                  layer_bad_id, layer_other_file, layer_symlink, layer_nested)}
 # The cases the issue names (symlink, submodule, .., .git, absolute, NUL, a chain of ..).
 MAIN_CASES = ["symlink", "symlinked_diary", "submodule", "slash_name", "dotdot_chain", "dot_git", "absolute_name",
               "nul_name"]

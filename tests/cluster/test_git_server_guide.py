@@ -1,6 +1,6 @@
 """The cluster guide's git server works as written (issue 24 item 19), on 127.0.0.1.
 
-``GuideGitServer`` follows ``deploy/cluster/README.md`` ("The git server"): its
+``GuideGitServer`` follows ``docs/guides/git-server.md`` ("Set up the git server"): its
 shell blocks and files, as root, with only the guide's absolute paths moved
 under a test folder and the site's ``listen`` (and, for TLS, its certificate)
 set the way the guide tells an operator to. nginx's workers run as
@@ -25,12 +25,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from docblocks import doc_block, documents
 from engines import REPO, GuideGitServer, HostProcess, have
 
 from wikimem.client import Client
 from wikimem.host.owner_ids import encode_owner_id
 
-GUIDE = REPO / "deploy" / "cluster" / "README.md"
+GUIDE = REPO / "docs" / "guides" / "git-server.md"
 CLUSTER = REPO / "deploy" / "cluster"
 
 
@@ -111,14 +112,15 @@ def ci_packages() -> set[str]:
 
 def test_the_guide_names_its_packages_and_ci_installs_them():
     guide = GUIDE.read_text()
-    named = set(re.search(r"apt-get install -y --no-install-recommends ([\w .-]+)\n", guide).group(1).split())
+    step = doc_block("git-server-packages")
+    named = set(re.search(r"apt-get install -y --no-install-recommends ([\w .-]+)\n", step).group(1).split())
     named |= set(re.findall(r"apt-get install ([\w-]+)`", guide))  # (spawn-fcgi, without systemd)
     assert {"nginx", "fcgiwrap", "git", "openssl", "spawn-fcgi"} <= named
     assert named <= ci_packages()
 
 
 def test_nothing_in_the_guide_changes_the_machines_git_configuration():
-    texts = [GUIDE.read_text(), (REPO / "README.md").read_text(), *(p.read_text() for p in CLUSTER.iterdir())]
+    texts = [*(p.read_text() for p in documents()), *(p.read_text() for p in CLUSTER.iterdir())]
     assert not [t for t in texts if "git config --system" in t]
 
 
@@ -129,8 +131,17 @@ def test_debians_fcgiwrap_socket_unit_makes_the_socket_the_site_uses():
     text = unit.read_text()
     socket = re.search(r"fastcgi_pass unix:(\S+);", (CLUSTER / "git-server-locations.conf").read_text()).group(1)
     assert f"ListenStream={socket}\n" in text and "SocketUser=www-data" in text and "SocketMode=0660" in text
-    fcgiwrap_step = re.search(r"spawn-fcgi -s (\S+) -M 0660 -U www-data -G www-data -u www-data", GUIDE.read_text())
+    fcgiwrap_step = re.search(r"spawn-fcgi -s (\S+) -M 0660 -U www-data -G www-data -u www-data",
+                              doc_block("git-server-fcgiwrap"))
     assert fcgiwrap_step and fcgiwrap_step.group(1) == socket  # and the line without systemd makes the same
+
+
+def test_the_systemd_steps_give_fcgiwrap_the_options_of_the_step_without_systemd():
+    """Steps 3 and 4 with systemd (not run: no systemd here) say what the spawn-fcgi step runs."""
+    systemd = doc_block("git-server-systemd")
+    assert "/etc/default/fcgiwrap" in systemd and "fcgiwrap.socket" in systemd and "-f -c 4" in systemd
+    assert "fcgiwrap -f -c 4" in doc_block("git-server-fcgiwrap")  # the same options without systemd
+    assert doc_block("git-server-nginx-reload").split()[:3] == ["systemctl", "reload", "nginx"]
 
 
 # -- the guide, followed -----------------------------------------------------------------------

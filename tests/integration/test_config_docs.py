@@ -1,7 +1,8 @@
 """The variables' documents come from their one definition, and the paths the deploy docs name are the code's.
 
-``wikimem/host/variables.py`` defines every variable; the README's tables and
-``deploy/env.example`` are generated from it (``make docs``). A variable added
+``wikimem/host/variables.py`` defines every variable; the documentation's tables
+(``docs/reference/configuration.md``, the cluster guide) and ``deploy/env.example``
+are generated from it (``make docs``). A variable added
 to the code without an entry, or an entry without regenerated docs, fails here.
 """
 
@@ -11,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from docblocks import doc_block, documents
 
 from webapp.config import FLASK_KEYS
 from wikimem.host import build_host, load_config
@@ -22,15 +24,16 @@ from wikimem.host.variables import VARIABLES, stale_docs
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = {v.name for v in VARIABLES}
 # What operators read: a path or a variable named here must be the code's.
-DOCS = ["README.md", "ARCHITECTURE.md", *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "deploy").rglob("*"))
-                                          if p.is_file() and p.suffix not in (".pyc",))]
+DOCS = ["ARCHITECTURE.md", *(p.relative_to(ROOT).as_posix() for p in documents()),
+        *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "deploy").rglob("*"))
+          if p.is_file() and p.suffix not in (".pyc",))]
 
 
 def text(rel: str) -> str:
     return (ROOT / rel).read_text(encoding="utf-8")
 
 
-def test_the_readme_tables_and_env_example_are_generated_from_the_definition():
+def test_the_tables_and_env_example_are_generated_from_the_definition():
     assert stale_docs(ROOT) == [], "run `make docs` (wikimem/host/variables.py changed, or a generated file did)"
 
 
@@ -110,10 +113,9 @@ def test_the_data_root_paths_the_docs_name_are_the_codes(layout):
         found += re.findall(r"`?([a-z]+/[A-Za-z0-9_./-]*\.sqlite3)`? in the data root", body)
         for path in found:
             named.setdefault(path, rel)
-    block = text("deploy/README.md").split("The data root (`WIKIMEM_DATA`):", 1)[1].split("\n\n", 2)[1]
-    for line in block.splitlines():
-        if re.match(r"    [a-z]", line):
-            named.setdefault(line.split()[0].split("<")[0], "deploy/README.md (layout)")
+    for line in doc_block("deploy-data-root").splitlines():  # the deploy guide's layout of the data root
+        if re.match(r"[a-z]", line):
+            named.setdefault(line.split()[0].split("<")[0], "docs/guides/deploy.md (layout)")
     assert named, "no data root path found in the docs"
     assert {p: rel for p, rel in named.items() if p not in layout} == {}
     assert "cache/" in layout and "index/runs.sqlite3" in layout  # (the fixture found the code's paths)

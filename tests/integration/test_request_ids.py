@@ -124,16 +124,16 @@ def test_operator_actions_are_audit_events_with_actor_owner_and_result(tmp_path,
     revert, missing = events[0], events[1]
     assert (revert.audit, revert.actor, revert.owner, revert.result, revert.commit) == \
         ("revert", "admin", OWNER, "ok", head)
-    assert (missing.result, missing.status) == ("refused", 404)
+    assert (missing.result, missing.error) == ("refused", "not_found")
     assert (events[2].audit, events[2].actor, events[2].result) == ("sign-in", "nobody", "refused")
 
 
-def test_every_audited_route_exists(tmp_path):
-    from webapp.audit import AUDITED
+def test_every_audited_session_route_exists(tmp_path):
+    from webapp.audit import SESSION_EVENTS
 
     app, _ = _app(tmp_path)
     routes = {(rule.endpoint, method) for rule in app.url_map.iter_rules() for method in rule.methods or ()}
-    assert set(AUDITED) <= routes
+    assert set(SESSION_EVENTS) <= routes
 
 
 def test_a_bulk_rollback_by_actor_is_audited_with_its_selection(tmp_path, caplog):

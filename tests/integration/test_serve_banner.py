@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -68,6 +69,10 @@ def test_the_banner_says_memorize_and_the_embedder_are_off_and_how_to_turn_them_
         assert "memorize:    off (POST …/memorize answers 501): set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL" in out
         assert "embedder:    off, retrieval is BM25 only: WIKIMEM_EMBEDDER=local, or WIKIMEM_EMBED_URL" in out
         assert f"port:        {port}; another with WIKIMEM_BIND=HOST:PORT (make run too)" in out
+        tokens = tmp_path / "data" / "tokens.jsonl"  # beside the data, for this user only, and how to mint into it
+        assert f"tokens file: {tokens} (a token minted into it works at once, no restart)" in out
+        assert f"token mint my-bot --scope read --scope write --owner-prefix user: --file {tokens}" in out
+        assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
     finally:
         stop(proc)
 
@@ -115,10 +120,10 @@ def test_service_lines_of_the_local_model():
     assert service_lines(settings)[1].startswith("embedder:    off")
 
 
-def test_the_readme_says_how_to_change_the_port_and_what_the_banner_says():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme[readme.index("## Start it"):readme.index("## Use it from a bot")]
+def test_the_tutorial_says_how_to_change_the_port_and_what_the_banner_says():
+    tutorial = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    start = tutorial[tutorial.index("## 1. Start the host"):tutorial.index("## 2.")]
     assert "WIKIMEM_BIND=127.0.0.1:8001 make run" in start
-    assert "memorize:" in start and "embedder:" in start
+    assert "**memorize**" in start and "**embedder**" in start and "**tokens file**" in start
     make = (REPO / "Makefile").read_text(encoding="utf-8")
     assert "wikimem serve --demo" in make and "WIKIMEM_BIND" in make

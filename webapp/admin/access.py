@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import overload
+from typing import Any, overload
 
 from flask import g, url_for
 
@@ -10,11 +10,12 @@ from webapp.hosting import get_host
 from webapp.params import int_in_range
 from webapp.session import require_role as _session_require_role
 from wikimem.errors import NotFound
+from wikimem.host import Act, Ask, Caller
 from wikimem.models import WikiLink
 
 from .rendering import WikiText
 
-__all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "PAGE_SIZE"]
+__all__ = ["load_owner", "wikitext_for", "etags_of", "int_param", "require_role", "act", "PAGE_SIZE"]
 
 PAGE_SIZE = 50
 
@@ -50,6 +51,16 @@ def int_param(args, name: str, default: int | None, lo: int, hi: int) -> int | N
 def etags_of(owner, items) -> dict[str, str]:
     """Each item's etag by name: what an ``If-Match`` write must carry (shown, never computed by a template)."""
     return {item.name: owner.etag(item) for item in items}
+
+
+def act(owner: Any, action: str, operator: Any, *, if_match: str | None = None, key: str | None = None,
+        **target: Any) -> Act:
+    """The signed-in operator's change through the host's gate (``with act(...) as a:``): its write context (the
+    operator is the actor; ``if_match`` the etag the form was opened with; ``key`` a form's request id, so a double
+    submit starts one job) and its audit event."""
+    caller = Caller.operator(operator.name, operator.owner_prefix)
+    return get_host().gate.act(caller, action, owner, Ask(if_match=if_match or None, idempotency_key=key or None),
+                               **target)
 
 
 def require_role(role: str):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import flash, g, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
 
 from webapp.session import require_role
-from wikimem.context import WriteContext
 from wikimem.errors import Conflict
+from wikimem.host import UNDO_TARGETS
 
-from .access import load_owner
+from .access import act, load_owner
 from .blueprint import bp
 from .rendering import DiffBudget
 
@@ -48,13 +48,15 @@ def _confirm(owner_id: str, kind: str, target: str):
     owner = load_owner(owner_id)
     if request.method == "GET":
         return _page(owner, kind, target)
-    require_role("operator")  # reviewers may preview, not change
+    operator = require_role("operator")  # reviewers may preview, not change
     if kind == "rollback" and owner.review.run_rolled_back_by(target):
         return _page(owner, kind, target, error=f"Run {target} is rolled back already: nothing was written. "
                                                 "Undo that rollback to bring its changes back."), 409
+    force = request.form.get("force") == "on"
     try:
-        done = owner.undo(kind, target, force=request.form.get("force") == "on",
-                          ctx=WriteContext(actor=g.operator.name))
+        with act(owner, kind, operator, **{UNDO_TARGETS[kind]: target}, force=force or None) as a:
+            done = owner.undo(kind, target, force=force, ctx=a.ctx)
+            a.done(done.commit)
     except Conflict as exc:
         return _page(owner, kind, target, error=str(exc)), 409
     flash(f"{ACTIONS[kind].title}: done as commit {str(done.commit)[:12]}.", "ok")

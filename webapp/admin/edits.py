@@ -14,11 +14,10 @@ from flask import flash, g, redirect, render_template, request, url_for
 
 from webapp.errors import error_status
 from webapp.hosting import get_host
-from wikimem.context import WriteContext
 from wikimem.errors import PreconditionFailed
 from wikimem.host import BadRequest
 
-from .access import load_owner, require_role
+from .access import act, load_owner, require_role
 from .blueprint import bp
 from .rendering import inline_diff
 
@@ -44,7 +43,8 @@ def new_item(owner_id: str):
     operator = require_role("operator")
     file, name, content = _form("file"), _form("name"), request.form.get("content") or ""
     try:
-        done = owner.review.add_new(file, name, content, ctx=WriteContext(actor=operator.name))
+        with act(owner, "edit", operator, file=file, name=name) as a:
+            done = a.write(owner.review.add_new, file, name, content)
     except (PreconditionFailed, ValueError) as exc:  # exists already, or a name the library refuses
         exists = isinstance(exc, PreconditionFailed)
         return render_template("admin/new_item.html", owner=owner, file=file, name=name, content=content,
@@ -69,12 +69,13 @@ def edit_item(owner_id: str, file: str, name: str):
     content, etag = request.form.get("content") or "", _form("etag")
     if request.form.get("op") != "save":
         return _edit_page(owner, file, name, content, etag, preview=True)
-    return _save(owner, file, name, content, etag, operator.name)
+    return _save(owner, file, name, content, etag, operator)
 
 
-def _save(owner, file: str, name: str, content: str, etag: str, actor: str):
+def _save(owner, file: str, name: str, content: str, etag: str, operator):
     try:  # only the text changes: the item keeps its provenance (source, recorded time)
-        done = owner.review.edit(file, name, content, ctx=WriteContext(actor=actor, if_match=etag or None))
+        with act(owner, "edit", operator, if_match=etag, file=file, name=name) as a:
+            done = a.write(owner.review.edit, file, name, content)
     except ValueError as exc:  # empty text
         return _edit_page(owner, file, name, content, etag, error=_said(exc), status=error_status(exc))
     except PreconditionFailed:
@@ -94,7 +95,8 @@ def delete_item(owner_id: str, file: str, name: str):
                                error=None)
     operator = require_role("operator")
     try:
-        done = owner.remove(file, name, ctx=WriteContext(actor=operator.name, if_match=_form("etag") or None))
+        with act(owner, "delete-item", operator, if_match=_form("etag"), file=file, name=name) as a:
+            done = a.write(owner.remove, file, name)
     except PreconditionFailed:
         return render_template("admin/delete_item.html", owner=owner, item=current, etag=owner.etag(current),
                                error="This item changed after you opened the page: read it again, then delete."), 412
@@ -107,10 +109,11 @@ def delete_owner(owner_id: str):
     owner = load_owner(owner_id)
     if request.method == "GET":
         return render_template("admin/delete_owner.html", owner=owner, stats=owner.stats(), error=None)
-    require_role("admin")
+    operator = require_role("admin")
     if _form("confirm_id") != owner.id:
         error = BadRequest("Type the owner id exactly to delete it.")
         return render_template("admin/delete_owner.html", owner=owner, stats=owner.stats(), error=str(error)), 400
-    get_host().delete_owner(owner.id)
+    with act(owner.id, "delete-owner", operator):
+        get_host().delete_owner(owner.id)
     flash(f"Deleted owner {owner.id} and all its history (deleted by {g.operator.name}).", "ok")
     return redirect(url_for("admin.owners"))

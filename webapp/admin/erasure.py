@@ -12,7 +12,7 @@ from flask import g, redirect, render_template, request, url_for
 from webapp.hosting import get_host
 from wikimem.host import BadRequest
 
-from .access import load_owner, require_role
+from .access import act, load_owner, require_role
 from .blueprint import bp
 
 
@@ -29,7 +29,9 @@ def erase_owner(owner_id: str):
     if _form("confirm_id") != owner.id:
         error = BadRequest("Type the owner id exactly to erase it.")
         return render_template("admin/erase_owner.html", owner=owner, stats=owner.stats(), error=str(error)), 400
-    job, _ = get_host().erase_owner(owner.id, actor=operator.name, within=operator.owner_prefix)
+    with act(owner.id, "erase-owner", operator) as a:
+        job, _ = get_host().erase_owner(owner.id, actor=a.ctx.actor, within=operator.owner_prefix)
+        a.done(job=job.id)
     return redirect(url_for("admin.erasure_job", job_id=job.id))
 
 
@@ -43,8 +45,10 @@ def forget_item(owner_id: str, file: str, name: str):
     if _form("confirm_name") != item.name:
         return render_template("admin/forget.html", owner=owner, item=item, entries=None,
                                error="Type the item's name exactly to forget it."), 400
-    job, _ = get_host().forget(owner.id, {"file": file, "name": name}, actor=operator.name,
-                               within=operator.owner_prefix)
+    with act(owner.id, "forget", operator, file=file) as a:
+        job, _ = get_host().forget(owner.id, {"file": file, "name": name}, actor=a.ctx.actor,
+                                   within=operator.owner_prefix)
+        a.done(job=job.id)
     return redirect(url_for("admin.erasure_job", job_id=job.id))
 
 
@@ -62,8 +66,10 @@ def forget_entry(owner_id: str, date: str, time: str):
     if _form("confirm_time") != time or not index.isdigit() or int(index) >= len(entries):
         return render_template("admin/forget.html", owner=owner, item=None, entries=entries, date=date, time=time,
                                error=f"Pick the entry and type its time ({time}) to forget it."), 400
-    job, _ = get_host().forget(owner.id, {"date": date, "time": time, "index": int(index)}, actor=operator.name,
-                               within=operator.owner_prefix)
+    with act(owner.id, "forget", operator, date=date, time=time) as a:
+        job, _ = get_host().forget(owner.id, {"date": date, "time": time, "index": int(index)}, actor=a.ctx.actor,
+                                   within=operator.owner_prefix)
+        a.done(job=job.id)
     return redirect(url_for("admin.erasure_job", job_id=job.id))
 
 

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from io import BytesIO
+from zoneinfo import ZoneInfo
 
 from flask import g, render_template, request, send_file
 
 from webapp.hosting import get_host
 from webapp.peering import forward_for
-from wikimem.errors import NotFound
+from wikimem.errors import InvalidValue, NotFound
 
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
 from .blueprint import bp
 from .rendering import calendar_params, month_view
 
+SORTS = ("id", "changed")  # by owner id (every host of a cluster), or the last changed first (this host's)
+
 
 @bp.get("/")
 def owners():
     prefix = request.args.get("prefix", "").strip()
-    rows, next_cursor = get_host().list_owners(prefix=prefix, within=g.operator.owner_prefix, limit=PAGE_SIZE,
-                                               cursor=request.args.get("cursor") or None,
-                                               forward=forward_for(g.operator.owner_prefix))
-    return render_template("admin/owners.html", owners=rows, next_cursor=next_cursor, prefix=prefix)
+    sort = request.args.get("sort") or "id"
+    if sort not in SORTS:
+        raise InvalidValue(f"sort must be one of {', '.join(SORTS)}")
+    cursor = request.args.get("cursor") or None
+    if sort == "changed":
+        rows, next_cursor = get_host().owners_by_last_change(prefix=prefix, within=g.operator.owner_prefix,
+                                                             limit=PAGE_SIZE, cursor=cursor)
+    else:
+        rows, next_cursor = get_host().list_owners(prefix=prefix, within=g.operator.owner_prefix, limit=PAGE_SIZE,
+                                                   cursor=cursor, forward=forward_for(g.operator.owner_prefix))
+    return render_template("admin/owners.html", owners=rows, next_cursor=next_cursor, prefix=prefix, sort=sort)
 
 
 @bp.get("/owners/<owner_id>")
@@ -51,11 +62,19 @@ def item(owner_id: str, file: str, name: str):
 def diary(owner_id: str):
     owner = load_owner(owner_id)
     month, day = calendar_params(request.args)
-    view = month_view(owner.diary_dates(), month)
+    tz = owner.settings().tz
+    view = month_view(owner.diary_dates(), month, today=person_today(tz))
     day = day or view.latest
     entries = owner.diary_day(day) if day else []
     return render_template("admin/diary.html", owner=owner, cal=view, day=day, entries=entries,
-                           wikitext=wikitext_for(owner), tz=owner.settings().tz)
+                           wikitext=wikitext_for(owner), tz=tz)
+
+
+def person_today(tz: str | None) -> str:
+    """Today on the owner's calendar (its time zone setting), else on this machine's."""
+    if not tz:
+        return date.today().isoformat()
+    return datetime.now(ZoneInfo(tz)).date().isoformat()
 
 
 @bp.get("/owners/<owner_id>/export")

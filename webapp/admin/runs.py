@@ -18,7 +18,7 @@ from webapp.requestid import current_request_id
 from wikimem.errors import WikimemError
 from wikimem.host import RunQuery
 
-from .access import PAGE_SIZE, require_role
+from .access import PAGE_SIZE, act, require_role
 from .blueprint import bp
 from .rendering import DiffBudget, current_zone, zoned
 
@@ -74,10 +74,14 @@ def bulk_preview():
 def bulk_start():
     operator = require_role("admin")
     chosen = selection_args(request.form)
-    job = get_host().fleet.start_bulk_rollback(run_query(chosen), within=operator.owner_prefix,
-                                               force=request.form.get("force") == "on", actor=operator.name,
-                                               idempotency_key=request.form.get("request_id") or None,
-                                               request_id=current_request_id())
+    query, force = run_query(chosen), request.form.get("force") == "on"
+    selection = {f"target_{k}": v for k, v in query.to_dict().items() if v}
+    with act(None, "bulk-rollback", operator, key=request.form.get("request_id"), **selection,
+             force=force or None) as a:
+        job = get_host().fleet.start_bulk_rollback(query, within=operator.owner_prefix, force=force,
+                                                   actor=a.ctx.actor, idempotency_key=a.ctx.idempotency_key,
+                                                   request_id=current_request_id())
+        a.done(job=job["id"])
     return redirect(url_for("admin.job", job_id=job["id"]))
 
 

@@ -13,9 +13,8 @@ from flask import g, redirect, render_template, request, url_for
 
 from webapp.hosting import get_host
 from webapp.requestid import current_request_id
-from wikimem.context import WriteContext
 
-from .access import load_owner, require_role
+from .access import act, load_owner, require_role
 from .blueprint import bp
 from .rendering import DiffBudget
 
@@ -50,14 +49,17 @@ def staged_run(run: str):
 def staged_bulk(run: str, action: str):
     operator = require_role("admin")
     if action == "hold":
-        get_host().probation.hold(run, request.form.get("held") != "0", within=operator.owner_prefix)
+        held = request.form.get("held") != "0"
+        with act(None, "hold", operator, run=run, held=held) as a:
+            a.done(owners=get_host().probation.hold(run, held, within=operator.owner_prefix))
         return redirect(url_for("admin.staged_run", run=run))
-    skip = request.form.getlist("except")
-    job = get_host().probation.start("approve" if action == "approve" else "discard", run,
-                                     within=operator.owner_prefix, force=request.form.get("force") == "on",
-                                     actor=operator.name, except_owners=skip,
-                                     idempotency_key=request.form.get("request_id") or None,
-                                     request_id=current_request_id())
+    skip, kind = request.form.getlist("except"), "approve" if action == "approve" else "discard"
+    force = request.form.get("force") == "on"
+    with act(None, f"bulk-{kind}", operator, key=request.form.get("request_id"), run=run, force=force or None) as a:
+        job = get_host().probation.start(kind, run, within=operator.owner_prefix, force=force, actor=a.ctx.actor,
+                                         except_owners=skip, idempotency_key=a.ctx.idempotency_key,
+                                         request_id=current_request_id())
+        a.done(job=job["id"])
     return redirect(url_for("admin.staged_job", job_id=job["id"]))
 
 
@@ -78,12 +80,13 @@ def owner_staged(owner_id: str, run: str):
 def owner_staged_action(owner_id: str, run: str, action: str):
     operator = require_role("admin")
     owner = load_owner(owner_id)
-    ctx = WriteContext(actor=operator.name)
-    if action == "discard":
-        done = owner.discard_staged(run, ctx=ctx)
-    else:
-        edits = _edits(request.form)
-        done = owner.approve_staged(run, force=request.form.get("force") == "on", edits=edits, ctx=ctx)
+    force = action != "discard" and request.form.get("force") == "on"
+    with act(owner, "discard" if action == "discard" else "approve", operator, run=run, force=force or None) as a:
+        if action == "discard":
+            done = owner.discard_staged(run, ctx=a.ctx)
+        else:
+            done = owner.approve_staged(run, force=force, edits=_edits(request.form), ctx=a.ctx)
+        a.done(done.commit)
     return redirect(url_for("admin.commit", owner_id=owner.id, commit=done.commit)) if done.commit else \
         redirect(url_for("admin.staged_run", run=run))
 

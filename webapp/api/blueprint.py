@@ -8,19 +8,20 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
 from webapp.auth import current_principal, require
 from webapp.hosting import get_host
-from webapp.params import opt_bool, write_context
-from wikimem.context import WriteContext
-from wikimem.host import Owner, validate_owner_id
+from webapp.params import ask_of, character_asked, opt_bool
+from wikimem.host import Act, Caller, Owner, validate_owner_id
 
-__all__ = ["bp", "OWNER", "owner_for", "context_of", "include_staged", "committed", "with_etag", "STAGED"]
+__all__ = ["bp", "OWNER", "owner_for", "act", "include_staged", "committed", "with_etag", "STAGED", "caller",
+           "layer_for", "recall_as"]
 
-STAGED = {"staged"}  # the body field of a write that may go on probation
+# Body fields of a write that may go on probation, and that may address a character's layer.
+STAGED = {"staged", "character"}
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -34,15 +35,31 @@ def owner_for(owner_id: str, scope: str) -> Owner:
     return get_host().owner(owner_id)
 
 
-def context_of(data: dict, *, create_only: bool = False) -> WriteContext:
-    """The write's context; the actor defaults to the token's name (``create_only``: ``If-None-Match: *``).
-
-    ``"staged": true`` in the body, or a token the host's policy stages (``WIKIMEM_STAGED_TOKENS``), puts the
-    write on probation (onto its run's staged branch)."""
+def caller() -> Caller:
+    """Who sends this request, as the host's gate knows callers (the token's name, prefix and character)."""
     principal = current_principal()
-    ctx = write_context(data, default_actor=principal.name, create_only=create_only)
-    staged = opt_bool(data, "staged", False) or get_host().probation.policy.stages_token(principal.name)
-    return replace(ctx, staged=True) if staged else ctx
+    return Caller.token(principal.name, principal.owner_prefix, getattr(principal, "character", None))
+
+
+def layer_for(data: dict | None = None) -> str | None:
+    """The character's layer a read addresses (``character``; None: the shared layer), judged by the gate."""
+    return get_host().gate.layer(caller(), character_asked(data))
+
+
+def recall_as(data: dict) -> str | None:
+    """The character a retrieve recalls as: ``character``, else the one the token is bound to."""
+    return get_host().gate.recalls_as(caller(), character_asked(data))
+
+
+def act(owner: Owner | str | None, action: str, data: dict | None = None, *, create_only: bool = False,
+        layered: bool = False, target: dict[str, Any] | None = None, **named: Any) -> Act:
+    """The change this request asks for, through the host's gate: its write context (the actor defaults to the
+    token's name; ``"staged": true``, or a token the host's policy stages, puts it on probation) and its audit
+    event (``create_only``: the route takes ``If-None-Match: *``; ``layered``: a memory write, whose ``character``
+    addresses that character's layer; ``target`` and ``named``: what the event names).
+    Check the token's scope first (owner_for)."""
+    ask = ask_of(data or {}, create_only=create_only, layered=layered)
+    return get_host().gate.act(caller(), action, owner, ask, **(target or {}), **named)
 
 
 def include_staged(data: dict) -> bool:

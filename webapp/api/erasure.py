@@ -14,7 +14,7 @@ from webapp.params import json_body, opt_int, opt_str, query_str, req_str
 from wikimem.errors import InvalidValue
 from wikimem.host import validate_owner_id
 
-from .blueprint import OWNER, bp
+from .blueprint import OWNER, act, bp
 
 
 def _accepted(job):
@@ -32,8 +32,9 @@ def erase_owner(owner_id: str):
     data = json_body({"confirm", "actor"}, {"confirm"})
     if req_str(data, "confirm") != owner_id:
         raise InvalidValue("confirm must repeat the owner id exactly: erasing cannot be undone")
-    job, _ = get_host().erase_owner(owner_id, actor=opt_str(data, "actor", limit=200) or principal.name,
-                                    within=principal.owner_prefix)
+    with act(owner_id, "erase-owner", data) as a:
+        job, _ = get_host().erase_owner(owner_id, actor=a.ctx.actor or principal.name, within=principal.owner_prefix)
+        a.done(job=job.id)
     return _accepted(job)
 
 
@@ -45,9 +46,11 @@ def forget(owner_id: str):
     data = json_body({"file", "name", "date", "time", "index", "actor"})
     target: dict[str, str | int | None] = {k: opt_str(data, k, limit=200) for k in ("file", "name", "date", "time")}
     target["index"] = opt_int(data, "index", minimum=0, maximum=1000)
-    job, _ = get_host().forget(owner_id, {k: v for k, v in target.items() if v is not None},
-                               actor=opt_str(data, "actor", limit=200) or principal.name,
-                               within=principal.owner_prefix)
+    chosen = {k: v for k, v in target.items() if v is not None}
+    with act(owner_id, "forget", data, target=chosen) as a:
+        job, _ = get_host().forget(owner_id, chosen, actor=a.ctx.actor or principal.name,
+                                   within=principal.owner_prefix)
+        a.done(job=job.id)
     return _accepted(job)
 
 

@@ -15,27 +15,28 @@ from webapp.params import (
 from wikimem.errors import InvalidValue
 from wikimem.host import HISTORY_FILTERS, UNDO_TARGETS, BadRequest
 
-from .blueprint import OWNER, bp, context_of, owner_for
+from .blueprint import OWNER, act, bp, layer_for, owner_for
 
 
 @bp.get(OWNER + "/history")
 def history(owner_id: str):
     review = owner_for(owner_id, "read").review
     page = review.search_history(**{k: query_str(k) for k in HISTORY_FILTERS}, limit=query_int("limit", 50, 1, 500),
-                                 cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64))
+                                 cursor=query_str("cursor"), after=query_str("after"), at=query_str("at", limit=64),
+                                 layers=(layer_for(),))
     return jsonify(entries=page.entries, next=page.next, prev=page.prev, reverted_by=review.undone_by(page.entries))
 
 
 @bp.get(OWNER + "/commits/<commit>")
 def commit(owner_id: str, commit: str):
-    return jsonify(owner_for(owner_id, "read").show_commit(point(commit, "commit")))
+    return jsonify(owner_for(owner_id, "read").show_commit(point(commit, "commit"), (layer_for(),)))
 
 
 @bp.get(OWNER + "/diff")
 def diff(owner_id: str):
     owner = owner_for(owner_id, "read")
     return jsonify(owner.diff(point(query_str("from", limit=64), "from"),
-                              point(query_str("to", limit=64) or "HEAD", "to")))
+                              point(query_str("to", limit=64) or "HEAD", "to"), (layer_for(),)))
 
 
 def _target(data: dict, field: str) -> str:
@@ -58,7 +59,10 @@ def _undo(owner_id: str, kind: str):
     target = _target(data, field)
     if opt_bool(data, "preview", False):
         return jsonify(plan=owner.preview_undo(kind, target))
-    done = owner.undo(kind, target, force=opt_bool(data, "force", False), ctx=context_of(data))
+    force = opt_bool(data, "force", False)
+    with act(owner, kind, data, target={field: target}, force=force or None) as a:
+        done = owner.undo(kind, target, force=force, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(commit=done.commit, replayed=bool(done.replayed))
 
 

@@ -6,7 +6,6 @@ from dataclasses import asdict
 
 from flask import jsonify
 
-from webapp.auth import current_principal
 from webapp.hosting import get_host
 from webapp.params import (
     WRITE_FIELDS,
@@ -24,23 +23,23 @@ from webapp.params import (
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
-from .blueprint import OWNER, STAGED, bp, committed, context_of, include_staged, owner_for, with_etag
+from .blueprint import OWNER, STAGED, act, bp, committed, include_staged, layer_for, owner_for, recall_as, with_etag
 
 
 @bp.get(OWNER + "/files")
 def files(owner_id: str):
-    return jsonify(files=owner_for(owner_id, "read").files())
+    return jsonify(files=owner_for(owner_id, "read").files(layer_for()))
 
 
 @bp.get(OWNER + "/items")
 def items(owner_id: str):
-    return jsonify(items=owner_for(owner_id, "read").items(query_str("file")))
+    return jsonify(items=owner_for(owner_id, "read").items(query_str("file"), layer_for()))
 
 
 @bp.get(OWNER + "/items/<file>/<path:name>")
 def get_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "read")
-    item = owner.item(file, name)
+    item = owner.item(file, name, layer_for())
     return with_etag(jsonify(item=item), owner.etag(item))
 
 
@@ -48,8 +47,9 @@ def get_item(owner_id: str, file: str, name: str):
 def put_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content", "ts"} | WRITE_FIELDS | STAGED, {"content"})
-    ctx = context_of(data, create_only=True)
-    done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=ctx)
+    with act(owner, "edit", data, create_only=True, layered=True, file=file, name=name) as a:
+        done = owner.add(file, name, req_str(data, "content"), ts=opt_str(data, "ts"), ctx=a.ctx, character=a.layer)
+        a.done(done.commit)
     # (a replay of a write whose item was forgotten since answers item null: the item is no more)
     tag = owner.etag(done.value) if done.value is not None else None
     return with_etag(committed(done, "item"), tag), 201 if done.created else 200
@@ -59,7 +59,10 @@ def put_item(owner_id: str, file: str, name: str):
 def delete_item(owner_id: str, file: str, name: str):
     owner = owner_for(owner_id, "write")
     data = json_body(WRITE_FIELDS | STAGED, optional_body=True)
-    return committed(owner.remove(file, name, ctx=context_of(data)), "removed")
+    with act(owner, "delete-item", data, layered=True, file=file, name=name) as a:
+        done = owner.remove(file, name, ctx=a.ctx, character=a.layer)
+        a.done(done.commit)
+    return committed(done, "removed")
 
 
 _APPEND = {"ts", "date", "time", "tz"}
@@ -73,13 +76,15 @@ def _append_kwargs(data: dict) -> dict:
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content"} | _APPEND | WRITE_FIELDS | STAGED, {"content"})
-    done = owner.diary_append(req_str(data, "content"), ctx=context_of(data), **_append_kwargs(data))
+    with act(owner, "diary-append", data, layered=True) as a:
+        done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data))
+        a.done(done.commit)
     return committed(done, "entry"), 201
 
 
 @bp.get(OWNER + "/diary/dates")
 def diary_dates(owner_id: str):
-    return jsonify(dates=owner_for(owner_id, "read").diary_dates())
+    return jsonify(dates=owner_for(owner_id, "read").diary_dates(layer_for()))
 
 
 @bp.get(OWNER + "/diary")
@@ -88,24 +93,27 @@ def diary_window(owner_id: str):
     start, end = query_str("start", limit=10), query_str("end", limit=10)
     if start is None or end is None:
         raise BadRequest("give both start and end dates (YYYY-MM-DD)")
-    return jsonify(entries=owner.diary_window(start, end))
+    return jsonify(entries=owner.diary_window(start, end, layer_for()))
 
 
 @bp.get(OWNER + "/diary/<day>")
 def diary_day(owner_id: str, day: str):
-    return jsonify(entries=owner_for(owner_id, "read").diary_day(day))
+    return jsonify(entries=owner_for(owner_id, "read").diary_day(day, layer_for()))
 
 
 @bp.post(OWNER + "/batch")
 def batch(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"ops", "message"} | WRITE_FIELDS | STAGED, {"ops"})
-    result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=context_of(data))
+    with act(owner, "batch", data, layered=True) as a:
+        result = owner.apply_ops(data["ops"], message=opt_str(data, "message", limit=200), ctx=a.ctx,
+                                 character=a.layer)
+        a.done(result.commit)
     return jsonify(result.to_dict())
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -123,7 +131,7 @@ def retrieve(owner_id: str):
         expand_links=opt_bool(data, "expand_links", True), explain=opt_bool(data, "explain", False),
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
-        include_staged=as_of is None and include_staged(data),
+        include_staged=as_of is None and include_staged(data), character=recall_as(data),
     )
     return jsonify(result.to_dict())
 
@@ -134,18 +142,17 @@ def memorize(owner_id: str):
     data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS | STAGED, {"turn"})
     when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
     turn, character, prompt = req_str(data, "turn"), opt_str(data, "character", limit=200), opt_str(data, "prompt")
-    ctx = context_of(data)  # the actor defaults to the token's name, as for every write
-    if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
-        job, _ = get_host().submit_memorize(owner.id, turn, key=ctx.idempotency_key, request_id=current_request_id(),
-                                            character=character,
-                                            prompt=prompt, run=ctx.run, actor=ctx.actor,
-                                            source_conv=ctx.source_conv, staged=True if ctx.staged else None,
-                                            tenant=current_principal().owner_prefix, **when)
-        response = jsonify(job.to_dict())
-        response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
-        response.headers["Preference-Applied"] = "respond-async"
-        return response, 202
-    result = owner.memorize(turn, character=character, prompt=prompt, ctx=ctx, **when)
+    with act(owner, "memorize", data) as a:
+        if prefers("respond-async"):  # answer at once; the job runs in the background and survives a restart
+            job, _ = get_host().submit_memorize(owner.id, turn, ctx=a.ctx, request_id=current_request_id(),
+                                                character=character, prompt=prompt, tenant=a.tenant, **when)
+            a.done(job=job.id)
+            response = jsonify(job.to_dict())
+            response.headers["Location"] = f"{bp.url_prefix}/jobs/{job.id}"
+            response.headers["Preference-Applied"] = "respond-async"
+            return response, 202
+        result = owner.memorize(turn, character=character, prompt=prompt, ctx=a.ctx, **when)
+        a.done(result.commit, run=result.run)
     return jsonify(result.to_dict())
 
 
@@ -153,5 +160,8 @@ def memorize(owner_id: str):
 def diary_tool(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"arguments"} | _APPEND | WRITE_FIELDS | STAGED, {"arguments"})
-    entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=context_of(data), **_append_kwargs(data))
+    with act(owner, "diary-tool", data, layered=True) as a:
+        entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=a.ctx, character=a.layer,
+                                                   **_append_kwargs(data))
+        a.done(commit)
     return jsonify(entry=asdict(entry), commit=commit, replayed=replayed), 201

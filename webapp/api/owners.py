@@ -13,9 +13,10 @@ from webapp.params import (
     query_str,
 )
 from webapp.peering import forward_for, listing_scope
+from wikimem.errors import NotPermitted
 from wikimem.host import EXPORT_TYPES, SETTINGS_FIELDS
 
-from .blueprint import OWNER, bp, context_of, owner_for, with_etag
+from .blueprint import OWNER, act, bp, caller, layer_for, owner_for, with_etag
 
 
 @bp.get("/owners")
@@ -35,7 +36,9 @@ def list_owners():
 def create_owner(owner_id: str):
     principal = require("write", owner_id)
     quota_prefix = None if principal.has("admin") else principal.owner_prefix  # admin tokens have no quota
-    owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
+    with act(owner_id, "create-owner") as a:
+        owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
+        a.done(created=created)
     return with_etag(jsonify(owner=owner.stats().to_dict(), created=created), owner.head()), 201 if created else 200
 
 
@@ -48,7 +51,8 @@ def owner_stats(owner_id: str):
 @bp.delete(OWNER)
 def delete_owner(owner_id: str):
     require("admin", owner_id)
-    get_host().delete_owner(owner_id)
+    with act(owner_id, "delete-owner"):
+        get_host().delete_owner(owner_id)
     return jsonify(deleted=owner_id)
 
 
@@ -56,7 +60,10 @@ def delete_owner(owner_id: str):
 def export_owner(owner_id: str):
     require("read", owner_id)
     fmt = query_str("format") or "zip"
-    data = get_host().export_owner(owner_id, fmt=fmt)
+    layer = layer_for()
+    if fmt == "bundle" and caller().character is not None:  # a bundle holds every layer's history
+        raise NotPermitted("a token bound to a character exports its layers as zip or tar, not as a bundle")
+    data = get_host().export_owner(owner_id, fmt=fmt, layers=(layer,))
     return Response(data, mimetype=EXPORT_TYPES[fmt],
                     headers={"Content-Disposition": f'attachment; filename="{get_host().export_name(owner_id, fmt)}"'})
 
@@ -71,5 +78,7 @@ def put_settings(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body(set(SETTINGS_FIELDS) | WRITE_FIELDS)
     changes = {k: data[k] for k in SETTINGS_FIELDS if k in data}
-    done = owner.put_settings(changes, ctx=context_of(data))
+    with act(owner, "settings", data) as a:
+        done = owner.put_settings(changes, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(settings=done.value.to_dict(), commit=done.commit, replayed=bool(done.replayed))

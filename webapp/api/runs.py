@@ -11,7 +11,6 @@ from flask import jsonify
 from webapp.auth import require
 from webapp.hosting import get_host
 from webapp.params import (
-    idempotency_key,
     json_body,
     offset_cursor,
     opt_bool,
@@ -24,7 +23,7 @@ from webapp.peering import forward_for, listing_scope
 from webapp.requestid import current_request_id
 from wikimem.host import RunQuery
 
-from .blueprint import bp
+from .blueprint import act, bp
 
 __all__ = ["SELECTION_FIELDS"]
 
@@ -58,10 +57,13 @@ def bulk_rollback():
         offset = offset_cursor(opt_str(data, "cursor", limit=12))
         preview = get_host().fleet.preview_bulk_rollback(query, within=principal.owner_prefix)
         return jsonify(preview.to_dict(limit=limit, offset=offset))
-    job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix,
-                                               force=opt_bool(data, "force", False), actor=principal.name,
-                                               idempotency_key=idempotency_key(), request_id=current_request_id(),
-                                               tenant=principal.owner_prefix)
+    force = opt_bool(data, "force", False)
+    selection = {f"target_{k}": v for k, v in query.to_dict().items() if v}
+    with act(None, "bulk-rollback", target=selection, force=force or None) as a:
+        job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix, force=force,
+                                                   actor=a.ctx.actor, idempotency_key=a.ctx.idempotency_key,
+                                                   request_id=current_request_id(), tenant=a.tenant)
+        a.done(job=job["id"])
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"

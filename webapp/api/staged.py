@@ -13,11 +13,11 @@ from flask import jsonify
 
 from webapp.auth import require
 from webapp.hosting import get_host
-from webapp.params import idempotency_key, json_body, opt_bool, query_str
+from webapp.params import json_body, opt_bool, query_str
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
 
-from .blueprint import OWNER, bp, context_of, owner_for
+from .blueprint import OWNER, act, bp, owner_for
 
 _BULK = {"owners", "except_owners", "force", "preview"}
 
@@ -55,10 +55,12 @@ def _bulk(run: str, action: str):
     probation = get_host().probation
     if opt_bool(data, "preview", False):
         return jsonify(probation.preview(run, within=principal.owner_prefix, owners=owners, except_owners=skip))
-    job = probation.start(action, run, within=principal.owner_prefix, force=opt_bool(data, "force", False),
-                          actor=principal.name, owners=owners, except_owners=skip,
-                          idempotency_key=idempotency_key(), tenant=principal.owner_prefix,
-                          request_id=current_request_id())
+    force = opt_bool(data, "force", False)
+    with act(None, f"bulk-{action}", run=run, force=force or None) as a:
+        job = probation.start(action, run, within=principal.owner_prefix, force=force, actor=a.ctx.actor,
+                              owners=owners, except_owners=skip, idempotency_key=a.ctx.idempotency_key,
+                              tenant=a.tenant, request_id=current_request_id())
+        a.done(job=job["id"])
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/api/v1/jobs/{job['id']}"
@@ -80,7 +82,9 @@ def hold_staged_run(run: str):
     principal = require("admin")
     data = json_body({"held", "owners"}, optional_body=True)
     held = opt_bool(data, "held", True)
-    count = get_host().probation.hold(run, held, within=principal.owner_prefix, owners=_owners(data, "owners"))
+    with act(None, "hold", run=run, held=held) as a:
+        count = get_host().probation.hold(run, held, within=principal.owner_prefix, owners=_owners(data, "owners"))
+        a.done(owners=count)
     return jsonify(run=run, held=held, owners=count)
 
 
@@ -101,7 +105,10 @@ def approve_staged(owner_id: str, run: str):
     edits = data.get("edits") or []
     if not isinstance(edits, list) or not all(isinstance(e, dict) for e in edits):
         raise BadRequest("edits must be a list of {file, name, content} or {date, time, before, content}")
-    done = owner.approve_staged(run, force=opt_bool(data, "force", False), edits=edits, ctx=context_of(data))
+    force = opt_bool(data, "force", False)
+    with act(owner, "approve", data, run=run, force=force or None) as a:
+        done = owner.approve_staged(run, force=force, edits=edits, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(result=done.value, commit=done.commit, replayed=bool(done.replayed))
 
 
@@ -109,6 +116,8 @@ def approve_staged(owner_id: str, run: str):
 def discard_staged(owner_id: str, run: str):
     owner = owner_for(owner_id, "admin")
     data = json_body({"actor"}, optional_body=True)
-    done = owner.discard_staged(run, ctx=context_of(data))
+    with act(owner, "discard", data, run=run) as a:
+        done = owner.discard_staged(run, ctx=a.ctx)
+        a.done(done.commit)
     return jsonify(result=done.value, commit=done.commit, replayed=bool(done.replayed))
 

@@ -21,8 +21,8 @@ import wikimem
 from webapp.auth import Principal, allowed
 from webapp.errors import error_body, error_status
 from webapp.params import etag_value
-from wikimem.context import WriteContext
-from wikimem.host import Host, Owner, validate_owner_id
+from wikimem.host import Act, Ask, Host, Owner, validate_owner_id
+from wikimem.host import Caller as Asker
 from wikimem.limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS
 
 __all__ = ["CALLER", "Caller", "build_server", "TOOLS"]
@@ -67,11 +67,11 @@ def _owner(ctx: Context, owner_id: str, scope: str) -> tuple[Owner, Principal]:
     return caller.host.owner(owner_id), caller.principal
 
 
-def _context(principal: Principal, *, run: str | None, actor: str | None, source_conv: str | None,
-             idempotency_key: str | None, if_match: str | None = None, if_none_match: bool = False) -> WriteContext:
-    return WriteContext(run=run, actor=actor or principal.name, source_conv=source_conv,
-                        idempotency_key=idempotency_key, if_match=etag_value(if_match),
-                        if_none_match=if_none_match)
+def _act(ctx: Context, mem: Owner, principal: Principal, action: str, ask: Ask, **target: Any) -> Act:
+    """The tool's change through the host's gate (as the API's views make theirs): its write context, the staging
+    policy of the token, its audit event."""
+    return _caller(ctx).host.gate.act(Asker.token(principal.name, principal.owner_prefix), action, mem, ask,
+                                      **target)
 
 
 @contextmanager
@@ -124,8 +124,10 @@ def diary_append(owner: OwnerId,
     """Append one event to the owner's diary (one commit)."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
-        wctx = _context(principal, run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
-        done = mem.diary_append(content, ctx=wctx, ts=ts, date=date, time=time, tz=tz)
+        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
+        with _act(ctx, mem, principal, "diary-append", ask) as act:
+            done = mem.diary_append(content, ctx=act.ctx, ts=ts, date=date, time=time, tz=tz)
+            act.done(done.commit)
         return {"entry": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed)}
 
 
@@ -143,9 +145,11 @@ def put_item(owner: OwnerId,
     if_match takes next time."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
-        wctx = _context(principal, run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key,
-                        if_match=if_match, if_none_match=if_none_match)
-        done = mem.add(file, name, content, ts=ts, ctx=wctx)
+        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key,
+                  if_match=etag_value(if_match), if_none_match=if_none_match)
+        with _act(ctx, mem, principal, "edit", ask, file=file, name=name) as act:
+            done = mem.add(file, name, content, ts=ts, ctx=act.ctx)
+            act.done(done.commit)
         return {"item": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed),
                 "created": bool(done.created), "etag": mem.etag(done.value)}
 
@@ -161,9 +165,12 @@ def memorize(owner: OwnerId,
     """Let the host's model write the diary entries of one turn, as one run and one commit."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
-        wctx = _context(principal, run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
+        ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key)
         when = {k: v for k, v in (("ts", ts), ("tz", tz)) if v is not None}
-        return mem.memorize(turn, character=character, ctx=wctx, **when).to_dict()
+        with _act(ctx, mem, principal, "memorize", ask) as act:
+            result = mem.memorize(turn, character=character, ctx=act.ctx, **when)
+            act.done(result.commit, run=result.run)
+        return result.to_dict()
 
 
 def history(owner: OwnerId, ctx: Context,

@@ -114,11 +114,18 @@ def open_owner(args: argparse.Namespace):
     With a remote, an owner the data root lacks is cloned from it first, as the
     host does; without one, a missing owner is refused before anything is made.
     """
+    return owner_with_gate(args)[0]
+
+
+def owner_with_gate(args: argparse.Namespace):
+    """``(owner, gate)``: :func:`open_owner`'s owner and its host's gate (:class:`~wikimem.host.Gate`), through
+    which a command's change gets its write context and its audit event."""
     if args.store:
         raise ValueError("give either --store or --owner, not both")
     if host_config(args).replication_settings is None:
         store_root(args)  # the plain commands' refusal (no folder made under a mistyped --data)
-    return open_host(args).owner(args.owner)
+    host = open_host(args)
+    return host.owner(args.owner), host.gate
 
 
 def _settle() -> None:

@@ -13,6 +13,8 @@ import json
 import sys
 import time
 
+from wikimem.host import Caller
+
 from . import EXIT_ERROR, EXIT_OK, open_host
 
 
@@ -72,7 +74,9 @@ def cmd_erase(args) -> int:
             print("wikimem: not the same id: nothing erased", file=sys.stderr)
             return EXIT_ERROR
     host = open_host(args)
-    job, _ = host.erase_owner(args.owner_id, actor=_actor())
+    with host.gate.act(Caller.cli(_actor()), "erase-owner", args.owner_id) as act:
+        job, _ = host.erase_owner(args.owner_id, actor=act.ctx.actor)
+        act.done(job=job.id)
     return _finish(host, job, args.timeout)
 
 
@@ -89,5 +93,7 @@ def cmd_forget(args) -> int:
     else:
         target = {"date": args.diary[0], "time": args.diary[1], "index": args.index}
     host = open_host(args)
-    job, _ = host.forget(args.owner_id, target, actor=_actor())
+    with host.gate.act(Caller.cli(_actor()), "forget", args.owner_id, **target) as act:
+        job, _ = host.forget(args.owner_id, target, actor=act.ctx.actor)
+        act.done(job=job.id)
     return _finish(host, job, args.timeout)

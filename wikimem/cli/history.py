@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, open_owner, store_root
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, open_owner, owner_with_gate, store_root
 
 
 def open_versioned(args):
@@ -101,25 +101,27 @@ def cmd_diff(args) -> int:
 
 
 def _undo_calls(args):
-    """``(preview, apply)`` of the one undo table: through the host's Owner for ``--owner`` (its retry when the
-    remote moved), else the folder's own versioned store."""
+    """``(preview, apply, gate, owner)`` of the one undo table: through the host's Owner for ``--owner`` (its retry
+    when the remote moved) and the host's gate, else the folder's own versioned store and a folder's gate."""
+    from wikimem.host import Gate
+
     if getattr(args, "owner", None):
-        owner = open_owner(args)
-        return owner.preview_undo, owner.undo
-    undo = open_versioned(args).undo
-    return undo.preview, undo.apply
+        owner, gate = owner_with_gate(args)
+        return owner.preview_undo, owner.undo, gate, owner.id
+    vs = open_versioned(args)
+    return vs.undo.preview, vs.undo.apply, Gate(), str(vs.root)
 
 
 def cmd_undo(args) -> int:
-    from wikimem.context import WriteContext
     from wikimem.errors import Conflict
+    from wikimem.host import Ask, Caller
 
     from .backup import cmd_restore, is_backup
 
     if args.op == "restore" and is_backup(args.point):
         return cmd_restore(args)
 
-    preview, apply = _undo_calls(args)
+    preview, apply, gate, where = _undo_calls(args)
     target = getattr(args, args.target)
     if args.dry_run:
         plan = preview(args.op, target)
@@ -131,7 +133,10 @@ def cmd_undo(args) -> int:
             print(f"! conflict {c.get('file')}/{c.get('name')}: {c.get('reason')}")
         return EXIT_OK
     try:
-        done = apply(args.op, target, force=args.force, ctx=WriteContext(actor=args.actor))
+        with gate.act(Caller.cli(), args.op, where, Ask(actor=args.actor), **{args.target: target},
+                      force=args.force or None) as act:
+            done = apply(args.op, target, force=args.force, ctx=act.ctx)
+            act.done(done.commit)
     except Conflict as exc:
         print(f"wikimem: {exc} (nothing written; --force to apply anyway)", file=sys.stderr)
         for c in exc.conflicts:

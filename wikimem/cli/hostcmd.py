@@ -25,6 +25,7 @@ from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, host_config, read_set
 
 ADMIN_TOKEN_FILE = "admin-token"
 SECRET_KEY_FILE = "secret-key"
+TOKENS_FILE = "tokens.jsonl"  # the development server's tokens file, when WIKIMEM_TOKENS_FILE names none
 
 
 def register(sub) -> None:
@@ -149,6 +150,39 @@ def _admin_token(data: Path, configured: str | None) -> str:
     return _kept_secret(data / ADMIN_TOKEN_FILE, lambda: "wmk_dev_" + secrets.token_urlsafe(24))
 
 
+def _tokens_file(data: Path, configured: str | None) -> Path:
+    """``$WIKIMEM_TOKENS_FILE``, else a tokens file in the data root (made empty once, mode 0600).
+
+    Every request re-reads the file when it changes, so a token minted into it works at once.
+    """
+    if configured:
+        return Path(configured)
+    path = data / TOKENS_FILE
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    return path
+
+
+def _program() -> str:
+    """How the user can run ``wikimem`` again from here (``make run`` runs ``.venv/bin/wikimem``)."""
+    import shlex
+
+    if Path(sys.argv[0]).name == "wikimem":
+        return shlex.quote(sys.argv[0])
+    return f"{shlex.quote(sys.executable)} -m wikimem"
+
+
+def token_lines(tokens: Path) -> list[str]:
+    """The start banner's lines on the tokens file: where it is and how to mint a scoped token into it."""
+    import shlex
+
+    return [f"tokens file: {tokens} (a token minted into it works at once, no restart)",
+            f"  mint one:  {_program()} token mint my-bot --scope read --scope write --owner-prefix user: "
+            f"--file {shlex.quote(str(tokens))}"]
+
+
 def cmd_serve(args) -> int:
     settings = host_config(args, BIND=args.bind)  # WIKIMEM_*, checked before anything is made
     host, port = _split_bind(settings.bind)
@@ -164,7 +198,8 @@ def cmd_serve(args) -> int:
     token = _admin_token(data, settings.admin_token)
     from webapp import create_app
 
-    config = {"DATA_ROOT": str(data), "BIND": settings.bind, "ADMIN_TOKEN": token}
+    tokens = _tokens_file(data, settings.tokens_file)
+    config = {"DATA_ROOT": str(data), "BIND": settings.bind, "ADMIN_TOKEN": token, "TOKENS_FILE": str(tokens)}
     if settings.secret_key:
         config["ENV"] = settings.env
     else:
@@ -183,7 +218,7 @@ def cmd_serve(args) -> int:
 
             seeded = seed_demo(get_host())
             hint = bad_run_hint(get_host())
-        print(f"demo data: {', '.join(seeded.owners)}" + ("" if seeded.created else " (already there)"))
+        print(demo_line(seeded))
         if hint:
             print(f"  {hint}")
     port = listener.getsockname()[1]  # the one the system gave, for --bind HOST:0
@@ -191,6 +226,8 @@ def cmd_serve(args) -> int:
     print(f"wikimem host on http://{shown}:{port}/  (admin UI: /admin/, API: /api/v1/)")
     print(f"data root:   {data.resolve()}")
     print(f"admin token: {token}")
+    for line in token_lines(tokens):
+        print(line)
     for line in service_lines(settings):
         print(line)
     print(f"port:        {port}; another with WIKIMEM_BIND=HOST:PORT (make run too) or --bind HOST:PORT")
@@ -199,11 +236,24 @@ def cmd_serve(args) -> int:
     return EXIT_OK
 
 
+def demo_line(seeded) -> str:
+    """The start message on the demo owners: made now, already there, or left out (the data root had owners)."""
+    if seeded.created:
+        return f"demo data: {', '.join(seeded.owners)}"
+    mine = f"{seeded.others} owner{'' if seeded.others == 1 else 's'} of yours"
+    if not seeded.owners:
+        return f"demo data: not added, the data root already holds {mine}"
+    return f"demo data: {', '.join(seeded.owners)} (already there)" + (f"; and {mine}" if seeded.others else "")
+
+
 def busy_port_message(host: str, port: int, exc: OSError) -> str:
     """What ``wikimem serve`` says when it cannot listen: why, and how to pick another address."""
     import errno
 
-    other = f"{host}:{port + 1 if 0 < port < 65535 else 8001}"
+    from webapp.devserver import free_port_after
+
+    free = free_port_after(host, port if 0 < port < 65535 else 8000)
+    other = f"{host}:{free or 'PORT'}"
     why = ("the port is in use (another wikimem, or another program)" if exc.errno == errno.EADDRINUSE
            else exc.strerror or str(exc))
     return (f"wikimem: cannot listen on {host}:{port}: {why}.\n"
@@ -260,7 +310,7 @@ def _audit(action: str, **fields) -> None:
     """An audit event of a credentials change, on stderr (the actor: the system user running the command)."""
     import logging
 
-    from wikimem.host import AUDIT_LOGGER, audit
+    from wikimem.host import AUDIT_LOGGER, Caller, Gate
 
     logger = logging.getLogger(AUDIT_LOGGER)
     if not logger.hasHandlers():
@@ -272,7 +322,7 @@ def _audit(action: str, **fields) -> None:
         actor = getpass.getuser()
     except (KeyError, OSError):  # no user name for this uid (a container)
         actor = f"uid:{os.getuid()}"
-    audit(action, actor=actor, **fields)
+    Gate.note(Caller.cli(actor), action, **fields)
 
 
 @_needs_file("WIKIMEM_TOKENS_FILE")

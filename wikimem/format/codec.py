@@ -8,7 +8,8 @@
   their ``HH:MM`` heading, stably (the same minute keeps insertion order).
 - :func:`memory_path` / :func:`is_memory_name`: the one rule for "is this a
   memory markdown file" — used by the store, the diary, the git layer, the
-  host's freshness checks and its export.
+  host's freshness checks and its export. A character's layer is the same
+  format under ``characters/<id>/`` (:func:`layer_of`, :func:`layer_prefix`).
 - ``settings.json`` (:data:`SETTINGS_PATH`) ↔ a dict (:func:`parse_settings`,
   :func:`render_settings`): the host's per-owner settings, committed like the
   memory but not memory — revert, restore, diffs per item and hand-edit
@@ -28,12 +29,13 @@ from typing import overload
 from wikimem.errors import InvalidValue
 from wikimem.fsio import decode
 from wikimem.models import DiaryItem, RecallItem
-from wikimem.naming import is_valid_time
+from wikimem.naming import is_character_id, is_valid_time, validate_character_id
 
 from .blocks import Block, parse_blocks, render_blocks
 
 __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
+    "LAYERS_DIR", "layer_prefix", "layer_of", "layer_dirs",
     "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
     "item_etag", "utc_now", "utc_instant", "read_instant", "iso_instant", "instant_epoch", "OutsideCalendar",
     "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
@@ -54,9 +56,34 @@ def is_memory_name(name: str) -> bool:
             and "\0" not in name)
 
 
+LAYERS_DIR = "characters"  # characters/<id>/ holds a character's layer of a person's folder (SPEC §11)
+
+
+def layer_prefix(layer: str | None) -> str:
+    """Where a layer's files are in the folder: ``""`` (the shared layer) or ``characters/<id>/``."""
+    return "" if layer is None else f"{LAYERS_DIR}/{validate_character_id(layer)}/"
+
+
+def layer_dirs(layer: str | None) -> tuple[str, str]:
+    """The ``wiki`` and ``diary`` folders of a layer, relative to the folder."""
+    prefix = layer_prefix(layer)
+    return f"{prefix}{WIKI_DIR}", f"{prefix}{DIARY_DIR}"
+
+
+def layer_of(path: str) -> tuple[str | None, str]:
+    """``(layer, path within it)``: ``("kai", "wiki/x.md")`` for ``characters/kai/wiki/x.md``, ``(None, path)``
+    for a path of the shared layer (or of no layer at all)."""
+    if path.startswith(LAYERS_DIR + "/"):
+        layer, sep, rest = path[len(LAYERS_DIR) + 1:].partition("/")
+        if sep and is_character_id(layer):
+            return layer, rest
+    return None, path
+
+
 def memory_path(path: str) -> tuple[str, str] | None:
-    """``("wiki", file)`` / ``("diary", date)`` of a memory file's relative path, else None."""
-    folder, _, name = path.partition("/")
+    """``("wiki", file)`` / ``("diary", date)`` of a memory file's relative path (in any layer: the layer is
+    :func:`layer_of`'s), else None."""
+    folder, _, name = layer_of(path)[1].partition("/")
     if folder in MEMORY_DIRS and is_memory_name(name):
         return folder, name[: -len(_SUFFIX)]
     return None

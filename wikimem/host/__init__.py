@@ -27,6 +27,7 @@ from .config import (
 )
 from .demo import bad_run_hint, seed_demo
 from .fleet import JobQuery, RunQuery
+from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
@@ -41,7 +42,7 @@ __all__ = [
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
-    "RunQuery", "JobQuery",
+    "RunQuery", "JobQuery", "Act", "Ask", "Caller", "Gate", "job_context",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
     "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
 ]

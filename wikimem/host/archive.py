@@ -7,7 +7,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from wikimem.format import MEMORY_DIRS
+from wikimem.format import layer_dirs
 from wikimem.store import Door
 
 __all__ = ["FORMATS", "archive_markdown"]
@@ -15,8 +15,10 @@ __all__ = ["FORMATS", "archive_markdown"]
 FORMATS = {"zip": "application/zip", "tar": "application/x-tar"}  # format → media type
 
 
-def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
-    """An archive of ``root``'s ``wiki/`` and ``diary/`` markdown under the folder ``top``.
+def archive_markdown(root: Path, top: str, fmt: str = "zip",
+                     layers: tuple[str | None, ...] | None = (None,)) -> bytes:
+    """An archive of ``root``'s ``wiki/`` and ``diary/`` markdown under the folder ``top`` (of ``layers``: None in it
+    is the shared layer, a character id its ``characters/<id>/``; ``None``: every layer).
 
     Files are read through the folder's door: a link, a FIFO or an oversized file in it is
     :class:`~wikimem.errors.DamagedFolder`, never followed into the archive.
@@ -26,7 +28,8 @@ def archive_markdown(root: Path, top: str, fmt: str = "zip") -> bytes:
     buf = io.BytesIO()
     door = Door(root)
     files = []
-    for folder in MEMORY_DIRS:
+    chosen = [*door.layers(), None] if layers is None else layers
+    for folder in (d for layer in chosen for d in layer_dirs(layer)):
         for name, stamp in sorted(door.stamps(folder).items()):
             # Read first: a file replaced while the archive is built must not tear it.
             data = door.read(f"{folder}/{name}")

@@ -36,6 +36,7 @@ from wikimem.host.fleet import (
 from wikimem.host.fleet import handler as bulk_handler
 
 from .access import OwnerQuota
+from .gate import Gate
 from .host import Host, HostParts
 from .metrics import NULL_METRICS, NullMetrics, TimedEmbedder
 from .owner import Owner
@@ -94,9 +95,11 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     jobs.register(FORGET, erasure.run_forget)
     for kind in (APPROVE_JOB, DISCARD_JOB):
         jobs.register(kind, staged_handler(owners.owner, kind))
+    # Every change an edge asks for passes the gate: its write context, staging decision and audit event.
+    gate = Gate(owners.owner, lambda: probation.policy, erasure.digest)
     if replicating is not None:
         replicating.erased = erasure.erased_copy
         replicating.resume(owners.owner, owners.folders)
-    return Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, metrics, retention, name,
+    return Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, gate, metrics, retention, name,
                           replication=replicating, peers=peers, embedder=embedder, llm=llm, recall=recall,
                           database=database))

@@ -8,14 +8,16 @@ fields are attributes of the record, so a JSON log line carries them as keys
 ``token``). The web app adds the request id (``webapp/logs.py``); the CLI
 sends its events to stderr (``wikimem token …``, ``wikimem operator …``).
 
-Actions (:data:`ACTIONS`): ``sign-in``, ``sign-out``, ``revert``,
-``rollback``, ``restore``, ``bulk-rollback``, ``edit``, ``delete-item``,
-``delete-owner``, ``token-mint``, ``token-revoke``, ``token-rotate``,
-``operator-add``, ``operator-remove``, ``operator-role``,
-``operator-passwd``, ``erase-owner`` (the owner named by the erasure's
-keyed digest), ``forget`` (never the item's name). Results: ``ok``, ``refused`` (a 4xx: no right, a
-conflict, a wrong password) or ``failed`` (the host's fault). Never a
-secret, a password or memory content.
+Actions (:data:`ACTIONS`): signing in and out, every memory write
+(``edit``, ``delete-item``, ``diary-append``, ``batch``, ``memorize``,
+``diary-tool``, ``settings``, ``create-owner``…) and undo, probation,
+deletion, erasure (the owner named by the erasure's keyed digest),
+forgetting (never the item's name), tokens and operator accounts. Events of
+changes come from one place, the host's gate (:mod:`wikimem.host.gate`).
+Results: ``ok``, ``refused`` (no right, a conflict, a refused value) or
+``failed`` (the host's fault). Never a secret, a password or memory content.
+A field named like an attribute logging owns (``name``) is logged as
+``target_<field>``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ __all__ = ["AUDIT_LOGGER", "ACTIONS", "audit", "result_of"]
 AUDIT_LOGGER = "wikimem.audit"
 ACTIONS = ("sign-in", "sign-out", "revert", "rollback", "restore", "bulk-rollback", "edit", "delete-item",
            "delete-owner", "token-mint", "token-revoke", "token-rotate", "operator-add", "operator-remove",
-           "operator-role", "operator-passwd", "erase-owner", "forget")
+           "operator-role", "operator-passwd", "erase-owner", "forget",
+           # memory writes, from every edge (the gate: wikimem/host/gate.py)
+           "create-owner", "diary-append", "batch", "memorize", "diary-tool", "settings", "approve", "discard",
+           "hold", "bulk-approve", "bulk-discard", "repair", "sync")
 # Record attributes logging itself owns: an event field of one of these names would clash.
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
@@ -46,9 +51,7 @@ def audit(action: str, *, actor: str | None, owner: str | None = None, result: s
     if action not in ACTIONS:
         raise ValueError(f"unknown audit action {action!r}")
     values = {"audit": action, "actor": actor or "-", "owner": owner, "result": result, **fields}
-    values = {k: v for k, v in values.items() if v is not None}
-    clash = sorted(set(values) & _RESERVED)
-    if clash:
-        raise ValueError(f"audit fields may not be named {', '.join(clash)}")
+    # A field named like an attribute logging owns (an item's ``name``) is kept under ``target_<name>``.
+    values = {(f"target_{k}" if k in _RESERVED else k): v for k, v in values.items() if v is not None}
     shown = " ".join(f"{k}={v}" for k, v in values.items() if k != "audit")
     log.info("audit %s %s", action, shown, extra=values)

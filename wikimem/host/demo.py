@@ -34,9 +34,10 @@ class _ScriptedLLM:
 
 @dataclass(frozen=True)
 class DemoSeeded:
-    owners: tuple[str, ...]
+    owners: tuple[str, ...]  # the demo owners in the data root
     bad_run: str
     created: bool
+    others: int = 0          # owners in the data root that are not the demo's
 
 
 def _memorize(owner, turn: str, entries: list[str], *, run: str | None = None, source_conv: str | None = None,
@@ -97,8 +98,10 @@ def _sam(host) -> None:
 
 def seed_demo(host) -> DemoSeeded:
     """Write the demo owners into an empty data root; a root that has owners is left alone."""
-    if host.owner_ids():
-        return DemoSeeded(tuple(host.owner_ids()), BAD_RUN, False)
+    ids = host.owner_ids()
+    if ids:
+        demo = tuple(i for i in DEMO_OWNERS if i in ids)
+        return DemoSeeded(demo, BAD_RUN, False, len(ids) - len(demo))
     _xnne(host)
     _lumi(host)
     _sam(host)

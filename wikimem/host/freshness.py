@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem.format import WIKI_DIR, is_memory_name, memory_path
+from wikimem.format import WIKI_DIR, is_memory_name, layer_of, layer_prefix, memory_path
 from wikimem.fsio import Stamp, folder_signature, stat_stamp
 
 if TYPE_CHECKING:
@@ -47,32 +47,33 @@ def _wiki_file(name: str) -> str | None:
     return name[:-3] if is_memory_name(name) else None
 
 
-def wiki_signature(root: Path) -> Signature:
-    """``{RecallFile: (inode, mtime_ns, size)}`` of the memory folder's wiki files."""
-    return folder_signature(Path(root) / WIKI_DIR, _wiki_file)
+def wiki_signature(root: Path, layer: str | None = None) -> Signature:
+    """``{RecallFile: (inode, mtime_ns, size)}`` of the wiki files of the memory folder (of one of its layers)."""
+    return folder_signature(Path(root) / layer_prefix(layer) / WIKI_DIR, _wiki_file)
 
 
 def _changed(old: Signature, new: Signature) -> set[str]:
     return {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
 
 
-def _wiki_files(paths: list[str]) -> set[str]:
-    """RecallFile names among repository paths (``wiki/<file>.md``)."""
-    kinds = (memory_path(rel) for rel in paths)
+def _wiki_files(paths: list[str], layer: str | None = None) -> set[str]:
+    """RecallFile names among repository paths (``wiki/<file>.md`` of the layer)."""
+    kinds = (memory_path(rel) for rel in paths if layer_of(rel)[0] == layer)
     return {kind[1] for kind in kinds if kind is not None and kind[0] == WIKI_DIR}
 
 
 class IndexSlot:
-    """One owner's index and what it was last synchronised with."""
+    """One owner's index (of one layer of its folder) and what it was last synchronised with."""
 
-    def __init__(self, vstore, make_index: Callable[[], MemoryIndex]):
+    def __init__(self, vstore, make_index: Callable[[], MemoryIndex], layer: str | None = None):
         self.vstore = vstore
+        self.layer = layer
         self._make_index = make_index
         self._lock = threading.Lock()
         self.index: MemoryIndex | None = None
         self._signature: Signature = {}
         self._seen: tuple[str | None, Stamp | None] | None = None  # (head, folder stamp) the index matches
-        self._wiki = Path(vstore.root) / WIKI_DIR
+        self._wiki = Path(vstore.root) / layer_prefix(layer) / WIKI_DIR
         self._next_full = 0.0  # (monotonic) the next full listing is due
 
     def fresh(self) -> MemoryIndex:
@@ -92,7 +93,7 @@ class IndexSlot:
             head, folder, now = self.vstore.head(), stat_stamp(self._wiki), time.monotonic()
             if self.index is not None and self._seen == (head, folder) and now < self._next_full:
                 return self.index  # another thread caught up meanwhile
-            signature = wiki_signature(self.vstore.root)
+            signature = wiki_signature(self.vstore.root, self.layer)
             self._next_full = now + FULL_CHECK_SECONDS
             if self.index is None:
                 self.index = self._make_index()
@@ -115,7 +116,7 @@ class IndexSlot:
             if head != seen:
                 if seen is None or head is None:
                     raise LookupError("no common commit")
-                files |= _wiki_files(self.vstore.changed_paths(seen, head))
+                files |= _wiki_files(self.vstore.changed_paths(seen, head), self.layer)
             if files:
                 index.refresh(files)
         except Exception as exc:  # an odd file name, a vanished commit: start over

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, DamagedFolder, InvalidName, InvalidValue, LLMNotConfigured, NotFound
 from wikimem.host.cluster import Peers, Replication, merge_owner_pages
 from wikimem.host.fleet import (
@@ -40,6 +41,7 @@ from wikimem.host.fleet import (
 
 from .access import OwnerQuota
 from .archive import FORMATS, archive_markdown
+from .gate import Gate
 from .metrics import HostCollector, NullMetrics
 from .owner import Owner, OwnerStats
 from .owner_ids import encode_owner_id, scope_prefix, validate_owner_id
@@ -66,6 +68,7 @@ class HostParts:
     fleet: Fleet
     probation: Probation
     erasure: Erasure
+    gate: Gate
     metrics: NullMetrics
     retention: Retention
     name: str
@@ -97,6 +100,7 @@ class Host:
         self.fleet = parts.fleet
         self.probation = parts.probation
         self.erasure = parts.erasure
+        self.gate = parts.gate  # every change an edge asks for passes here: its context, staging, audit event
         self.metrics = parts.metrics
         self.retention = parts.retention  # how long idempotency results, jobs and receipts are kept
         self.name = parts.name
@@ -225,6 +229,22 @@ class Host:
         merged, nxt = merge_owner_pages(pages, limit)
         return [OwnerStats.from_dict(r) for r in merged], nxt
 
+    def owners_by_last_change(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
+                              within: str = "") -> tuple[list[OwnerStats], str | None]:
+        """A page of this host's owners, the last changed first (from the run index), and the next page's cursor.
+
+        With a shared run index (a cluster's database) owners held by other hosts are left out: their stats
+        are theirs to give.
+        """
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise InvalidName("prefix must be a string of at most 128 characters")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
+        page, nxt = self.run_index.owners_by_last_change(within=within, prefix=prefix, limit=limit, cursor=cursor)
+        local = set(self.owner_ids(prefix))
+        stats = [s for s in (self._stats_of(o) for o, _ in page if o in local) if s is not None]
+        return stats, nxt
+
     @property
     def last_unreachable(self) -> list[str]:
         """The peers that did not answer this thread's last :meth:`list_owners` (requests share a host, not a
@@ -262,9 +282,10 @@ class Host:
 
     # -- export ------------------------------------------------------------
 
-    def export_owner(self, owner_id: str, fmt: str = "zip") -> bytes:
-        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``), or (``bundle``) its whole history
-        with its settings as a git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+    def export_owner(self, owner_id: str, fmt: str = "zip", layers: tuple[str | None, ...] | None = (None,)) -> bytes:
+        """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``; of ``layers``, the shared one by
+        default, ``None``: every layer), or (``bundle``) its whole history with its settings and every layer as a
+        git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
         if fmt not in EXPORT_TYPES:
             raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
@@ -276,7 +297,7 @@ class Host:
             buf = io.BytesIO()
             write_bundle_of(owner.root, buf)
             return buf.getvalue()
-        return archive_markdown(owner.root, owner.root.name, fmt)
+        return archive_markdown(owner.root, owner.root.name, fmt, layers)
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
         """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""
@@ -324,18 +345,17 @@ class Host:
 
         return HostCollector(lambda: self.jobs.stats(), lags, lambda: self.probation.waiting())
 
-    def submit_memorize(self, owner_id: str, turn: str, *, key: str | None = None, tenant: str = "",
-                        request_id: str | None = None,
-                        **memorize_kwargs):
-        """Memorize one turn in the background: ``(job, created)``; the same ``key`` is the same job.
+    def submit_memorize(self, owner_id: str, turn: str, *, ctx: WriteContext | None = None, key: str | None = None,
+                        tenant: str = "", request_id: str | None = None, **memorize_kwargs):
+        """Memorize one turn in the background: ``(job, created)``; the same idempotency key is the same job.
 
         The owner must exist and the host must have a chat endpoint (checked
         now, not when the job runs); the job survives a restart of the host.
-        ``tenant`` (the submitting token's owner prefix) is its fair share and
-        cap (:class:`~wikimem.errors.QueueFull` past it).
+        ``ctx`` is the write's context (from the gate: :meth:`Act.ctx`; ``key`` sets its idempotency key);
+        ``tenant`` (the submitter's owner prefix) is its fair share and cap
+        (:class:`~wikimem.errors.QueueFull` past it).
         ``request_id`` (the submitting request's) is kept in the job's params.
         """
-        from wikimem.context import WriteContext
         from wikimem.host.fleet import submit_memorize
         from wikimem.limits import MAX_TURN_CHARS, check_length
 
@@ -345,16 +365,13 @@ class Host:
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
-        if key is not None:  # the memorize's own key is the request's: bind it as the synchronous route would
-            given = {k: memorize_kwargs.get(k) for k in ("run", "actor", "source_conv", "staged")}
-            ctx = WriteContext(idempotency_key=key, run=given["run"], actor=given["actor"],
-                               source_conv=given["source_conv"], staged=bool(given["staged"]))
-            request = owner.memorize_request(
-                turn, ctx=ctx,
-                **{k: v for k, v in memorize_kwargs.items() if k not in given})
-            memorize_kwargs["fingerprint"] = request.fingerprint
-        job, created = submit_memorize(self.jobs, owner_id, turn, key=key, tenant=tenant, request_id=request_id,
-                                       **memorize_kwargs)
+        ctx = WriteContext.of(ctx, idempotency_key=key)
+        given = {"run": ctx.run, "actor": ctx.actor, "source_conv": ctx.source_conv, "staged": ctx.staged or None}
+        if ctx.idempotency_key is not None:  # the memorize's own key is the request's: bound as the route binds it
+            request = owner.memorize_request(turn, ctx=replace(ctx, fingerprint=None), **memorize_kwargs)
+            given["fingerprint"] = request.fingerprint
+        job, created = submit_memorize(self.jobs, owner_id, turn, key=ctx.idempotency_key, tenant=tenant,
+                                       request_id=request_id, **given, **memorize_kwargs)
         self.start_jobs().wake()
         return job, created
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -25,9 +24,11 @@ from wikimem.errors import (
 from wikimem.format import SETTINGS_PATH, item_etag, parse_settings, render_settings
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
+from wikimem.naming import validate_character_id
 
 from .batchops import Op, check_content, parse_ops
-from .freshness import IndexSlot
+from .indexes import Indexes
+from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
 from .metrics import NULL_METRICS, NullMetrics
 from .probation import StagingPolicy
 from .review import Review
@@ -40,18 +41,18 @@ if TYPE_CHECKING:
         Forgotten,
         HistoryPage,
         Plan,
-        StagedBranch,
         StagedReview,
         StagedRun,
         Staging,
-        VersionedStore,
+        Target,
     )
 
 __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS",
            "remove_vector_files"]
 
-# As-of indexes are immutable (a commit never changes); keep a few per owner.
-AS_OF_CACHE = 4
+# Which layers of a folder a read covers (None in it: the shared layer); None: every layer (operators).
+Layers = tuple[str | None, ...] | None
+SHARED_ONLY: Layers = (None,)
 # Attempts of a write whose sync push found the remote moved (another host wrote this owner):
 # each failed attempt was rolled back and the folder caught up before the next one.
 MOVED_ATTEMPTS = 5
@@ -178,16 +179,16 @@ class Owner:
         self._cache_dir = cache_dir
         self.recall = recall  # RecallOptions of the host (None: the library's defaults)
         self.metrics = metrics  # what the host reports (wikimem/host/metrics.py): write and retrieve latency
-        self._slot = IndexSlot(self.vstore, self._new_index)
-        self._as_of: OrderedDict[str, Any] = OrderedDict()
-        self._as_of_lock = threading.Lock()
+        # Its indexes, per layer of its folder: live, as of a past point, with the staged runs.
+        self.indexes = Indexes(self.vstore, self._new_index, lambda: self.staging, cache_dir)
+        # A character's profile (the owner char:<id>), looked up by the host (None: none, or no host).
+        self.profile_of: Callable[[str], Owner | None] = lambda _character: None
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
         # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
         # index of a retrieve that includes them, keyed by (main's head, every staged tip).
         self.policy = StagingPolicy()
         self._staging: Staging | None = None
-        self._staged_index: tuple[tuple, Any, frozenset] | None = None
         self._staged_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -255,11 +256,10 @@ class Owner:
         vector caches are deleted (made again from the memory); other processes open the owner again on
         their next lookup. ``key`` makes a second call a replay (a job's step key)."""
         done = self._write(lambda: self.vstore.forget(kind, actor=actor, key=key, before=before, **where))
-        self._slot = IndexSlot(self.vstore, self._new_index)
-        with self._as_of_lock:
-            self._as_of.clear()
+        self.indexes.reset()
         self._settings = (None, OwnerSettings())
-        remove_vector_files(self.root)
+        for folder in [self.root, *(self.store.layer(layer).root for layer in self.vstore.layers())]:
+            remove_vector_files(folder)
         if self._cache_dir is not None:
             remove_vector_files(self._cache_dir)
         self._generation = self.vstore.generation()
@@ -339,27 +339,36 @@ class Owner:
         """A request's time zone, else the owner's."""
         return tz if tz is not None else self.settings().tz
 
-    def files(self) -> list[str]:
-        return self.store.files()
+    def layer(self, character: str | None = None):
+        """The plain store of a layer of this folder: the shared one, or ``character``'s (``characters/<id>/``)."""
+        return self.store.layer(character)
 
-    def items(self, file: str | None = None) -> list[RecallItem]:
-        """All items, or those of one RecallFile (:class:`NotFound` if there is no such file)."""
-        found = self.store.items(file)
-        if file is not None and not found and file not in self.store.files():
-            raise NotFound(f"no RecallFile {file!r}")
+    def layers(self) -> list[str]:
+        """The characters with a layer in this person's folder."""
+        return self.vstore.layers()
+
+    def files(self, character: str | None = None) -> list[str]:
+        return self.layer(character).files()
+
+    def items(self, file: str | None = None, character: str | None = None) -> list[RecallItem]:
+        """All items, or those of one RecallFile (:class:`NotFound` if there is no such file), of a layer."""
+        store = self.layer(character)
+        found = store.items(file)
+        if file is not None and not found and file not in store.files():
+            raise NotFound(f"no RecallFile {file!r}" + (f" in {character}'s layer" if character else ""))
         return found
 
-    def item(self, file: str, name: str) -> RecallItem:
-        """One item; :class:`NotFound` if there is none."""
-        found = self.store.get(file, name)
+    def item(self, file: str, name: str, character: str | None = None) -> RecallItem:
+        """One item of a layer; :class:`NotFound` if there is none."""
+        found = self.layer(character).get(file, name)
         if found is None:
-            raise NotFound(f"no item {name!r} in {file!r}")
+            raise NotFound(f"no item {name!r} in {file!r}" + (f" of {character}'s layer" if character else ""))
         return found
 
-    def has_item(self, file: str, name: str) -> bool:
-        """Whether a link target exists (an impossible name is simply absent)."""
+    def has_item(self, file: str, name: str, character: str | None = None) -> bool:
+        """Whether a link target exists in a layer (an impossible name is simply absent)."""
         try:
-            return self.store.get(file, name) is not None
+            return self.layer(character).get(file, name) is not None
         except ValueError:
             return False
 
@@ -368,28 +377,29 @@ class Owner:
         """The item's etag, what an ``If-Match`` write must carry."""
         return item_etag(item)
 
-    def diary_dates(self) -> list[str]:
-        return self.diary.dates()
+    def diary_dates(self, character: str | None = None) -> list[str]:
+        return self.layer(character).diary.dates()
 
-    def diary_day(self, date: str) -> list[DiaryItem]:
-        return self.diary.day(date)
+    def diary_day(self, date: str, character: str | None = None) -> list[DiaryItem]:
+        return self.layer(character).diary.day(date)
 
-    def diary_window(self, start: str, end: str) -> list[DiaryItem]:
-        return self.diary.window(start, end)
+    def diary_window(self, start: str, end: str, character: str | None = None) -> list[DiaryItem]:
+        return self.layer(character).diary.window(start, end)
 
-    def index(self):
-        """This owner's :class:`~wikimem.MemoryIndex`, fresh with every process's writes and hand edits."""
-        return self._slot.fresh()
+    def index(self, layer: str | None = None):
+        """This owner's :class:`~wikimem.MemoryIndex` (of one layer), fresh with every process's writes and hand
+        edits."""
+        return self.indexes.live(layer)
 
-    def _new_index(self, store=None, vectors_dir=None):
+    def _new_index(self, store, vectors_dir=None):
         from wikimem.recall import MemoryIndex
 
         options = self.recall.kwargs() if self.recall is not None else {}
-        return MemoryIndex(self.store if store is None else store, embedder=self.embedder, vectors_dir=vectors_dir,
-                           **options)
+        return MemoryIndex(store, embedder=self.embedder, vectors_dir=vectors_dir, **options)
 
     def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
-                 as_of: str | None = None, include_staged: bool = False, **retrieve_kwargs: Any):
+                 as_of: str | None = None, include_staged: bool = False, character: str | None = None,
+                 **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
         Give ``query``, or a chat transcript as ``messages`` (OpenAI-style
@@ -401,6 +411,10 @@ class Owner:
         Time words are read in ``tz``, else in the owner's time zone.
         ``include_staged``: the approved memory plus this owner's staged runs
         (each entry then says whether it is ``staged``); not with ``as_of``.
+        ``character``: recall as that character — its layer of this folder,
+        the shared layer and its profile, ranked as one list
+        (:func:`~wikimem.host.layered.retrieve_layers`; each entry says its
+        ``layer`` and ``character``); no other character's layer is read.
         """
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
@@ -416,57 +430,62 @@ class Owner:
         if include_staged and as_of is not None:
             raise BadRequest("give as_of or include_staged, not both")
         start = time.perf_counter()
-        staged: frozenset | None = None
-        if include_staged:
-            index, staged = self._index_with_staged()
-        else:
-            index = self.index() if as_of is None else self._index_as_of(as_of)
+        commit = self.vstore.resolve(as_of) if as_of is not None else None
+        sources = self._sources(character, commit, include_staged)
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
         ready = time.perf_counter()
         take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
         if callable(take):
             take()
-        result = index.retrieve(query, **retrieve_kwargs)
-        if staged is not None:
-            _mark_staged(result, staged)
+        if character is None:
+            result = sources[0].index.retrieve(query, **retrieve_kwargs)
+            if sources[0].staged is not None:
+                mark_staged([*result.items, *result.dropped], sources[0].staged)
+        else:
+            result = retrieve_layers(sources, str(query), **retrieve_kwargs)
         end = time.perf_counter()
         embedding = take() if callable(take) else 0.0
         self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,
                                "ranking": max(0.0, end - ready - embedding), "total": end - start})
         return result
 
-    def _index_as_of(self, point: str):
-        commit = self.vstore.resolve(point)
-        with self._as_of_lock:
-            index = self._as_of.get(commit)
-            if index is not None:
-                self._as_of.move_to_end(commit)
-                return index
-        vectors = self._cache_dir / "as-of-vectors" if self._cache_dir is not None else None
-        index = self._new_index(self.vstore.snapshot(commit), vectors_dir=vectors)
-        with self._as_of_lock:
-            self._as_of[commit] = index
-            while len(self._as_of) > AS_OF_CACHE:
-                self._as_of.popitem(last=False)
-        return index
+    def _sources(self, character: str | None, commit: str | None, include_staged: bool) -> list[Source]:
+        """What a retrieve reads: the shared layer; with ``character``, also its layer and its profile."""
+        def source(kind: str, layer: str | None) -> Source:
+            if include_staged:
+                index, staged = self.indexes.with_staged(layer)
+                return Source(kind, character, index, staged)
+            return Source(kind, character, self.indexes.live(layer) if commit is None else
+                          self.indexes.as_of(commit, layer))
+
+        if character is None:
+            return [source(SHARED, None)]
+        validate_character_id(character)
+        out = [source(CHARACTER, character), source(SHARED, None)]
+        profile = self.profile_of(character)
+        if profile is not None and profile is not self:
+            out.append(Source(PROFILE, character, profile.index()))
+        return out
 
     # -- history -----------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                limit: int = 50, cursor: str | None = None) -> HistoryPage:
-        """Commits, newest first, optionally of one RecallFile, one item or one run."""
-        return self.vstore.history(file=file, item=item, run=run, limit=limit, cursor=cursor)
+                limit: int = 50, cursor: str | None = None, layers: Layers = SHARED_ONLY) -> HistoryPage:
+        """Commits, newest first, optionally of one RecallFile, one item or one run; of ``layers`` (None in it: the
+        shared layer; ``None``: every layer) and those that touched no item."""
+        return self.vstore.history(file=file, item=item, run=run, limit=limit, cursor=cursor, layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.vstore.runs(limit)
 
-    def show_commit(self, point: str) -> CommitDiff:
-        """One commit with its per-item diff."""
-        return self.vstore.show_commit(point)
+    def show_commit(self, point: str, layers: Layers = SHARED_ONLY) -> CommitDiff:
+        """One commit with its per-item diff, as a reader of ``layers`` sees it (:class:`NotFound` when it changed
+        only layers left out)."""
+        return self.vstore.show_commit(point, layers)
 
-    def diff(self, a: str, b: str = "HEAD") -> CommitDiff:
-        """What changed between two points, item by item."""
-        return self.vstore.diff(a, b)
+    def diff(self, a: str, b: str = "HEAD", layers: Layers = SHARED_ONLY) -> CommitDiff:
+        """What changed between two points, item by item, in ``layers``."""
+        return self.vstore.diff(a, b, layers)
 
     # -- undo ----------------------------------------------------------------
 
@@ -485,29 +504,32 @@ class Owner:
 
     # -- writing -----------------------------------------------------------
 
-    def add(self, file: str, name: str, content: str, *, ts: str | None = None,
-            ctx: WriteContext | None = None) -> Committed:
+    def add(self, file: str, name: str, content: str, *, ts: str | None = None, ctx: WriteContext | None = None,
+            character: str | None = None) -> Committed:
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
         etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
-        Empty content is refused (``ValueError``)."""
+        Empty content is refused (``ValueError``). ``character``: into that character's layer."""
         check_content(content)
-        target, ctx = self._target(ctx)
+        target, ctx = self._target(ctx, character)
         return self._write(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
 
-    def remove(self, file: str, name: str, *, ctx: WriteContext | None = None) -> Committed:
-        """Remove an item (one commit); :class:`NotFound` when it does not exist."""
-        target, ctx = self._target(ctx)
+    def remove(self, file: str, name: str, *, ctx: WriteContext | None = None,
+               character: str | None = None) -> Committed:
+        """Remove an item (one commit) of a layer; :class:`NotFound` when it does not exist."""
+        target, ctx = self._target(ctx, character)
         done = self._write(lambda: target.remove(file, name, owner=self.id, ctx=ctx))
         if not done.value:
-            raise NotFound(f"no item {name!r} in {file!r}")
+            raise NotFound(f"no item {name!r} in {file!r}" + (f" of {character}'s layer" if character else ""))
         return done
 
-    def diary_append(self, content: str, *, ctx: WriteContext | None = None, **append_kwargs: Any) -> Committed:
-        """Append a diary entry (one commit); ``append_kwargs`` as :meth:`wikimem.Diary.append`
+    def diary_append(self, content: str, *, ctx: WriteContext | None = None, character: str | None = None,
+                     **append_kwargs: Any) -> Committed:
+        """Append a diary entry (one commit) to a layer; ``append_kwargs`` as :meth:`wikimem.Diary.append`
         (``tz`` defaults to the owner's)."""
-        ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id)  # as sent
+        where = ("layer", character) if character is not None else ()
+        ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id, *where)  # as sent
         given = append_kwargs.pop("tz", None)
-        target, ctx = self._target(ctx)
+        target, ctx = self._target(ctx, character)
         # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
         # the catch-up brought.
         return self._write(lambda: target.diary_append(content, owner=self.id, ctx=ctx, tz=self._tz(given),
@@ -566,17 +588,19 @@ class Owner:
 
         return self._write(write)
 
-    def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, **append_kwargs: Any):
-        """Handle an ``append_diary`` tool call as one commit; a bad call raises :class:`ToolCallError`.
+    def diary_tool(self, arguments: Any, *, ctx: WriteContext | None = None, character: str | None = None,
+                   **append_kwargs: Any):
+        """Handle an ``append_diary`` tool call as one commit (in a layer); a bad call raises :class:`ToolCallError`.
 
         Returns ``(entry, commit, replayed)``.
         """
         from wikimem.llm import handle_diary_tool
 
-        ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()))
+        where = ("layer", character) if character is not None else ()
+        ctx = WriteContext.of(ctx).bound("diary-tool", arguments, sorted(append_kwargs.items()), *where)
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))  # after binding: a retry is the same request
         _check_when(**append_kwargs)  # the request's own fields are refused as in any diary write, not told the agent
-        target, ctx = self._target(ctx)
+        target, ctx = self._target(ctx, character)
 
         def write():
             with target.batch(ctx, kind="diary-tool", action="diary-tool") as b:
@@ -593,11 +617,13 @@ class Owner:
 
         return self._write(write)
 
-    def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None) -> BatchResult:
-        """Apply several writes sent as data (see :mod:`wikimem.host.batchops`) as one commit, or none of them."""
+    def apply_ops(self, ops: Any, *, message: str | None = None, ctx: WriteContext | None = None,
+                  character: str | None = None) -> BatchResult:
+        """Apply several writes sent as data (see :mod:`wikimem.host.batchops`) as one commit, or none of them, to
+        a layer."""
         checked = parse_ops(ops)
-        target, ctx = self._target(ctx)
-        ctx = ctx.bound("batch", ops, message)
+        target, ctx = self._target(ctx, character)
+        ctx = ctx.bound("batch", ops, message, *(("layer", character) if character is not None else ()))
 
         def write() -> BatchResult:
             with target.batch(ctx, message=message, kind="batch", action="batch") as b:
@@ -609,7 +635,7 @@ class Owner:
 
         return self._write(write)
 
-    def _apply_op(self, target: VersionedStore | StagedBranch, op: Op, source_conv: str | None) -> dict[str, Any]:
+    def _apply_op(self, target: Target, op: Op, source_conv: str | None) -> dict[str, Any]:
         args: dict[str, Any] = dict(op.args)
         if op.kind == "add":
             args.setdefault("source_conv", source_conv)
@@ -650,15 +676,15 @@ class Owner:
         actor (``WIKIMEM_STAGED_ACTORS``)."""
         return ctx is not None and (ctx.staged or self.policy.stages(ctx.actor))
 
-    def _target(self, ctx: WriteContext | None) -> tuple[VersionedStore | StagedBranch, WriteContext]:
+    def _target(self, ctx: WriteContext | None, layer: str | None = None) -> tuple[Target, WriteContext]:
         """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
         write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
         ctx = WriteContext.of(ctx)
         if not self.stages(ctx):
-            return self.vstore, ctx
+            return self.vstore.main.with_layer(layer), ctx
         ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
         assert ctx.run is not None
-        return self.staging.branch(ctx.run), ctx
+        return self.staging.branch(ctx.run, layer), ctx
 
     def staged_runs(self) -> list[StagedRun]:
         """This owner's staged runs, oldest first."""
@@ -674,30 +700,14 @@ class Owner:
         """Approve a staged run onto ``main`` (one commit; conflicting items skipped unless ``force``; ``edits``
         change what is approved); ``ctx.actor`` is the approver."""
         done = self._write(lambda: self.staging.approve(run, force=force, edits=edits or (), ctx=ctx))
-        self._staged_index = None
+        self.indexes.drop_staged()
         return done
 
     def discard_staged(self, run: str, *, ctx: WriteContext | None = None, reason: str = "discarded") -> Committed:
         """Discard a staged run: its branch goes, a commit on ``main`` records it (``ctx.actor``: who)."""
         done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
-        self._staged_index = None
+        self.indexes.drop_staged()
         return done
-
-    def _index_with_staged(self) -> tuple[Any, frozenset]:
-        """The index over the approved memory plus every staged run, and which items are staged; cached by main's
-        head and the staged tips."""
-        staging = self.staging
-        key = staging.overlay_key()
-        cached = self._staged_index
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        if not key[1]:
-            return self.index(), frozenset()
-        overlay = staging.overlay()
-        vectors = self._cache_dir / "as-of-vectors" if self._cache_dir is not None else None
-        index = self._new_index(overlay.snapshot, vectors_dir=vectors)
-        self._staged_index = (overlay.key, index, overlay.staged)
-        return index, overlay.staged
 
 
 # What each undo operation takes as its target: a commit point, a run id, a commit point or time. The
@@ -718,14 +728,6 @@ def remove_vector_files(folder: Path) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
-def _mark_staged(result: Any, staged: frozenset) -> None:
-    """Say of every entry of a retrieve that included staged runs whether it comes from one."""
-    for hit in [*result.items, *result.dropped]:
-        item = hit.item
-        key = ("wiki", item.file, item.name) if hit.kind == "wiki" else ("diary", item.file, item.name, item.content)
-        hit.staged = key in staged
-
-
 def _memorize_replay(stored: dict) -> MemorizeResult:
     return MemorizeResult([DiaryItem(**e) for e in stored.get("entries", [])], stored.get("run", ""),
                           stored.get("commit"), True)

@@ -1,4 +1,4 @@
-"""How long the host keeps what it must not keep for ever (README "Forgetting and backups" has the table).
+"""How long the host keeps what it must not keep for ever (docs/guides/backup.md has the table).
 
 One frozen :class:`Retention`, made by :mod:`wikimem.host.config` from its
 ``WIKIMEM_*_DAYS`` variables and given to the host, which enforces each:

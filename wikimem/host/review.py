@@ -66,10 +66,12 @@ class Review:
     def search_history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
                        actor: str | None = None, action: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = 50, cursor: str | None = None,
-                       after: str | None = None, at: str | None = None) -> HistoryPage:
+                       after: str | None = None, at: str | None = None,
+                       layers: tuple[str | None, ...] | None = (None,)) -> HistoryPage:
         """Commits newest first, filtered by file, item, run, actor, action and time (``since``/``until``:
         a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
-        (a date or time: the page that starts with the newest commit made by then)."""
+        (a date or time: the page that starts with the newest commit made by then); of ``layers`` (None in
+        it: the shared layer, the default; ``None``: every layer) and the commits that touched no item."""
         before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
         moment = parse_instant(at, "at", end_of_day=True)  # None when blank (a blank ``at`` jumps nowhere)
         if moment is not None:
@@ -78,7 +80,7 @@ class Review:
         return self._vstore.db.query(
             file=file, item=" ".join(item.split()) if item else None, run=run, actor=actor, action=action,
             since=parse_instant(since, "since"), until=parse_instant(until, "until", end_of_day=True),
-            limit=max(1, int(limit)), before=before, after=None if before is not None else newer)
+            limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers)
 
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""

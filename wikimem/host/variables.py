@@ -5,10 +5,10 @@
 - :data:`VARIABLES` — all of them, in :data:`GROUPS` order: what :mod:`wikimem.host.config`
   reads (``ENV_VARS`` and the value kinds come from here), gunicorn's own
   (``deploy/gunicorn.conf.py``) and git's ``GIT_SSH_COMMAND``;
-- :func:`markdown_tables`, :func:`env_example` — the README's tables and ``deploy/env.example``;
-- :func:`write_docs` (``make docs``), :func:`stale_docs` — the repository's copies: the README's
-  tables (between its ``<!-- variables: GROUPS -->`` and ``<!-- /variables -->`` lines) and
-  ``deploy/env.example``. ``tests/integration/test_config_docs.py`` fails while one is stale.
+- :func:`markdown_tables`, :func:`env_example` — the documentation's tables and ``deploy/env.example``;
+- :func:`write_docs` (``make docs``), :func:`stale_docs` — the repository's copies: the tables of
+  :data:`TABLE_DOCS` (between their ``<!-- variables: GROUPS -->`` and ``<!-- /variables -->`` lines)
+  and ``deploy/env.example``. ``tests/integration/test_config_docs.py`` fails while one is stale.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ GROUPS = {
     "jobs": "Background jobs",
     "ops": "Logs, metrics, readiness",
     "cluster": "More than one host (deploy/cluster/)",
-    "retention": "Retention (see Forgetting and backups)",
-    "probation": "Runs on probation (see Runs on probation)",
+    "retention": "Retention (see Back up and restore)",
+    "probation": "Runs on probation (see Put runs on probation)",
 }
 
 
@@ -276,7 +276,7 @@ def _meaning(var: Variable) -> str:
 
 
 def markdown_tables(groups: list[str] | None = None) -> str:
-    """The tables of the README: one per group (all groups when ``groups`` is None), a line for each variable."""
+    """The tables of the documentation: one per group (all groups when ``groups`` is None), a line for each variable."""
     defaults = _defaults()
     chosen = list(GROUPS) if groups is None else groups
     parts = []
@@ -326,12 +326,13 @@ def env_example() -> str:
 
 # -- the repository's copies (make docs) ------------------------------------------------------
 
-README = "README.md"
+# The pages holding generated tables (the configuration reference, the cluster guide's own).
+TABLE_DOCS = ("docs/reference/configuration.md", "docs/guides/cluster.md")
 ENV_EXAMPLE = "deploy/env.example"
 _BLOCK = re.compile(r"(<!-- variables: (?P<groups>[a-z ]+) -->\n)(?P<body>.*?)(<!-- /variables -->)", re.S)
 
 
-def _readme(text: str) -> str:
+def _tables(text: str) -> str:
     def table(m: re.Match) -> str:
         names = m.group("groups").split()
         body = markdown_tables(None if names == ["all"] else names)
@@ -342,8 +343,8 @@ def _readme(text: str) -> str:
 
 def _documents(root: Path) -> dict[Path, str]:
     """Each generated file of the repository at ``root`` and what it should hold."""
-    readme = root / README
-    return {readme: _readme(readme.read_text(encoding="utf-8")), root / ENV_EXAMPLE: env_example()}
+    pages = {root / rel: _tables((root / rel).read_text(encoding="utf-8")) for rel in TABLE_DOCS}
+    return {**pages, root / ENV_EXAMPLE: env_example()}
 
 
 def stale_docs(root: Path) -> list[str]:

@@ -3,6 +3,7 @@ stopwords, the wiki and diary indexes, the vectors and their fusion with BM25, r
 
 from __future__ import annotations
 
+from .assembly import cut
 from .bm25 import K1, B, BM25Index, idf
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency, fuse, normalise, recency_factor
@@ -36,6 +37,7 @@ __all__ = [
     "recency_factor",
     "apply_recency",
     "RetrievedItem",
+    "cut",
     "RetrievalResult",
     "RecallOptions",
     "Query",

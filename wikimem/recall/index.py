@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wikimem.models import as_recall_item
+from wikimem.models import RecallItem, as_recall_item
 from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
@@ -374,6 +374,13 @@ class MemoryIndex:
         if explain:
             result.dropped = dropped
         return result
+
+    def lookup(self, file: str, name: str) -> RecallItem | None:
+        """The indexed wiki item ``file``/``name`` (whitespace in the name collapsed), or None: where a link from
+        outside this index (another layer's item) finds its target."""
+        with self._lock:
+            self._ensure_fresh()
+            return self.wiki.get(file, " ".join(name.split()))
 
     def _gate(self, query: str, time_range: Any, tz: Any, result: RetrievalResult) -> str:
         """Set the result's time window; return the text left to search."""

@@ -48,6 +48,10 @@ class RetrievedItem:
     # With a retrieve that includes staged runs (the host's ``include_staged``): whether the entry comes from a
     # run on probation (True) or from the approved memory (False); None otherwise (and left out of the JSON).
     staged: bool | None = None
+    # With a host's retrieve as a character: where the entry comes from ("shared", "character" — that character's
+    # own layer —, "profile" — the character's own profile) and which character; None otherwise (left out).
+    layer: str | None = None
+    character: str | None = None
 
     @property
     def date(self) -> str | None:
@@ -86,6 +90,9 @@ class RetrievedItem:
         }
         if self.staged is not None:
             out["staged"] = self.staged
+        if self.layer is not None:
+            out["layer"] = self.layer
+            out["character"] = self.character
         return out
 
 

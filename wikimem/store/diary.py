@@ -12,6 +12,7 @@ from wikimem.format import (
     clean_content,
     clean_meta_value,
     day_path,
+    layer_prefix,
     normalize_ts,
     parse_day,
     render_day,
@@ -58,11 +59,14 @@ class DiaryReader(ABC):
 
 
 class Diary(DiaryReader):
-    """Append and read the diary of one memory folder (``root/diary/``)."""
+    """Append and read the diary of one memory folder (``root/diary/``; of a character's layer when ``layer`` is
+    given with the folder's writer: see :class:`~wikimem.MemoryStore`)."""
 
     def __init__(self, root: Path | str, *, journal: Journal | None = None,
-                 hook: MutationHook | None = None, _writer: Writer | None = None):
+                 hook: MutationHook | None = None, _writer: Writer | None = None, layer: str | None = None):
         self.root = Path(root)
+        self.layer = layer
+        self._prefix = layer_prefix(layer) if _writer is not None else ""
         self.journal = journal if journal is not None else Journal(self.root / "journal.jsonl")
         self.writer = _writer if _writer is not None else Writer(self.root, self.journal, hook)
 
@@ -102,12 +106,14 @@ class Diary(DiaryReader):
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=ts,
         )
-        rel = day_path(date)
+        rel = self._prefix + day_path(date)
         with self.writer.unit():
             old, entries = self.writer.parse(rel, lambda data: parse_day(data, date))
             # Sorted stably: the new event lands after every earlier one of its minute.
             entries = sort_day(entries + [entry])
             record = diary_record(date, time, entry.owner, entry.source_conv)
+            if self.layer is not None:
+                record["layer"] = self.layer
             self.writer.apply({rel: (old, render_day(date, entries))}, record, parsed={rel: entries})
         return entry
 
@@ -116,12 +122,12 @@ class Diary(DiaryReader):
     def day(self, date: str) -> list[DiaryItem]:
         """Every entry of one day, in file order."""
         validate_date(date)
-        return parse_day(self.writer.read(day_path(date)), date)
+        return parse_day(self.writer.read(self._prefix + day_path(date)), date)
 
     def dates(self) -> list[str]:
         """Every date that has a diary file, ascending."""
         out = []
-        for name in self.writer.door.names(DIARY_DIR):
+        for name in self.writer.door.names(self._prefix + DIARY_DIR):
             stem = name[:-3]
             if DATE_RE.fullmatch(stem):
                 try:

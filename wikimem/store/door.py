@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wikimem.errors import DamagedFolder, TooLarge
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, memory_path
+from wikimem.format import LAYERS_DIR, MEMORY_DIRS, SETTINGS_PATH, is_memory_name, layer_of, memory_path
 from wikimem.fsio import TEMP_SUFFIX, Stamp, open_folder, open_regular, read_regular, write_all
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+from wikimem.naming import is_character_id
 
 __all__ = ["Door", "OverlayDoor", "TOP_FILES", "JOURNAL_NAME", "GITIGNORE_NAME", "folder_file"]
 
@@ -31,18 +32,35 @@ def folder_file(rel: str) -> tuple[str | None, str]:
     if isinstance(rel, str) and "\0" not in rel:
         if rel in TOP_FILES:
             return None, rel
+        layer, inner = layer_of(rel)
+        if layer is not None and inner == JOURNAL_NAME:
+            return f"{LAYERS_DIR}/{layer}", inner
         if memory_path(rel) is not None:
-            folder, _, name = rel.partition("/")
+            folder, _, name = rel.rpartition("/")
             return folder, name
     raise DamagedFolder(f"refused path {rel!r}: not a file of a memory folder (wiki/<name>.md, diary/<name>.md, "
-                        f"{', '.join(TOP_FILES)})")
+                        f"characters/<id>/ the same, {', '.join(TOP_FILES)})")
+
+
+def memory_folder(folder: str) -> bool:
+    """Whether ``folder`` holds memory files: ``wiki``, ``diary``, or those of a character's layer."""
+    if folder in MEMORY_DIRS:
+        return True
+    layer, inner = layer_of(folder + "/")
+    return layer is not None and inner[:-1] in MEMORY_DIRS
 
 
 _EPOCHS = itertools.count(1)  # every OverlayDoor base gets its own, so no stamp of one base matches another's
 
 
 def _limit(folder: str | None) -> int:
-    return MAX_FILE_BYTES if folder is not None else MAX_SETTINGS_BYTES
+    return MAX_FILE_BYTES if folder is not None and memory_folder(folder) else MAX_SETTINGS_BYTES
+
+
+def _check_folder(folder: str) -> None:
+    if not memory_folder(folder):
+        raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)} (of the "
+                            "folder, or of a character's layer characters/<id>/)")
 
 
 class Door:
@@ -58,24 +76,30 @@ class Door:
         return f"{self.root.name}/{rel}"
 
     def _dir(self, folder: str | None, create: bool = False) -> int | None:
-        """A descriptor of ``root`` (None) or of ``root/folder`` (never through a link); None if missing."""
+        """A descriptor of ``root`` (None) or of ``root/folder``, each folder on the way opened without following a
+        link; None if missing."""
         if create:
             self.root.mkdir(parents=True, exist_ok=True)
         try:
-            top = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
-        if folder is None:
-            return top
-        try:
-            if create:
-                try:
-                    os.mkdir(folder, 0o755, dir_fd=top)
-                except FileExistsError:
-                    pass
-            return open_folder(folder, dir_fd=top, shown=self._shown(folder))
-        finally:
-            os.close(top)
+        walked = ""
+        for part in folder.split("/") if folder is not None else ():
+            walked = f"{walked}/{part}" if walked else part
+            try:
+                if create:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                inner = open_folder(part, dir_fd=fd, shown=self._shown(walked))
+            finally:
+                os.close(fd)
+            if inner is None:
+                return None
+            fd = inner
+        return fd
 
     @contextmanager
     def _folder(self, folder: str | None) -> Iterator[int | None]:
@@ -108,9 +132,9 @@ class Door:
         return st.st_ino, st.st_mtime_ns, st.st_size
 
     def stamps(self, folder: str) -> dict[str, Stamp]:
-        """``{name: stamp}`` of the memory files in ``wiki/`` or ``diary/`` ({} without the folder)."""
-        if folder not in MEMORY_DIRS:
-            raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)}")
+        """``{name: stamp}`` of the memory files in ``wiki/`` or ``diary/`` (of a layer: ``characters/<id>/wiki``)
+        ({} without the folder)."""
+        _check_folder(folder)
         out: dict[str, Stamp] = {}
         with self._folder(folder) as fd:
             if fd is None:
@@ -129,6 +153,20 @@ class Door:
     def names(self, folder: str) -> list[str]:
         """The memory files' names (``<stem>.md``) in ``wiki/`` or ``diary/``, sorted."""
         return sorted(self.stamps(folder))
+
+    def layers(self) -> list[str]:
+        """The characters whose layer folder is here (``characters/<id>/``), sorted; names that are no character
+        id are ignored, a link or a file named like one is :class:`DamagedFolder` (as a link in place of ``wiki/``)."""
+        with self._folder(LAYERS_DIR) as fd:
+            if fd is None:
+                return []
+            with os.scandir(fd) as entries:
+                found = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in entries if is_character_id(e.name))
+        for name, is_dir in found:
+            if not is_dir:
+                raise DamagedFolder(f"{self._shown(f'{LAYERS_DIR}/{name}')} is not a folder; nothing is read through "
+                                    f"it (wikimem repair moves it aside)")
+        return [name for name, _ in found]
 
     # -- writing ---------------------------------------------------------------
 
@@ -224,11 +262,10 @@ class OverlayDoor(Door):
         return None if data is None else (hash(rel) & 0xFFFFFFFF, self._version, len(data))
 
     def stamps(self, folder: str) -> dict[str, Stamp]:
-        if folder not in MEMORY_DIRS:
-            raise DamagedFolder(f"refused folder {folder!r}: memory files live in {' and '.join(MEMORY_DIRS)}")
+        _check_folder(folder)
         names = set(self._base_names(folder))
         for rel, data in self.written.items():
-            where, _, name = rel.partition("/")
+            where, _, name = rel.rpartition("/")
             if where == folder:
                 (names.add if data is not None else names.discard)(name)
         out: dict[str, Stamp] = {}

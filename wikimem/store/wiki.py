@@ -14,6 +14,8 @@ from wikimem.format import (
     WIKI_DIR,
     clean_content,
     clean_meta_value,
+    layer_of,
+    layer_prefix,
     memory_path,
     normalize_ts,
     parse_wiki,
@@ -22,7 +24,7 @@ from wikimem.format import (
 )
 from wikimem.fsio import Stamp
 from wikimem.models import RecallItem
-from wikimem.naming import safe_stem, sanitize_item_name, validate_file
+from wikimem.naming import safe_stem, sanitize_item_name, validate_character_id, validate_file
 
 from .diary import Diary
 from .door import Door
@@ -49,19 +51,28 @@ class MemoryStore:
 
     Constructing a store touches nothing on disk; folders appear on the
     first write. ``hook`` plugs a layer (git) into the mutation seam, see
-    :mod:`wikimem.store.writer`.
+    :mod:`wikimem.store.writer`. ``layer`` with ``writer``: the store of a
+    character's layer of the folder ``root`` (``characters/<layer>/``),
+    written by the folder's own writer, so one unit may span layers; its
+    journal lines name the layer.
     """
 
-    def __init__(self, root: Path | str, *, hook: MutationHook | None = None, door: Door | None = None):
-        self.root = Path(root)
-        self.journal = Journal(self.root / "journal.jsonl")
-        self.writer = Writer(self.root, self.journal, hook, door)
+    def __init__(self, root: Path | str, *, hook: MutationHook | None = None, door: Door | None = None,
+                 writer: Writer | None = None, layer: str | None = None):
+        if layer is not None and writer is None:
+            raise ValueError("a layer's store is written by its folder's writer: give writer= too")
+        self.layer_id = layer  # None: the shared layer
+        self._prefix = layer_prefix(layer)
+        self.root = Path(root) / self._prefix if self._prefix else Path(root)
+        self.journal = writer.journal if writer is not None else Journal(self.root / "journal.jsonl")
+        self.writer = writer if writer is not None else Writer(self.root, self.journal, hook, door)
         self.writer.listeners.append(self._on_change)
         self._revision = 0
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG_SIZE)
         self._cache: dict[str, tuple[tuple, list[RecallItem]]] = {}
         self._cache_lock = threading.Lock()
         self._diary: Diary | None = None
+        self._layers: dict[str, MemoryStore] = {}  # the characters' layers reached from this (shared) store
 
     # -- reading -----------------------------------------------------------
 
@@ -74,19 +85,19 @@ class MemoryStore:
     def diary(self) -> Diary:
         """The store's :class:`~wikimem.Diary`, sharing its journal and seam."""
         if self._diary is None:
-            self._diary = Diary(self.root, journal=self.journal, _writer=self.writer)
+            self._diary = Diary(self.root, journal=self.journal, _writer=self.writer, layer=self.layer_id)
         return self._diary
 
     def files(self) -> list[str]:
         """Sorted RecallFile names: one per ``wiki/*.md``."""
-        return [name[:-3] for name in self.writer.door.names(WIKI_DIR)]
+        return [name[:-3] for name in self.writer.door.names(self._prefix + WIKI_DIR)]
 
     def items(self, file: str | None = None) -> list[RecallItem]:
         """All items, or those of one RecallFile, in file order."""
         if file is not None:
             return list(self._read(file))
         out: list[RecallItem] = []
-        stamps = self.writer.door.stamps(WIKI_DIR)  # one listing for every file's cache check
+        stamps = self.writer.door.stamps(self._prefix + WIKI_DIR)  # one listing for every file's cache check
         for name in sorted(stamps):
             out.extend(self._read(name[:-3], stamps[name]))
         return out
@@ -102,7 +113,7 @@ class MemoryStore:
     def _read(self, file: str, key: Stamp | None = None) -> list[RecallItem]:
         """Items of a file, from a cache validated by the file's identity (or as a unit in progress staged them);
         ``key`` is its stamp when the caller listed the folder already."""
-        rel = wiki_path(safe_stem(file))
+        rel = self._path(safe_stem(file))
         if self.writer.active:
             staged = self.writer.read(rel)
             return parse_wiki(staged, file)
@@ -121,7 +132,17 @@ class MemoryStore:
 
     def _read_fresh(self, file: str) -> tuple[bytes | None, list[RecallItem]]:
         """Bytes and items as the unit in progress sees them — used under the write lock."""
-        return self.writer.parse(wiki_path(safe_stem(file)), lambda data: parse_wiki(data, file))
+        return self.writer.parse(self._path(safe_stem(file)), lambda data: parse_wiki(data, file))
+
+    def _path(self, file: str) -> str:
+        """The file's path in the folder (in this store's layer)."""
+        return self._prefix + wiki_path(file)
+
+    def _record(self, action: str, file: str, name: str, owner: str | None, source_conv: str | None) -> dict:
+        record = wiki_record(action, file, name, owner, source_conv)
+        if self.layer_id is not None:
+            record["layer"] = self.layer_id
+        return record
 
     # -- writing -----------------------------------------------------------
 
@@ -167,9 +188,9 @@ class MemoryStore:
             existed = any(i.name == item.name for i in items)
             # Replace in place: the item keeps its position in the file.
             new_items = [item if i.name == item.name else i for i in items] if existed else items + [item]
-            record = wiki_record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
+            record = self._record("update" if existed else "add", file, item.name, item.owner, item.source_conv)
             self._write(file, old, new_items, record)
-        if wiki_path(file) in unit.final:  # (a later unit of the same round may have written the file again)
+        if self._path(file) in unit.final:  # (a later unit of the same round may have written the file again)
             self._prime_cache(file, new_items)
         return Saved(item, created=not existed)
 
@@ -183,12 +204,12 @@ class MemoryStore:
             remaining = [i for i in items if i.name != name]
             if len(remaining) == len(items):
                 return False
-            record = wiki_record("remove", file, name, owner, None)
+            record = self._record("remove", file, name, owner, None)
             self._write(file, old, remaining, record)
         return True
 
     def _write(self, file: str, old: bytes | None, items: list[RecallItem], record: dict | None) -> None:
-        rel = wiki_path(file)
+        rel = self._path(file)
         self.writer.apply({rel: (old, render_wiki(file, items))}, record, parsed={rel: items})
 
     def _prime_cache(self, file: str, items: list[RecallItem]) -> None:
@@ -197,7 +218,7 @@ class MemoryStore:
         # enclosing unit the file is not written yet: nothing to remember.
         if self.writer.active or not items:
             return
-        key = self.writer.door.stamp(wiki_path(safe_stem(file)))
+        key = self.writer.door.stamp(self._path(safe_stem(file)))
         if key is None:
             return
         with self._cache_lock:
@@ -205,7 +226,8 @@ class MemoryStore:
 
     def _on_change(self, paths: tuple[str, ...]) -> None:
         for rel in paths:
-            kind = memory_path(rel)
+            layer, inner = layer_of(rel)
+            kind = memory_path(inner) if layer == self.layer_id else None
             if kind is not None and kind[0] == WIKI_DIR:
                 with self._cache_lock:
                     self._cache.pop(kind[1], None)
@@ -222,6 +244,24 @@ class MemoryStore:
             return {file for rev, file in self._changes if rev > revision}
 
     def invalidate(self) -> None:
-        """Forget cached parses (after edits made outside this process)."""
+        """Forget cached parses (after edits made outside this process), this store's and its layers'."""
         with self._cache_lock:
             self._cache.clear()
+            layers = list(self._layers.values())
+        for layer in layers:
+            layer.invalidate()
+
+    def layer(self, layer: str | None) -> MemoryStore:
+        """The store of a character's layer of this folder (``characters/<layer>/``), written by this store's
+        writer (one lock, one unit may span layers); ``None`` is this store itself. :class:`InvalidName` for an
+        id that is not a character id."""
+        if layer is None or layer == self.layer_id:
+            return self
+        if self.layer_id is not None:
+            raise ValueError("a layer is reached from its folder's shared store, not from another layer")
+        with self._cache_lock:
+            found = self._layers.get(layer)
+            if found is None:
+                found = self._layers[layer] = MemoryStore(self.root, writer=self.writer,
+                                                          layer=validate_character_id(layer))
+        return found

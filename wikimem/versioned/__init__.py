@@ -40,11 +40,12 @@ from .replication import (
     validate_template,
 )
 from .staging import SETTLING_ACTIONS, Overlay, StagedBranch, StagedReview, StagedRun, Staging, item_key
+from .target import Target
 from .vstore import PACK_EVERY, VersionedStore
 
 __all__ = [
     # the store's core
-    "VersionedStore", "PACK_EVERY", "Committed", "Outcome", "folder_head",
+    "VersionedStore", "PACK_EVERY", "Committed", "Outcome", "folder_head", "Target",
     "BundleError", "branch_head", "bundle_refs", "restore_bundle", "write_bundle_of",
     "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
     # history/

@@ -17,7 +17,9 @@ from wikimem.naming import is_unsafe
 from wikimem.store import UnitInfo, parse_record
 
 __all__ = ["build_message", "parse_trailers", "describe", "clean_value", "printable", "undo_body", "undo_trailers",
-           "trailer_values", "MAX_UNDO_ITEMS"]
+           "trailer_values", "layer_trailers", "MAX_UNDO_ITEMS", "SHARED_LAYER"]
+
+SHARED_LAYER = "shared"  # how a trailer names the shared layer in a commit that touches a character's too
 
 _ORDER = ("Action", "File", "Item", "Date", "Time", "Owner", "Source-Conv", "Run", "Actor", "Reverts",
           "Idempotency-Key", "Request")
@@ -41,8 +43,23 @@ def clean_value(value) -> str | None:
     return text[:500] or None
 
 
+def layer_trailers(layers: Iterable[str | None]) -> list[str]:
+    """``Wikimem-Layer`` lines of a commit that touched these layers (None: the shared one): one per character's
+    layer, and ``shared`` too when it is touched beside one; none for a commit of the shared layer alone."""
+    found = set(layers)
+    if found <= {None}:
+        return []
+    return [f"Wikimem-Layer: {layer or SHARED_LAYER}" for layer in sorted(found, key=lambda x: (x is not None, x))]
+
+
 def describe(record: dict) -> str:
-    """``add preferences/likes-the-sea`` / ``diary 2026-07-21 14:30`` for one journal record."""
+    """``add preferences/likes-the-sea`` / ``diary 2026-07-21 14:30`` for one journal record (``… in kai``
+    for a character's layer)."""
+    where = f" in {record['layer']}" if record.get("layer") else ""
+    return _describe(record) + where
+
+
+def _describe(record: dict) -> str:
     action = record.get("action", "change")
     if action == "diary":
         return f"diary {record.get('date')} {record.get('time')}"
@@ -96,6 +113,7 @@ def build_message(records: list[dict], info: UnitInfo) -> str:
         if value is not None:
             lines.append(f"Wikimem-{key}: {value}")
     lines.extend(undo_trailers(info))
+    lines.extend(layer_trailers(r.get("layer") for r in records))
     lines.extend(f"Wikimem-{name}: {v}" for name, value in info.trailers if (v := clean_value(value)))
     for rec in records:
         # ASCII-escaped: a journal line can never carry a line break or a control character into the message.

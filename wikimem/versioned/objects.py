@@ -34,9 +34,9 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from wikimem.errors import DamagedFolder
-from wikimem.format import MEMORY_DIRS
+from wikimem.format import LAYERS_DIR, MEMORY_DIRS, layer_dirs
 from wikimem.fsio import atomic_write, stat_stamp, write_all
-from wikimem.naming import is_unsafe
+from wikimem.naming import is_character_id, is_unsafe
 
 if TYPE_CHECKING:
     from dulwich.objects import ObjectID
@@ -311,17 +311,34 @@ class GitRepo:
                 out[f"{folder}/{item.path.decode('utf-8', 'replace')}"] = item.sha
         return out
 
+    def layers(self, tree_id: bytes | None) -> list[str]:
+        """The characters with a layer (``characters/<id>/``) in the tree."""
+        found = self.entry(tree_id, LAYERS_DIR)
+        if found is None or found[0] != _DIR_MODE:
+            return []
+        names = (item.path.decode("utf-8", "replace") for item in self.tree(found[1]).iteritems()
+                 if item.mode == _DIR_MODE)
+        return sorted(name for name in names if is_character_id(name))
+
+    def memory_dirs(self, tree_id: bytes | None) -> list[str]:
+        """The memory folders of the tree: ``wiki/``, ``diary/`` and those of every character's layer."""
+        return [*MEMORY_DIRS, *(d for layer in self.layers(tree_id) for d in layer_dirs(layer))]
+
     def tracked(self, tree_id: bytes | None) -> dict[str, bytes]:
-        """Every file of the memory folders (``wiki/``, ``diary/``) in the tree."""
+        """Every file of the memory folders (``wiki/``, ``diary/``, in every layer) in the tree."""
         out: dict[str, bytes] = {}
-        for folder in MEMORY_DIRS:
+        for folder in self.memory_dirs(tree_id):
             out.update(self.files_under(tree_id, folder))
         return out
 
     def changed_paths(self, old_tree: bytes | None, new_tree: bytes | None) -> set[str]:
         """Tracked paths whose blob differs between two trees (only differing subtrees are read)."""
         out: set[str] = set()
-        for folder in MEMORY_DIRS:
+        same_layers = (self.entry(old_tree, LAYERS_DIR) if old_tree else None) == \
+            (self.entry(new_tree, LAYERS_DIR) if new_tree else None)
+        folders = MEMORY_DIRS if same_layers else dict.fromkeys(
+            [*self.memory_dirs(old_tree), *self.memory_dirs(new_tree)])
+        for folder in folders:
             a = self.entry(old_tree, folder) if old_tree else None
             b = self.entry(new_tree, folder) if new_tree else None
             if a == b:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from dulwich.objects import Commit
 
 from wikimem.errors import DamagedFolder, RemoteRefused
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, is_memory_name, parse_settings
+from wikimem.format import LAYERS_DIR, MEMORY_DIRS, SETTINGS_PATH, is_memory_name, parse_settings
 from wikimem.fsio import file_kind
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+from wikimem.naming import is_character_id
 from wikimem.store import TOP_FILES
 
 from .objects import BRANCH, GitRepo, oid
@@ -113,7 +115,7 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
         why = _refused(root / rel, MAX_SETTINGS_BYTES if rel in TOP_FILES and rel != "journal.jsonl" else None)
         if why:
             move(rel, why)
-    for folder in () if only else MEMORY_DIRS:
+    for folder in () if only else _folders(root, move):
         try:
             st = os.lstat(root / folder)
         except FileNotFoundError:
@@ -128,6 +130,30 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
             if why:
                 move(f"{folder}/{name}", why)
     return moved
+
+
+def _folders(root: Path, move: Callable[[str, str], None]) -> list[str]:
+    """The memory folders to look into: ``wiki/``, ``diary/`` and those of each character's layer (a link or a file
+    where ``characters/`` or a layer's folder should be is moved aside first)."""
+    out = list(MEMORY_DIRS)
+    for folder in [LAYERS_DIR, *(f"{LAYERS_DIR}/{n}" for n in _names(root / LAYERS_DIR))]:
+        try:
+            st = os.lstat(root / folder)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            move(folder, file_kind(st.st_mode))
+        elif folder != LAYERS_DIR:
+            out += [f"{folder}/{d}" for d in MEMORY_DIRS]
+    return out
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if is_character_id(e.name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _refused(path: Path, limit: int | None) -> str | None:

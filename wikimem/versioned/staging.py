@@ -35,22 +35,31 @@ from typing import TYPE_CHECKING, Any
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, NotFound, PreconditionFailed, RemoteError, RemoteMoved
 from wikimem.format import (
-    memory_path,
     parse_day,
     parse_wiki,
     render_day,
     render_wiki,
     utc_now,
 )
-from wikimem.models import DiaryItem, RecallItem
-from wikimem.naming import validate_provenance
 from wikimem.store import MemoryStore, OverlayDoor, Unit, UnitInfo
 
-from .history import ItemChange, Plan, Snapshot, State, finish, iso, path_changes, plan_apply, rebuild_result
+from .history import (
+    ItemChange,
+    Plan,
+    Snapshot,
+    State,
+    finish,
+    iso,
+    path_changes,
+    plan_apply,
+    rebuild_result,
+    stage_writes,
+)
 from .messages import build_message, parse_trailers, trailer_values
 from .objects import oid
-from .outcomes import Committed, Outcome
+from .outcomes import Committed
 from .replication import STAGED, TRACKED, staged_ref, staged_tips, tracked_ref, validate_staged_run
+from .target import Target
 
 if TYPE_CHECKING:
     from .vstore import VersionedStore
@@ -65,10 +74,12 @@ MAX_LISTED = 100  # items named in an approve or discard commit's body
 
 
 def item_key(change: ItemChange) -> tuple:
-    """What names an item across views: ``("wiki", file, name)`` or ``("diary", date, time, content)``."""
+    """What names an item across views: ``(layer, "wiki", file, name)`` or ``(layer, "diary", date, time, content)``
+    (``layer``: a character's, None for the shared layer)."""
     if change.kind == "wiki":
-        return ("wiki", change.file, change.name)
-    return ("diary", change.date, change.time, change.after if change.after is not None else change.before)
+        return (change.layer, "wiki", change.file, change.name)
+    return (change.layer, "diary", change.date, change.time,
+            change.after if change.after is not None else change.before)
 
 
 def _line(change: ItemChange) -> str:
@@ -158,7 +169,7 @@ class StagedBranch:
             self._start = self._tip if self._tip is not None else self.git.head()
             tree = self.git.commit_tree(self._start)
             self.door.rebase(lambda p: self.git.blob_at(tree, p),
-                             lambda f: [p.split("/", 1)[1] for p in self.git.files_under(tree, f)])
+                             lambda f: [p.rsplit("/", 1)[1] for p in self.git.files_under(tree, f)])
             self.store.invalidate()
             try:
                 yield
@@ -184,18 +195,27 @@ class StagedBranch:
         self.staging.move(self.run, self._tip, cid, base)
         return cid.decode()
 
-    # -- writes (as VersionedStore's) --------------------------------------------
+    # -- the branch (a Branch of target.py: the write verbs are its Target's) -------------------------------
+
+    changed = "the staged run changed: its tip is"
+
+    @property
+    def where(self) -> str:
+        return f" on staged run {self.run}"
+
+    def unit_info(self, info: UnitInfo) -> UnitInfo:
+        return replace(info, run=self.run)
 
     def head(self) -> str:
+        """The run's view: its tip, or ``main``'s head before its first write."""
         tip = self.staging.tip_bytes(self.run)
         return (tip or self.git.head() or b"").decode()
 
-    @staticmethod
-    def request_of(ctx: WriteContext, kind: str | None) -> str | None:
-        """The hash a keyed request is remembered by (as :meth:`VersionedStore.request_of`)."""
-        return _request_of(ctx, kind)
+    def round_head(self) -> str:
+        return self.head()  # (one unit per round: the tip read under the lock)
 
-    def replay(self, key: str, kind: str | None = None, request: str | None = None) -> dict | None:
+    def replay(self, key: str, kind: str | None = None, request: str | None = None, *,
+               pending: bool = False) -> dict | None:
         """The result of a keyed request this branch already holds (its commit's trailers name the key)."""
         from wikimem.errors import IdempotencyKeyReused
 
@@ -213,68 +233,6 @@ class StagedBranch:
             out.setdefault("commit", cid.decode())
             return out
         return None
-
-    @contextmanager
-    def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
-              kind: str | None = None, reverts: str | None = None) -> Iterator[Outcome]:
-        """Everything written inside is one commit on the branch (see :meth:`VersionedStore.batch`)."""
-        ctx = ctx if ctx is not None else WriteContext()
-        request = _request_of(ctx, kind)
-        info = UnitInfo(run=self.run, actor=ctx.actor, source_conv=ctx.source_conv,
-                        idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
-                        action=action or None, request=request or None)
-        with self.writer.unit(info) as unit:
-            outcome = Outcome.opened(unit, ctx, kind, request, replay=self.replay, head=self.head,
-                                     changed="the staged run changed: its tip is")
-            yield outcome
-        if outcome.replay is None:
-            outcome.commit = unit.commit
-
-    def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item on the branch as one commit (``ctx.if_none_match``: only if the staged view
-        lacks it)."""
-        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
-        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
-            if b.replay is not None:
-                value = b.replay.get("value")
-                return Committed(RecallItem(**value) if value else None, b.commit, True,
-                                 created=bool(b.replay.get("created")))
-            if ctx.if_none_match and self.store.get(file, name) is not None:
-                raise PreconditionFailed(f"item {file}/{name} exists already on staged run {self.run}: nothing "
-                                         "written")
-            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
-        return Committed(saved.item, b.commit, created=saved.created)
-
-    def remove(self, file: str, name: str, *, owner: str | None = None,
-               ctx: WriteContext | None = None) -> Committed:
-        """Remove an item on the branch as one commit; ``value`` False (no commit) when the staged view lacks it."""
-        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
-        with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
-                        kind=f"remove {file}/{name}") as b:
-            if b.replay is not None:
-                return Committed(bool(b.replay.get("value")), b.commit, True)
-            removed = self.store.remove(file, name, owner=owner)
-        return Committed(removed, b.commit)
-
-    def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
-                     time: str | None = None, tz=None, owner: str | None = None,
-                     ctx: WriteContext | None = None) -> Committed:
-        """Append a diary entry on the branch as one commit."""
-        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
-        with self.batch(ctx, kind="diary") as b:
-            if b.replay is not None:
-                value = b.replay.get("value")
-                return Committed(DiaryItem(**value) if value else None, b.commit, True)
-            entry = self.diary.append(content, ts=ts, date=date, time=time, tz=tz, owner=owner,
-                                      source_conv=ctx.source_conv)
-        return Committed(entry, b.commit)
-
-
-def _request_of(ctx: WriteContext, kind: str | None) -> str | None:
-    from wikimem.context import digest
-
-    return digest(kind, ctx.fingerprint) if ctx.idempotency_key is not None and kind else None
 
 
 class Staging:
@@ -377,9 +335,10 @@ class Staging:
 
     # -- the branch's moves ---------------------------------------------------------
 
-    def branch(self, run: str) -> StagedBranch:
-        """The writer of staged run ``run`` (``InvalidName`` when it cannot name a branch)."""
-        return StagedBranch(self, run)
+    def branch(self, run: str, layer: str | None = None) -> Target:
+        """The write API of staged run ``run`` (``InvalidName`` when it cannot name a branch), in a layer of the
+        folder (None: the shared one)."""
+        return Target(StagedBranch(self, run), layer)
 
     def move(self, run: str, old: bytes | None, new: bytes, base: bytes) -> None:
         """Move the run's branch from ``old`` to ``new`` (under the owner lock): on the remote first when the folder
@@ -495,7 +454,7 @@ class Staging:
                 trailers += [("Edited", _where(e)) for e in edits[:MAX_LISTED]]
                 b.unit.info = replace(b.unit.info, undo_items=tuple(_line(c) for c in plan.changes),
                                       trailers=tuple(trailers))
-                self._write(writes, "approve", f"approve staged run {run}")
+                stage_writes(vs.writer, writes, "approve", f"approve staged run {run}", always=True)
                 value = {"changes": [c.to_dict() for c in plan.changes], "conflicts": plan.conflicts,
                          "skipped": len(skipped), "forced": len(plan.conflicts) if force else 0,
                          "approved_by": approver, "tip": info.tip}
@@ -528,17 +487,6 @@ class Staging:
                 b.result = value
         self._drop(run, info.tip)
         return Committed(value, b.commit, b.replay is not None)
-
-    def _write(self, writes: dict, action: str, detail: str) -> None:
-        writer = self.vstore.writer
-        if not writes:  # nothing left to apply: the commit still records the approval
-            writer.apply({}, {"ts": utc_now(), "action": action, "detail": detail})
-        for path, (old, new) in writes.items():
-            where = memory_path(path)
-            assert where is not None, path
-            folder, name = where
-            writer.apply({path: (old, new)}, {"ts": utc_now(), "action": action,
-                                              ("file" if folder == "wiki" else "date"): name, "detail": detail})
 
     # -- reading with the staged runs ----------------------------------------------------------
 

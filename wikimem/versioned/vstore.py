@@ -33,19 +33,24 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, replace
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from dulwich.objects import Blob
 
-from wikimem.context import WriteContext, digest
-from wikimem.errors import IdempotencyKeyReused, NotFound, PreconditionFailed
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, item_etag, memory_path, read_instant, utc_now
+from wikimem.context import WriteContext
+from wikimem.errors import IdempotencyKeyReused, NotFound
+from wikimem.format import (
+    MEMORY_DIRS,
+    SETTINGS_PATH,
+    layer_dirs,
+    layer_of,
+    memory_path,
+    read_instant,
+    utc_now,
+)
 from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
 from wikimem.locking import FileLock
-from wikimem.models import DiaryItem, RecallItem
-from wikimem.naming import validate_provenance
 from wikimem.store import GITIGNORE_NAME, LOCK_NAME, Landing, MemoryStore, Unit, UnitInfo
 
 from .forgetting import Forgetting, Forgotten, generation
@@ -63,7 +68,7 @@ from .history import (
     unified_patch,
 )
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
-from .messages import build_message, printable
+from .messages import build_message, layer_trailers, printable
 from .objects import GitRepo, loose_bytes, oid
 from .outcomes import Committed, Outcome
 from .recovery import Recovery
@@ -78,6 +83,7 @@ from .replication import (
     switch_to,
     tracking,
 )
+from .target import Target, request_of
 
 __all__ = ["VersionedStore", "PACK_EVERY"]
 
@@ -96,13 +102,13 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     """
     out = []
     for rec in records:
-        action = rec.get("action")
+        action, layer = rec.get("action"), rec.get("layer")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
-            touch = ("wiki", rec["file"], rec["item"], None, None)
+            touch = ("wiki", rec["file"], rec["item"], None, None, layer)
             if touch not in out:
                 out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
-            out.append(("diary", None, None, rec["date"], rec["time"]))
+            out.append(("diary", None, None, rec["date"], rec["time"], layer))
         else:
             return None
     return out
@@ -147,6 +153,7 @@ class VersionedStore:
         self.replica: Replica | None = None
         # Seconds an idempotency key replays its write (the host's retention); None: for ever.
         self.idempotency_ttl: float | None = None
+        self.main = Target(self)  # the write verbs onto main
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
         self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
                                      replica=lambda: self.replica)
@@ -504,7 +511,7 @@ class VersionedStore:
     def _disk_files(self) -> dict[str, bytes]:
         """``{path: blob sha}`` of the memory files on disk (hashed only when their stat changed)."""
         out: dict[str, bytes] = {}
-        for folder in MEMORY_DIRS:
+        for folder in self.memory_dirs():
             for name, key in self.door.stamps(folder).items():
                 path = f"{folder}/{name}"
                 cached = self._stat_cache.get(path)
@@ -518,6 +525,14 @@ class VersionedStore:
                 self._stat_cache[path] = (key, sha)
                 out[path] = sha
         return out
+
+    def memory_dirs(self) -> list[str]:
+        """The memory folders on disk: ``wiki/``, ``diary/`` and those of every character's layer."""
+        return [*MEMORY_DIRS, *(d for layer in self.door.layers() for d in layer_dirs(layer))]
+
+    def layers(self) -> list[str]:
+        """The characters with a layer in this folder: on disk, or at the branch's head."""
+        return sorted(set(self.door.layers()) | set(self.git.layers(self.git.commit_tree(self.git.head()))))
 
     def external_changes(self) -> list[str]:
         """Memory files whose content on disk differs from ``HEAD``."""
@@ -539,6 +554,7 @@ class VersionedStore:
             folder, name = where
             lines.append(f"Wikimem-{'File' if folder == 'wiki' else 'Date'}: {printable(name)}")
         lines.append(f"Wikimem-Actor: {actor or 'external'}")
+        lines += layer_trailers(layer_of(p)[0] for p in paths)
         return self._commit_files(contents, "\n".join(lines) + "\n", actor or "external")[0]
 
     def sync_external(self, actor: str | None = None) -> str | None:
@@ -552,12 +568,6 @@ class VersionedStore:
     def head(self) -> str:
         head = self.git.head()
         return head.decode() if head else ""
-
-    def _round_head(self) -> str:
-        """Inside a unit: the commit it builds on (the last one of its round not landed yet, else the head)."""
-        if self._steps and self._tip is not None:
-            return self._tip.decode()
-        return self.head()
 
     def head_file(self, path: str) -> bytes | None:
         """The bytes of ``path`` (``settings.json``, ``wiki/x.md``…) as the branch's head holds it, or None."""
@@ -601,116 +611,54 @@ class VersionedStore:
                 return step.commit, step.result.get("payload"), step.result.get("request")
         return None
 
-    @staticmethod
-    def request_of(ctx: WriteContext, kind: str | None) -> str | None:
-        """The hash a keyed request is remembered by: its kind (with target) and its fingerprint (body)."""
-        return digest(kind, ctx.fingerprint) if ctx.idempotency_key is not None and kind else None
+    # -- the branch main (a Branch of target.py; the write verbs are its Target's) ----------------------------
 
-    @contextmanager
+    where = ""  # (how a refusal names this branch: main needs no name)
+    changed = "the memory changed: head is"
+
+    def unit_info(self, info: UnitInfo) -> UnitInfo:
+        return info
+
+    def round_head(self) -> str:
+        """Inside a unit: the commit it builds on (the last one of its round not landed yet, else the head)."""
+        if self._steps and self._tip is not None:
+            return self._tip.decode()
+        return self.head()
+
+    request_of = staticmethod(request_of)
+
     def batch(self, ctx: WriteContext | None = None, *, message: str | None = None, action: str | None = None,
-              kind: str | None = None, reverts: str | None = None) -> Iterator[Outcome]:
-        """Everything written inside is one commit (or none, if nothing was written).
-
-        ``ctx`` says who writes and under which preconditions; ``message``,
-        ``action`` and ``reverts`` (the one commit a revert or restore undoes)
-        go into the commit. With an idempotency key already applied,
-        ``outcome.replay`` holds the stored result and nothing should be
-        written; ``kind`` names the request (``add f/n``, ``diary``, …) and
-        ``ctx.fingerprint`` its body, so that a key reused for another
-        request is refused (:class:`IdempotencyKeyReused`) rather than
-        replayed. A commit id ``if_match`` must still be the head. The block
-        sets ``outcome.result`` (what a retry replays); ``outcome.commit`` is
-        the commit made once the block is over.
-        """
-        ctx = ctx if ctx is not None else WriteContext()
-        request = self.request_of(ctx, kind)
-        info = UnitInfo(run=ctx.run, actor=ctx.actor, source_conv=ctx.source_conv,
-                        idempotency_key=ctx.idempotency_key, message=validate_provenance(message, "message") or None,
-                        action=action or None, request=request or None, reverts=reverts or None)
-        with self.writer.unit(info) as unit:
-            # (inside a round: the key may name a unit of the round not landed yet, and If-Match sees the round's tip)
-            outcome = Outcome.opened(unit, ctx, kind, request, head=self._round_head,
-                                     replay=lambda key, k, r: self.replay(key, k, r, pending=True),
-                                     changed="the memory changed: head is")
-            yield outcome
-            if outcome.replay is None:
-                unit.payload = outcome.result
-        if outcome.replay is None:
-            outcome.commit = unit.commit
-
-    def _check_item(self, file: str, name: str, ctx: WriteContext) -> None:
-        """The item's preconditions, inside the unit (under the owner's lock): ``ctx.if_match`` is its etag
-        or a full commit id that must still be the head; ``ctx.if_none_match`` says it must not exist."""
-        if_match = ctx.if_match
-        if if_match is None and not ctx.if_none_match:
-            return
-        if if_match is not None and len(if_match) == 40 and all(c in "0123456789abcdef" for c in if_match.lower()):
-            head = self._round_head()
-            if head != if_match.lower():
-                raise PreconditionFailed(f"the memory changed: head is {head[:12]}, not {if_match[:12]}",
-                                         current=head)
-            return
-        current = self.store.get(file, name)
-        tag = item_etag(current) if current is not None else None
-        shown = asdict(current) if current is not None else None
-        if ctx.if_none_match and current is not None:
-            raise PreconditionFailed(f"item {file}/{name} exists already (etag {tag}): nothing written",
-                                     current=tag, item=shown)
-        if if_match is not None and tag != if_match:
-            raise PreconditionFailed(f"item {file}/{name} changed (etag {tag or 'none'}, not {if_match})",
-                                     current=tag, item=shown)
+              kind: str | None = None, reverts: str | None = None) -> AbstractContextManager[Outcome]:
+        """Everything written inside is one commit on ``main`` (:meth:`Target.batch`)."""
+        return self.main.batch(ctx, message=message, action=action, kind=kind, reverts=reverts)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
             ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
-        ``ctx.if_none_match``: only if it does not exist yet)."""
-        ctx = WriteContext.of(ctx).bound("add", file, name, content, owner, ts)
-        # The item's preconditions are checked by _check_item, not as a head commit by batch().
-        with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=f"add {file}/{name}") as b:
-            if b.replay is not None:
-                value = b.replay.get("value")
-                return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
-                                 created=bool(b.replay.get("created")))
-            self._check_item(file, name, ctx)
-            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
-            b.result = {"value": asdict(saved.item), "created": saved.created}
-        return Committed(saved.item, b.commit, created=saved.created)
+        """Add or replace an item as one commit on ``main`` (:meth:`Target.add`)."""
+        return self.main.add(file, name, content, owner=owner, ts=ts, ctx=ctx)
 
     def remove(self, file: str, name: str, *, owner: str | None = None,
                ctx: WriteContext | None = None) -> Committed:
-        """Remove an item as one commit; ``value`` is False (and no commit) when it did not exist."""
-        ctx = WriteContext.of(ctx).bound("remove", file, name, owner)
-        with self.batch(replace(ctx, if_match=None, if_none_match=False, source_conv=None),
-                        kind=f"remove {file}/{name}") as b:
-            if b.replay is not None:
-                return Committed(bool(b.replay.get("value")), b.commit, True)
-            self._check_item(file, name, ctx)
-            removed = self.store.remove(file, name, owner=owner)
-            b.result = {"value": removed}
-        return Committed(removed, b.commit)
+        """Remove an item as one commit on ``main`` (:meth:`Target.remove`)."""
+        return self.main.remove(file, name, owner=owner, ctx=ctx)
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
                      time: str | None = None, tz=None, owner: str | None = None,
                      ctx: WriteContext | None = None) -> Committed:
-        """Append a diary entry as one commit."""
-        ctx = WriteContext.of(ctx).bound("diary", content, ts, date, time, str(tz) if tz else None, owner)
-        with self.batch(ctx, kind="diary") as b:
-            if b.replay is not None:
-                value = b.replay.get("value")
-                return Committed(DiaryItem(**value) if value else None, b.commit, True)
-            entry = self.diary.append(content, ts=ts, date=date, time=time, tz=tz, owner=owner,
-                                      source_conv=ctx.source_conv)
-            b.result = {"value": asdict(entry)}
-        return Committed(entry, b.commit)
+        """Append a diary entry as one commit on ``main`` (:meth:`Target.diary_append`)."""
+        return self.main.diary_append(content, ts=ts, date=date, time=time, tz=tz, owner=owner, ctx=ctx)
 
     # -- history ---------------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                date: str | None = None, limit: int = 50, cursor: str | None = None) -> HistoryPage:
-        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day."""
+                date: str | None = None, limit: int = 50, cursor: str | None = None,
+                layers: tuple[str | None, ...] | None = None) -> HistoryPage:
+        """The log, newest first, optionally of one RecallFile, one item, one run or one diary day; ``layers``: only
+        the commits of these layers (None in it: the shared one) and those that touched no item."""
         if item is not None:
             item = " ".join(item.split())
-        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor)
+        return self.db.page(file=file, item=item, run=run, date=date, limit=max(1, int(limit)), cursor=cursor,
+                            layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.db.runs(limit)
@@ -752,21 +700,31 @@ class VersionedStore:
             raise NotFound(f"no commit at or before {point}")
         return found_at
 
-    def _span(self, old_tree, new_tree) -> tuple[list[ItemChange], str]:
+    def _span(self, old_tree, new_tree, layers: tuple[str | None, ...] | None = None,
+              ) -> tuple[list[ItemChange], str, bool]:
+        """The item changes and the patch between two trees, of ``layers`` only (None: every layer); and whether
+        anything changed in a layer left out."""
         changes: list[ItemChange] = []
         patch: list[str] = []
+        hidden = False
         for path in sorted(self.git.changed_paths(old_tree, new_tree)):
+            if layers is not None and layer_of(path)[0] not in layers:
+                hidden = True
+                continue
             old, new = self.git.blob_at(old_tree, path), self.git.blob_at(new_tree, path)
             changes.extend(path_changes(path, old, new))
             patch.append(unified_patch(path, old, new))
-        return changes, "".join(patch)
+        return changes, "".join(patch), hidden
 
-    def show_commit(self, point: str) -> CommitDiff:
-        """One commit: its history entry, what it did item by item, and its patch."""
+    def show_commit(self, point: str, layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """One commit: its history entry, what it did item by item, and its patch. ``layers``: seen by a reader of
+        these layers only (None in it: the shared one): a commit of other layers alone is :class:`NotFound`."""
         cid = self.resolve(point)
         obj = self.git.commit(cid.encode())
         parent_tree = self.git.commit_tree(obj.parents[0]) if obj.parents else None
-        changes, patch = self._span(parent_tree, obj.tree)
+        changes, patch, hidden = self._span(parent_tree, obj.tree, layers)
+        if hidden and not changes:
+            raise NotFound(f"no commit {point} in the layers you may read")
         entry = self.db.entry(cid)
         if entry is None:  # a commit not on the branch
             entry = HistoryEntry(cid, [p.decode() for p in obj.parents], iso(obj.commit_time),
@@ -775,11 +733,11 @@ class VersionedStore:
                                  len(changes))
         return CommitDiff(entry, changes, patch)
 
-    def diff(self, a: str, b: str = "HEAD") -> CommitDiff:
-        """What changed from ``a`` to ``b``, item by item."""
+    def diff(self, a: str, b: str = "HEAD", layers: tuple[str | None, ...] | None = None) -> CommitDiff:
+        """What changed from ``a`` to ``b``, item by item (in ``layers`` only; None: every layer)."""
         ta = self.git.commit_tree(self.resolve(a).encode())
         tb = self.git.commit_tree(self.resolve(b).encode())
-        changes, patch = self._span(ta, tb)
+        changes, patch, _ = self._span(ta, tb, layers)
         return CommitDiff(None, changes, patch)
 
     def changed_paths(self, old: str | None, new: str | None) -> set[str]:

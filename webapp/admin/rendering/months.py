@@ -1,4 +1,8 @@
-"""The diary as a calendar: month grids marking the days that have events."""
+"""The diary as a calendar: month grids marking the days that have events, and the days still to come.
+
+A day after today (the person's today) that has events holds plans filed ahead: it is *planned*,
+and the calendar opens on the latest day not after today.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ class CalendarDay:
     day: int
     in_month: bool
     has_entries: bool
+    planned: bool = False  # after today: what is there was planned, not lived yet
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,8 @@ class MonthView:
     prev: str | None                 # nearest earlier month with entries
     next: str | None                 # nearest later month with entries
     months: list[tuple[str, int]]    # every month with entries, and its day count
-    latest: str | None               # the last day of this month that has entries
+    latest: str | None               # the day to open: the last of this month with entries, not after today
+    today: str = ""                  # YYYY-MM-DD
 
 
 def parse_month(value: str) -> str:
@@ -43,21 +49,25 @@ def parse_month(value: str) -> str:
     return value
 
 
-def month_view(dates: list[str], month: str | None = None) -> MonthView:
-    """The grid of ``month`` (default: the latest month with entries, else this month).
+def month_view(dates: list[str], month: str | None = None, today: str | None = None) -> MonthView:
+    """The grid of ``month`` (default: the month of the latest day with entries not after ``today``).
 
-    ``dates`` are the diary's dates, ascending, as ``Diary.dates()`` returns them.
+    ``dates`` are the diary's dates, ascending, as ``Diary.dates()`` returns them; ``today`` is the
+    person's today (default: this machine's). Days after it are marked planned.
     """
+    today = today or _date.today().isoformat()
     counts: dict[str, int] = {}
     for d in dates:
         counts[d[:7]] = counts.get(d[:7], 0) + 1
+    lived = [d for d in dates if d <= today]
     if month is None:
-        month = dates[-1][:7] if dates else _date.today().strftime("%Y-%m")
+        month = (lived or dates or [today])[-1 if lived else 0][:7]
     parse_month(month)
     year, mon = int(month[:4]), int(month[5:7])
     present = set(dates)
     weeks = [
-        [CalendarDay(d.isoformat(), d.day, d.month == mon, d.isoformat() in present) for d in week]
+        [CalendarDay(d.isoformat(), d.day, d.month == mon, d.isoformat() in present, d.isoformat() > today)
+         for d in week]
         for week in calendar.Calendar(firstweekday=0).monthdatescalendar(year, mon)
     ]
     keys = sorted(counts)
@@ -65,9 +75,10 @@ def month_view(dates: list[str], month: str | None = None) -> MonthView:
     later = [k for k in keys if k > month]
     label = f"{calendar.month_name[mon]} {year}"
     in_month = [d for d in dates if d.startswith(month)]
+    opened = [d for d in in_month if d <= today] or in_month[:1]
     return MonthView(month, label, weeks, earlier[-1] if earlier else None,
                      later[0] if later else None, [(k, counts[k]) for k in keys],
-                     in_month[-1] if in_month else None)
+                     opened[-1] if opened else None, today)
 
 
 def calendar_params(args) -> tuple[str | None, str | None]:

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
+from wikimem.host.gate import job_context
 
 from .jobtypes import RetryLater
 from .runindex import RunIndex, RunQuery
@@ -146,7 +146,7 @@ def rollback_part(owner: Callable[[str], Owner], part: Part, *, job: str, force:
     try:
         done = owner(part.owner).review.rollback_selection(
             part.runs, part.commits, force=force, message=f"bulk rollback {job}",
-            ctx=WriteContext(run=job, actor=actor, idempotency_key=f"bulk:{job}"))
+            ctx=job_context({}, run=job, actor=actor, idempotency_key=f"bulk:{job}"))
     except Conflict as exc:
         return {**out, "status": "conflict", "commit": None, "conflict_count": len(exc.conflicts),
                 "conflicts": exc.conflicts[:MAX_CONFLICTS_SHOWN]}

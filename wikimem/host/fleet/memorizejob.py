@@ -56,13 +56,12 @@ def memorize_handler(host: Any) -> Handler:
     mark replays the commit's result instead of asking the model and writing
     again.
     """
-    from wikimem.context import WriteContext
+    from wikimem.host.gate import job_context
 
     def run(step: Step) -> dict[str, Any]:
         params = dict(step.params)
         owner, turn = params.pop("owner"), params.pop("turn")
-        ctx = WriteContext.of(**{k: params.pop(k, None) for k in _CONTEXT_FIELDS})
-        ctx = WriteContext.of(ctx, idempotency_key=ctx.idempotency_key or step.key)
+        ctx = job_context({k: params.pop(k, None) for k in _CONTEXT_FIELDS}, idempotency_key=step.key)
         try:
             return host.owner(owner).memorize(turn, ctx=ctx, **params).to_dict()
         except StoreBusy as exc:

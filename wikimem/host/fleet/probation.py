@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, NotFound
 from wikimem.format import instant_epoch
+from wikimem.host.gate import job_context
 from wikimem.host.probation import StagingPolicy
 
 from .bulk import owner_rows, owner_step
@@ -56,7 +56,7 @@ def settle_part(owner: Callable[[str], Owner], owner_id: str, run: str, *, actio
     job id, so a step run again after its process died replays instead of writing twice.
     """
     out: dict[str, Any] = {"owner": owner_id, "run": run}
-    ctx = WriteContext(actor=actor, idempotency_key=f"staged:{job}")
+    ctx = job_context({}, actor=actor, idempotency_key=f"staged:{job}")
     try:
         holder = owner(owner_id)
         if action == APPROVE_JOB:

@@ -346,6 +346,23 @@ class RunIndex:
         counts = [OwnerCount(o, int(n), int(c), iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
         return OwnerCountPage(counts, encode_cursor(rows[-1][0]) if more and rows else None)
 
+    def owners_by_last_change(self, *, within: str = "", prefix: str = "", limit: int = 50,
+                              cursor: str | None = None) -> tuple[list[tuple[str, str]], str | None]:
+        """``(owner, its last commit's time)``, newest change first (ties by id), and the next page's cursor."""
+        cond = RunQuery(owner_prefix=prefix).where(within)
+        if cond is None:
+            return [], None
+        where, args = cond
+        having, more_args = "", []
+        if cursor:
+            last, owner = decode_cursor(cursor, (int, str))
+            having, more_args = " HAVING max(last) < ? OR (max(last) = ? AND owner > ?)", [last, last, owner]
+        rows = self._db().rows(f"SELECT owner, max(last) FROM runs WHERE {where} GROUP BY owner{having}"
+                               " ORDER BY max(last) DESC, owner LIMIT ?", [*args, *more_args, limit + 1])
+        more, rows = len(rows) > limit, rows[:limit]
+        page = [(owner, iso_instant(last)) for owner, last in rows]
+        return page, (encode_cursor(int(rows[-1][1]), rows[-1][0]) if more and rows else None)
+
     def selection(self, query: RunQuery, *, within: str = "", limit: int | None = None) -> dict[str, list[RunRow]]:
         """Every matching run grouped by owner (owners in id order), up to ``limit`` owners."""
         cond = query.where(within)

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, parents TEXT NOT NULL, time INTEGER NOT NULL,
     actor TEXT, run TEXT, action TEXT, file TEXT, item TEXT, date TEXT, tod TEXT, owner TEXT,
     source_conv TEXT, summary TEXT, changes INTEGER NOT NULL, idem TEXT);
-CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, name TEXT, date TEXT, time TEXT);
+CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, name TEXT, date TEXT, time TEXT,
+    layer TEXT);
 CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
 CREATE INDEX IF NOT EXISTS touches_date ON touches (date, seq);
 CREATE INDEX IF NOT EXISTS commits_run ON commits (run, seq);
@@ -152,6 +153,8 @@ class HistoryDB:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(idem)")}
         if "request" not in columns:  # an index made before requests were bound to their keys
             conn.execute("ALTER TABLE idem ADD COLUMN request TEXT")
+        if "layer" not in {row[1] for row in conn.execute("PRAGMA table_info(touches)")}:
+            conn.execute("ALTER TABLE touches ADD COLUMN layer TEXT")  # (made before layers: every touch is shared)
         conn.execute("SELECT count(*) FROM commits").fetchone()
         if new:  # the schema's pages into the file at once: a new owner's WAL starts small
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -251,48 +254,37 @@ class HistoryDB:
         if cur.rowcount == 0:
             return
         seq = cur.lastrowid
-        db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?)", [(seq, *t) for t in touches])
+        # (a touch recorded before layers has five fields: its layer is the shared one)
+        db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?,?)", [(seq, *t, *(None,) * (6 - len(t)))
+                                                                     for t in touches])
         key = trailers.get("Idempotency-Key")
         if key:
             db.execute("INSERT OR IGNORE INTO idem VALUES (?,?,NULL,?)", (key, cid.decode(), trailers.get("Request")))
 
     def _touches(self, commit) -> list[tuple]:
-        """``(kind, file, name, date, time)`` of every item or entry the commit changed."""
+        """``(kind, file, name, date, time, layer)`` of every item or entry the commit changed."""
         parent_tree = self.git.commit_tree(commit.parents[0]) if commit.parents else None
         touches = []
         for path in sorted(self.git.changed_paths(parent_tree, commit.tree)):
             old, new = self.git.blob_at(parent_tree, path), self.git.blob_at(commit.tree, path)
             for ch in path_changes(path, old, new):
-                touches.append((ch.kind, ch.file, ch.name, ch.date, ch.time))
+                touches.append((ch.kind, ch.file, ch.name, ch.date, ch.time, ch.layer))
         return touches
 
     # -- queries -------------------------------------------------------------
 
-    def page(self, *, file=None, item=None, run=None, date=None, limit=50, cursor=None) -> HistoryPage:
+    def page(self, *, file=None, item=None, run=None, date=None, limit=50, cursor=None,
+             layers: tuple[str | None, ...] | None = None) -> HistoryPage:
+        """A page of commits, newest first, of one file, item, run or day; ``layers``: only commits that touched
+        one of these layers (None: the shared one) or no item at all (None: every commit)."""
         self.sync()
-        where, args = [], []
+        where, args = _where(file=file, item=item, run=run, date=date, layers=layers)
         if cursor is not None:
             try:
                 where.append("c.seq < ?")
                 args.append(int(cursor))
             except ValueError:
                 raise ValueError(f"invalid history cursor {cursor!r}") from None
-        if run is not None:
-            where.append("c.run = ?")
-            args.append(run)
-        if file is not None or item is not None or date is not None:
-            sub, sub_args = ["t.seq = c.seq"], []
-            if file is not None:
-                sub.append("t.file = ?")
-                sub_args.append(file)
-            if item is not None:
-                sub.append("t.name = ?")
-                sub_args.append(item)
-            if date is not None:
-                sub.append("t.date = ?")
-                sub_args.append(date)
-            where.append(f"EXISTS (SELECT 1 FROM touches t WHERE {' AND '.join(sub)})")
-            args.extend(sub_args)
         sql = f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, c.seq FROM commits c"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -384,7 +376,7 @@ class HistoryDB:
                 raise
 
     def touches_by_commit(self) -> dict[str, list[tuple]]:
-        """``{commit id: [(kind, file, name, date, time), …]}`` of every indexed commit (what a rebuild after a
+        """``{commit id: [(kind, file, name, date, time, layer), …]}`` of every indexed commit (what a rebuild after a
         rewrite may reuse instead of diffing every commit again)."""
         self.sync()
         out: dict[str, list[tuple]] = {}
@@ -393,7 +385,8 @@ class HistoryDB:
             ids = dict(db.execute("SELECT seq, id FROM commits").fetchall())
             for cid in ids.values():
                 out[cid] = []
-            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time FROM touches ORDER BY rowid"):
+            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time, layer FROM touches "
+                                          "ORDER BY rowid"):
                 if seq in ids:
                     out[ids[seq]].append(tuple(touch))
         return out
@@ -517,19 +510,33 @@ class HistoryDB:
 UNDO_ACTIONS = ("revert", "rollback")
 
 
-def _where(file=None, item=None, run=None, date=None, actor=None, action=None, since=None, until=None):
-    """SQL conditions on ``commits c`` (and its touches) for the given filters, with their arguments."""
+def _where(file=None, item=None, run=None, date=None, actor=None, action=None, since=None, until=None,
+           layers: tuple[str | None, ...] | None = None):
+    """SQL conditions on ``commits c`` (and its touches) for the given filters, with their arguments; ``layers``
+    keeps the commits that touched an item of one of them (None: the shared layer) or no item at all."""
     where, args = [], []
     for column, value in (("run", run), ("actor", actor), ("action", action)):
         if value is not None:
             where.append(f"c.{column} = ?")
             args.append(value)
     _bounded(where, args, ("c.time >= ?", since), ("c.time <= ?", until))
-    sub = [(col, v) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
-    if sub:
-        where.append("EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq AND "
-                     + " AND ".join(f"t.{col} = ?" for col, _ in sub) + ")")
-        args.extend(v for _, v in sub)
+    touch = [(f"t.{col} = ?", [v]) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
+    if layers is not None:
+        named = [layer for layer in layers if layer is not None]
+        options = (["t.layer IS NULL"] if None in layers else []) + (
+            [f"t.layer IN ({','.join('?' * len(named))})"] if named else [])
+        in_layers = "(" + (" OR ".join(options) or "0") + ")"
+        if touch:  # the item asked for, in one of the layers
+            touch.append((in_layers, named))
+        else:  # a commit of no item (settings, a discard) is in every layer's view
+            where.append("(NOT EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq) OR EXISTS (SELECT 1 FROM touches t "
+                         f"WHERE t.seq = c.seq AND {in_layers}))")
+            args.extend(named)
+    if touch:
+        conditions = " AND ".join(c for c, _ in touch)
+        where.append(f"EXISTS (SELECT 1 FROM touches t WHERE t.seq = c.seq AND {conditions})")
+        for _, values in touch:
+            args.extend(values)
     return where, args
 
 

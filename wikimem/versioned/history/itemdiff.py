@@ -6,7 +6,7 @@ import difflib
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from wikimem.format import entry_key, memory_path, parse_day, parse_wiki, same_item
+from wikimem.format import entry_key, layer_of, memory_path, parse_day, parse_wiki, same_item
 from wikimem.fsio import decode
 from wikimem.models import RecallItem
 
@@ -25,6 +25,7 @@ class ItemChange:
     time: str | None = None
     before: str | None = None
     after: str | None = None
+    layer: str | None = None  # a character's layer (characters/<id>/), None: the shared one
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,6 +42,15 @@ def path_changes(path: str, old: bytes | None, new: bytes | None) -> list[ItemCh
     if kind is None or old == new:
         return []
     folder, name = kind
+    layer = layer_of(path)[0]
+    out = _changes(folder, name, old, new)
+    if layer is not None:
+        for change in out:
+            change.layer = layer
+    return out
+
+
+def _changes(folder: str, name: str, old: bytes | None, new: bytes | None) -> list[ItemChange]:
     out: list[ItemChange] = []
     if folder == "wiki":
         a, b = wiki_items(old, name), wiki_items(new, name)

@@ -18,12 +18,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from wikimem.format import entry_key, memory_path, parse_day, render_day, render_wiki, same_item
+from wikimem.format import entry_key, layer_of, memory_path, parse_day, render_day, render_wiki, same_item, utc_now
+from wikimem.store import Writer
 
 from ..objects import GitRepo
 from .itemdiff import ItemChange, path_changes, wiki_items
 
-__all__ = ["Plan", "State", "plan_revert", "plan_apply", "plan_restore", "finish"]
+__all__ = ["Plan", "State", "plan_revert", "plan_apply", "plan_restore", "finish", "stage_writes"]
 
 
 @dataclass
@@ -161,3 +162,21 @@ def finish(state: State, target: str, conflicts: list[dict]) -> tuple[Plan, dict
     for path, (old, new) in writes.items():
         changes.extend(path_changes(path, old, new))
     return Plan(target, changes, conflicts), writes
+
+
+def stage_writes(writer: Writer, writes: dict[str, tuple[bytes | None, bytes | None]], action: str,
+                 detail: str, *, always: bool = False) -> None:
+    """Stage a plan's files (``{path: (old, new)}``) in the writer's unit, one journal record per file naming its
+    item's file or day (and its layer); with no file at all and ``always``, one record of the action alone (an
+    approval of nothing left to apply still makes its commit; an undo of nothing makes none)."""
+    if not writes and always:
+        writer.apply({}, {"ts": utc_now(), "action": action, "detail": detail})
+    for path, (old, new) in writes.items():
+        where = memory_path(path)
+        assert where is not None, path  # a plan only ever touches memory files
+        folder, name = where
+        record = {"ts": utc_now(), "action": action, ("file" if folder == "wiki" else "date"): name, "detail": detail}
+        layer = layer_of(path)[0]
+        if layer is not None:
+            record["layer"] = layer
+        writer.apply({path: (old, new)}, record)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from wikimem.format import DIARY_DIR, WIKI_DIR, memory_path, parse_day, parse_wiki
+from wikimem.format import DIARY_DIR, WIKI_DIR, layer_of, layer_prefix, memory_path, parse_day, parse_wiki
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_date
 from wikimem.store import DiaryReader
@@ -23,16 +23,23 @@ class Snapshot:
     """A read-only, store-like view of one commit (enough for :class:`~wikimem.MemoryIndex`)."""
 
     def __init__(self, git: GitRepo, commit: bytes, overrides: Mapping[str, bytes | None] | None = None,
-                 revision: str | None = None):
+                 revision: str | None = None, layer: str | None = None):
         self._git = git
         self.commit = commit.decode()
+        self.layer_id = layer  # a character's layer of the folder (None: the shared one)
         self._revision = revision or self.commit
         self._tree = git.commit_tree(commit)
         self.root = Path(git.root)
         self._overrides = dict(overrides or {})
-        self._wiki = _memory_files(git, self._tree, WIKI_DIR, self._overrides)
+        self._wiki = _memory_files(git, self._tree, WIKI_DIR, self._overrides, layer)
         self._items: dict[str, list[RecallItem]] = {}
-        self.diary = _SnapshotDiary(git, self._tree, self._overrides)
+        self.diary = _SnapshotDiary(git, self._tree, self._overrides, layer)
+
+    def layer(self, layer: str | None) -> Snapshot:
+        """A character's layer at the same commit (as :meth:`wikimem.MemoryStore.layer`)."""
+        if layer == self.layer_id:
+            return self
+        return Snapshot(self._git, self.commit.encode(), self._overrides, f"{self._revision}:{layer}", layer)
 
     @property
     def revision(self) -> str:
@@ -64,9 +71,10 @@ class Snapshot:
 
 
 class _SnapshotDiary(DiaryReader):
-    def __init__(self, git: GitRepo, tree: bytes | None, overrides: Mapping[str, bytes | None] | None = None):
+    def __init__(self, git: GitRepo, tree: bytes | None, overrides: Mapping[str, bytes | None] | None = None,
+                 layer: str | None = None):
         self._git = git
-        self._days = _memory_files(git, tree, DIARY_DIR, overrides)
+        self._days = _memory_files(git, tree, DIARY_DIR, overrides, layer)
 
     def dates(self) -> list[str]:
         return sorted(self._days)
@@ -82,17 +90,18 @@ def _content(git: GitRepo, found: bytes | tuple[bytes]) -> bytes:
     return found[0] if isinstance(found, tuple) else git.blob(found)
 
 
-def _memory_files(git: GitRepo, tree: bytes | None, folder: str,
-                  overrides: Mapping[str, bytes | None] | None = None) -> dict[str, bytes | tuple[bytes]]:
-    """``{file or date: blob sha, or (bytes,) of an override}`` of the memory files of one folder of a tree."""
+def _memory_files(git: GitRepo, tree: bytes | None, folder: str, overrides: Mapping[str, bytes | None] | None = None,
+                  layer: str | None = None) -> dict[str, bytes | tuple[bytes]]:
+    """``{file or date: blob sha, or (bytes,) of an override}`` of the memory files of one folder (``wiki`` or
+    ``diary``) of a layer of a tree."""
     out: dict[str, bytes | tuple[bytes]] = {}
-    for path, sha in git.files_under(tree, folder).items():
+    for path, sha in git.files_under(tree, layer_prefix(layer) + folder).items():
         kind = memory_path(path)
         if kind is not None:
             out[kind[1]] = sha
     for path, data in (overrides or {}).items():
         kind = memory_path(path)
-        if kind is None or kind[0] != folder:
+        if kind is None or kind[0] != folder or layer_of(path)[0] != layer:
             continue
         if data is None:
             out.pop(kind[1], None)

@@ -18,14 +18,13 @@ from dataclasses import dataclass, replace
 
 from wikimem.context import WriteContext
 from wikimem.errors import Conflict, NotFound
-from wikimem.format import memory_path, utc_now
 from wikimem.store import Writer
 
 from ..objects import GitRepo
 from ..outcomes import Committed, Outcome
 from .historydb import HistoryDB
 from .itemdiff import ItemChange
-from .plans import Plan, State, finish, plan_restore, plan_revert
+from .plans import Plan, State, finish, plan_restore, plan_revert, stage_writes
 
 __all__ = ["Undo", "UndoKind", "UNDO_KINDS", "undo_kind", "item_line"]
 
@@ -118,15 +117,6 @@ class Undo:
     def preview_restore(self, point: str) -> Plan:
         return self._plan_restore(self.resolve(point))[0]
 
-    def _apply(self, writes: dict, action: str, detail: str) -> None:
-        for path, (old, new) in writes.items():
-            where = memory_path(path)
-            assert where is not None, path  # a plan only ever touches memory files
-            folder, name = where
-            record = {"ts": utc_now(), "action": action, ("file" if folder == "wiki" else "date"): name,
-                      "detail": detail}
-            self.writer.apply({path: (old, new)}, record)
-
     # -- the actions -----------------------------------------------------------------------------
 
     def revert(self, point: str, *, force: bool = False, ctx: WriteContext | None = None) -> Committed:
@@ -143,7 +133,7 @@ class Undo:
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after {cid[:12]}", conflicts=plan.conflicts)
             b.unit.info = replace(b.unit.info, undo_items=_items(plan))
-            self._apply(writes, "revert", f"revert {cid[:12]}")
+            stage_writes(self.writer, writes, "revert", f"revert {cid[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
 
@@ -160,7 +150,7 @@ class Undo:
                                   undo_items=_items(plan))
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after run {run}", conflicts=plan.conflicts)
-            self._apply(writes, "rollback", f"rollback run {run}")
+            stage_writes(self.writer, writes, "rollback", f"rollback run {run}")
             b.result = {}
         return Committed(plan, b.commit)
 
@@ -174,7 +164,7 @@ class Undo:
                 return Committed(None, b.commit, True)
             plan, writes = self._plan_restore(target)
             b.unit.info = replace(b.unit.info, undo_items=_items(plan))
-            self._apply(writes, "restore", f"restore to {target[:12]}")
+            stage_writes(self.writer, writes, "restore", f"restore to {target[:12]}")
             b.result = {}
         return Committed(plan, b.commit)
 
@@ -225,7 +215,7 @@ class Undo:
             if plan.conflicts and not force:
                 raise Conflict(f"{len(plan.conflicts)} item(s) changed after the selected runs",
                                conflicts=plan.conflicts)
-            self._apply(writes, "rollback", f"rollback {label}"[:200])
+            stage_writes(self.writer, writes, "rollback", f"rollback {label}"[:200])
             b.result = {"changes": len(plan.changes), "forced": len(plan.conflicts)}
         return Committed(plan, b.commit)
 

@@ -11,8 +11,9 @@ from dulwich.errors import ObjectFormatException
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from wikimem.errors import RemoteRefused
-from wikimem.format import MEMORY_DIRS, SETTINGS_PATH, memory_path, parse_settings
+from wikimem.format import LAYERS_DIR, MEMORY_DIRS, SETTINGS_PATH, memory_path, parse_settings
 from wikimem.limits import MAX_FILE_BYTES, MAX_SETTINGS_BYTES
+from wikimem.naming import is_character_id
 from wikimem.store import GITIGNORE_NAME, JOURNAL_NAME
 
 from ..objects import oid
@@ -90,14 +91,38 @@ def _check_top(store, tree_id: bytes, trees: set[bytes], blobs: set[tuple[bytes,
     for entry in tree.iteritems():
         name = _name(entry.path, "")
         if name in MEMORY_DIRS:
-            if entry.mode != DIR_MODE:
-                raise _Broken(f"holds {name} as mode {entry.mode:06o}; it must be a folder")
-            _check_folder(store, name, entry.sha, trees, blobs)
+            _check_folder(store, name, _folder_sha(name, entry.mode, entry.sha), trees, blobs)
+        elif name == LAYERS_DIR:
+            _check_layers(store, _folder_sha(name, entry.mode, entry.sha), trees, blobs)
         elif name in _TOP_FILES:
             _check_file(store, name, entry.mode, entry.sha, blobs)
         else:
             raise _Broken(f"holds {name!r} (mode {entry.mode:06o}); a memory folder holds only "
-                          f"{', '.join(MEMORY_DIRS + _TOP_FILES)}")
+                          f"{', '.join(MEMORY_DIRS + (LAYERS_DIR,) + _TOP_FILES)}")
+    trees.add(tree_id)
+
+
+def _folder_sha(name: str, mode: int, sha: bytes) -> bytes:
+    if mode != DIR_MODE:
+        raise _Broken(f"holds {name} as mode {mode:06o}; it must be a folder")
+    return sha
+
+
+def _check_layers(store, tree_id: bytes, trees: set[bytes], blobs: set[tuple[bytes, str]]) -> None:
+    """``characters/``: one folder per character (an id), holding only its ``wiki/`` and ``diary/``."""
+    if tree_id in trees:
+        return
+    for entry in _load(store, tree_id, Tree, "tree").iteritems():
+        layer = _name(entry.path, f"{LAYERS_DIR}/")
+        if not is_character_id(layer):
+            raise _Broken(f"holds {LAYERS_DIR}/{layer!r}, which is not a character id")
+        where = f"{LAYERS_DIR}/{layer}"
+        for inner in _load(store, _folder_sha(where, entry.mode, entry.sha), Tree, "tree").iteritems():
+            name = _name(inner.path, f"{where}/")
+            if name not in MEMORY_DIRS:
+                raise _Broken(f"holds {where}/{name!r}; a character's layer holds only {' and '.join(MEMORY_DIRS)}")
+            _check_folder(store, f"{where}/{name}", _folder_sha(f"{where}/{name}", inner.mode, inner.sha), trees,
+                          blobs)
     trees.add(tree_id)
 
 
