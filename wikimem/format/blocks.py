@@ -12,15 +12,8 @@ from wikimem.errors import InvalidName
 from wikimem.limits import MAX_CONTENT_CHARS, check_length
 from wikimem.naming import validate_provenance
 
-__all__ = [
-    "Block",
-    "parse_blocks",
-    "render_blocks",
-    "render_meta",
-    "normalize_content",
-    "clean_content",
-    "clean_meta_value",
-]
+__all__ = ["Block", "parse_blocks", "render_blocks", "render_meta", "normalize_content", "clean_content",
+           "clean_meta_value"]
 
 HEADING_RE = re.compile(r"##[ \t]+(.*\S)[ \t]*")
 _ESCAPE_RE = re.compile(r"\\*##[ \t]")

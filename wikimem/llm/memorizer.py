@@ -17,20 +17,8 @@ from wikimem.naming import validate_date, validate_time
 from wikimem.store import Diary, normalize_ts, resolve_tz
 from wikimem.timeparse import event_day
 
-__all__ = [
-    "LLM",
-    "DiaryLike",
-    "memorize",
-    "parse_diary_reply",
-    "render_prompt",
-    "DIARY_PROMPT",
-    "DIARY_RULES",
-    "diary_tool",
-    "handle_diary_tool",
-    "DIARY_TOOL_NAME",
-    "DIARY_TOOL_DESCRIPTION",
-    "event_date",
-]
+__all__ = ["LLM", "DiaryLike", "memorize", "parse_diary_reply", "render_prompt", "DIARY_PROMPT", "DIARY_RULES",
+           "diary_tool", "handle_diary_tool", "DIARY_TOOL_NAME", "DIARY_TOOL_DESCRIPTION", "event_date"]
 
 
 class LLM(Protocol):

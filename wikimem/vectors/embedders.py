@@ -17,17 +17,8 @@ from typing import Any, Protocol
 from wikimem.endpoint import endpoint_url, post_json
 from wikimem.errors import WikimemError
 
-__all__ = [
-    "Embedder",
-    "VectorIndex",
-    "EmbeddingError",
-    "VectorMismatch",
-    "HttpEmbedder",
-    "content_hash",
-    "embed_text",
-    "embed_queries",
-    "vector_space",
-]
+__all__ = ["Embedder", "VectorIndex", "EmbeddingError", "VectorMismatch", "HttpEmbedder", "content_hash", "embed_text",
+           "embed_queries", "vector_space"]
 
 
 class Embedder(Protocol):

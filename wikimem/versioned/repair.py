@@ -116,12 +116,7 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
         if why:
             move(rel, why)
     for folder in () if only else _folders(root, move):
-        try:
-            st = os.lstat(root / folder)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            move(folder, file_kind(st.st_mode))
+        if not _is_folder(root, folder, move):
             continue
         with os.scandir(root / folder) as entries:
             names = [e.name for e in entries if is_memory_name(e.name)]
@@ -137,15 +132,21 @@ def _folders(root: Path, move: Callable[[str, str], None]) -> list[str]:
     where ``characters/`` or a layer's folder should be is moved aside first)."""
     out = list(MEMORY_DIRS)
     for folder in [LAYERS_DIR, *(f"{LAYERS_DIR}/{n}" for n in _names(root / LAYERS_DIR))]:
-        try:
-            st = os.lstat(root / folder)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            move(folder, file_kind(st.st_mode))
-        elif folder != LAYERS_DIR:
+        if _is_folder(root, folder, move) and folder != LAYERS_DIR:
             out += [f"{folder}/{d}" for d in MEMORY_DIRS]
     return out
+
+
+def _is_folder(root: Path, folder: str, move: Callable[[str, str], None]) -> bool:
+    """Whether ``folder`` is a folder here; a file or a link in its place is moved aside (False, as when missing)."""
+    try:
+        st = os.lstat(root / folder)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        move(folder, file_kind(st.st_mode))
+        return False
+    return True
 
 
 def _names(folder: Path) -> list[str]:
