@@ -1,5 +1,7 @@
 """Local stand-ins for external services, speaking their real HTTP protocols.
 
+:class:`ScriptedLLM` is the LLM port without HTTP (canned replies, recorded calls).
+
 :class:`FakeOpenAI` is a real ``http.server`` on 127.0.0.1, in a background
 thread, that answers the two OpenAI-compatible endpoints wikimem talks to:
 
@@ -28,8 +30,9 @@ Knobs (plain attributes, may be changed while the server runs):
 ``delay``             seconds to wait before answering any request
 ``fail_status``       answer every request with this HTTP status and an
                       OpenAI-style ``{"error": {...}}`` body
-``fail_next``         fail only the next N requests (status ``fail_status``
-                      or 500), then answer normally again
+``fail_next``         fail only the next N requests (status ``fail_next_status``,
+                      else ``fail_status`` or 500), then answer normally again
+``retry_after``       a ``Retry-After`` header value sent with those failures
 ``garbage``           answer 200 with a body that is not JSON
 ``wrong_count``       embeddings: return this many rows more (or fewer, if
                       negative) than inputs
@@ -145,6 +148,21 @@ class Request:
     body: object
 
 
+class ScriptedLLM:
+    """The LLM port in its simplest honest form: canned replies (an exception is raised), recorded calls."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.calls: list[list[dict]] = []
+
+    def chat(self, messages):
+        self.calls.append(messages)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
 class FakeOpenAI:
     """An OpenAI-compatible chat + embeddings server on 127.0.0.1 (see module doc)."""
 
@@ -154,6 +172,8 @@ class FakeOpenAI:
         self.delay = 0.0
         self.fail_status: int | None = None
         self.fail_next = 0
+        self.fail_next_status: int | None = None
+        self.retry_after: str | None = None
         self.garbage = False
         self.wrong_count = 0
         self.wrong_dim = 0
@@ -238,7 +258,7 @@ class FakeOpenAI:
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
-                return self.fail_status or 500
+                return self.fail_next_status or self.fail_status or 500
         return self.fail_status
 
     def _chat(self, body: dict) -> tuple[int, dict]:
@@ -328,7 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(401, _error("invalid api key", "invalid_api_key"))
         status = fake._failure()
         if status is not None:
-            return self._send(status, _error(f"injected failure {status}", "server_error"))
+            extra = {"Retry-After": fake.retry_after} if fake.retry_after is not None else {}
+            return self._send(status, _error(f"injected failure {status}", "server_error"), extra)
         if fake.garbage:
             return self._send_raw(200, b"<html>502 bad gateway</html>", "text/html")
         custom = fake.respond_with(self.path, body) if fake.respond_with else None
@@ -338,11 +359,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, _error("body must be a JSON object", "invalid_request_error"))
         self._send(*getattr(fake, route)(body))
 
-    def _send(self, status: int, payload: object) -> None:
-        self._send_raw(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), "application/json")
+    def _send(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), "application/json", headers)
 
-    def _send_raw(self, status: int, data: bytes, ctype: str) -> None:
+    def _send_raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -76,6 +76,7 @@ class PgServer:
         self.data = self.folder / "data"
         self.port = _free_port()
         self.proc: subprocess.Popen | None = None
+        self.max_connections = 300
 
     def _own(self) -> None:
         if os.geteuid() == 0:
@@ -83,18 +84,33 @@ class PgServer:
             os.chmod(self.folder, 0o700)
             os.chown(self.folder, user.pw_uid, user.pw_gid)
 
-    def start(self) -> PgServer:
+    def start(self, max_connections: int = 300) -> PgServer:
         self._own()
         log = self.folder / "initdb.log"
         with open(log, "wb") as out:
             subprocess.run([*_run_as(), _binary("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
                             "-E", "UTF8", "--locale=C", "--no-sync"], stdout=out, stderr=subprocess.STDOUT,
                            check=True, timeout=120)
+        self.max_connections = max_connections
+        return self._launch()
+
+    def restart(self, down: float = 0.0) -> PgServer:
+        """Stop the server (fast shutdown: every connection is cut), stay down ``down`` seconds, start it again
+        over the same data on the same port."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=30)
+        time.sleep(down)
+        return self._launch()
+
+    def _launch(self) -> PgServer:
         self.proc = subprocess.Popen(
             [*_run_as(), _binary("postgres"), "-D", str(self.data), "-p", str(self.port), "-h", "127.0.0.1",
              "-k", str(self.folder), "-c", "fsync=off", "-c", "synchronous_commit=off",
-             "-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=32MB"],
-            stdout=open(self.folder / "postgres.log", "wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+             "-c", "full_page_writes=off", "-c", f"max_connections={self.max_connections}",
+             "-c", "shared_buffers=32MB"],
+            stdout=open(self.folder / "postgres.log", "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
         deadline = time.monotonic() + START_SECONDS
         while True:

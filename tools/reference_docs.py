@@ -134,8 +134,10 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpar
 
 
 def _arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    from wikimem.cli import is_global_copy  # (the global options, which every command repeats, are listed once)
+
     return [a for a in parser._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction,
-                                                             argparse._VersionAction))]
+                                                             argparse._VersionAction)) and not is_global_copy(a)]
 
 
 def _metavar(action: argparse.Action) -> str:
@@ -200,7 +202,9 @@ def cli_page() -> str:
              "`wikimem COMMAND --help` says the same on a terminal.", "",
              "Exit codes: 0 ok; 1 not found or no match; 2 a usage or store error (no memory folder there, "
              "an unknown owner, a bad name).", "", "## Global options", "",
-             "Given before the command: `wikimem --owner user:ann --data var/data log`.", "",
+             "Given before or after the command, the same for every command: "
+             "`wikimem --owner user:ann --data var/data log` or `wikimem log --owner user:ann --data var/data` "
+             "(a command's own option of that name, as `cluster verify --owner`, keeps its meaning).", "",
              "| option | meaning |", "|---|---|"]
     for a in _arguments(parser):
         lines.append(f"| {', '.join(f'`{s}`' for s in a.option_strings)} | {_help(a)} |")

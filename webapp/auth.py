@@ -36,11 +36,12 @@ class Forbidden(Exception):
 
 
 def init_app(app) -> None:
+    from .hosting import METRICS_KEY as METRICS
     from .ratelimit import make_api_limiter
 
     app.extensions[_EXT] = TokenFile(app.config.get("TOKENS_FILE"), app.config.get("ADMIN_TOKEN"))
     state = app.extensions.setdefault(_STATE, AuthState(Path(app.config["DATA_ROOT"])))
-    app.extensions[_API_LIMITER] = make_api_limiter(app.config, state)
+    app.extensions[_API_LIMITER] = make_api_limiter(app.config, state, app.extensions.get(METRICS))
 
 
 def token_file() -> TokenFile:
@@ -114,5 +115,6 @@ def allowed(principal: Principal, scope: str, owner_id: str | None = None) -> Pr
     if not principal.has(scope):
         raise Forbidden(f"this token lacks the {scope!r} scope")
     if owner_id is not None and not principal.may_access(owner_id):
-        raise Forbidden(f"this token may only reach owners whose id starts with {principal.owner_prefix!r}")
+        raise Forbidden(f"this token may only reach owners whose id starts with "
+                        f"{' or '.join(repr(p) for p in principal.owner_prefixes)}")
     return principal

@@ -17,7 +17,7 @@ import math
 from flask import current_app, request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from wikimem.host import BadRequest
+from wikimem.host import BadRequest, Within, within_of
 
 from .auth import require
 
@@ -31,11 +31,11 @@ def _signer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="wikimem-peer-listing")
 
 
-def forward_for(within: str) -> dict | None:
+def forward_for(within: Within) -> dict | None:
     """Headers that let the peers list what a caller scoped to ``within`` may see (None: no peers, or a peer call)."""
     if current_app.config.get("PEER_SET") is None or request.headers.get(PEER_HEADER):
         return None
-    return {PEER_HEADER: _signer().dumps({"within": within})}
+    return {PEER_HEADER: _signer().dumps({"within": within if isinstance(within, str) else list(within)})}
 
 
 REVOKED_PATH = "/api/v1/peer/revoked"
@@ -91,12 +91,13 @@ def revocation_from(token) -> tuple[str, float] | None:
     return data["sid"], float(until)
 
 
-def listing_scope() -> str:
+def listing_scope() -> Within:
     """The owner-id prefix a listing request may see: from a valid peer token, else from the caller's token."""
     token = request.headers.get(PEER_HEADER)
     if token:
         try:
-            return str(_signer().loads(token, max_age=MAX_AGE)["within"])
+            within = _signer().loads(token, max_age=MAX_AGE)["within"]
+            return within if isinstance(within, str) else within_of([str(p) for p in within])
         except (BadSignature, KeyError, TypeError):
             pass
-    return require("read").owner_prefix
+    return require("read").within

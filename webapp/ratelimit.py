@@ -5,9 +5,12 @@ Design notes: docs/explanation/access.md (``webapp/ratelimit.py``).
 
 from __future__ import annotations
 
+import logging
 import math
+import sqlite3
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from limits import RateLimitItem, parse_many
 from limits.storage import Storage, storage_from_string
@@ -19,6 +22,8 @@ from wikimem.host.access import AuthState, Principal
 from .config import ConfigError
 
 __all__ = ["AuthStateStorage", "LoginLimiter", "make_login_limiter", "ApiLimiter", "make_api_limiter", "RateLimited"]
+
+log = logging.getLogger(__name__)
 
 
 class RateLimited(QuotaExceeded):
@@ -38,8 +43,6 @@ class AuthStateStorage(Storage):
 
     @property
     def base_exceptions(self):
-        import sqlite3
-
         return sqlite3.Error
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
@@ -98,23 +101,39 @@ def _hit(strategy: FixedWindowRateLimiter, items: list[RateLimitItem], *identifi
 
 @dataclass
 class ApiLimiter:
-    """Counts a token's API requests (``WIKIMEM_API_LIMIT``); admin tokens pass uncounted."""
+    """Counts a token's API requests (``WIKIMEM_API_LIMIT``); admin tokens pass uncounted; fails open."""
 
     storage: Storage
     per_token: list[RateLimitItem]
+    metrics: Any = None  # the app's (wikimem/host/metrics.py): requests let through uncounted are counted there
 
     def __post_init__(self):
         self._strategy = FixedWindowRateLimiter(self.storage)
 
     def check(self, principal: Principal) -> None:
-        """Count one request of ``principal``'s token; :class:`RateLimited` when it is over its limit."""
+        """Count one request of ``principal``'s token; :class:`RateLimited` when it is over its limit. A counter that
+        cannot be written lets the request through (counted in ``wikimem_rate_limit_unavailable_total``)."""
         if not self.per_token or principal.has("admin"):
             return
-        wait = _hit(self._strategy, self.per_token, "api", principal.token_id or principal.name)
+        failures: tuple[type[BaseException], ...] = (OSError, sqlite3.Error, *_errors(self.storage))
+        try:
+            wait = _hit(self._strategy, self.per_token, "api", principal.token_id or principal.name)
+        except failures as exc:
+            if self.metrics is not None:
+                self.metrics.rate_limit_unavailable()
+            log.warning("rate counter of token %s not written (%s): the request goes on uncounted",
+                        principal.token_id or principal.name, exc)
+            return
         if wait is not None:
             limits = "; ".join(str(item) for item in self.per_token)
             raise RateLimited(f"this token sent more requests than its limit ({limits}); "
                               f"try again in {wait} s", retry_after=wait)
+
+
+def _errors(storage: Storage) -> tuple[type[BaseException], ...]:
+    """What a ``limits`` storage raises when it cannot count (its client library's errors)."""
+    found: Any = storage.base_exceptions
+    return tuple(found) if isinstance(found, tuple) else (found,)
 
 
 def _limits(config, key: str) -> list[RateLimitItem]:
@@ -146,7 +165,7 @@ def make_login_limiter(config, state: AuthState) -> LoginLimiter:
                         _limits(config, "LOGIN_LIMIT_ACCOUNT"))
 
 
-def make_api_limiter(config, state: AuthState) -> ApiLimiter:
+def make_api_limiter(config, state: AuthState, metrics: Any = None) -> ApiLimiter:
     """The per-token API limiter (``WIKIMEM_API_LIMIT``; empty: no limit), counting where sign-ins count."""
     items = _limits(config, "API_LIMIT") if str(config.get("API_LIMIT") or "").strip() else []
-    return ApiLimiter(_storage(config, state), items)
+    return ApiLimiter(_storage(config, state), items, metrics)

@@ -116,10 +116,10 @@ def _credential(kind: str, cid: str) -> tuple[str, Operator] | None:
         from .auth import token_file
 
         entry = token_file().find(cid)
-        if entry is None or ADMIN_SCOPE not in entry.principal.scopes:
+        if entry is None or ADMIN_SCOPE not in entry.principal.scopes or entry.principal.character:
             return None
         p = entry.principal
-        fp = _fingerprint("token", entry.sha256, p.name, ",".join(sorted(p.scopes)), p.owner_prefix)
+        fp = _fingerprint("token", entry.sha256, p.name, ",".join(sorted(p.scopes)), p.tenant)
         return fp, Operator(p.name, p.owner_prefix, "admin")
     if kind == "account":
         account = current_app.extensions[_OPERATORS].get(cid)
@@ -255,6 +255,9 @@ def _sign_in_with_token(token: str) -> _Outcome:
         return _Outcome(error="That token is not valid.", status=401)
     if ADMIN_SCOPE not in set(principal.scopes):
         return _Outcome(error="That token has no admin scope; the admin UI needs one.", status=403)
+    if principal.character:
+        return _Outcome(error="That token speaks as a character; the admin UI needs an admin token without one.",
+                        status=403)
     return _Outcome("token", principal.token_id)
 
 

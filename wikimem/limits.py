@@ -12,7 +12,8 @@ from __future__ import annotations
 from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
-           "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "check_length"]
+           "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS",
+           "MAX_PERSONA_CHARS", "check_length"]
 
 # One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
 MAX_CONTENT_CHARS = 32_000
@@ -36,6 +37,11 @@ MAX_SETTINGS_BYTES = 64 * 1024
 # every one of them, and a review lists them all. A write that would open one more is refused (403
 # ``quota_exceeded``) until some are approved, discarded or expired.
 MAX_STAGED_RUNS = 100
+# Characters one host registers (not counting deleted ones): each is an owner (char:<id>) that listing the
+# registry opens, and a folder in the persons it talks with. Beyond: 422, delete one first.
+MAX_CHARACTERS = 1_000
+# A character's persona (its definition, in its owner's settings.json, sent with every memorize prompt).
+MAX_PERSONA_CHARS = 8_000
 
 
 def check_length(text: str, limit: int, what: str) -> str:

@@ -77,7 +77,12 @@ def test_a_new_prompts_runs_are_staged_sampled_approved_on_most_and_discarded_on
     expect(page.locator("#staged-owners")).to_have_text("1")
     page.locator(".owner-diff").first.click()
     expect(page.locator("h1")).to_contain_text(LEFT_OUT)
-    page.click("#discard")
+    page.click("#discard")  # asks first: what goes, and how long it is kept to be restored
+    expect(page.locator("h1")).to_contain_text("Discard staged run")
+    expect(page.locator("section[aria-label='what is discarded'] .change")).not_to_have_count(0)
+    page.screenshot(path=screenshots / f"staged-discard-confirm-{width}.png", full_page=True)
+    page.click("#confirm")
+    expect(page.locator("#restore-discarded")).to_be_visible()
     page.goto(f"{world.url}/admin/staged/{RUN}")
     expect(page.locator(".settled-approved")).to_have_count(len(OWNERS) - 1)
     expect(page.locator(".settled-discarded")).to_have_count(1)

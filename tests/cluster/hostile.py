@@ -141,9 +141,16 @@ def layer_nested(store, entries, victim):
     _layer(store, entries, b"kai", {b"characters": (DIR, inner)})
 
 
+def big_journal(store, entries, victim):
+    """A ``journal.jsonl`` beyond the size of any file a memory folder takes (the journal is never read)."""
+    from wikimem.limits import MAX_FILE_BYTES
+
+    entries[b"journal.jsonl"] = (FILE, _blob(store, b'{"action": "add"}\n' * (MAX_FILE_BYTES // 18 + 2)))
+
+
 CASES = {f.__name__: f for f in (symlink, symlinked_diary, symlinked_journal, submodule, slash_name, dotdot_chain,
                                   dot_git, absolute_name, nul_name, other_top_name, not_a_memory_name, bad_settings,
-                                  layer_bad_id, layer_other_file, layer_symlink, layer_nested)}
+                                  layer_bad_id, layer_other_file, layer_symlink, layer_nested, big_journal)}
 # The cases the issue names (symlink, submodule, .., .git, absolute, NUL, a chain of ..).
 MAIN_CASES = ["symlink", "symlinked_diary", "submodule", "slash_name", "dotdot_chain", "dot_git", "absolute_name",
               "nul_name"]

@@ -248,3 +248,29 @@ def test_async_lag_is_exposed_bounded_and_a_restart_resumes_pushing(make_cluster
                    10, "lag 0")
     finally:
         server.stop()
+
+
+def test_run_totals_count_an_owner_two_hosts_hold_once(make_cluster, tmp_path):
+    """Without a shared database each host indexes the copies it holds: one owner with two runs, held by both
+    hosts, is 2 runs of 1 owner whichever host answers."""
+    from engines import free_port
+
+    (tmp_path / "remotes").mkdir()
+    ports = [free_port() for _ in range(2)]
+    cluster = make_cluster(2, ports=ports, env={"WIKIMEM_REMOTE": f"file://{tmp_path}/remotes/{{owner}}.git",
+                                                "WIKIMEM_PEERS": ",".join(f"http://127.0.0.1:{p}" for p in ports),
+                                                "WIKIMEM_REMOTE_FRESHNESS": "0"})
+    a, b = cluster.hosts
+    owner = "user:twice"
+    assert call(f"{a.url}/api/v1/owners/{q(owner)}", "PUT", token=cluster.token)[0] == 201
+    for run in ("run_one", "run_two"):
+        status, _, _ = call(f"{a.url}/api/v1/owners/{q(owner)}/items/prefs/{run}", "PUT",
+                            {"content": "likes the sea", "run": run, "actor": "kai"}, token=cluster.token)
+        assert status == 201
+    assert call(f"{b.url}/api/v1/owners/{q(owner)}/items?file=prefs", token=cluster.token)[0] == 200  # b clones it
+    assert len(cluster.host_holding(owner)) == 2
+    for host in (a, b):
+        status, page, _ = call(f"{host.url}/api/v1/runs?actor=kai", token=cluster.token)
+        assert status == 200 and page["total"] == {"runs": 2, "owners": 1, "commits": 2}, page
+        assert page["complete"] and sorted(r["run"] for r in page["runs"]) == ["run_one", "run_two"]
+        assert "by_owner" not in page

@@ -116,3 +116,30 @@ def test_forgetting_with_each_transport_replaces_the_remote_history(kind, tmp_pa
     seen = b.owner(OWNER)
     assert [i.name for i in seen.items()] == ["sea"]
     assert traces([tmp_path / "b"], [SECRET]) == []
+
+
+@pytest.mark.slow
+def test_without_a_shared_database_a_peer_drops_its_copy_at_its_next_lookup(tmp_path):
+    """Each host its own SQLite (no register in common): the erasure deletes the file:// repository and leaves a
+    marker named by a keyed digest; the other host answers 404 at its next look and keeps no object of it."""
+    (tmp_path / "remote").mkdir()
+    template = f"file://{tmp_path}/remote/{{owner}}.git"
+    a, b = [build_host(load_config({"DATA_ROOT": str(tmp_path / n), "REMOTE": template, "REMOTE_FRESHNESS": 0.0,
+                                    "SECRET_KEY": "the-same-secret-on-every-host-0123456789"}))
+            for n in "ab"]
+    _STARTED.extend([a, b])
+    a.create_owner(OWNER).add("prefs", "secret", SECRET)
+    assert b.owner(OWNER).item("prefs", "secret").content == SECRET  # b holds a copy
+    job = _done(a, a.erase_owner(OWNER)[0])
+    assert job.state == "done", job.results
+    remote = next(p for p in job.results[0]["result"]["places"] if p["place"] == "remote")
+    assert remote["state"] == "deleted" and remote["marker"].startswith("left")
+    assert not (tmp_path / "remote" / f"{encode_owner_id(OWNER)}.git").exists()
+    assert [p.name for p in (tmp_path / "remote").iterdir()][0].startswith("_erased-")  # the marker: no id
+    assert traces([tmp_path / "remote"], [SECRET, OWNER, encode_owner_id(OWNER)]) == []
+    with pytest.raises(NotFound):
+        b.owner(OWNER)  # the API answers 404 for it
+    assert not (tmp_path / "b" / "owners" / encode_owner_id(OWNER)).exists()
+    assert traces([tmp_path / "b"], [SECRET, OWNER, encode_owner_id(OWNER)]) == []
+    assert b.create_owner(OWNER).items() == []  # the id may be used again: the marker does not take the new copy
+    assert b.owner(OWNER).items() == []

@@ -184,6 +184,10 @@ def test_a_hostile_commit_is_refused_on_fast_forward(cluster, case):
     found = refusal(b)
     assert found is not None and found["commit"] == planted
     assert outside_changes(cluster, b, before) == set()
+    # the refused objects never reached the object store (they waited in a quarantine, dropped with it)
+    fsck = subprocess.run(["git", "-C", str(folder), "fsck", "--strict"], capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert subprocess.run(["git", "-C", str(folder), "cat-file", "-e", planted], capture_output=True).returncode != 0
     # `wikimem cluster verify` says so too, and names the refused commit
     env = {**os.environ, "PYTHONPATH": str(REPO), "WIKIMEM_DATA": str(b.data_root),
            "WIKIMEM_REMOTE": f"file://{cluster.remotes}/{{owner}}.git"}

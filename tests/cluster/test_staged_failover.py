@@ -141,3 +141,8 @@ def test_a_hostile_staged_branch_on_the_remote_is_refused_and_main_still_follows
     assert taken.item("preferences", "coffee").content == "Never drinks coffee."
     assert taken.staged_runs() == []
     assert "run_evil" not in git(taken.root, "for-each-ref")
+    # main's new objects moved in from the quarantine; the refused branch's never did
+    import subprocess
+
+    assert subprocess.run(["git", "-C", str(taken.root), "cat-file", "-e", bad], capture_output=True).returncode != 0
+    assert subprocess.run(["git", "-C", str(taken.root), "fsck", "--strict"], capture_output=True).returncode == 0

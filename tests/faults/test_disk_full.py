@@ -80,3 +80,33 @@ def test_a_full_disk_answers_507_and_loses_nothing(small_disk):
         assert subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
                               text=True).stdout == ""
     assert head  # the first write stood throughout
+
+
+@pytest.mark.slow
+def test_reads_of_a_rate_limited_token_go_on_when_the_counter_cannot_be_written(small_disk, tmp_path):
+    from webapp.hosting import metrics_of
+    from wikimem.host.access import append_token, mint_token
+
+    tokens = tmp_path / "tokens"
+    reader, entry = mint_token("bot", ["read"])
+    append_token(tokens, entry)
+    app = create_app({"TESTING": True, "DATA_ROOT": str(small_disk / "data"), "ADMIN_TOKEN": ADMIN,
+                      "TOKENS_FILE": str(tokens), "API_LIMIT": "100000/minute"})
+    client = app.test_client()
+    assert client.put(O, headers=auth(ADMIN)).status_code == 201
+    assert client.put(O + "/items/f/tea", headers=auth(ADMIN), json={"content": "likes green tea"}).status_code == 201
+    assert client.get(O + "/items?file=f", headers=auth(reader)).status_code == 200  # the state file exists
+    ballast = _fill(small_disk)
+    try:
+        statuses = []
+        for _ in range(60):
+            statuses.append(client.get(O + "/items?file=f", headers=auth(reader)).status_code)
+            statuses.append(client.post(O + "/retrieve", headers=auth(reader), json={"query": "tea"}).status_code)
+            statuses.append(client.get(O + "/history", headers=auth(reader)).status_code)
+            _fill(small_disk)  # whatever SQLite freed meanwhile is taken again
+        assert set(statuses) == {200}, statuses
+        text = metrics_of(app).exposition().decode()
+        counted = [line for line in text.splitlines() if line.startswith("wikimem_rate_limit_unavailable_total")]
+        assert counted and float(counted[0].split()[-1]) >= 1, counted
+    finally:
+        os.unlink(ballast)

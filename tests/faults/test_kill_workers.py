@@ -6,7 +6,9 @@ random worker every few hundred milliseconds (bounded in count and time).
 Afterwards git itself is the witness: every acknowledged key is in exactly
 one commit, every acknowledged diary entry is in the diary exactly once, no
 commit is an ``external-edit``, ``git fsck --strict`` and ``git status``
-are clean, and the cross-owner run index is equal to a rebuild from git. The
+are clean, and the cross-owner run index is equal to a rebuild from git —
+with the jobs and the run index in SQLite files, and in a PostgreSQL database
+(``WIKIMEM_DATABASE_URL``, through each worker's connection pool). The
 figures are printed (run with ``-s`` to see them);
 ``WIKIMEM_KILL_SECONDS`` makes the run longer.
 """
@@ -74,10 +76,12 @@ def _git(root: Path, *args: str) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(int(SECONDS) + 300)
 @pytest.mark.skipif(GIT is None, reason="git is the witness of this test")
-def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path):
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path, engine, request):
     port = _free_port()
+    database = request.getfixturevalue("database_url") if engine == "postgres" else None
     env = dict(os.environ, PYTHONPATH=str(REPO), WIKIMEM_DATA=str(tmp_path), WIKIMEM_ADMIN_TOKEN=TOKEN,
-               WIKIMEM_ENV="development")
+               WIKIMEM_ENV="development", **({"WIKIMEM_DATABASE_URL": database} if database else {}))
     master = subprocess.Popen([str(Path(sys.executable).parent / "gunicorn"), "--bind", f"127.0.0.1:{port}",
                                "--workers", "3", "--worker-class", "sync", "--timeout", "30", "--graceful-timeout", "1",
                                "webapp.wsgi:app"], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
@@ -167,12 +171,12 @@ def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path):
     # The run index as the killed and restarted workers left it equals a rebuild from git (issue 22 finding 4).
     from wikimem.host import make_host
 
-    host = make_host(tmp_path)
+    host = make_host(tmp_path, database=database)
     fed = host.run_index.dump()
     host.fleet.refresh_run_index(full=True)
     rebuilt = host.run_index.dump()
     missing = len(set(rebuilt) - set(fed))
-    print(f"\nkill run: {SECONDS:.0f} s, {len(acked)} acknowledged writes, {kills} workers SIGKILLed, "
+    print(f"\nkill run ({engine}): {SECONDS:.0f} s, {len(acked)} acknowledged writes, {kills} workers SIGKILLed, "
           f"{duplicated} duplicated, {lost} lost, {external} external-edit commits, fsck --strict clean, "
           f"run index: {len(fed)} rows, {missing} differing from a rebuild from git")
     assert len(acked) > 20 and kills >= 3

@@ -85,7 +85,9 @@ def test_the_staged_pages_review_and_approve_a_run_across_owners(app):
     assert settled.count('class="settled-approved"') == 4
 
 
-def test_discarding_one_owner_and_a_reviewer_cannot_act(app):
+def test_discarding_one_owner_asks_first_keeps_the_commits_and_a_reviewer_cannot_act(app):
+    import subprocess
+
     client = app.test_client()
     sign_in(client, username=REVIEWER[0], password=REVIEWER[1])
     page = client.get(f"/admin/owners/user:s1/staged/{RUN}").get_data(as_text=True)
@@ -95,8 +97,51 @@ def test_discarding_one_owner_and_a_reviewer_cannot_act(app):
     admin = app.test_client()
     sign_in(admin, token=ADMIN)
     page = admin.get(f"/admin/owners/user:s1/staged/{RUN}").get_data(as_text=True)
+    assert 'id="discard"' in page and f"/admin/owners/user:s1/staged/{RUN}/discard" in page  # a link, not a submit
     r = admin.post(f"/admin/owners/user:s1/staged/{RUN}/discard", data={"csrf_token": csrf(page)})
-    assert r.status_code == 302
+    assert r.status_code == 409  # a POST that did not come from the confirmation page discards nothing
     with app.app_context():
-        assert get_host().owner("user:s1").staged_runs() == []
+        assert [x.run for x in get_host().owner("user:s1").staged_runs()] == [RUN]
+    confirm = admin.get(f"/admin/owners/user:s1/staged/{RUN}/discard").get_data(as_text=True)
+    assert "Discard staged run" in confirm and "<ins>black</ins>" in confirm and "lighthouse" in confirm  # what goes
+    assert f"refs/wikimem/discarded/{RUN}" in confirm and "restore-discarded" in confirm  # and how to undo it
+    tip = re.search(r'name="tip" value="([0-9a-f]{40})"', confirm).group(1)
+    r = admin.post(f"/admin/owners/user:s1/staged/{RUN}/discard", data={"csrf_token": csrf(confirm), "tip": tip})
+    assert r.status_code == 302 and f"/admin/owners/user:s1/discarded/{RUN}" in r.headers["Location"]
+    with app.app_context():
+        owner = get_host().owner("user:s1")
+        assert owner.staged_runs() == [] and owner.item("preferences", "tea").content == "Drinks green tea."
+        kept = subprocess.run(["git", "-C", str(owner.root), "rev-parse", f"refs/wikimem/discarded/{RUN}"],
+                              capture_output=True, text=True).stdout.strip()
+    assert kept == tip  # the discarded commits stay reachable
     assert 'class="settled-discarded"' in admin.get(f"/admin/staged/{RUN}").get_data(as_text=True)
+    # A wrong click, undone: the run staged again, then approved.
+    done = admin.get(r.headers["Location"]).get_data(as_text=True)
+    assert 'id="restore-discarded"' in done
+    r = admin.post(f"/admin/owners/user:s1/discarded/{RUN}/restore", data={"csrf_token": csrf(done)})
+    assert r.status_code == 302 and f"/admin/owners/user:s1/staged/{RUN}-restored" in r.headers["Location"]
+    with app.app_context():
+        owner = get_host().owner("user:s1")
+        assert [(x.run, x.tip) for x in owner.staged_runs()] == [(f"{RUN}-restored", tip)]
+        owner.approve_staged(f"{RUN}-restored", ctx=WriteContext(actor="alice"))
+        assert owner.item("preferences", "tea").content == "Drinks black tea (1)."
+        assert owner.discarded_runs() == []
+
+
+def test_discarded_commits_are_dropped_by_housekeeping_after_their_days(app):
+    import os
+    import subprocess
+
+    with app.app_context():
+        host = get_host()
+        owner = host.owner("user:s0")
+        owner.discard_staged(RUN, ctx=WriteContext(actor="bob"))
+        assert owner.discarded_runs() == [RUN]
+        assert host.sweep_discarded() == {}  # kept for WIKIMEM_DISCARDED_DAYS (14 by default)
+        ref = owner.root / ".git" / "refs" / "wikimem" / "discarded" / RUN
+        old = ref.stat().st_mtime - host.retention.discarded - 60
+        os.utime(ref, (old, old))  # as if discarded 14 days and a minute ago
+        assert host.sweep_discarded() == {"user:s0": [RUN]}
+        assert owner.discarded_runs() == []
+        refs = subprocess.run(["git", "-C", str(owner.root), "for-each-ref"], capture_output=True, text=True).stdout
+        assert "discarded" not in refs

@@ -250,6 +250,11 @@ def test_memorize_with_respond_async_is_a_job(chat, llm):
 
 
 def test_a_memorize_job_that_fails_says_why(chat, llm):
+    from webapp.hosting import get_host
+    from wikimem.host.fleet import MemorizeRetry
+
+    with chat.app.app_context():
+        get_host().memorize_retry = MemorizeRetry(delays=(0.1,))  # (the defaults wait ~1.5 min for the model)
     llm.fail_status = 500
     r = chat.client.post(O + "/memorize", headers=auth(ADMIN, Prefer="respond-async"), json={"turn": "t"})
     done = _wait_job(chat, r.headers["Location"])

@@ -151,3 +151,39 @@ def test_export_has_a_bundle_form_that_git_clones(tmp_path):
     subprocess.run(["git", "clone", "-q", str(tmp_path / "ann.bundle"), str(tmp_path / "clone")], check=True)
     log = subprocess.run(["git", "-C", str(tmp_path / "clone"), "log", "-p"], capture_output=True, text=True).stdout
     assert "oolong" in log and "green" in (tmp_path / "clone" / "wiki" / "prefs.md").read_text()
+
+
+class _LLM:
+    def chat(self, messages):
+        return json.dumps([{"content": "They talked."}])
+
+
+def test_the_purge_after_an_erasure_reaches_the_database_copies_and_the_receipt_names_the_backups(tmp_path):
+    data = tmp_path / "data"
+    host = make_host(data, llm=_LLM())
+    host.create_owner("user:keep").add("notes", "a", "kept")
+    host.create_owner("user:gone").add("notes", "a", "GONE-NOTE")
+    job, _ = host.submit_memorize("user:gone", "user: RAW-TURN-OF-GONE about the sea")
+    runner = host.start_jobs()
+    deadline = time.monotonic() + 30
+    while host.jobs.get(job.id).state != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.stop()
+    first = make_backup(data, tmp_path / "bk", secret="k" * 32)
+    assert traces([tmp_path / "bk"], ["RAW-TURN-OF-GONE"])  # the jobs copy holds the raw turn
+    erase, _ = host.erase_owner("user:gone")
+    runner = host.start_jobs()
+    deadline = time.monotonic() + 30
+    while host.jobs.get(erase.id).state != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.stop()
+    receipt = host.jobs.get(erase.id).results[0]["result"]
+    backups = next(p for p in receipt["places"] if p["place"] == "backups")
+    assert str((tmp_path / "bk").resolve()) in backups["where"] and receipt["remains"]  # named, not "nothing left"
+    second = make_backup(data, tmp_path / "bk", secret="k" * 32, erased=host.erasure.erased)
+    assert second.purged == 1 and second.scrubbed == 2  # the jobs copy of each run
+    assert traces([tmp_path / "bk"], ["RAW-TURN-OF-GONE", "GONE-NOTE", "user:gone", "user_3agone"]) == []
+    for manifest in (first.manifest, second.manifest):  # each manifest still restores (its checksums re-signed)
+        restored = restore_backup(tmp_path / "bk", tmp_path / f"fresh-{manifest[-10:-5]}",
+                                  manifest=manifest.split("/")[1], secret="k" * 32)
+        assert set(restored.heads) == {"user:keep"} and restored.databases == ["jobs"]

@@ -179,6 +179,10 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("delete_owner", lambda: c.delete_owner() is None),
         ("erase_owner", lambda: c.wait_job(c.erase_owner(), timeout=60, poll=0.05)["state"] == "done"),
         ("erasure", lambda: c.erasure()["kind"] == "erase-owner"),
+        ("put_character", lambda: c.put_character("kai", "Kai", persona="A barista.").commit),
+        ("characters", lambda: [ch["id"] for ch in c.characters()] == ["kai"]),
+        ("character", lambda: c.character("kai")["persona"] == "A barista."),
+        ("delete_character", lambda: c.delete_character("kai").value["deleted"] is True),
     ]
     called = set()
     for op_id, call in steps:

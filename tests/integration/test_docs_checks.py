@@ -81,6 +81,11 @@ def test_the_limits_reference_says_the_limits():
         assert f"{value:,}" in page
     assert f"| {limits.MAX_OPS} ops" in page and f"| {limits.MAX_RETRIEVE_LIMIT} hits |" in page
     assert f"| {limits.MAX_STAGED_RUNS} |" in page
+    from wikimem.host.access import MAX_PREFIXES
+    from wikimem.llm import MAX_REPLY_ELEMENTS
+
+    assert f"| {limits.MAX_CHARACTERS:,} | 422 |" in page and f"; {limits.MAX_PERSONA_CHARS:,} characters |" in page
+    assert f"| {MAX_PREFIXES} | refused at mint |" in page and f"| {MAX_REPLY_ELEMENTS} (the rest" in page
     assert f"{limits.MAX_FILE_BYTES // 2**20} MiB" in page and f"{limits.MAX_SETTINGS_BYTES // 2**10} KiB" in page
 
 

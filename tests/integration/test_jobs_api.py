@@ -7,6 +7,7 @@ memorize jobs against a fake chat endpoint that answers only when released.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 
@@ -109,8 +110,12 @@ def capped(tmp_path):
         llm.stop()
 
 
+_TURNS = itertools.count()
+
+
 def memorize(client, owner: str, token: str):
-    return client.post(f"/api/v1/owners/{owner}/memorize", json={"turn": "user: I went surfing"},
+    # a turn of its own each time: the same turn twice would be a probable duplicate (issue 35), failed at once
+    return client.post(f"/api/v1/owners/{owner}/memorize", json={"turn": f"user: I went surfing ({next(_TURNS)})"},
                        headers=auth(token, Prefer="respond-async"))
 
 

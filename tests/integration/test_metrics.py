@@ -144,3 +144,40 @@ def test_the_shipped_alerts_and_scrape_config_name_metrics_the_host_exports():
     exported |= {name + suffix for name in exported for suffix in ("_total", "_count", "_sum", "_bucket")}
     used = {name for r in rules for name in re.findall(r"\bwikimem_\w+", r["expr"])}
     assert used and used <= exported, used - exported
+
+
+def _series(client) -> set[str]:
+    text = client.get("/metrics", headers=auth(ADMIN)).get_data(as_text=True)
+    return {line.rpartition(" ")[0] for line in text.splitlines() if line.startswith("wikimem_http_request")}
+
+
+def test_invented_methods_without_a_token_make_no_new_series(tmp_path):
+    from webapp import create_app
+
+    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN})
+    client = app.test_client()
+    for path in (O, "/no/such/path"):  # the "other" series of each route, once
+        client.open(path, method="FOO")
+    before = _series(client)
+    for i in range(200):
+        r = client.open(O if i % 2 else "/no/such/path", method=f"M{i}X")
+        assert r.status_code in (401, 404, 405)
+    after = _series(client)
+    assert not {s for s in after - before if "/metrics" not in s}, sorted(after - before)[:5]
+    assert not any('method="M' in s for s in after)
+    assert any('method="other"' in s for s in after)
+
+
+def test_a_token_limited_to_an_owner_prefix_does_not_read_the_host_wide_metrics(tmp_path):
+    from webapp import create_app
+    from wikimem.host.access import append_token, mint_token
+
+    tokens = tmp_path / "tokens"
+    limited, entry = mint_token("tenant-admin", ["admin"], "user:")
+    append_token(tokens, entry)
+    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
+                      "TOKENS_FILE": str(tokens)})
+    client = app.test_client()
+    r = client.get("/metrics", headers=auth(limited))
+    assert r.status_code == 403 and "host-wide" in r.get_json()["error"]["message"]
+    assert client.get("/metrics", headers=auth(ADMIN)).status_code == 200

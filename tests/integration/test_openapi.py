@@ -187,7 +187,7 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         order = ["set_settings", "put_item", "diary_append", "diary_tool", "batch", "retrieve", "memorize",
                  "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked",
                  "hold_staged_run", "approve_staged", "discard_staged", "discard_staged_run", "approve_staged_run",
-                 "forget", "erase_owner"]
+                 "forget", "erase_owner", "put_character"]
         assert sorted(order) == sorted(requests)
         unknown = {404, 422}  # a commit of another memory, a time before this one began
         elsewhere = {("revert", "apply"): unknown, ("revert", "preview"): unknown, ("restore", "apply"): unknown,
@@ -195,7 +195,7 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         for op_id in order:
             method, path, examples = requests[op_id]
             url = ("/" if op_id in PROBES else "/api/v1") + path.replace("{owner_id}", "user:ann").replace(
-                "{file}", "people").replace("{name}", "mia").replace("{run}", "run_v7_1")
+                "{file}", "people").replace("{name}", "mia").replace("{run}", "run_v7_1").replace("{character}", "kai")
             for name, body in examples:
                 if op_id == "rollback" and name == "apply":
                     continue  # the force case rolls run_1 back first

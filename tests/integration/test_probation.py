@@ -183,7 +183,8 @@ def test_a_staged_write_with_an_idempotency_key_replays(host):
     assert b.replayed and a.commit == b.commit
 
 
-@pytest.mark.parametrize("run", ["a..b", "-x", "x.lock", "x/y", "x y", "x:y", "é", ".hidden"])
+@pytest.mark.parametrize("run", ["a..b", "-x", "x.lock", "x/y", "x y", "x:y", "é", ".hidden", "HEAD", "main",
+                                 "Main", "FETCH_HEAD", "head"])
 def test_a_run_id_that_cannot_name_a_branch_is_refused(host, run):
     owner = host.owner("user:ann")
     with pytest.raises(InvalidName):
@@ -314,3 +315,36 @@ def test_the_cli_lists_shows_holds_and_approves_a_run_leaving_an_owner_out(tmp_p
     assert [r.run for r in host.owner("user:c2").staged_runs()] == ["run_cli"]
     assert cli("discard", "run_cli").stdout.startswith("user:c2: done")
     assert cli().returncode == 1  # nothing waits any more
+
+
+@pytest.mark.parametrize("edit", [{"file": "preferences", "name": "tea", "content": "Hates tea."},
+                                  {"date": DATE, "time": "09:00", "content": "Stayed home."}])
+def test_an_approval_may_edit_only_what_the_run_changed(host, edit):
+    from wikimem.errors import InvalidValue
+
+    owner = host.owner("user:ann")
+    owner.add("people", "mia", "A friend who surfs.", ctx=V7)
+    head = owner.head()
+    with pytest.raises(InvalidValue, match="not among what staged run run_v7_1 changed"):
+        owner.approve_staged("run_v7_1", ctx=WriteContext(actor="alice"), edits=[
+            {"file": "people", "name": "mia", "content": "A friend who sails."}, edit])
+    assert owner.head() == head and [r.run for r in owner.staged_runs()] == ["run_v7_1"]
+    assert owner.item("preferences", "tea").content == "Drinks green tea."
+    assert [e.content for e in owner.diary_day(DATE)] == ["Walked by the sea."]
+
+
+def test_a_discarded_run_is_kept_and_the_command_line_stages_it_again(host, tmp_path, capsys):
+    from wikimem.cli import main
+
+    owner = host.owner("user:ann")
+    owner.memorize("user: the lighthouse trip", ctx=V7, ts=f"{DATE}T10:00:00Z")
+    tip = owner.staged_runs()[0].tip
+    owner.discard_staged("run_v7_1", ctx=WriteContext(actor="bob"))
+    assert git(owner.root, "rev-parse", "refs/wikimem/discarded/run_v7_1").strip() == tip
+    assert main(["staged", "--data", str(host.root), "restore-discarded", "run_v7_1", "--owner", "user:ann"]) == 0
+    assert capsys.readouterr().out.strip() == "run_v7_1-restored"
+    owner = host.owner("user:ann")
+    assert [(r.run, r.tip) for r in owner.staged_runs()] == [("run_v7_1-restored", tip)]
+    assert "refs/wikimem/discarded" not in git(owner.root, "for-each-ref")
+    with pytest.raises(NotFound):
+        owner.restore_discarded("run_v7_1")  # once

@@ -1,9 +1,12 @@
-"""Time questions through the API, right after the writes (issue 23).
+"""Time questions through the API, right after the writes (issues 23, 35).
 
 With the production default (no embedder), with ``make run``'s default
 (the bundled local model, embedding in the background) and with an
 embeddings endpoint (a stand-in on 127.0.0.1): every question is asked as
-soon as the writes are acknowledged — nothing waits for embedding.
+soon as the writes are acknowledged — nothing waits for embedding. The
+calendar of the words (昨天, 周末, "the last 3 days") is the request's
+``tz``, else the owner's, else the host's ``WIKIMEM_TZ``: each is tried with
+a zone a day or two away from the others.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import pytest
 from apiworld import ADMIN, OWNER, auth
 from fakes import FakeOpenAI
-from timequestions import QUESTIONS, TZ, WIKI, check_answers, diary_entries, today
+from timequestions import TZ, WIKI, check_answers, diary_entries, questions, today
 
 from webapp import create_app
 
@@ -33,11 +36,11 @@ def _app(tmp_path, **config):
     return client
 
 
-def _write(client) -> list:
+def _write(client, zone: str = TZ) -> list:
     for file, name, content in WIKI:
         assert client.put(f"{O}/items/{file}/{name}", headers=auth(ADMIN), json={"content": content}).status_code \
             in (200, 201)
-    entries = diary_entries(today())
+    entries = diary_entries(today(zone))
     for day, hhmm, content in entries:
         r = client.post(O + "/diary", headers=auth(ADMIN), json={"content": content, "date": day, "time": hhmm})
         assert r.status_code == 201
@@ -62,11 +65,28 @@ def test_time_questions_through_the_api_right_after_the_writes(tmp_path, fake, n
     day = today()
     entries = _write(client)
     answers = {}
-    for question, _ in QUESTIONS:
+    for question, _ in questions(day):
         r = client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": question, "tz": TZ})
         assert r.status_code == 200
         answers[question] = r.get_json()
     check_answers(answers, entries, day)
+
+
+FAR_EAST, FAR_WEST = "Pacific/Kiritimati", "Etc/GMT+12"  # UTC+14 and UTC−12: never the same date
+
+
+@pytest.mark.parametrize("source", ["owner", "host"])
+def test_time_questions_follow_the_owner_s_zone_else_the_host_s(tmp_path, source):
+    """No ``tz`` in the requests: the owner's setting, else WIKIMEM_TZ (the other one set a day away)."""
+    zone = FAR_EAST if source == "owner" else FAR_WEST
+    client = _app(tmp_path, TZ=FAR_WEST if source == "owner" else zone)
+    if source == "owner":
+        assert client.put(O + "/settings", headers=auth(ADMIN), json={"tz": zone}).status_code == 200
+    day = today(zone)
+    entries = _write(client, zone)
+    answers = {q: client.post(O + "/retrieve", headers=auth(ADMIN), json={"query": q}).get_json()
+               for q, _ in questions(day)}
+    check_answers(answers, entries, day, zone)
 
 
 def test_a_memorized_event_is_found_by_the_day_it_happened(tmp_path, fake):

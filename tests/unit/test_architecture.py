@@ -158,12 +158,15 @@ def test_a_package_is_entered_through_its_face():
 # Lower layers never import higher ones (lazily included). A package may import its own layer's core.
 LAYERS = [
     {"wikimem.errors", "wikimem.naming", "wikimem.limits", "wikimem.locking", "wikimem.fsio", "wikimem.models",
-     "wikimem.links", "wikimem.context", "wikimem.endpoint", "wikimem.timeparse"},
+     "wikimem.links", "wikimem.context", "wikimem.endpoint", "wikimem.timeparse",
+     "wikimem.timerules", "wikimem.linkgraph", "wikimem.faces"},
     {"wikimem.format"},
     {"wikimem.store"},
     {"wikimem.vectors"},
     {"wikimem.recall"},
     {"wikimem.llm", "wikimem.client"},
+    # upstream's module paths, thin faces over the packages below (see COMPAT_FACES)
+    {"wikimem.retrieval", "wikimem.memorize", "wikimem.diary", "wikimem.journal", "wikimem.tokenize"},
     {"wikimem.versioned", "wikimem.versioned.history", "wikimem.versioned.replication", "wikimem.versioned.forgetting"},
     {"wikimem.host", "wikimem.host.fleet", "wikimem.host.cluster", "wikimem.host.access"},
     {"wikimem.cli", "webapp"},
@@ -276,7 +279,13 @@ def test_only_the_composition_root_reads_the_environment():
 
 
 def test_no_module_is_named_like_a_function_it_exports():
-    """``wikimem.memorize`` was both a module and a function: one name, one meaning."""
+    """``wikimem.memorize`` was both a module and a function: one name, one meaning.
+
+    The one exception, on purpose: the compatibility faces (:data:`COMPAT_FACES`) keep upstream's module
+    paths, and two of them (``memorize``, ``tokenize``) share their name with a function that
+    ``from wikimem import …`` has always given. They define no function; they *are* modules made callable as
+    that function (``wikimem/faces.py``), so both contracts hold — see the test below.
+    """
     bad = []
     for p in modules("wikimem"):
         tree = ast.parse(p.read_text(encoding="utf-8"))
@@ -284,6 +293,26 @@ def test_no_module_is_named_like_a_function_it_exports():
         if p.stem in functions:
             bad.append(rel(p))
     assert bad == []
+
+
+# Upstream's module paths (issue 35): thin faces, each re-exporting the seed's names of one subject.
+COMPAT_FACES = {"retrieval": ["MemoryIndex", "RetrievalResult", "RetrievedItem", "as_recall_item"],
+                "memorize": ["memorize", "LLM", "DIARY_PROMPT", "diary_tool", "handle_diary_tool",
+                             "DIARY_TOOL_DESCRIPTION"],
+                "diary": ["Diary", "DiaryItem"], "journal": ["Journal"], "tokenize": ["tokenize", "est_tokens"]}
+
+
+@pytest.mark.parametrize("face", sorted(COMPAT_FACES))
+def test_the_compatibility_faces_are_thin(face):
+    """Imports, ``__all__`` and (memorize, tokenize) the call that makes them callable; nothing of their own."""
+    tree = ast.parse((ROOT / "wikimem" / f"{face}.py").read_text(encoding="utf-8"))
+    allowed = (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr)
+    body = [n for n in tree.body if not isinstance(n, allowed)]
+    assert [getattr(n, "name", type(n).__name__) for n in body] in ([], ["__getattr__"])  # (a lazy name)
+    calls = [n for n in tree.body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+    assert all(ast.unparse(c.value.func) == "callable_face" for c in calls)
+    names = next(n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__")
+    assert set(COMPAT_FACES[face]) <= set(ast.literal_eval(names.value))
 
 
 def test_only_the_mcp_tools_import_the_mcp_sdk_and_only_when_used():

@@ -8,7 +8,7 @@ import pytest
 from fakes import FakeOpenAI
 from parallel import run_threads
 
-from wikimem.llm.chat import ChatClient, LLMError
+from wikimem.llm.chat import ChatClient, ChatRetry, LLMError
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "你好"}]
 
@@ -78,7 +78,7 @@ def test_wrong_path_is_404(fake):
 
 def test_a_transient_failure_is_one_error_then_it_works(fake):
     fake.fail_next, fake.fail_status = 1, None
-    client = ChatClient(fake.url, "m")
+    client = ChatClient(fake.url, "m", retry=ChatRetry(attempts=1))  # no retry (test_chat_retry.py: with)
     with pytest.raises(LLMError, match="HTTP 500"):
         client.chat(MESSAGES)
     fake.replies.append("back")

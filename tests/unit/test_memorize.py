@@ -6,27 +6,12 @@ import contextlib
 import json
 
 import pytest
-from fakes import FakeOpenAI
+from fakes import FakeOpenAI, ScriptedLLM
 
 from wikimem import DIARY_PROMPT, MemoryStore, memorize
 from wikimem.llm.chat import ChatClient, LLMError
 from wikimem.llm.memorizer import DIARY_RULES, parse_diary_reply, render_prompt
 from wikimem.store.writer import Mutation
-
-
-class ScriptedLLM:
-    """The LLM port in its simplest honest form: canned replies, recorded calls."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.calls: list[list[dict]] = []
-
-    def chat(self, messages):
-        self.calls.append(messages)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 class CountingHook:

@@ -130,3 +130,36 @@ def test_the_exact_and_the_sign_bit_tiers_mix_alike(tmp_path):
         return sorted(scores, key=lambda k: -scores[k])[:5]
     exact_only, _ = exact.search("coffee please", 5, candidates=[], diary=[])
     assert set(top(exact_only)) == set(top(a))
+
+
+@pytest.mark.parametrize("binary_threshold", [10_000, 1], ids=["exact", "sign bits"])
+def test_conversation_files_take_their_own_item_weight(tmp_path, binary_threshold):
+    """Issue 35: 0.4 for the turns of conversation-like files, 0.6 for a list of facts."""
+    facts = [RecallItem("prefs", "tea", "likes green tea"), RecallItem("prefs", "sea", "loves the sea")]
+    items = TURNS[:3] + facts
+    es = EmbeddingSearch(Local(), tmp_path, binary_threshold=binary_threshold,
+                         context=NeighbourContext(item_weight=0.6, conversation_weight=0.4))
+    es.sync(items, conversations={"s1"})
+    query = "what is the name of Maya's dog"
+    wiki, _ = es.search(query, 10, candidates=[(i.file, i.name) for i in items], diary=[])
+    q = np.array(fake_embedding(query, DIM))
+    for item, ctx in zip(items, context_texts(items)):
+        w = 0.4 if item.file == "s1" else 0.6
+        own = fake_embedding(embed_text(item.name, item.content), DIM)
+        assert wiki[(item.file, item.name)] == pytest.approx(w * q @ own + (1 - w) * q @ fake_embedding(ctx, DIM),
+                                                             abs=1e-5)
+
+
+def test_the_index_tells_its_vectors_which_files_are_conversations(tmp_path):
+    s = MemoryStore(tmp_path / "m")
+    for item in TURNS[:3]:
+        s.add(item.file, item.name, item.content)
+    s.add("prefs", "tea", "likes green tea")
+    index = MemoryIndex(s, use_jieba=False, embedder=Local(), vectors_dir=tmp_path / "v",
+                        neighbour_context=NeighbourContext(item_weight=0.6, conversation_weight=0.4))
+    assert index.retrieve("dog name").embedding_used
+    assert index.wiki.conversations() == {"s1"}
+    weights = index.vectors.search()._state.item_weight
+    assert sorted(weights.tolist()) == pytest.approx([0.4, 0.4, 0.4, 0.6])
+    with pytest.raises(ValueError):
+        NeighbourContext(conversation_weight=1.5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from fakes import FakeOpenAI
-from timequestions import QUESTIONS, TZ, WIKI, check_answers, diary_entries, today
+from timequestions import TZ, WIKI, check_answers, diary_entries, questions, today
 
 from wikimem import MemoryIndex, MemoryStore
 from wikimem.vectors import HttpEmbedder, LocalEmbedder
@@ -57,7 +57,7 @@ def test_time_questions_answer_from_their_window(tmp_path, fake, worker, kind):
     store, entries = write(tmp_path / "mem")
     index = make(kind, store, fake, worker)
     day = today()
-    answers = {q: index.retrieve(q, tz=TZ).to_dict() for q, _ in QUESTIONS}
+    answers = {q: index.retrieve(q, tz=TZ).to_dict() for q, _ in questions(day)}
     check_answers(answers, entries, day)
 
 
@@ -78,12 +78,35 @@ def test_a_topic_shared_with_the_wiki_keeps_both(tmp_path):
 def test_the_window_keeps_half_the_places_against_many_matching_wiki_items(tmp_path):
     store = MemoryStore(tmp_path / "mem")
     for n in range(12):
-        store.add("movies", f"m{n}", f"Watched a movie, number {n}.")
+        store.add("movies", f"m{n}", f"Dinner and a movie, number {n}.")
     store.diary.append("Went to the beach.", date="2026-07-21", time="10:00")
     store.diary.append("Bought shells.", date="2026-07-21", time="11:00")
-    result = MemoryIndex(store, use_jieba=False).retrieve("movie", time_range=("2026-07-21", "2026-07-21"), limit=4)
+    index = MemoryIndex(store, use_jieba=False)
+    result = index.retrieve("dinner", time_range=("2026-07-21", "2026-07-21"), limit=4)
+    # its i-th entry at the latest at place 2i (newest first: a question word, so the whole window)
     assert [(e.kind, e.item.name) for e in result.items] == [
-        ("wiki", "m0"), ("wiki", "m1"), ("diary", "11:00"), ("diary", "10:00")]
+        ("wiki", "m0"), ("diary", "11:00"), ("wiki", "m1"), ("diary", "10:00")]
+    # and the first k are the same whatever the limit
+    answers = [[(e.kind, e.item.name) for e in index.retrieve("dinner", time_range=("2026-07-21", "2026-07-21"),
+                                                               limit=n).items] for n in range(1, 9)]
+    assert all(longer[:len(shorter)] == shorter for shorter, longer in zip(answers, answers[1:]))
+
+
+def test_a_real_word_gets_only_the_entries_that_match_it(tmp_path):
+    """Upstream's contract: BM25 alone never returns a diary entry the query does not match; the window comes
+    back whole only when the words left are question words (issue 35)."""
+    store = MemoryStore(tmp_path / "mem")
+    store.add("movies", "m0", "Watched a movie about the sea.")
+    store.diary.append("Went to the beach.", date="2026-07-21", time="10:00")
+    store.diary.append("Bought a movie ticket.", date="2026-07-21", time="11:00")
+    index = MemoryIndex(store, use_jieba=False)
+    window = ("2026-07-21", "2026-07-21")
+    assert [e.item.name for e in index.retrieve("movie", time_range=window).items] == ["11:00", "m0"]
+    assert index.retrieve("quantum", time_range=window).items == []
+    assert [e.item.name for e in index.retrieve("what did I do?", time_range=window).items] == ["11:00", "10:00"]
+    assert [e.item.name for e in index.retrieve("what did I have for dinner", time_range=window).items] == [
+        "11:00", "10:00"]  # a generic ask (dinner, eat, 吃, 聊): the window
+    assert [e.item.name for e in index.retrieve("2026-07-21 quantum").items] == []  # parsed: the same rule
 
 
 def test_without_a_window_nothing_changes(tmp_path):

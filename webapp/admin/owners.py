@@ -58,6 +58,13 @@ def item(owner_id: str, file: str, name: str):
                            wikitext=wikitext_for(owner))
 
 
+@bp.get("/owners/<owner_id>/links")
+def links(owner_id: str):
+    """The wiki-link graph: which item links where, which links dangle (``wikimem graph``'s data)."""
+    owner = load_owner(owner_id)
+    return render_template("admin/links.html", owner=owner, graph=owner.review.link_graph())
+
+
 @bp.get("/owners/<owner_id>/diary")
 def diary(owner_id: str):
     owner = load_owner(owner_id)

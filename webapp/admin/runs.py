@@ -23,6 +23,10 @@ from .blueprint import bp
 from .rendering import DiffBudget, current_zone, zoned
 
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
+MEMORIZE = "memorize"  # the kind of a memorize job (Prefer: respond-async): its page is admin/memorize_job.html
+# Jobs with a page of their own elsewhere (the jobs list links there too).
+OTHER_JOB_PAGES = {"staged-approve": "admin.staged_job", "staged-discard": "admin.staged_job",
+                   "erase-owner": "admin.erasure_job", "forget": "admin.erasure_job"}
 
 
 def selection_args(args) -> dict[str, str]:
@@ -87,5 +91,11 @@ def bulk_start():
 
 @bp.get("/jobs/<job_id>")
 def job(job_id: str):
-    found = get_host().fleet.bulk_job(job_id, within=g.operator.owner_prefix)
-    return render_template("admin/job.html", job=found)
+    """A job's page, whatever its kind: a memorize job here (its outcome or its cause), the others on theirs."""
+    fleet = get_host().fleet
+    found = fleet.visible_job(job_id, within=g.operator.owner_prefix)
+    if found.kind == MEMORIZE:
+        return render_template("admin/memorize_job.html", job=found, step=(found.results or [{}])[0])
+    if found.kind in OTHER_JOB_PAGES:
+        return redirect(url_for(OTHER_JOB_PAGES[found.kind], job_id=job_id))
+    return render_template("admin/job.html", job=fleet.bulk_job(job_id, within=g.operator.owner_prefix))

@@ -1,5 +1,7 @@
 """Runs on probation: the Staged page across owners, one run's owners with sampled diffs and the bulk forms, one
-owner's diff against current main with approve, edit-then-approve and discard, and a bulk job's progress.
+owner's diff against current main with approve, edit-then-approve and discard (asked first, on a page of what is
+thrown away; the discarded commits are kept ``WIKIMEM_DISCARDED_DAYS`` and can be staged again), and a bulk job's
+progress.
 
 Thin views: the host's ``probation`` (cross-owner) and an ``Owner``'s staged methods do the work; approving,
 discarding and holding need the admin role, as a bulk rollback does.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 
-from flask import g, redirect, render_template, request, url_for
+from flask import abort, flash, g, redirect, render_template, request, url_for
 
 from webapp.hosting import get_host
 from webapp.requestid import current_request_id
@@ -78,17 +80,57 @@ def owner_staged(owner_id: str, run: str):
 
 @bp.post("/owners/<owner_id>/staged/<run>/<action>")
 def owner_staged_action(owner_id: str, run: str, action: str):
+    """Approve (as it is, or as edited). Discarding has its own route: asked first (:func:`discard_staged`)."""
+    if action != "approve":
+        abort(404)
     operator = require_role("admin")
     owner = load_owner(owner_id)
-    force = action != "discard" and request.form.get("force") == "on"
-    with act(owner, "discard" if action == "discard" else "approve", operator, run=run, force=force or None) as a:
-        if action == "discard":
-            done = owner.discard_staged(run, ctx=a.ctx)
-        else:
-            done = owner.approve_staged(run, force=force, edits=_edits(request.form), ctx=a.ctx)
-        a.done(done.commit)
+    force = request.form.get("force") == "on"
+    with act(owner, "approve", operator, run=run, force=force or None) as a:
+        done = a.write(owner.approve_staged, run, force=force, edits=_edits(request.form))
     return redirect(url_for("admin.commit", owner_id=owner.id, commit=done.commit)) if done.commit else \
         redirect(url_for("admin.staged_run", run=run))
+
+
+def _keep_days() -> float:
+    return get_host().retention.discarded / 86400
+
+
+@bp.route("/owners/<owner_id>/staged/<run>/discard", methods=["GET", "POST"])
+def discard_staged(owner_id: str, run: str):
+    """What discarding the run throws away, asked first; the POST discards (the run as previewed: its tip)."""
+    owner = load_owner(owner_id)
+    review = owner.staged_review(run)
+    if request.method == "GET":
+        return render_template("admin/discard_staged.html", owner=owner, run=run, review=review,
+                               inline_diff=DiffBudget(), keep_days=_keep_days(), error=None)
+    operator = require_role("admin")
+    if request.form.get("tip") != review.run.tip:
+        return render_template("admin/discard_staged.html", owner=owner, run=run, review=review,
+                               inline_diff=DiffBudget(), keep_days=_keep_days(),
+                               error="The run changed since you opened this page: nothing was discarded. Read it "
+                                     "again, then discard."), 409
+    with act(owner, "discard", operator, run=run) as a:
+        done = a.write(owner.discard_staged, run)
+    return redirect(url_for("admin.discarded", owner_id=owner.id, run=run, commit=done.commit or ""))
+
+
+@bp.get("/owners/<owner_id>/discarded/<run>")
+def discarded(owner_id: str, run: str):
+    owner = load_owner(owner_id)
+    return render_template("admin/discarded.html", owner=owner, run=run, commit=request.args.get("commit") or None,
+                           kept=run in owner.discarded_runs(), keep_days=_keep_days())
+
+
+@bp.post("/owners/<owner_id>/discarded/<run>/restore")
+def restore_discarded(owner_id: str, run: str):
+    operator = require_role("admin")
+    owner = load_owner(owner_id)
+    with act(owner, "restore-discarded", operator, run=run) as a:
+        new = owner.restore_discarded(run)
+        a.done(new_run=new)
+    flash(f"Discarded run {run} staged again as {new}.", "ok")
+    return redirect(url_for("admin.owner_staged", owner_id=owner.id, run=new))
 
 
 def _edits(form) -> list[dict]:

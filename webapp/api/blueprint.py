@@ -38,7 +38,7 @@ def owner_for(owner_id: str, scope: str) -> Owner:
 def caller() -> Caller:
     """Who sends this request, as the host's gate knows callers (the token's name, prefix and character)."""
     principal = current_principal()
-    return Caller.token(principal.name, principal.owner_prefix, getattr(principal, "character", None))
+    return Caller.token(principal.name, principal.tenant, principal.character)
 
 
 def layer_for(data: dict | None = None) -> str | None:

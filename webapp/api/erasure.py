@@ -33,7 +33,7 @@ def erase_owner(owner_id: str):
     if req_str(data, "confirm") != owner_id:
         raise InvalidValue("confirm must repeat the owner id exactly: erasing cannot be undone")
     with act(owner_id, "erase-owner", data) as a:
-        job, _ = get_host().erase_owner(owner_id, actor=a.ctx.actor or principal.name, within=principal.owner_prefix)
+        job, _ = get_host().erase_owner(owner_id, actor=a.ctx.actor or principal.name, within=principal.within)
         a.done(job=job.id)
     return _accepted(job)
 
@@ -49,7 +49,7 @@ def forget(owner_id: str):
     chosen = {k: v for k, v in target.items() if v is not None}
     with act(owner_id, "forget", data, target=chosen) as a:
         job, _ = get_host().forget(owner_id, chosen, actor=a.ctx.actor or principal.name,
-                                   within=principal.owner_prefix)
+                                   within=principal.within)
         a.done(job=job.id)
     return _accepted(job)
 

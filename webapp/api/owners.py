@@ -35,7 +35,7 @@ def list_owners():
 @bp.put(OWNER)
 def create_owner(owner_id: str):
     principal = require("write", owner_id)
-    quota_prefix = None if principal.has("admin") else principal.owner_prefix  # admin tokens have no quota
+    quota_prefix = None if principal.has("admin") else principal.prefix_for(owner_id)  # admin tokens have no quota
     with act(owner_id, "create-owner") as a:
         owner, created = get_host().ensure_owner(owner_id, quota_prefix=quota_prefix)
         a.done(created=created)

@@ -44,7 +44,7 @@ def runs():
     args = {"within": within, "limit": limit, "cursor": cursor, "forward": forward_for(within)}
     if query_str("by") == "owner":
         return jsonify(get_host().fleet.runs_per_owner(query, **args).to_dict())
-    return jsonify(get_host().fleet.find_runs(query, **args).to_dict())
+    return jsonify(get_host().fleet.find_runs(query, **args, by_owner=query_str("totals") == "owners").to_dict())
 
 
 @bp.post("/bulk/rollback")
@@ -55,12 +55,12 @@ def bulk_rollback():
     if opt_bool(data, "preview", False):
         limit = opt_int(data, "limit", minimum=1, maximum=1000) or 100
         offset = offset_cursor(opt_str(data, "cursor", limit=12))
-        preview = get_host().fleet.preview_bulk_rollback(query, within=principal.owner_prefix)
+        preview = get_host().fleet.preview_bulk_rollback(query, within=principal.within)
         return jsonify(preview.to_dict(limit=limit, offset=offset))
     force = opt_bool(data, "force", False)
     selection = {f"target_{k}": v for k, v in query.to_dict().items() if v}
     with act(None, "bulk-rollback", target=selection, force=force or None) as a:
-        job = get_host().fleet.start_bulk_rollback(query, within=principal.owner_prefix, force=force,
+        job = get_host().fleet.start_bulk_rollback(query, within=principal.within, force=force,
                                                    actor=a.ctx.actor, idempotency_key=a.ctx.idempotency_key,
                                                    request_id=current_request_id(), tenant=a.tenant)
         a.done(job=job["id"])

@@ -51,7 +51,7 @@ def list_jobs():
     """Jobs newest first: a token sees the jobs of the owners its prefix reaches; bulk jobs need the admin scope."""
     principal = require("read")
     query = JobQuery.parse(**{k: query_str(k) for k in ("kind", "state", "owner_prefix", "since")})
-    page = get_host().fleet.list_jobs(query, within=principal.owner_prefix, admin=principal.has("admin"),
+    page = get_host().fleet.list_jobs(query, within=principal.within, admin=principal.has("admin"),
                                       limit=query_int("limit", 50, 1, 1000), cursor=query_str("cursor", limit=200))
     return jsonify(page.to_dict())
 
@@ -63,7 +63,7 @@ def get_job(job_id: str):
     owner_id = job.params.get("owner")
     if owner_id and job.kind != "bulk-rollback":
         require("read", owner_id)
-    elif not job_visible(job.params, require("admin").owner_prefix):  # a bulk job: admins of its owners
+    elif not job_visible(job.params, require("admin").within):  # a bulk job: admins of its owners
         raise NotFound(f"no job {job_id!r}")
     return jsonify(job.to_dict())
 
@@ -72,5 +72,5 @@ def get_job(job_id: str):
 def cancel_job(job_id: str):
     """Cancel a queued job (409 once a step started): a write token for its owner's jobs, admin for bulk jobs."""
     principal = require("write")
-    job = get_host().fleet.cancel_job(job_id, within=principal.owner_prefix, admin=principal.has("admin"))
+    job = get_host().fleet.cancel_job(job_id, within=principal.within, admin=principal.has("admin"))
     return jsonify(job.to_dict())

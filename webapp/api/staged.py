@@ -35,7 +35,7 @@ def _owners(data: dict, key: str) -> list[str] | None:
 @bp.get("/staged")
 def staged_runs():
     principal = require("read")
-    found = get_host().probation.runs(within=principal.owner_prefix, state=query_str("state", limit=16) or "staged",
+    found = get_host().probation.runs(within=principal.within, state=query_str("state", limit=16) or "staged",
                                       run=query_str("run"), actor=query_str("actor"),
                                       owner_prefix=query_str("owner_prefix", limit=128) or "")
     return jsonify(found)
@@ -44,7 +44,7 @@ def staged_runs():
 @bp.get("/staged/<run>")
 def staged_run(run: str):
     principal = require("read")
-    owners = get_host().probation.owners_of(run, within=principal.owner_prefix, state=query_str("state", limit=16))
+    owners = get_host().probation.owners_of(run, within=principal.within, state=query_str("state", limit=16))
     return jsonify(run=run, owners=owners)
 
 
@@ -54,10 +54,10 @@ def _bulk(run: str, action: str):
     owners, skip = _owners(data, "owners"), _owners(data, "except_owners")
     probation = get_host().probation
     if opt_bool(data, "preview", False):
-        return jsonify(probation.preview(run, within=principal.owner_prefix, owners=owners, except_owners=skip))
+        return jsonify(probation.preview(run, within=principal.within, owners=owners, except_owners=skip))
     force = opt_bool(data, "force", False)
     with act(None, f"bulk-{action}", run=run, force=force or None) as a:
-        job = probation.start(action, run, within=principal.owner_prefix, force=force, actor=a.ctx.actor,
+        job = probation.start(action, run, within=principal.within, force=force, actor=a.ctx.actor,
                               owners=owners, except_owners=skip, idempotency_key=a.ctx.idempotency_key,
                               tenant=a.tenant, request_id=current_request_id())
         a.done(job=job["id"])
@@ -83,7 +83,7 @@ def hold_staged_run(run: str):
     data = json_body({"held", "owners"}, optional_body=True)
     held = opt_bool(data, "held", True)
     with act(None, "hold", run=run, held=held) as a:
-        count = get_host().probation.hold(run, held, within=principal.owner_prefix, owners=_owners(data, "owners"))
+        count = get_host().probation.hold(run, held, within=principal.within, owners=_owners(data, "owners"))
         a.done(owners=count)
     return jsonify(run=run, held=held, owners=count)
 

@@ -70,8 +70,8 @@ def _owner(ctx: Context, owner_id: str, scope: str) -> tuple[Owner, Principal]:
 def _act(ctx: Context, mem: Owner, principal: Principal, action: str, ask: Ask, **target: Any) -> Act:
     """The tool's change through the host's gate (as the API's views make theirs): its write context, the staging
     policy of the token, its audit event."""
-    return _caller(ctx).host.gate.act(Asker.token(principal.name, principal.owner_prefix), action, mem, ask,
-                                      **target)
+    asker = Asker.token(principal.name, principal.tenant, principal.character)
+    return _caller(ctx).host.gate.act(asker, action, mem, ask, **target)
 
 
 @contextmanager

@@ -62,6 +62,10 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/owners/{owner_id}/staged/{run}"): "staged_review",
     ("post", "/owners/{owner_id}/staged/{run}/approve"): "approve_staged",
     ("post", "/owners/{owner_id}/staged/{run}/discard"): "discard_staged",
+    ("get", "/characters"): "characters",
+    ("get", "/characters/{character}"): "character",
+    ("put", "/characters/{character}"): "put_character",
+    ("delete", "/characters/{character}"): "delete_character",
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -155,6 +159,17 @@ _EX_STAGED_JOB = {"id": _JOB_ID, "kind": "staged-approve", "action": "approve", 
                   "total": 1, "failed": 0, "run": "run_v7_1", "force": False, "actor": "admin",
                   "reason": "discarded", "within": "", "counts": {"pending": 1}, "results": [],
                   "created": _EX_WHEN["created"], "finished": None}
+_EX_KAI = {"id": "kai", "owner": "char:kai", "name": "Kai", "persona": "A cheerful barista who remembers orders.",
+           "shared_writes": "staged", "deleted": False, "updated": "2026-07-21T06:30:00+00:00", "head": _C1}
+_CHARACTER_EXAMPLES: dict[str, dict[str, Any]] = {
+    "characters": {"200": {"characters": [_EX_KAI]}},
+    "character": {"200": {"character": _EX_KAI}},
+    "put_character": {"request": {"name": "Kai", "persona": _EX_KAI["persona"], "shared_writes": "staged"},
+                      "201": {"character": _EX_KAI, "commit": _C1, "created": True},
+                      "200": {"character": {**_EX_KAI, "shared_writes": "direct", "head": _C2}, "commit": _C2,
+                              "created": False}},
+    "delete_character": {"200": {"character": {**_EX_KAI, "deleted": True, "head": _C2}, "commit": _C2}},
+}
 _STAGED_EXAMPLES: dict[str, dict[str, Any]] = {
     "staged_runs": {"200": {"runs": [{"run": "run_v7_1", "actor": "memorize-v7", "actors": ["memorize-v7"],
                                       "owners": 52, "first": "2026-07-21T06:31:00Z", "last": "2026-07-21T06:40:00Z",
@@ -310,4 +325,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                                   "actor": "bad-bot", "since": "2026-07-21", "owner_prefix": "user:"}},
                               "updated": _EX_WHEN["created"], "finished": None}},
     **_STAGED_EXAMPLES,
+    **_CHARACTER_EXAMPLES,
 }

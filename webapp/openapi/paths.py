@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from copy import deepcopy
 
-from wikimem.limits import MAX_BATCH_CHARS, MAX_OPS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS
+from wikimem.limits import (
+    MAX_BATCH_CHARS,
+    MAX_CHARACTERS,
+    MAX_OPS,
+    MAX_PERSONA_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_RETRIEVE_LIMIT,
+    MAX_TURN_CHARS,
+)
 
 from .schema import (
     APPEND,
@@ -246,6 +254,7 @@ def all_paths() -> dict[str, dict]:
         **_operator_paths(),
         **_erasure_paths(owner),
         **_staged_paths(),
+        **_character_paths(),
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),
@@ -322,7 +331,11 @@ def _operator_paths() -> dict[str, dict]:
                                     "commits": {"type": "integer"}}),
                      "complete": {"type": "boolean", "description": "false until `wikimem index rebuild` ran "
                                   "over owners older than the index"},
-                     "unreachable": UNREACHABLE}, ["runs", "next", "total"])
+                     "unreachable": UNREACHABLE,
+                     "by_owner": {"type": "object", "description": "with totals=owners: the match's totals per "
+                                  "owner, [runs, commits, furthest seq] (what a host asks its peers, to count an "
+                                  "owner two hosts hold once)",
+                                  "additionalProperties": arr({"type": "integer"})}}, ["runs", "next", "total"])
     per_owner = obj({"owners": arr(ref("OwnerRunCount")), "next": NSTR, "unreachable": UNREACHABLE},
                      ["owners", "next"])
     runs = op("runs across owners (by run, actor, source conversation, action, time, owner prefix)", "read",
@@ -333,11 +346,12 @@ def _operator_paths() -> dict[str, dict]:
                        param("since", "query", TIME), param("until", "query", TIME),
                        param("owner_prefix", "query", {"type": "string", "maxLength": 128}),
                        param("by", "query", {"type": "string", "enum": ["run", "owner"]}),
+                       param("totals", "query", {"type": "string", "enum": ["owners"]}),
                        param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 1000}),
                        param("cursor", "query", {"type": "string", "maxLength": 1000})], tag="operators")
     runs["description"] += (" " + _RUNS_DOC + " In a cluster (WIKIMEM_PEERS) the host that answers asks every "
-                            "peer the same search and cursor and merges the pages; peers that did not answer are "
-                            "listed in unreachable.")
+                            "peer the same search and cursor and merges the pages (an owner two hosts hold is counted "
+                            "once in the totals); peers that did not answer are listed in unreachable.")
     preview = obj({"selection": {"type": "object"}, "total": {"type": "object"},
                     "owners": arr(ref("OwnerPlan")), "next": NSTR}, ["total", "owners"])
     started = {"description": "the job was queued (or an earlier one with the same Idempotency-Key is returned)",
@@ -474,4 +488,39 @@ def _staged_paths() -> dict[str, dict]:
         owner + "/{run}/discard": {"parameters": [OWNER, _RUN], "post": op(
             "discard one owner's staged run: its branch goes, a commit on main records it", "admin",
             ok(_SETTLED), body=body({"actor": WRITE["actor"]}, optional=True), tag="probation")},
+    }
+
+
+CHARACTER_ID_PATTERN = r"^[a-z0-9_][a-z0-9_-]{0,63}$"
+_CHARACTER = param("character", "path", {"type": "string", "pattern": CHARACTER_ID_PATTERN, "example": "kai"},
+                   description="a character id: 1-64 of a-z, 0-9, _ and - (not first)")
+
+
+def _character_paths() -> dict[str, dict]:
+    """The character registry (issue 33): register, read, list, delete."""
+    one = obj({"character": ref("Character")}, ["character"])
+    written = obj({"character": ref("Character"), "commit": NSTR, "created": {"type": "boolean"}},
+                  ["character", "commit"])
+    return {
+        "/characters": {"get": op(
+            "the registered characters by id (deleted=true: the deleted ones too); the registry is the host's, "
+            "whatever the token's owner prefixes", "read", ok(obj({"characters": arr(ref("Character"))},
+                                                                   ["characters"])),
+            params=[param("deleted", "query", {"type": "string", "enum": ["true", "false"]})], tag="characters")},
+        "/characters/{character}": {
+            "parameters": [_CHARACTER],
+            "get": op("one character (a deleted one says deleted: true); 404 says how to register it", "read",
+                      ok(one), tag="characters"),
+            "put": op(f"register or change a character: one commit in its own owner char:<id> (made when missing); "
+                      f"201 when it was not registered (or was deleted), 200 otherwise, commit null when nothing "
+                      f"changed. At most {MAX_CHARACTERS:,} profiles per host (422 past it)", "admin",
+                      {**ok(written, "201", "registered"), "200": ok(written)["200"]},
+                      params=[HDR_IDEM],
+                      body=body({"name": {"type": "string", "minLength": 1, "maxLength": 200},
+                                 "persona": {**NSTR, "maxLength": MAX_PERSONA_CHARS},
+                                 "shared_writes": {"type": "string", "enum": ["staged", "direct", "none"]},
+                                 **WRITE}, ["name"]), tag="characters"),
+            "delete": op("mark a character deleted (a commit in char:<id>): it can no longer write; its layers in "
+                         "persons' folders stay until erased or forgotten; PUT registers it again", "admin",
+                         ok(written), params=[HDR_IDEM], tag="characters")},
     }

@@ -44,6 +44,11 @@ APPEND = {"ts": {**NSTR, "maxLength": 64}, "date": {**NSTR, "maxLength": 64},
            "time": {**NSTR, "maxLength": 64}, "tz": {**NSTR, "maxLength": 64}}
 
 SCHEMAS: dict[str, dict] = {
+    "Character": obj({"id": {"type": "string"}, "owner": {"type": "string", "description": "char:<id>"},
+                       "name": {"type": "string"}, "persona": NSTR,
+                       "shared_writes": {"type": "string", "enum": ["staged", "direct", "none"]},
+                       "deleted": {"type": "boolean"}, "updated": NSTR, "head": NSTR},
+                      ["id", "owner", "name", "shared_writes", "deleted"]),
     "Error": obj({"error": obj({"code": {"type": "string"}, "message": {"type": "string"},
                                   "conflicts": arr({"type": "object"}), "current": {},
                                   "item": {"type": "object", "description": "412 of an item write: the item there"}},
@@ -97,7 +102,9 @@ SCHEMAS: dict[str, dict] = {
                           ["item", "source"]),
     "Settings": obj({"tz": {**NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
-                      "character": {**NSTR, "description": "memorize's character when a request names none"}},
+                      "character": {**NSTR, "description": "memorize's character when a request names none"},
+                      "definition": {"type": "object", "description": "only on a character's own owner "
+                                     "(char:<id>): its definition, written by the registry (/characters)"}},
                      ["tz", "character"]),
     "Job": obj({"id": {"type": "string"}, "kind": {"type": "string"},
                  "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "cancelled"]},
@@ -127,6 +134,9 @@ SCHEMAS: dict[str, dict] = {
                              "time_range": {**arr({"type": "string"}), "nullable": True,
                                             "description": "the diary window searched (local dates), if any"},
                              "time_range_source": NSTR, "time_range_widened": {"type": "boolean"},
+                             "time_days": {**arr({"type": "string"}),
+                                           "description": "a window of separate days (last Friday asked on a "
+                                                          "Sunday): those days only; time_range spans them"},
                              "query_terms": arr({"type": "string"}),
                              "diary": {"type": "string", "enum": ["window", "all"],
                                        "description": "present when the diary was ranked with the wiki (all)"},

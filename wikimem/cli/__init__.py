@@ -5,9 +5,12 @@ function; a command's handler takes the parsed arguments and returns the
 exit code: 0 ok, 1 not found / no match, 2 usage or store error (no memory
 folder there, an unknown host owner, a bad name).
 
-The memory folder is ``--store DIR`` (or ``$WIKIMEM_STORE``, or the current
-folder), or a host owner's folder: ``--owner ID`` under ``--data ROOT`` (or
-``$WIKIMEM_DATA``, or ``./data``), i.e. ``ROOT/owners/<encoded id>``.
+The memory folder is ``--store DIR`` / ``-s DIR`` (or ``$WIKIMEM_STORE``, or
+the current folder), or a host owner's folder: ``--owner ID`` under ``--data
+ROOT`` (or ``$WIKIMEM_DATA``, or ``./data``), i.e. ``ROOT/owners/<encoded id>``.
+These global options are accepted before or after the command, the same for
+every command (:func:`build_parser`); a command that has an option of the
+same name for itself (``cluster verify --owner``) keeps its own.
 
 Settings come from :mod:`wikimem.host.config` (the environment, then the
 command's flags): :func:`read_setting` for one of them, :func:`open_host` (and
@@ -27,7 +30,7 @@ from wikimem import __version__
 from wikimem.errors import WikimemError
 
 __all__ = ["main", "store_root", "read_setting", "host_config", "open_host", "open_owner", "Parser",
-           "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR"]
+           "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR", "GLOBAL_OPTIONS", "is_global_copy"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 # Async replication: how long a command waits at its end for its commits to reach the remote.
@@ -36,29 +39,74 @@ _OPENED: list = []  # the hosts the running command opened (see open_host)
 
 # Modules holding command groups, in help order. Optional layers (git, host)
 # import their dependencies only when their command runs.
-_GROUPS = ("browse", "explain", "history", "hostcmd", "cluster", "runs", "staged", "repair", "backup", "erase")
+_GROUPS = ("browse", "explain", "history", "hostcmd", "cluster", "runs", "staged", "repair", "backup", "erase",
+           "characters")
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.commands: list[argparse.ArgumentParser] = []  # the parsers of its subcommands (every level below)
+
     def error(self, message: str):  # usage errors exit 2, like argparse, with our prefix
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"wikimem: error: {message}\n")
 
+    def add_subparsers(self, **kwargs: Any):
+        action = super().add_subparsers(**kwargs)
+        make = action.add_parser
 
-def build_parser() -> argparse.ArgumentParser:
+        def add_parser(name: str, **options: Any) -> argparse.ArgumentParser:
+            child = make(name, **options)
+            self.commands.append(child)
+            return child
+
+        action.add_parser = add_parser  # type: ignore[method-assign]
+        return action
+
+    def every_command(self):
+        """The parsers of every subcommand, at every level."""
+        for child in self.commands:
+            yield child
+            if isinstance(child, Parser):
+                yield from child.every_command()
+
+
+# The global options: (flags, dest, metavar, help).
+GLOBAL_OPTIONS = (
+    (("--store", "-s"), "store", "DIR", "memory folder (default: $WIKIMEM_STORE or the current folder)"),
+    (("--owner",), "owner", "ID", "a host owner's memory folder instead, by owner id (e.g. user:xnne)"),
+    (("--data",), "data_root", "ROOT", "the host's data root for --owner (default: $WIKIMEM_DATA or ./data)"),
+)
+
+
+def is_global_copy(action: argparse.Action) -> bool:
+    """Whether ``action`` is a global option as a command repeats it (given after the command)."""
+    return action.default is argparse.SUPPRESS and action.dest in {dest for _, dest, _, _ in GLOBAL_OPTIONS}
+
+
+def _add_globals(parser: argparse.ArgumentParser, *, after: bool) -> None:
+    """The global options on ``parser``: with their defaults at the top, left unset after a command (so a value
+    given before the command stays), and not where the command has an option of that name itself."""
+    for flags, dest, metavar, text in GLOBAL_OPTIONS:
+        try:
+            parser.add_argument(*flags, dest=dest, metavar=metavar, help=text,
+                                default=argparse.SUPPRESS if after else None)
+        except argparse.ArgumentError:  # the command's own --owner / --data / -s: it keeps its meaning
+            continue
+
+
+def build_parser() -> Parser:
     parser = Parser(prog="wikimem", description="Read, search and manage a wikimem memory folder.")
     parser.add_argument("--version", action="version", version=f"wikimem {__version__}")
-    parser.add_argument("--store", default=None,
-                        help="memory folder (default: $WIKIMEM_STORE or the current folder)")
-    parser.add_argument("--owner", default=None, metavar="ID",
-                        help="a host owner's memory folder instead, by owner id (e.g. user:xnne)")
-    parser.add_argument("--data", dest="data_root", default=None, metavar="ROOT",
-                        help="the host's data root for --owner (default: $WIKIMEM_DATA or ./data)")
+    _add_globals(parser, after=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     import importlib
 
     for name in _GROUPS:
         importlib.import_module(f".{name}", __name__).register(sub)
+    for child in parser.every_command():
+        _add_globals(child, after=True)
     return parser
 
 
@@ -69,7 +117,7 @@ def store_root(args: argparse.Namespace) -> Path:
             raise ValueError("give either --store or --owner, not both")
         from wikimem.host import encode_owner_id  # stdlib only, validates the id
 
-        data = Path(args.data_root or read_setting("DATA_ROOT"))
+        data = Path(getattr(args, "data_root", None) or getattr(args, "data", None) or read_setting("DATA_ROOT"))
         root = data / "owners" / encode_owner_id(args.owner)
         if not (root / ".git").is_dir():
             raise ValueError(f"no owner {args.owner!r} under the data root {data} (looked for {root}); "
@@ -149,11 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         return int(args.handler(args) or 0)
+    except BrokenPipeError:  # `wikimem ls | head` (an OSError: before the clause below)
+        return EXIT_OK
     except (WikimemError, ValueError, OSError) as exc:  # (a bad WIKIMEM_* value is a ValueError too)
         print(f"wikimem: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:  # `wikimem ls | head`
-        return EXIT_OK
     except KeyboardInterrupt:
         return 130
     finally:

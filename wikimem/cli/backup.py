@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import EXIT_OK, open_host
+from . import EXIT_OK, host_config, open_host
 
 
 def register(sub) -> None:
@@ -35,6 +35,9 @@ def restore_args(p) -> None:
                    help="backup: restore only this owner, into an existing data root")
     p.add_argument("--replace", action="store_true", help="backup: with --owner, put it in place of the one there")
     p.add_argument("--manifest", default=None, help="backup: a manifest file name in SRC/manifests (the newest)")
+    p.add_argument("--trust-unsigned", action="store_true",
+                   help="backup: restore the databases of a manifest not signed with this host's WIKIMEM_SECRET_KEY "
+                        "too (only for a backup folder nobody else could write)")
     p.add_argument("--json", action="store_true", help="backup: print the report as JSON")
 
 
@@ -47,14 +50,17 @@ def cmd_backup(args) -> int:
     from wikimem.host import make_backup
 
     host = open_host(args)
-    report = make_backup(host.root, args.dest, erased=host.erasure.erased, keep=args.keep)
+    report = make_backup(host.root, args.dest, erased=host.erasure.erased, keep=args.keep,
+                         secret=host_config(args).secret_key)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
         print(f"{report.manifest}: {report.owners} owners ({report.bundled} bundled, {report.reused} unchanged), "
               f"databases: {', '.join(report.databases) or 'none'}, {report.bytes_written} bytes, "
               f"{report.seconds:.1f} s" + (f", {report.purged} bundles of erased owners purged" if report.purged
-                                           else ""))
+                                           else "") + ("" if report.signed else
+                                                       " (unsigned: no WIKIMEM_SECRET_KEY; a restore will leave "
+                                                       "its databases out)"))
     return EXIT_OK
 
 
@@ -62,7 +68,8 @@ def cmd_restore(args) -> int:
     from wikimem.host import restore_backup
 
     root = open_host(args).root
-    report = restore_backup(args.point, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace)
+    report = restore_backup(args.point, root, owner=args.restore_owner, manifest=args.manifest, replace=args.replace,
+                            secret=host_config(args).secret_key, trust_unsigned=args.trust_unsigned)
     host = open_host(args)  # a host over the restored data root: its derived run index made again
     if args.restore_owner:
         host.run_index.reindex(host.owner(args.restore_owner))
@@ -75,4 +82,6 @@ def cmd_restore(args) -> int:
             print(f"{owner_id}\t{head}")
         print(f"restored {len(report.heads)} owner(s) from {report.manifest}"
               + (f" and the databases {', '.join(report.databases)}" if report.databases else ""), file=sys.stderr)
+        for name, why in report.skipped.items():
+            print(f"not restored: {name}: {why}", file=sys.stderr)
     return EXIT_OK

@@ -36,7 +36,8 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_forget)
 
 
-def _actor() -> str:
+def cli_actor() -> str:
+    """Who the command line acts as: ``cli:<system user>``."""
     try:
         return f"cli:{getpass.getuser()}"
     except (KeyError, OSError):
@@ -74,7 +75,7 @@ def cmd_erase(args) -> int:
             print("wikimem: not the same id: nothing erased", file=sys.stderr)
             return EXIT_ERROR
     host = open_host(args)
-    with host.gate.act(Caller.cli(_actor()), "erase-owner", args.owner_id) as act:
+    with host.gate.act(Caller.cli(cli_actor()), "erase-owner", args.owner_id) as act:
         job, _ = host.erase_owner(args.owner_id, actor=act.ctx.actor)
         act.done(job=job.id)
     return _finish(host, job, args.timeout)
@@ -93,7 +94,7 @@ def cmd_forget(args) -> int:
     else:
         target = {"date": args.diary[0], "time": args.diary[1], "index": args.index}
     host = open_host(args)
-    with host.gate.act(Caller.cli(_actor()), "forget", args.owner_id, **target) as act:
+    with host.gate.act(Caller.cli(cli_actor()), "forget", args.owner_id, **target) as act:
         job, _ = host.forget(args.owner_id, target, actor=act.ctx.actor)
         act.done(job=job.id)
     return _finish(host, job, args.timeout)

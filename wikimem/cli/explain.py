@@ -1,8 +1,11 @@
 """``explain QUERY``: run retrieval and show why each memory was chosen.
 
-Ranked hits with their scores and matched terms, link expansions under
-their parent hit, token estimates, the budget cut, dangling links, and a
-``time gate:`` line on every run.
+Upstream wikimem's report: ``query``, ``query tokens``, ``ranking`` and
+``time gate`` lines (on every run, so a narrowed search is never silent),
+then a table — rank, ``hit`` or ``link``, score, BM25, cosine, tokens, the
+item, its matched terms or ``(via parent)`` — the budget line (``budget:
+used N / LIMIT``, what was dropped) and the unresolved links; ``no results``
+(exit 1) when nothing is found.
 
 A host owner (``--owner``) is opened through the configured host and searched
 with the host's recall settings and embedder (``WIKIMEM_TOKENIZER``,
@@ -17,8 +20,6 @@ from wikimem.recall import MemoryIndex, RetrievalResult, RetrievedItem
 
 from . import EXIT_NOT_FOUND, EXIT_OK, open_owner
 from .browse import open_store
-
-_SNIPPET = 72
 
 
 def register(sub) -> None:
@@ -95,35 +96,35 @@ def cmd_explain(args) -> int:
                             expand_links=not args.no_links, explain=True,
                             time_range=args.time_range, tz=args.tz, diary=args.diary,
                             recency_half_life=args.recency_half_life)
-    for line in render(result):
+    for line in render(result, args.query):
         print(line)
     return EXIT_OK if result.items else EXIT_NOT_FOUND
 
 
-def render(result: RetrievalResult) -> list[str]:
-    """The explain report, line by line."""
-    lines = [f"query terms: {' '.join(result.query_terms) if result.query_terms else '(none)'}",
-             _time_gate(result),
-             _embedding(result)]
+def render(result: RetrievalResult, query: str = "") -> list[str]:
+    """The explain report, line by line (upstream wikimem's shape: a header, a table of hits and links, the
+    budget, the dangling links)."""
+    lines = [f"query: {query}",
+             f"query tokens: {', '.join(result.query_terms) if result.query_terms else '(none)'}",
+             _ranking(result), _time_gate(result)]
     if not result.items:
-        lines.append("no memories found")
+        return lines + ["", "no results"]
+    lines += ["", "  #  src      score     bm25    cos  ~tok  item"]
     rank = 0
     for entry in result.items:
-        if entry.source == "hit":
-            rank += 1
-        lines += _entry(entry, rank)
-    lines.append(_budget(result))
+        rank += entry.source == "hit"
+        lines.append(_row(entry, rank))
+    lines += ["", _budget(result)]
     if result.dropped:
-        lines.append(f"dropped by the budget ({len(result.dropped)}):")
-        for entry in result.dropped:
-            lines.append(f"    {entry.source:<4} {_ref(entry)}  tokens={entry.tokens_est}")
+        lines.append(f"dropped ({len(result.dropped)}): " + ", ".join(_ref(e) for e in result.dropped))
     if result.unresolved_links:
-        lines.append("dangling links: " + " ".join(result.unresolved_links))
+        lines.append("unresolved links: " + " ".join(result.unresolved_links))
     return lines
 
 
-def _embedding(result: RetrievalResult) -> str:
-    line = f"embedding: {'used' if result.embedding_used else 'off (BM25 only)'}"
+def _ranking(result: RetrievalResult) -> str:
+    line = "ranking: BM25 + cosine fusion (embedding: on)" if result.embedding_used else \
+        "ranking: BM25 (embedding: off)"
     if result.vectors is not None:
         line += f"; vectors {result.vectors['embedded']} of {result.vectors['total']} embedded"
     return line
@@ -132,12 +133,12 @@ def _embedding(result: RetrievalResult) -> str:
 def _time_gate(result: RetrievalResult) -> str:
     if result.time_range is None:
         if result.diary == "all":
-            return "time gate: off (no time window; every diary entry is searched)"
-        return "time gate: off (no time window; the diary is not searched)"
+            return "time gate: none (whole store; every diary entry is searched)"
+        return "time gate: none (whole store)"
     start, end = result.time_range
-    window = start if start == end else f"{start}..{end}"
-    note = "; it was empty, so widened one day each side" if result.time_range_widened else ""
-    return f"time gate: {window} ({result.time_range_source}{note})"
+    window = " ".join(result.time_days) if result.time_days else start if start == end else f"{start}..{end}"
+    note = "  (widened: window was empty)" if result.time_range_widened else ""
+    return f"time gate: {window}  [{result.time_range_source}]{note}"
 
 
 def _ref(entry: RetrievedItem) -> str:
@@ -146,32 +147,20 @@ def _ref(entry: RetrievedItem) -> str:
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return "-" if value is None else f"{value:.3f}"
 
 
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1] + "…"
-
-
-def _entry(entry: RetrievedItem, rank: int) -> list[str]:
-    if entry.source == "hit":
-        scores = f"score={_num(entry.score)} bm25={_num(entry.bm25_score)}"
-        if entry.cos_score is not None:
-            scores += f" cos={_num(entry.cos_score)}"
-        head = f"{rank:>3}. hit  {_ref(entry)}  {scores}  tokens={entry.tokens_est}"
-    else:
-        parent = f"{entry.via_file}:{entry.via}" if entry.via_file else entry.via
-        head = f"     -> link {_ref(entry)}  (via {parent})  tokens={entry.tokens_est}"
-    lines = [head]
-    if entry.matched_terms:
-        lines.append(f"          matched: {', '.join(entry.matched_terms)}")
-    lines.append(f"          {_snippet(entry.item.content)}")
-    return lines
+def _row(entry: RetrievedItem, rank: int) -> str:
+    """One row of the table: a hit with its scores and matched terms, or a link under its parent."""
+    head = f"{rank if entry.source == 'hit' else '':>3}  {entry.source:<4} {_num(entry.score):>8} " \
+           f"{_num(entry.bm25_score):>8} {_num(entry.cos_score):>6} {entry.tokens_est:>5}  {_ref(entry)}"
+    if entry.source == "link":
+        return f"{head}  (via {entry.via})"
+    terms = entry.matched_terms
+    shown = ", ".join(terms[:3]) + (", ..." if len(terms) > 3 else "")
+    return f"{head}  [{shown}]" if terms else head
 
 
 def _budget(result: RetrievalResult) -> str:
-    if result.budget_tokens is None:
-        return f"budget: none; {result.budget_used} tokens in {len(result.items)} entries"
-    return (f"budget: {result.budget_used} of {result.budget_tokens} tokens used; "
-            f"{len(result.items)} kept, {len(result.dropped)} dropped")
+    limit = "no limit" if result.budget_tokens is None else str(result.budget_tokens)
+    return f"budget: used {result.budget_used} / {limit}"

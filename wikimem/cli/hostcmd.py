@@ -54,13 +54,16 @@ def _register_tokens(sub) -> None:
     m.add_argument("name", help="who uses it, e.g. worker-elaina")
     m.add_argument("--scope", action="append", choices=("read", "write", "admin"), required=True,
                    help="read, write or admin (repeatable)")
-    m.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
+    m.add_argument("--owner-prefix", action="append", default=None,
+                   help="only owners whose id starts with this (repeatable: owners under any of them)")
+    m.add_argument("--character", default=None, metavar="ID",
+                   help="the character the token speaks as (a registered character id, e.g. kai)")
     m.add_argument("--expires", default=None, metavar="DURATION",
                    help="it stops working after this long: 90d, 12h, 2w… (default: never)")
     _file_option(m, "WIKIMEM_TOKENS_FILE", "tokens file")
     m.set_defaults(handler=cmd_token_mint)
-    ls = tsub.add_parser("list", help="the tokens of the file (id, name, scopes, owners, created, expires, "
-                                      "last used)")
+    ls = tsub.add_parser("list", help="the tokens of the file (id, name, scopes, owners, character, created, "
+                                      "expires, last used)")
     ls.add_argument("--all", action="store_true", help="revoked and expired tokens too")
     _file_option(ls, "WIKIMEM_TOKENS_FILE", "tokens file")
     ls.set_defaults(handler=cmd_token_list)
@@ -287,7 +290,16 @@ def service_lines(settings) -> list[str]:
     else:
         embedder = ("off, retrieval is BM25 only: WIKIMEM_EMBEDDER=local, or WIKIMEM_EMBED_URL and "
                     "WIKIMEM_EMBED_MODEL")
-    return [f"memorize:    {memorize}", f"embedder:    {embedder}"]
+    tz = getattr(settings, "tz", None)
+    zone = (f"{tz} (WIKIMEM_TZ) for owners without a tz of their own" if tz else
+            f"the machine's local zone ({_local_zone()}) for owners without a tz: set WIKIMEM_TZ=Area/City")
+    return [f"memorize:    {memorize}", f"embedder:    {embedder}", f"time zone:   {zone}"]
+
+
+def _local_zone() -> str:
+    from datetime import datetime
+
+    return datetime.now().astimezone().tzname() or "unknown"
 
 
 Command = Callable[[Any], int]
@@ -331,15 +343,18 @@ def cmd_token_mint(args) -> int:
     from wikimem.host.access import append_token, mint_token, parse_duration
 
     lifetime = parse_duration(args.expires) if args.expires else None
-    secret, entry = mint_token(args.name, args.scope, args.owner_prefix, expires_in=lifetime)
+    secret, entry = mint_token(args.name, args.scope, args.owner_prefix or "", expires_in=lifetime,
+                               character=args.character)
     append_token(args.file, entry)
-    reach = f", owners {entry['owner_prefix']}*" if entry["owner_prefix"] else ""
+    prefixes = entry.get("owner_prefixes") or [entry["owner_prefix"]]
+    reach = (", owners " + " or ".join(f"{p}*" for p in prefixes)) if any(prefixes) else ""
+    speaks = f", as character {entry['character']}" if "character" in entry else ""
     until = f", expires {entry['expires']}" if "expires" in entry else ""
-    print(f"minted {entry['name']!r} ({','.join(entry['scopes'])}{reach}{until}) into {args.file}; "
+    print(f"minted {entry['name']!r} ({','.join(entry['scopes'])}{reach}{speaks}{until}) into {args.file}; "
           "the secret is shown only now:", file=sys.stderr)
     print(secret)
     _audit("token-mint", token=entry["sha256"][:16], token_name=entry["name"], scopes=",".join(entry["scopes"]),
-           owner_prefix=entry["owner_prefix"] or None, expires=entry.get("expires"))
+           owner_prefix=",".join(prefixes) or None, character=entry.get("character"), expires=entry.get("expires"))
     return EXIT_OK
 
 
@@ -384,9 +399,9 @@ def cmd_token_list(args) -> int:
     used = _last_uses()
     entries = [e for e in list_tokens(args.file) if args.all or not (e.revoked or e.expired())]
     rows = [(e.id, e.principal.name, ",".join(sorted(e.principal.scopes, key=("read", "write", "admin").index)),
-             (e.principal.owner_prefix + "*") if e.principal.owner_prefix else "*", e.created or "-",
+             ",".join(p + "*" for p in e.principal.owner_prefixes), e.principal.character or "-", e.created or "-",
              expires_in_words(e), _when(used.get(e.id)), _state(e)) for e in entries]
-    _table(("ID", "NAME", "SCOPES", "OWNERS", "CREATED", "EXPIRES", "LAST USED", "STATE"), rows)
+    _table(("ID", "NAME", "SCOPES", "OWNERS", "CHARACTER", "CREATED", "EXPIRES", "LAST USED", "STATE"), rows)
     return EXIT_OK
 
 

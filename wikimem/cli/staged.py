@@ -4,7 +4,8 @@
 ``wikimem staged show RUN`` every owner's copy of one run; ``wikimem staged approve RUN``
 (``--dry-run``: each owner's plan and conflicts; ``--except OWNER``; ``--force``) and
 ``wikimem staged discard RUN`` settle it owner by owner; ``wikimem staged hold RUN``
-(``--release``) keeps it from auto-approval and expiry.
+(``--release``) keeps it from auto-approval and expiry; ``wikimem staged restore-discarded RUN
+--owner ID`` stages a discarded run's commits again (kept ``WIKIMEM_DISCARDED_DAYS``) as ``RUN-restored``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def register(sub) -> None:
             a.add_argument("--force", action="store_true", help="take the staged version over later changes")
             a.add_argument("--dry-run", action="store_true", help="only show each owner's plan")
         a.set_defaults(handler=cmd_settle, action=action)
+    r = ssub.add_parser("restore-discarded", help="stage a discarded run's commits again, as RUN-restored")
+    r.add_argument("run")
+    r.add_argument("--owner", dest="discarded_owner", required=True, metavar="ID", help="the owner it was discarded on")
+    r.set_defaults(handler=cmd_restore_discarded)
     h = ssub.add_parser("hold", help="keep a staged run from auto-approval and expiry")
     h.add_argument("run")
     h.add_argument("--release", action="store_true", help="let it go again")
@@ -82,3 +87,10 @@ def cmd_hold(args) -> int:
     count = open_host(args).probation.hold(args.run, not args.release)
     print(f"{args.run}: {'released' if args.release else 'held'} on {count} owner(s)")
     return EXIT_OK if count else EXIT_NOT_FOUND
+
+
+def cmd_restore_discarded(args) -> int:
+    new = open_host(args).owner(args.discarded_owner).restore_discarded(args.run)
+    print(new)
+    print(f"discarded run {args.run} staged again as {new}: approve or discard it as any other", file=sys.stderr)
+    return EXIT_OK

@@ -535,6 +535,29 @@ class Client:
         return self._call("POST", f"{self._owner_path(owner)}/staged/{_q(run)}/discard",
                           body=self._fields(actor=actor), write=True)
 
+    # -- the character registry --------------------------------------------------------
+
+    def characters(self, *, deleted: bool = False) -> list[dict[str, Any]]:
+        """The registered characters by id (``deleted``: the deleted ones too)."""
+        return list(self._call("GET", "/characters", query={"deleted": "true" if deleted else None})["characters"])
+
+    def character(self, character: str) -> dict[str, Any]:
+        """One character: ``id``, ``name``, ``persona``, ``shared_writes``, ``deleted``, ``updated``, ``head``."""
+        return self._call("GET", f"/characters/{_q(character)}")["character"]
+
+    def put_character(self, character: str, name: str, *, persona: str | None = None,
+                      shared_writes: str | None = None, actor: str | None = None) -> Written:
+        """Register or change a character (admin): one commit in its owner ``char:<id>``; the value is the
+        character (the commit None when nothing changed)."""
+        body = {"name": name, **self._fields(persona=persona, shared_writes=shared_writes, actor=actor)}
+        data = self._call("PUT", f"/characters/{_q(character)}", body=body, write=True)
+        return Written(data["character"], data.get("commit"), False)
+
+    def delete_character(self, character: str) -> Written:
+        """Mark a character deleted (admin): it can no longer write; its layers stay until erased or forgotten."""
+        data = self._call("DELETE", f"/characters/{_q(character)}", write=True)
+        return Written(data["character"], data.get("commit"), False)
+
 
 def _page(data: Mapping[str, Any], key: str) -> Page:
     """A :class:`Page` of a listing's answer: its entries under ``key``, ``next``, ``prev``, the rest in ``extra``."""

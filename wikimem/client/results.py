@@ -100,6 +100,7 @@ def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
         time_range=(window[0], window[1]) if window else None,
         time_range_source=data.get("time_range_source"),
         time_range_widened=bool(data.get("time_range_widened")),
+        time_days=list(data["time_days"]) if data.get("time_days") else None,
         query_terms=list(data.get("query_terms") or []),
         diary=data.get("diary") or "window",
         vectors=dict(data["vectors"]) if data.get("vectors") is not None else None,

@@ -15,6 +15,7 @@ from .access import OwnerQuota
 from .assembly import make_host
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
+from .characters import Character, Characters, Migration, character_owner, slug_of
 from .config import (
     Config,
     ConfigError,
@@ -31,16 +32,30 @@ from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
 from .instants import parse_instant
 from .owner import UNDO_TARGETS, BatchResult, MemorizeResult, Owner, OwnerStats
-from .owner_ids import decode_owner_id, encode_owner_id, scope_prefix, validate_owner_id
+from .owner_ids import (
+    Within,
+    covers,
+    decode_owner_id,
+    encode_owner_id,
+    reaches,
+    scope_prefix,
+    scope_prefixes,
+    scope_text,
+    validate_owner_id,
+    within_json,
+    within_of,
+)
 from .review import HISTORY_FILTERS
-from .settings import SETTINGS_FIELDS
+from .settings import SETTINGS_FIELDS, SHARED_WRITES
 
 __all__ = [
     "make_backup", "restore_backup",
-    "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS",
+    "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
+    "Character", "Characters", "Migration", "character_owner", "slug_of",
     "Host", "HostParts", "make_host",
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
+    "Within", "within_of", "reaches", "covers", "scope_prefixes", "scope_text", "within_json",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
     "RunQuery", "JobQuery", "Act", "Ask", "Caller", "Gate", "job_context",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",

@@ -36,6 +36,8 @@ from wikimem.host.fleet import (
 from wikimem.host.fleet import handler as bulk_handler
 
 from .access import OwnerQuota
+from .backups import known_backups
+from .characters import Characters
 from .gate import Gate
 from .host import Host, HostParts
 from .metrics import NULL_METRICS, NullMetrics, TimedEmbedder
@@ -51,14 +53,14 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
               recall: Any = None, quota: OwnerQuota | None = None, replication: Settings | None = None,
               peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
               name: str | None = None, job_limits: Limits | None = None, staging: StagingPolicy | None = None,
-              retention: Retention | None = None) -> Host:
+              retention: Retention | None = None, default_tz: str | None = None) -> Host:
     """A :class:`Host` of the owners under ``data_root``, for this process.
 
     ``database``: the ``postgresql://`` URL a cluster's hosts share for the run index and the jobs (None:
     SQLite files in the data root); ``name`` names this host there (default: the machine's name and the data
     root); ``job_limits`` bound what one tenant may queue; ``staging`` is the policy of runs on probation;
     ``replication`` makes every owner replicate to its own git remote (SPEC §9); ``peers`` are the other hosts
-    of the cluster, asked for listings."""
+    of the cluster, asked for listings; ``default_tz`` the time zone of owners without one (``WIKIMEM_TZ``)."""
     root = Path(data_root)
     retention = retention or Retention()
     name = name or f"{socket.gethostname()}:{root.resolve()}"
@@ -77,7 +79,7 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     owners = Owners(root, open_owner=functools.partial(Owner, embedder=embedder, llm=llm, recall=recall,
                                                        metrics=metrics),
                     run_index=run_index, replication=replicating, index_cache=index_cache, quota=quota,
-                    retention=retention, metrics=metrics)
+                    retention=retention, metrics=metrics, default_tz=default_tz)
     # With a remote this host can act on any owner: it takes over the steps of a host that is gone.
     jobs = HostJobs(database or root / JOBS_FILE, host=name, limits=job_limits or Limits(),
                     retention=retention.jobs, foreign=replicating is not None, count=metrics.job_step)
@@ -87,9 +89,10 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     owners.on_clone.append(probation.sync)  # (the staged runs a clone brought)
     owners.on_drop.append(probation.forget_copy)
     erasure = Erasure(root, owners, jobs, run_index=run_index, replication=replicating,
-                      retention=retention.receipts, staged_index=probation.index)
+                      retention=retention.receipts, staged_index=probation.index,
+                      backups=functools.partial(known_backups, root))
+    owners.on_erased.append(erasure.drop_erased)
     jobs.maintenance += [fleet.sweep_run_index, probation.tick, erasure.maintain, erasure.sweep]
-    jobs.register(MEMORIZE, memorize_handler(owners))
     jobs.register(JOB_KIND, bulk_handler(owners.owner))
     jobs.register(ERASE, erasure.run_erase)
     jobs.register(FORGET, erasure.run_forget)
@@ -97,9 +100,15 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
         jobs.register(kind, staged_handler(owners.owner, kind))
     # Every change an edge asks for passes the gate: its write context, staging decision and audit event.
     gate = Gate(owners.owner, lambda: probation.policy, erasure.digest)
+    # The bot's characters, each defined in its own owner char:<id> (host/characters.py).
+    characters = Characters(owner=owners.owner, ensure=owners.ensure, ids=owners.owner_ids, gate=gate)
     if replicating is not None:
         replicating.erased = erasure.erased_copy
         replicating.resume(owners.owner, owners.folders)
-    return Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, gate, metrics, retention, name,
-                          replication=replicating, peers=peers, embedder=embedder, llm=llm, recall=recall,
-                          database=database))
+    host = Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, gate, characters, metrics, retention,
+                          name, replication=replicating, peers=peers, embedder=embedder, llm=llm, recall=recall,
+                          database=database, default_tz=default_tz))
+    # What reads the host's own settings when it runs: the memorize retry (host.memorize_retry), the discarded runs.
+    jobs.register(MEMORIZE, memorize_handler(host))
+    jobs.maintenance.append(host.sweep_discarded)
+    return host

@@ -33,7 +33,9 @@ ACTIONS = ("sign-in", "sign-out", "revert", "rollback", "restore", "bulk-rollbac
            "operator-role", "operator-passwd", "erase-owner", "forget",
            # memory writes, from every edge (the gate: wikimem/host/gate.py)
            "create-owner", "diary-append", "batch", "memorize", "diary-tool", "settings", "approve", "discard",
-           "hold", "bulk-approve", "bulk-discard", "repair", "sync")
+           "hold", "bulk-approve", "bulk-discard", "repair", "sync", "restore-discarded",
+           # the character registry (wikimem/host/characters.py)
+           "character-put", "character-delete")
 # Record attributes logging itself owns: an event field of one of these names would clash.
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from wikimem.timeparse import resolve_tz
+
 from .variables import VARIABLES
 
 if TYPE_CHECKING:
@@ -51,7 +53,7 @@ _INTS = _keys_of("int", "count") - _OPTIONAL_INTS
 _MAY_BE_ZERO = _keys_of("count")  # the others are at least 1
 _FLOATS = _keys_of("number")
 _BOOLS = _keys_of("flag")
-_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "SESSION_HOURS")
+_RETENTIONS = ("IDEMPOTENCY_DAYS", "JOBS_KEEP_DAYS", "ERASURE_RECEIPT_DAYS", "DISCARDED_DAYS", "SESSION_HOURS")
 _LANGUAGE_LISTS = {"QUERY_STOPWORDS"}  # a boolean, or the languages it applies to ("en", "zh")
 _WEIGHTS = ("FUSION_WEIGHT", "NEIGHBOUR_ITEM_WEIGHT", "BM25_B", "NEIGHBOUR_SMOOTHING")  # numbers in [0, 1]
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -80,6 +82,7 @@ class Config:
     data_root: str = "data"
     bind: str = "127.0.0.1:8000"
     store: str = "."
+    tz: str | None = None  # owners without a tz of their own (None: the machine's local zone)
     admin_token: str | None = field(default=None, repr=False)
     tokens_file: str | None = None
     operators_file: str | None = None
@@ -118,11 +121,14 @@ class Config:
     replication_max_lag: int = 1000
     remote_freshness: float = 2.0
     remote_timeout: float = 10.0
+    remote_max_mb: int = 1024
+    remote_max_seconds: float = 300.0
     ssh_command: str | None = None  # git's own GIT_SSH_COMMAND, for ssh:// remotes
     remote_hook: str | None = None
     idempotency_days: float = 30.0
     jobs_keep_days: float = 7.0
     erasure_receipt_days: float = 365.0
+    discarded_days: float = 14.0
     session_hours: float = 12.0
     peers: str | None = None
     self_url: str | None = None
@@ -139,6 +145,7 @@ class Config:
     metrics_dir: str | None = None  # None: see metrics_folder()
     ready_min_free: int = 64  # MiB
     database_url: str | None = field(default=None, repr=False)  # may hold a password
+    database_pool: int = 4  # connections one process opens to it at most
     jobs_per_prefix: int = 100
     jobs_per_owner: int = 20
     jobs_max_mb: int = 256
@@ -174,6 +181,12 @@ class Config:
             value = getattr(self, _field_of(key))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 raise ConfigError(f"WIKIMEM_{key} must be a positive number of seconds, got {value!r}")
+        if self.tz:
+            try:
+                resolve_tz(self.tz)
+            except ValueError:
+                raise ConfigError(f"WIKIMEM_TZ must be an IANA time zone such as Asia/Shanghai, got {self.tz!r}") \
+                    from None
         self._check_recall()
         self._check_cluster()
         self._check_jobs()
@@ -240,7 +253,8 @@ class Config:
                 settings = Settings(str(self.remote), mode=str(self.replication or "sync"),
                                     max_lag=self.replication_max_lag, freshness=float(self.remote_freshness),
                                     timeout=float(self.remote_timeout), ssh_command=self.ssh_command,
-                                    hook=self.remote_hook or None)
+                                    hook=self.remote_hook or None, max_bytes=int(self.remote_max_mb) << 20,
+                                    max_seconds=float(self.remote_max_seconds), secret=self.secret_key or None)
             except ValueError as exc:  # TemplateError too
                 raise ConfigError(str(exc)) from None
             object.__setattr__(self, "replication_settings", settings)
@@ -295,7 +309,7 @@ class Config:
         from wikimem.host.retention import DAY, Retention
 
         return Retention(idempotency=self.idempotency_days * DAY, jobs=self.jobs_keep_days * DAY,
-                         receipts=self.erasure_receipt_days * DAY)
+                         receipts=self.erasure_receipt_days * DAY, discarded=self.discarded_days * DAY)
 
     def job_limits(self) -> Limits:
         """What one tenant may queue, and the jobs database's budget."""
@@ -446,12 +460,17 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
             "WIKIMEM_PEERS without WIKIMEM_DATABASE_URL: runs are gathered from each host's own index (an owner "
             "that moved between hosts may be counted twice) and a bulk rollback covers this host's owners only; "
             "share one PostgreSQL database for the cluster's runs and jobs")
+    if config.database_url:
+        from wikimem.host.fleet import set_pool_size
+
+        set_pool_size(config.database_pool)  # the process's pool of the shared database (fleet/pgpool.py)
+
     return make_host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
                      llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
                      replication=config.replication_settings, peers=config.peer_set,
                      metrics=metrics if metrics is not None else build_metrics(config),
                      database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                     retention=config.retention(), staging=config.staging_policy())
+                     retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None)
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

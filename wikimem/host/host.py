@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,16 +36,18 @@ from wikimem.host.fleet import (
     HostJobs,
     JobRunner,
     JobStore,
+    MemorizeRetry,
     Probation,
     RunIndex,
 )
 
 from .access import OwnerQuota
 from .archive import FORMATS, archive_markdown
+from .characters import Characters
 from .gate import Gate
 from .metrics import HostCollector, NullMetrics
 from .owner import Owner, OwnerStats
-from .owner_ids import encode_owner_id, scope_prefix, validate_owner_id
+from .owner_ids import Within, encode_owner_id, scope_prefixes, validate_owner_id
 from .owners import Owners
 from .readiness import DEFAULT_MIN_FREE, Readiness, disk_state
 from .retention import Retention
@@ -69,6 +72,7 @@ class HostParts:
     probation: Probation
     erasure: Erasure
     gate: Gate
+    characters: Characters
     metrics: NullMetrics
     retention: Retention
     name: str
@@ -78,6 +82,7 @@ class HostParts:
     llm: Any = None
     recall: Any = None  # wikimem.recall.RecallOptions for every index (None: the library's defaults)
     database: str | None = None
+    default_tz: str | None = None
 
 
 class Host:
@@ -101,6 +106,7 @@ class Host:
         self.probation = parts.probation
         self.erasure = parts.erasure
         self.gate = parts.gate  # every change an edge asks for passes here: its context, staging, audit event
+        self.characters = parts.characters  # the bot's characters, each defined in its own owner char:<id>
         self.metrics = parts.metrics
         self.retention = parts.retention  # how long idempotency results, jobs and receipts are kept
         self.name = parts.name
@@ -110,6 +116,8 @@ class Host:
         self.llm = parts.llm
         self.recall = parts.recall
         self.database = parts.database
+        self.default_tz = parts.default_tz  # the time zone of owners without one (WIKIMEM_TZ)
+        self.memorize_retry = MemorizeRetry()  # how long a memorize job waits for a model that is unavailable
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
 
     def __repr__(self) -> str:
@@ -180,20 +188,38 @@ class Host:
             return {"mode": "none"}
         return self.replication.status(self.owners.folders())
 
+    def sweep_discarded(self, now: float | None = None) -> dict[str, list[str]]:
+        """Housekeeping: drop the discarded staged runs kept longer than the retention (``WIKIMEM_DISCARDED_DAYS``);
+        ``{owner id: runs dropped}``. Only owners whose ref files show one that old are opened."""
+        from wikimem.versioned import discarded_ages
+
+        now = time.time() if now is None else now
+        keep = self.retention.discarded
+        out: dict[str, list[str]] = {}
+        for owner_id, folder in self.owners.folders():
+            if any(age > keep for age in discarded_ages(folder, now).values()):
+                try:
+                    gone = self.peek(owner_id).staging.sweep_discarded(keep, now)
+                except NotFound:
+                    continue
+                if gone:
+                    out[owner_id] = gone
+        return out
+
     # -- erasure -----------------------------------------------------------
 
-    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+    def erase_owner(self, owner_id: str, *, actor: str = "operator", within: Within = ""):
         """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erase`): ``(job, created)``. Its
         result is the receipt; asking again is the same job."""
         return self.erasure.submit_erase(owner_id, actor=actor, within=within)
 
-    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: str = ""):
+    def forget(self, owner_id: str, target: dict, *, actor: str = "operator", within: Within = ""):
         """Forget one item (``{file, name}``) or diary entry (``{date, time, index?}``) of an owner with its
         history, as a job: ``(job, created)``. The owner must exist here (or on the remote)."""
         self.owner(owner_id)
         return self.erasure.submit_forget(owner_id, target, actor=actor, within=within)
 
-    def erasure_job(self, job_id: str, *, within: str = ""):
+    def erasure_job(self, job_id: str, *, within: Within = ""):
         """An erase or forget job (its result: the receipt) for a caller limited to ``within``; helps run it."""
         found = self.erasure.job(job_id, within=within)
         if found.state in UNFINISHED:
@@ -210,7 +236,7 @@ class Host:
     # -- listing -----------------------------------------------------------
 
     def list_owners(self, prefix: str = "", limit: int = 50, cursor: str | None = None, *,
-                    within: str = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
+                    within: Within = "", forward: dict | None = None) -> tuple[list[OwnerStats], str | None]:
         """A page of owners (sorted by id) with their stats, and the cursor of the next page.
 
         ``within`` is the owner-id prefix the caller may see (a token's or an
@@ -252,13 +278,12 @@ class Host:
         return getattr(self._listing, "unreachable", [])
 
     def _local_owners(self, prefix: str, limit: int, cursor: str | None,
-                      within: str) -> tuple[list[OwnerStats], str | None]:
+                      within: Within) -> tuple[list[OwnerStats], str | None]:
         if not isinstance(prefix, str) or len(prefix) > 128:
             raise InvalidName("prefix must be a string of at most 128 characters")
-        scoped = scope_prefix(within, prefix)
-        if scoped is None:
+        scoped = scope_prefixes(within, prefix)
+        if not scoped:
             return [], None
-        prefix = scoped
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidValue(f"limit must be an integer from 1 to {MAX_PAGE}")
         if cursor is not None:
@@ -266,7 +291,8 @@ class Host:
                 validate_owner_id(cursor)
             except InvalidName:
                 raise BadRequest(f"invalid cursor {cursor[:40]!r}: give the next of a previous page") from None
-        ids = [i for i in self.owner_ids(prefix) if cursor is None or i > cursor]
+        listed = sorted({i for p in scoped for i in self.owner_ids(p)})
+        ids = [i for i in listed if cursor is None or i > cursor]
         page, more = ids[:limit], len(ids) > limit
         stats = [s for s in map(self._stats_of, page) if s is not None]
         return stats, (page[-1] if more and page else None)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .freshness import IndexSlot
+from .stagedview import StagedView
 
 __all__ = ["Indexes", "AS_OF_CACHE"]
 
@@ -35,8 +36,12 @@ class Indexes:
         self._lock = threading.Lock()
         self._slots: dict[str | None, IndexSlot] = {}
         self._as_of: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
+        # The shared layer's staged view is kept fresh incrementally (StagedView); a character layer's is built whole,
+        # one build at a time.
+        self._staged_make = lambda store: make(store, self._vectors("as-of-vectors", None))
+        self._shared_staged = StagedView(vstore, staging, self._staged_make)
         self._staged: dict[str | None, tuple[tuple, Any, frozenset]] = {}
-        self._staged_build = threading.Lock()  # one build of a staged view at a time (each is a whole index)
+        self._staged_build = threading.Lock()
 
     def _vectors(self, kind: str, layer: str | None) -> Path | None:
         """Where an index keeps its vectors: the host's cache folder of the owner (the shared layer's live index
@@ -76,6 +81,9 @@ class Indexes:
     def with_staged(self, layer: str | None = None) -> tuple[Any, frozenset]:
         """The index of a layer's approved memory plus every staged run, and which items are staged; kept until
         main's head or a staged tip moves. One build at a time: a caller that waited for another's build uses it."""
+        if layer is None:
+            found = self._shared_staged.fresh()
+            return found if found is not None else (self.live(None), frozenset())
         staging = self._staging()
         key = staging.overlay_key()
         if not key[1]:
@@ -103,3 +111,4 @@ class Indexes:
             self._slots.clear()
             self._as_of.clear()
         self._staged.clear()
+        self._shared_staged = StagedView(self._vstore, self._staging, self._staged_make)

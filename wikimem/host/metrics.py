@@ -33,6 +33,7 @@ class NullMetrics:
     def push_failed(self, mode: str) -> None: ...
     def signin_failed(self, status: int) -> None: ...
     def rate_limited(self, route: str) -> None: ...
+    def rate_limit_unavailable(self) -> None: ...
 
 
 NULL_METRICS = NullMetrics()
@@ -70,6 +71,8 @@ class Metrics(NullMetrics):
                                       ["mode"], registry=reg)
         self._signin = Counter("wikimem_signin_failures", "refused sign-ins", ["status"], registry=reg)
         self._limited = Counter("wikimem_rate_limited", "answers 429 (rate or quota)", ["route"], registry=reg)
+        self._unlimited = Counter("wikimem_rate_limit_unavailable", "API requests let through uncounted (the rate "
+                                  "counter could not be written)", registry=reg)
 
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
         self._requests.labels(route, method, str(status)).inc()
@@ -102,6 +105,9 @@ class Metrics(NullMetrics):
 
     def rate_limited(self, route: str) -> None:
         self._limited.labels(route).inc()
+
+    def rate_limit_unavailable(self) -> None:
+        self._unlimited.inc()
 
     def exposition(self, *collectors: Any) -> bytes:
         """The text format of every worker's metrics (or this process's) and of ``collectors`` (read now)."""

@@ -27,6 +27,7 @@ from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import validate_character_id
 
 from .batchops import Op, check_content, parse_ops
+from .duplicates import check_duplicate
 from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
 from .metrics import NULL_METRICS, NullMetrics
@@ -185,9 +186,10 @@ class Owner:
         self.profile_of: Callable[[str], Owner | None] = lambda _character: None
         self._settings: tuple[str | None, OwnerSettings] = (None, OwnerSettings())  # (head, settings there)
         self._generation = self.vstore.generation()  # changes when another process rewrites the history
-        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the overlay
-        # index of a retrieve that includes them, keyed by (main's head, every staged tip).
+        # Runs on probation (SPEC §10): which writes are staged by actor (the host's policy), and the index of a
+        # retrieve that includes them (host/stagedview.py: one build at a time, kept fresh incrementally).
         self.policy = StagingPolicy()
+        self.default_tz: str | None = None  # the host's WIKIMEM_TZ, for an owner without a tz
         self._staging: Staging | None = None
         self._staged_lock = threading.Lock()
 
@@ -336,8 +338,8 @@ class Owner:
         return Committed(OwnerSettings.from_file(merged), b.commit)
 
     def _tz(self, tz: Any) -> Any:
-        """A request's time zone, else the owner's."""
-        return tz if tz is not None else self.settings().tz
+        """A request's time zone, else the owner's, else the host's (``WIKIMEM_TZ``)."""
+        return tz if tz is not None else self.settings().tz or self.default_tz
 
     def layer(self, character: str | None = None):
         """The plain store of a layer of this folder: the shared one, or ``character``'s (``characters/<id>/``)."""
@@ -568,6 +570,7 @@ class Owner:
         append_kwargs["tz"] = self._tz(append_kwargs.get("tz"))
         run = ctx.run or self._run_for(ctx)
         ctx = WriteContext.of(ctx, run=run)
+        check_duplicate(self, turn, ctx, character, prompt)  # the same turn moments ago, without a key: 409
         target, ctx = self._target(ctx)
         if ctx.idempotency_key is not None:
             replay = target.replay(ctx.idempotency_key, "memorize", target.request_of(ctx, "memorize"))
@@ -708,6 +711,14 @@ class Owner:
         done = self._write(lambda: self.staging.discard(run, ctx=ctx, reason=reason))
         self.indexes.drop_staged()
         return done
+
+    def discarded_runs(self) -> list[str]:
+        """The discarded runs whose commits are still kept here (``restore_discarded`` stages one again)."""
+        return sorted(self.staging.discarded())
+
+    def restore_discarded(self, run: str) -> str:
+        """Stage a discarded run's commits again (kept ``WIKIMEM_DISCARDED_DAYS``) as a new run; its id."""
+        return self.staging.restore_discarded(run)
 
 
 # What each undo operation takes as its target: a commit point, a run id, a commit point or time. The

@@ -19,12 +19,20 @@ folder (``owners/../x``, ``owners/User``) is never mistaken for an owner.
 from __future__ import annotations
 
 import base64
+import json
 import re
+from collections.abc import Iterable
+from typing import TypeAlias
 
 from wikimem.errors import InvalidName
 
 __all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id",
-           "scope_prefix"]
+           "scope_prefix", "Within", "within_of", "prefixes_of", "reaches", "covers", "scope_prefixes", "scope_text",
+           "within_json"]
+
+# The owners a caller may reach: one owner-id prefix ("" = every owner), or several (a tuple; a token's
+# ``owner_prefixes``). Jobs keep it in their JSON parameters, where a tuple comes back as a list.
+Within: TypeAlias = str | tuple[str, ...]
 
 MAX_OWNER_ID_LEN = 128
 # The first character is a letter or a digit: ids like "--help", "-rf" or ".x" would read as options or
@@ -84,3 +92,47 @@ def scope_prefix(allowed: str, wanted: str) -> str | None:
     if allowed.startswith(wanted):
         return allowed
     return None
+
+
+def prefixes_of(within: Within | list[str]) -> tuple[str, ...]:
+    """The prefixes of a scope, as a tuple (``("",)``: every owner)."""
+    return (within,) if isinstance(within, str) else tuple(str(p) for p in within)
+
+
+def within_of(prefixes: Iterable[str] | str) -> Within:
+    """A scope in its one canonical form: a single prefix as a string, several as a sorted tuple with no prefix
+    that another one already covers (``["user:", "user:a", "team:"]`` → ``("team:", "user:")``)."""
+    given = sorted(set(prefixes_of(prefixes if isinstance(prefixes, str) else list(prefixes))))
+    kept = tuple(p for p in given if not any(q != p and p.startswith(q) for q in given))
+    return kept[0] if len(kept) == 1 else kept
+
+
+def reaches(within: Within | list[str], owner_id: str) -> bool:
+    """Whether ``owner_id`` lies in the scope."""
+    return owner_id.startswith(prefixes_of(within))
+
+
+def covers(within: Within | list[str], inner: Within | list[str]) -> bool:
+    """Whether every owner of scope ``inner`` lies in scope ``within`` (each prefix of ``inner`` under one of it)."""
+    outer = prefixes_of(within)
+    return all(p.startswith(outer) for p in prefixes_of(inner))
+
+
+def scope_prefixes(within: Within | list[str], wanted: str) -> tuple[str, ...]:
+    """The prefixes to list: each of the caller's narrowed by the search ``wanted`` (:func:`scope_prefix`);
+    empty when the search lies outside the scope."""
+    found = (scope_prefix(p, wanted) for p in prefixes_of(within))
+    return prefixes_of(within_of([p for p in found if p is not None]))
+
+
+def scope_text(within: Within | list[str]) -> str:
+    """A scope as one string (a job's tenant, an idempotency key's scope): a single prefix as itself, several
+    as a JSON list (no owner id holds ``[`` or ``"``, so the two never meet)."""
+    prefixes = prefixes_of(within)
+    return prefixes[0] if len(prefixes) == 1 else json.dumps(sorted(prefixes))
+
+
+def within_json(within: Within | list[str]) -> str | list[str]:
+    """A scope as a job's JSON parameters keep it (and give it back): a string, or a sorted list."""
+    canonical = within_of(prefixes_of(within))
+    return canonical if isinstance(canonical, str) else list(canonical)

@@ -47,7 +47,8 @@ class Owners:
 
     def __init__(self, root: Path, *, open_owner: Callable[..., Owner], run_index: RunIndex,
                  replication: Replication | None = None, index_cache: int = 64, quota: OwnerQuota | None = None,
-                 retention: Retention | None = None, metrics: NullMetrics = NULL_METRICS) -> None:
+                 retention: Retention | None = None, metrics: NullMetrics = NULL_METRICS,
+                 default_tz: str | None = None) -> None:
         if isinstance(index_cache, bool) or not isinstance(index_cache, int) or index_cache < 1:
             raise ValueError(f"index_cache must be a positive integer, got {index_cache!r}")
         self.root = Path(root)
@@ -61,10 +62,14 @@ class Owners:
         self.run_index = run_index
         self.replication = replication
         self.metrics = metrics
+        self.default_tz = default_tz  # the time zone of owners without one (WIKIMEM_TZ)
         self._open_owner = open_owner
         self.on_open: list[Callable[[Owner], None]] = []
         self.on_clone: list[Callable[[Owner], None]] = []
         self.on_drop: list[Callable[[str], None]] = []
+        # Told of an owner erased on another host (its copy and what this host's databases hold of it go);
+        # nobody told: the copy is dropped.
+        self.on_erased: list[Callable[[str], None]] = []
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -117,6 +122,7 @@ class Owners:
         owner.vstore.on_commit.append(self.run_index.listener(owner))
         owner.vstore.on_commit.append(lambda _cid: self.metrics.commit())
         owner.vstore.idempotency_ttl = self.retention.idempotency
+        owner.default_tz = self.default_tz
         for opened in self.on_open:
             opened(owner)
         if self.replication is not None:
@@ -197,8 +203,11 @@ class Owners:
             return owner
         try:
             moved = self.replication.refresh(owner)
-        except Erased:  # erased on another host: its remote holds the tombstone, or the register names it
-            self.drop_local(owner.id, owner)
+        except Erased:  # erased on another host: the tombstone on its remote, its marker, or the register says so
+            for erased in self.on_erased:
+                erased(owner.id)
+            if not self.on_erased:
+                self.drop_local(owner.id, owner)
             raise NotFound(f"no owner {owner.id!r}") from None
         if moved and owner.vstore.head_action() in GONE_ACTIONS:  # deleted on another host meanwhile
             self.drop_local(owner.id, owner)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
+from wikimem.linkgraph import LinkGraph, link_graph
 
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
@@ -60,6 +61,10 @@ class Review:
         self._vstore = vstore
         self._owner_id = owner_id
         self._links_cache: tuple[str | None, Any] | None = None  # (head, UndoLinks)
+
+    def link_graph(self) -> LinkGraph:
+        """The wiki-link graph of the owner's wiki (the shared layer): ``wikimem graph``'s data."""
+        return link_graph(self._vstore.store.items())
 
     # -- history ---------------------------------------------------------------
 

@@ -79,6 +79,8 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_SECRET_KEY", "session and peer signing key, the same on every host of a cluster; required in "
        "production (make one: `openssl rand -hex 32`)", "run", mark="web", setting=""),
     _v("WIKIMEM_STORE", "the memory folder of a `wikimem` command without `--owner`", "run", mark="cli"),
+    _v("WIKIMEM_TZ", "IANA time zone of owners without a `tz` of their own: the calendar of their diary days and "
+       "of 昨天 / yesterday in their questions", "run", default="the machine's local zone", example="Asia/Shanghai"),
     # -- tokens and operators
     _v("WIKIMEM_TOKENS_FILE", "hashed API tokens, JSON Lines (`wikimem token mint …`)", "access",
        setting="/etc/wikimem/tokens.jsonl"),
@@ -184,7 +186,11 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_REPLICATION_MAX_LAG", "async: commits per owner not yet on the remote before writes answer 503",
        "cluster", kind="int"),
     _v("WIKIMEM_REMOTE_FRESHNESS", "staleness bound of reads, seconds", "cluster", kind="number"),
-    _v("WIKIMEM_REMOTE_TIMEOUT", "seconds per remote operation", "cluster", kind="number"),
+    _v("WIKIMEM_REMOTE_TIMEOUT", "seconds a read from the remote may wait", "cluster", kind="number"),
+    _v("WIKIMEM_REMOTE_MAX_MB", "MiB one fetch, clone or other remote operation may receive; past it the remote is "
+       "refused and what it sent dropped", "cluster", kind="int"),
+    _v("WIKIMEM_REMOTE_MAX_SECONDS", "seconds one remote operation may take in all (a remote that drips or never "
+       "stops is cut off and refused)", "cluster", kind="number"),
     _v("GIT_SSH_COMMAND", "git's own: the ssh command of `ssh://` remotes", "cluster", key="SSH_COMMAND",
        default="`ssh -o BatchMode=yes`"),
     _v("WIKIMEM_REMOTE_HOOK", "a command run as `HOOK erase URL` / `HOOK prune URL` for a git server the remote's "
@@ -201,10 +207,16 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_DATABASE_URL", "`postgresql://…` the hosts of a cluster share for the run index and the jobs "
        "(the `[postgres]` extra)", "cluster", default="SQLite files in the data root",
        example="postgresql://wikimem:PASSWORD@db.example/wikimem"),
+    _v("WIKIMEM_DATABASE_POOL", "connections one process (a gunicorn worker, a command) opens to the "
+       "`WIKIMEM_DATABASE_URL` database at most; a host holds up to workers × this (docs/guides/hardening-notes.md: "
+       "the connection budget)", "cluster", kind="int"),
     # -- retention
     _v("WIKIMEM_IDEMPOTENCY_DAYS", "days an Idempotency-Key replays its write; older stored results are purged",
        "retention", kind="number"),
     _v("WIKIMEM_JOBS_KEEP_DAYS", "days a finished job (parameters, turns, results) is kept", "retention",
+       kind="number"),
+    _v("WIKIMEM_DISCARDED_DAYS", "days a discarded staged run's commits stay reachable "
+       "(`refs/wikimem/discarded/<run>`; `wikimem staged restore-discarded` brings one back)", "retention",
        kind="number"),
     _v("WIKIMEM_ERASURE_RECEIPT_DAYS", "days the receipt of an erasure or a forget is kept", "retention",
        kind="number"),

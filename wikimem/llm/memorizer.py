@@ -6,7 +6,6 @@ Design notes: docs/explanation/recall-internals.md (``wikimem/llm/memorizer.py``
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any, Protocol, TypeVar
@@ -16,6 +15,8 @@ from wikimem.models import DiaryItem
 from wikimem.naming import validate_date, validate_time
 from wikimem.store import Diary, normalize_ts, resolve_tz
 from wikimem.timeparse import event_day
+
+from .reply import entry_text, find_json, json_kind, seed_entries
 
 __all__ = ["LLM", "DiaryLike", "memorize", "parse_diary_reply", "render_prompt", "DIARY_PROMPT", "DIARY_RULES",
            "diary_tool", "handle_diary_tool", "DIARY_TOOL_NAME", "DIARY_TOOL_DESCRIPTION", "event_date"]
@@ -82,10 +83,6 @@ DIARY_TOOL_DESCRIPTION = (
 )
 
 _CHARACTER = "{character}"
-_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-# How many '[' / '{' positions of a prose reply are tried as the start of JSON.
-_MAX_SCAN = 64
 
 
 # -- memorize ----------------------------------------------------------------
@@ -192,64 +189,14 @@ def parse_diary_reply(reply: Any) -> list[str]:
     non-empty string of valid Unicode; other keys are ignored (the model has
     no clock, so a ``"time"`` it invents is dropped); exact repeats are kept
     once. Everything else — prose, bad JSON, numbers — yields ``[]``.
+    The JSON is found as :func:`wikimem.llm.reply.parse_reply` finds it.
     """
-    if not isinstance(reply, str):
-        return []
-    value = _first_json(_THINK_RE.sub("", reply))
-    if isinstance(value, dict):
-        value = _unwrap(value)
-    if not isinstance(value, list):
-        return []
     out: list[str] = []
-    for element in value:
-        text = _entry_text(element)
+    for element in seed_entries(find_json(reply)) or []:
+        text = entry_text(element)
         if text is not None and text not in out:
             out.append(text)
     return out
-
-
-def _first_json(text: str) -> Any:
-    """The first JSON array/object found in the reply, or None."""
-    for candidate in (text, *_FENCE_RE.findall(text)):
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, (list, dict)):
-            return value
-    decoder = json.JSONDecoder()
-    starts = [m.start() for m in re.finditer(r"[\[{]", text)][:_MAX_SCAN]
-    for start in starts:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(value, (list, dict)):
-            return value
-    return None
-
-
-def _unwrap(obj: dict) -> Any:
-    """A single entry object, or the one list an object wraps; else None."""
-    if "content" in obj:
-        return [obj]
-    lists = [v for v in obj.values() if isinstance(v, list)]
-    return lists[0] if len(lists) == 1 and len(obj) == 1 else None
-
-
-def _entry_text(element: Any) -> str | None:
-    """The usable text of one array element, or None to skip it."""
-    text = element.get("content") if isinstance(element, dict) else element
-    if not isinstance(text, str):
-        return None
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a "\\ud800" escape
-        return None
-    return text
 
 
 # -- the diary tool ------------------------------------------------------------
@@ -296,7 +243,7 @@ def handle_diary_tool(diary: Diary, args: str | Mapping[str, Any], **append_kwar
                              f"({getattr(exc, 'msg', exc)}). Call it again with arguments like {_EXAMPLE}.") from None
     if not isinstance(args, Mapping):
         raise ValueError(f"{DIARY_TOOL_NAME} was not called: the arguments must be a JSON object "
-                         f"like {_EXAMPLE}, not {_json_kind(args)}.")
+                         f"like {_EXAMPLE}, not {json_kind(args)}.")
     extra = sorted(str(k) for k in args if k != "content")
     if extra:
         raise ValueError(f"{DIARY_TOOL_NAME} was not called: unexpected argument(s) "
@@ -308,7 +255,7 @@ def handle_diary_tool(diary: Diary, args: str | Mapping[str, Any], **append_kwar
     content = args["content"]
     if not isinstance(content, str):
         raise ValueError(f"{DIARY_TOOL_NAME} was not called: content must be a string of text, "
-                         f"not {_json_kind(content)}.")
+                         f"not {json_kind(content)}.")
     if not content.strip():
         raise ValueError(f"{DIARY_TOOL_NAME} was not called: content is empty. Write the entry "
                          f"text, 2 to 4 sentences about one event.")
@@ -320,20 +267,3 @@ def handle_diary_tool(diary: Diary, args: str | Mapping[str, Any], **append_kwar
     append_kwargs = dict(append_kwargs)
     append_kwargs["ts"] = normalize_ts(append_kwargs.get("ts"))
     return diary.append(content, **_dated(append_kwargs, content, None))
-
-
-def _json_kind(value: Any) -> str:
-    """How a value looks in JSON terms, for messages the agent reads."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__

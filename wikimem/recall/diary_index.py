@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from wikimem.fsio import Stamp, folder_signature
+from wikimem.fsio import folder_signature
 from wikimem.models import RecallItem, as_recall_item
 from wikimem.naming import DATE_RE
 from wikimem.vectors import content_hash, embed_text
@@ -35,7 +35,7 @@ __all__ = ["DiaryIndex"]
 
 Key = tuple[str, str, int]
 
-Signature = dict[str, Stamp]
+Signature = dict[str, Any]  # day -> its stamp on disk, or the content id its diary gives
 
 
 def _keyed(date: str, entries: Iterable[Any]) -> list[tuple[Key, RecallItem]]:
@@ -99,14 +99,19 @@ class DiaryIndex:
     # -- freshness -----------------------------------------------------------
 
     def refresh(self) -> bool:
-        """Re-read the days that changed since the last call; True when anything did."""
+        """Re-read the days that changed since the last call; True when anything did. A diary on disk says so by its
+        folder's stamps; one that has a ``signature()`` (``{date: content id}``) by it; any other is read once."""
         folder = getattr(self.diary, "diary_dir", None)
-        if not isinstance(folder, Path):
+        signature_of = getattr(self.diary, "signature", None)
+        if callable(signature_of):
+            signature = signature_of()
+        elif isinstance(folder, Path):
+            signature = folder_signature(folder, _day)
+        else:
             if self._static_read:
                 return False
             self._static_read = True
             return self._apply_days({d: None for d in self.diary.dates()})
-        signature = folder_signature(folder, _day)
         if signature == self._signature:
             return False
         old = self._signature or {}

@@ -103,7 +103,7 @@ class HybridRanker:
             listed = [(c.key, c.item) for c in by_key.values() if c.kind == "diary"]
             for digest, _ in top:
                 for key in diary.keys_of_hash(digest):
-                    if q.dates is None or q.dates[0] <= key[0] <= q.dates[1]:
+                    if q.in_window(key[0]):
                         listed.append((key, diary.item(key)))
         listed = list(dict(listed).items())
         values = self.vectors.diary_cosines(search, qv, [item for _, item in listed])

@@ -25,20 +25,23 @@ from wikimem.timeparse import scan_time
 from .assembly import cut, entries, expand
 from .bm25 import B
 from .diary_index import DiaryIndex
+from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import Contents, IndexVectors
 from .smoothing import lexical_sides, smooth
-from .stopwords import LANGUAGES, check_languages, content_terms, topic_terms
+from .stopwords import LANGUAGES, check_languages, content_terms, is_function_term, question_only, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
 from .window import window_order
 
-__all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES", "DIARY_WAIT"]
+__all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES", "DIARY_WAIT",
+           "POOL"]
 
-# How many BM25 candidates (and vector neighbours) fusion looks at, per hit asked for.
-_FUSION_POOL_PER_HIT, _FUSION_POOL_MIN = 3, 30
+# How many BM25 candidates (and vector neighbours) are ranked before the first ``limit`` are taken: a fixed
+# pool, so that the first k are the same whatever the limit (up to this one; a larger limit widens it).
+POOL = 100
 DIARY_MODES = ("window", "all")
 # The diary index (diary="all") is built in a background thread. With ``diary_wait`` (the host's is this
 # many seconds) a query waits at most that long for its first build, then answers with the diary through
@@ -86,6 +89,25 @@ def _widen(window: tuple[str, str]) -> tuple[str, str]:
     start = start - timedelta(days=1) if start > date.min else start
     end = end + timedelta(days=1) if end < date.max else end
     return start.isoformat(), end.isoformat()
+
+
+def _widen_days(days: list[str] | None) -> list[str] | None:
+    """A set of days, each with the day before and after it."""
+    if not days:
+        return None
+    out = set(days)
+    for d in days:
+        out.update(_widen((d, d)))
+    return sorted(out)
+
+
+def _cut(result: RetrievalResult, budget_tokens: int | None, strict: bool, explain: bool) -> None:
+    """The result cut to the token budget (a prefix, in injection order)."""
+    keep = cut(result.items, budget_tokens, strict=strict)
+    result.items, dropped = result.items[:keep], result.items[keep:]
+    result.budget_used = sum(e.tokens_est for e in result.items)
+    if explain:
+        result.dropped = dropped
 
 
 def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
@@ -306,26 +328,31 @@ class MemoryIndex:
 
         1. time gate — ``time_range`` if given ("explicit"), else the query's own
            time expressions (:func:`~wikimem.timeparse.scan_time`, "parsed"; they
-           are then taken out of the text that is searched). An empty window is
-           widened by one day on each side, once. The wiki is never filtered by time.
+           are then taken out of the text that is searched, but the words of an
+           explicit date — "the 10th of February 2024" — still count, so a dated
+           wiki fact is found by its date). A window may be a set of days
+           (``time_days``). An empty window is widened by one day on each side,
+           once. The wiki is never filtered by time.
         2. query terms — the tokens of the text; with ``query_stopwords`` the
            function words are dropped (:func:`~wikimem.recall.stopwords.content_terms`,
            all kept when nothing else is left). A time question keeps only the
            terms of its topic (:func:`~wikimem.recall.stopwords.topic_terms`:
            "what did I do yesterday?" has none). The index is never filtered.
         3. rank — BM25 over the wiki plus the diary entries in play, or, with an
-           embedder, the fusion of BM25 and cosine scores. Which diary entries:
+           embedder, the fusion of BM25 and cosine scores, over a fixed pool of
+           candidates (:data:`POOL`, or ``limit`` when larger): the first ``k``
+           are the same whatever the limit. Which diary entries:
            ``diary="window"`` (the seed's behaviour, the default) — the window's
            entries only, scored with the statistics of the wiki plus the window;
            ``diary="all"`` — every entry, indexed incrementally, ranked with the
            wiki (statistics over both; a window then filters the diary's
            candidates), optionally with a recency prior (``recency_half_life``).
            A query without terms returns the window's entries newest first, or
-           what the embedding path ranks, or nothing. With a window, its entries
-           are always candidates (:func:`~wikimem.recall.window.window_order`):
-           those that match first, then the others newest first, before wiki
-           items that match no word. Only the query is embedded on the request
-           path when ``embed_in_background``.
+           what the embedding path ranks, or nothing. With a window
+           (:func:`~wikimem.recall.window.window_order`): the entries that match
+           first, then — when the words left are question words only ("what did
+           I have for dinner last night?") — the window's other entries newest
+           first, before wiki items that match no word.
         4. the top ``limit`` hits; then each hit's link targets right after it
            (``source="link"``, no recursion). The first entry in injection order
            survives: a target linked from an earlier hit stays ``"link"`` even when
@@ -336,44 +363,56 @@ class MemoryIndex:
            the best memory), unless ``budget_strict=True`` — then nothing over the
            budget is returned, possibly nothing at all.
         """
+        limit, budget_tokens, mode, half_life = self._arguments(query, limit, budget_tokens, diary,
+                                                                recency_half_life)
+        result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
+        q = self._query(query, mode, half_life, time_range, tz, result)
+        if q.terms or q.window or (self.vectors is not None and q.text.strip()):
+            self._answer(q, limit, expand_links, explain, result)
+        _cut(result, budget_tokens, bool(budget_strict), explain)
+        return result
+
+    def _arguments(self, query: Any, limit: Any, budget_tokens: Any, diary: Any,
+                   half_life: Any) -> tuple[int, int | None, str, float | None]:
+        """retrieve's arguments checked: ``(limit, budget_tokens, diary mode, half-life)``."""
         if not isinstance(query, str):
             raise ValueError(f"query must be a string, got {type(query).__name__}")
-        limit = _check_count(limit, "limit")
-        budget_tokens = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
+        budget = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
         mode = self.diary if diary is None else _check_diary(diary)
-        half_life = self.recency_half_life if recency_half_life is None else _check_half_life(recency_half_life)
-        result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
+        half_life = self.recency_half_life if half_life is None else _check_half_life(half_life)
+        return _check_count(limit, "limit"), budget, mode, half_life
+
+    def _query(self, query: str, mode: str, half_life: float | None, time_range: Any, tz: Any,
+               result: RetrievalResult) -> Query:
+        """The query as the ranking sees it: its window (on ``result`` too), terms and the window's entries."""
         if mode == "all" and not self.diary_ready(self.diary_wait):
             mode, result.diary_index = "window", "building"  # answered now: the diary through its window
-        text = self._gate(query, time_range, tz, result)
-        terms = tokenize(text, use_jieba=self.use_jieba)
+        text, topic_text, cues = self._gate(query, time_range, tz, result)
+        topic = tokenize(topic_text, use_jieba=self.use_jieba)
         if result.time_range is not None:
-            terms = topic_terms(terms)
+            topic = topic_terms(topic)
         elif self.stop_languages:
-            terms = content_terms(terms, self.stop_languages)
+            topic = content_terms(topic, self.stop_languages)
+        cue_terms = [t for t in tokenize(cues, use_jieba=self.use_jieba) if not is_function_term(t)] if cues else []
+        terms = topic + [t for t in dict.fromkeys(cue_terms) if t not in topic]
         result.query_terms = terms
-        q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz)
-        if result.time_range:
-            self._open_window(q, result, result.time_range)
-        embed = self.vectors is not None and bool(text.strip())
-        if not terms and not q.window and not embed:
-            return result
+        q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz,
+                  fallback=question_only(topic), content=bool(topic) and not is_content_free(topic_text))
+        if result.time_range is not None:
+            self._open_window(q, result)
+        return q
+
+    def _answer(self, q: Query, limit: int, expand_links: bool, explain: bool, result: RetrievalResult) -> None:
+        """The hits of ``q`` with their links, into ``result`` (an embedder is called outside the lock)."""
         if self.vectors is None:
             with self._lock:  # one consistent view of the index, from ranking to links
-                hits = self._hits(q, limit, result)
-                self._assemble(hits, q, expand_links, result)
-        else:
-            hits = self._hits(q, limit, result)  # embedding calls: not under the lock
-            with self._lock:
-                self._assemble(hits, q, expand_links, result)
-            if explain:
-                result.vectors = self._vector_counts_dict()
-        keep = cut(result.items, budget_tokens, strict=bool(budget_strict))
-        result.items, dropped = result.items[:keep], result.items[keep:]
-        result.budget_used = sum(e.tokens_est for e in result.items)
+                self._assemble(self._hits(q, limit, result), q, expand_links, result)
+            return
+        hits = self._hits(q, limit, result)  # embedding calls: not under the lock
+        with self._lock:
+            self._assemble(hits, q, expand_links, result)
         if explain:
-            result.dropped = dropped
-        return result
+            result.vectors = self._vector_counts_dict()
 
     def lookup(self, file: str, name: str) -> RecallItem | None:
         """The indexed wiki item ``file``/``name`` (whitespace in the name collapsed), or None: where a link from
@@ -382,38 +421,43 @@ class MemoryIndex:
             self._ensure_fresh()
             return self.wiki.get(file, " ".join(name.split()))
 
-    def _gate(self, query: str, time_range: Any, tz: Any, result: RetrievalResult) -> str:
-        """Set the result's time window; return the text left to search."""
+    def _gate(self, query: str, time_range: Any, tz: Any, result: RetrievalResult) -> tuple[str, str, str]:
+        """Set the result's time window; return the text to embed, the text of the topic and the explicit dates."""
         if time_range is not None:
             result.time_range, result.time_range_source = _check_range(time_range), "explicit"
-            return query
+            return query, query, ""
         found = scan_time(query, tz=tz)
         if found is None:
-            return query
+            return query, query, ""
         result.time_range, result.time_range_source = found.range, "parsed"
-        return found.strip(query)
+        result.time_days = list(found.days) if found.days else None
+        return found.strip(query, keep_cues=True), found.strip(query), found.cues(query)
 
-    def _open_window(self, q: Query, result: RetrievalResult, window: tuple[str, str]) -> None:
-        """The window's diary entries (widened once when empty)."""
-        if q.mode == "window":
-            entries = self.store.diary.window(*window)
-            if not entries:
-                result.time_range, result.time_range_widened = _widen(window), True
-                entries = self.store.diary.window(*result.time_range)
-            q.window = [as_recall_item(e) for e in entries]
-            q.window_keys = [(i.file, i.name, n) for n, i in enumerate(q.window)]
-            return
+    def _open_window(self, q: Query, result: RetrievalResult) -> None:
+        """The window's diary entries, widened once when there are none."""
+        assert result.time_range is not None
+        window, days = result.time_range, result.time_days
+        keyed = self._window_entries(q.mode, window, days)
+        if not keyed:
+            window, days = _widen(window), _widen_days(days)
+            result.time_range, result.time_days, result.time_range_widened = window, days, True
+            keyed = self._window_entries(q.mode, window, days)
+        if q.mode == "all":
+            q.dates, q.days = window, frozenset(days) if days else None
+        q.window = [item for _, item in keyed]
+        q.window_keys = [key for key, _ in keyed]
+
+    def _window_entries(self, mode: str, window: tuple[str, str], days: list[str] | None) -> list[tuple[Any, Any]]:
+        """``(candidate key, item)`` of the entries of a window (of its ``days`` only, when given), in time order."""
+        if mode == "window":
+            spans = [(d, d) for d in days] if days else [window]
+            items = [as_recall_item(e) for span in spans for e in self.store.diary.window(*span)]
+            return [((i.file, i.name, n), i) for n, i in enumerate(items)]
         with self._lock:
             index = self._diary_fresh()
             assert index is not None  # (retrieve asks for "all" only once the index is built)
             keyed = index.keyed(*window)
-            if not keyed:
-                window = _widen(window)
-                result.time_range, result.time_range_widened = window, True
-                keyed = index.keyed(*window)
-        q.dates = window
-        q.window = [item for _, item in keyed]
-        q.window_keys = [key for key, _ in keyed]
+        return [(k, i) for k, i in keyed if not days or k[0] in days]
 
     def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
         window = [Candidate(k, i, "diary") for k, i in zip(q.window_keys, q.window)]
@@ -421,12 +465,15 @@ class MemoryIndex:
             return self._rank(q, limit, result)[:limit]  # BM25 or fused, or the embedding path alone
         if not q.terms:  # a window and nothing to search for: the window, newest first
             return window[::-1][:limit]
-        return window_order(self._rank(q, limit, result), window, limit)
+        return window_order(self._rank(q, limit, result), window, limit, fallback=q.fallback)
 
     def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        """The ranked candidates, best first (at least the top ``limit``): BM25, or fused with cosine."""
-        wide = self.vectors is not None or q.half_life is not None
-        pool = max(limit * _FUSION_POOL_PER_HIT, _FUSION_POOL_MIN) if wide else limit
+        """The ranked candidates, best first (at least the top ``limit``): BM25, or fused with cosine.
+
+        The pool is the same whatever the limit (up to :data:`POOL`): the candidates, their normalisation
+        and so the first ``k`` do not depend on how many are asked for.
+        """
+        pool = max(limit, POOL)
         if q.window:
             pool += len(q.window)  # every entry of the window that matches, whatever the wiki holds
         if q.mode == "window":
@@ -436,13 +483,20 @@ class MemoryIndex:
             self._ensure_fresh(q.mode)
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
             lagging = self._lagging(q.mode)
-        if self._hybrid is None or not limit:
-            return self._prior(cands, q)
-        fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
-        if fused is None:
-            return self._prior(cands, q)
-        result.embedding_used = True
-        return self._prior(fused, q)
+        if self._hybrid is not None and limit:
+            fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
+            if fused is not None:
+                cands, result.embedding_used = fused, True
+        return self._demote(self._prior(cands, q), q)
+
+    def _demote(self, cands: list[Candidate], q: Query) -> list[Candidate]:
+        """A question with content ranks the content-free turns (greetings, acknowledgements) after the others."""
+        if not q.content or not cands:
+            return cands
+        with self._lock:
+            free = [self.wiki.content_free(c.item) if c.kind == "wiki"
+                    else is_content_free(c.item.content, use_jieba=self.use_jieba) for c in cands]
+        return [c for c, f in zip(cands, free) if not f] + [c for c, f in zip(cands, free) if f]
 
     def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:
@@ -461,9 +515,8 @@ class MemoryIndex:
         if q.dates is None:
             days = diary.bm25.top_k(q.terms, seeds, peers=[bm25])
         else:
-            start, end = q.dates
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
-            days = [(k, s) for k, s in every if start <= k[0] <= end]
+            days = [(k, s) for k, s in every if q.in_window(k[0])]
         ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:seeds]
         return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
 
@@ -504,7 +557,7 @@ class MemoryIndex:
     def _contents(self, mode: str) -> Contents:
         """What the index holds, for its vectors (called under the lock, after ``_ensure_fresh(mode)``)."""
         diary = self._diary_index.items() if mode == "all" and self._diary_index is not None else None
-        return Contents(mode, self._state_key(mode), self.wiki.items(), diary)
+        return Contents(mode, self._state_key(mode), self.wiki.items(), diary, self.wiki.conversations())
 
     def _lagging(self, mode: str) -> Contents | None:
         """The contents when the vectors may not cover them, else None (called under the lock)."""

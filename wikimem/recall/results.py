@@ -106,7 +106,10 @@ class RetrievalResult:
     ``explain=True``: ``{"embedded": n, "total": m}``, how many items had
     their vectors when this query ran), ``diary_index`` (``"building"``
     when ``diary="all"`` was answered before the diary index's first build
-    was done: the diary then took part through its time window only).
+    was done: the diary then took part through its time window only),
+    ``time_days`` (a window of separate days — "last Friday" asked on a
+    Sunday — lists them; ``time_range`` then spans from the first to the
+    last, and only those days' entries are candidates; None otherwise).
     :meth:`to_prompt` turns the entries into prompt text within the budget.
     """
 
@@ -119,6 +122,7 @@ class RetrievalResult:
     time_range: tuple[str, str] | None = None
     time_range_source: str | None = None
     time_range_widened: bool = False
+    time_days: list[str] | None = None
     query_terms: list[str] = field(default_factory=list)
     diary: str = "window"
     vectors: dict[str, int] | None = None
@@ -153,7 +157,8 @@ class RetrievalResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (``time_range`` as a two-element list or None).
 
-        ``diary`` appears when it is ``"all"``, ``vectors`` when it was measured.
+        ``diary`` appears when it is ``"all"``, ``vectors`` when it was measured, ``time_days`` for a window
+        of separate days.
         """
         out: dict[str, Any] = {
             "items": [e.to_dict() for e in self.items],
@@ -167,6 +172,8 @@ class RetrievalResult:
             "time_range_widened": self.time_range_widened,
             "query_terms": list(self.query_terms),
         }
+        if self.time_days is not None:
+            out["time_days"] = list(self.time_days)
         if self.diary != "window":
             out["diary"] = self.diary
         if self.vectors is not None:
@@ -217,4 +224,13 @@ class Query:
     tz: Any
     extra: list = field(default_factory=list)  # "window" mode: (key, terms) of the window's entries
     window_keys: list = field(default_factory=list)  # the candidate key of each window entry
+    days: frozenset[str] | None = None  # a window of separate days: those days only
+    fallback: bool = True  # the window's unmatched entries come back (the words left are question words)
+    content: bool = False  # the question has content: small-talk turns rank after the others
+
+    def in_window(self, day: str) -> bool:
+        """Whether a diary day passes the window ("all" mode; True without one)."""
+        if self.dates is None:
+            return True
+        return self.dates[0] <= day <= self.dates[1] and (self.days is None or day in self.days)
 

@@ -46,6 +46,7 @@ class Contents:
     key: tuple  # (wiki generation, diary generation or None): changes whenever the contents do
     items: list[RecallItem]  # the wiki items, in file order
     diary: list[RecallItem] | None  # mode "all": every diary entry
+    conversations: frozenset[str] = frozenset()  # the conversation-like wiki files (neighbour context)
 
     @property
     def total(self) -> int:
@@ -124,7 +125,8 @@ class IndexVectors:
         if contents is not None:
             with self._embed_lock:
                 if self._synced != contents.key and self._handed != contents.key:
-                    pending = search.sync(contents.items, max_new=FOREGROUND_EMBED_MAX)
+                    pending = search.sync(contents.items, max_new=FOREGROUND_EMBED_MAX,
+                                          conversations=contents.conversations)
                     if contents.diary is not None:
                         pending += search.ensure_diary(contents.diary, max_new=FOREGROUND_EMBED_MAX)
                     if pending:  # a large memory: the rest in the background
@@ -190,7 +192,7 @@ class IndexVectors:
         slice_ = max(EMBED_SLICE, len(contents.items) // 4)
         try:
             with search.claim():
-                pending = search.sync(contents.items, max_new=slice_)
+                pending = search.sync(contents.items, max_new=slice_, conversations=contents.conversations)
                 if diary is not None:
                     left = search.ensure_diary(diary, max_new=slice_)
                     if left:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ENGLISH", "CHINESE_CHARS", "CHINESE_WORDS", "FRAME_WORDS", "FRAME_CHARS", "LANGUAGES",
-           "is_function_term", "content_terms", "topic_terms", "check_languages"]
+__all__ = ["ENGLISH", "CHINESE_CHARS", "CHINESE_WORDS", "FRAME_WORDS", "FRAME_CHARS", "QUESTION_WORDS",
+           "QUESTION_CHARS", "LANGUAGES", "is_function_term", "content_terms", "topic_terms", "question_only",
+           "check_languages"]
 
 # Tokens as the tokenizer makes them: lowercase, apostrophes split ("don't" → "don", "t").
 ENGLISH = frozenset("""
@@ -48,6 +49,14 @@ FRAME_WORDS = frozenset("""
 do does did doing done go goes going went gone happen happens happened happening up
 """.split())
 FRAME_CHARS = frozenset("做干去来发生事情忙弄搞待呆得")
+
+# What a time question may ask about without naming a topic: meals, talk, fun, parts of the day.
+QUESTION_WORDS = frozenset("""
+eat ate eaten eating have has had having get got anything something everything fun interesting new special
+talk talked talking chat chatted say said tell told play played busy stuff thing things spend spent time
+breakfast lunch dinner supper brunch meal meals morning afternoon evening night noon
+""".split())
+QUESTION_CHARS = frozenset("吃喝聊说讲谈玩饭餐早中午晚上下夜天啥些都过有")
 
 LANGUAGES = ("en", "zh")
 
@@ -102,3 +111,16 @@ def _frame(term: str) -> bool:
 def topic_terms(terms: Iterable[str]) -> list[str]:
     """The terms of a time question that name its topic: no function or frame word, possibly none."""
     return [t for t in terms if not _frame(t)]
+
+
+def _question(term: str) -> bool:
+    if _frame(term):
+        return True
+    if not _cjk(term):
+        return term in QUESTION_WORDS
+    return all(c in CHINESE_CHARS or c in FRAME_CHARS or c in QUESTION_CHARS for c in term)
+
+
+def question_only(terms: Iterable[str]) -> bool:
+    """True when every term is a question word (or there is none): the window answers, whatever matches."""
+    return all(_question(t) for t in terms)

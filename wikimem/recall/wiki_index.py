@@ -8,6 +8,7 @@ from typing import Any
 from wikimem.models import RecallItem
 
 from .bm25 import B, BM25Index
+from .filler import is_content_free, speaker_of
 from .smoothing import is_transcript
 from .tokenizer import cached_terms, est_tokens, item_text, tokenize
 
@@ -39,6 +40,9 @@ class WikiIndex:
         # file -> {name: the keys just before and after it}: smoothing's neighbours, made on first
         # use of the file; empty for a file that is not conversation-like
         self._order: dict[str, dict[str, tuple[Key, ...]]] = {}
+        # file -> the speakers of its labelled turns; (file, name) -> (item, content free?)
+        self._speakers: dict[str, tuple[str, ...]] = {}
+        self._free: dict[Key, tuple[RecallItem, bool]] = {}
         self.transcripts: Callable[[str, list[RecallItem]], bool] = is_transcript
 
     def __len__(self) -> int:
@@ -70,17 +74,39 @@ class WikiIndex:
 
     def neighbours(self, key: Key) -> tuple[Key, ...]:
         """The items just before and after ``key`` in its file, when the file is conversation-like."""
-        file, name = key
+        return self._around(key[0]).get(key[1], ())
+
+    def conversations(self) -> frozenset[str]:
+        """The conversation-like files (the ones smoothing and neighbour context treat as conversations)."""
+        return frozenset(f for f in self._files if self._around(f))
+
+    def _around(self, file: str) -> dict[str, tuple[Key, ...]]:
         around = self._order.get(file)
         if around is None:
             items = self._files.get(file)
             if items is None:
-                return ()
+                return {}
             names = list(items) if self.transcripts(file, list(items.values())) else []
             around = self._order[file] = {
                 n: tuple((file, names[j]) for j in (i - 1, i + 1) if 0 <= j < len(names))
                 for i, n in enumerate(names)}
-        return around.get(name, ())
+        return around
+
+    def content_free(self, item: RecallItem) -> bool:
+        """Whether an item is small talk only (:func:`~wikimem.recall.filler.is_content_free`, its file's
+        speakers aside); remembered while the index holds it."""
+        key = (item.file, item.name)
+        cached = self._free.get(key)
+        if cached is not None and cached[0] is item:
+            return cached[1]
+        speakers = self._speakers.get(item.file)
+        if speakers is None:
+            found = {speaker_of(i.content) for i in self._files.get(item.file, {}).values()}
+            speakers = self._speakers[item.file] = tuple(sorted(s for s in found if s))
+        value = is_content_free(item.content, speakers, use_jieba=self.use_jieba)
+        if self.holds(item):
+            self._free[key] = (item, value)
+        return value
 
     def facts(self, item: RecallItem) -> tuple[int, list]:
         """The item's token estimate and links, remembered while the index holds it."""
@@ -105,6 +131,7 @@ class WikiIndex:
             files.setdefault(item.file, {})[item.name] = item
         bm25.extend(((i.file, i.name), tokenize(item_text(i), use_jieba=self.use_jieba)) for i in items)
         self.bm25, self._files, self._facts, self._order = bm25, files, {}, {}
+        self._speakers, self._free = {}, {}
         self._revision, self.built = revision, True
         self.generation += 1
 
@@ -155,3 +182,4 @@ class WikiIndex:
         if changed:
             self.generation += 1
             self._order.pop(file, None)
+            self._speakers.pop(file, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,16 +34,23 @@ class NeighbourContext:
     """Score items with their neighbours too: ``item_weight·cos(item) + (1 − item_weight)·cos(context)``.
 
     The context of an item is its text between the ``window`` items before
-    and after it in the same RecallFile (file order).
+    and after it in the same RecallFile (file order). ``conversation_weight``,
+    when set, is the item's weight in conversation-like files instead (the
+    files :meth:`EmbeddingSearch.sync` is told of): a turn needs its
+    neighbours more than a fact of a list does.
     """
 
     item_weight: float = 0.6
     window: int = 1
+    conversation_weight: float | None = None
 
     def __post_init__(self):
-        if isinstance(self.item_weight, bool) or not isinstance(self.item_weight, (int, float)) \
-                or not 0.0 <= self.item_weight <= 1.0:
-            raise ValueError(f"item_weight must be a number in [0, 1], got {self.item_weight!r}")
+        for name in ("item_weight", "conversation_weight"):
+            value = getattr(self, name)
+            if value is None and name == "conversation_weight":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
             raise ValueError(f"window must be a positive integer, got {self.window!r}")
 
@@ -77,7 +84,7 @@ class _WikiState:
     context: MemmapVectorIndex | None = None
     context_row: np.ndarray | None = None  # item row -> context row, -1 when missing
     context_hashes: dict[tuple[str, str], str] | None = None
-    item_weight: float = 1.0
+    item_weight: float | np.ndarray = 1.0  # one weight, or one per item row
     # Exact tier with context: the mixed unit rows w·item + (1−w)·context, so one
     # pass over one matrix scores everything (instead of two passes over two).
     mixed: np.ndarray | None = None
@@ -127,8 +134,12 @@ class EmbeddingSearch:
 
     # -- the wiki ----------------------------------------------------------
 
-    def sync(self, items: list[RecallItem], *, max_new: int | None = None) -> int:
+    def sync(self, items: list[RecallItem], *, max_new: int | None = None,
+             conversations: Collection[str] = frozenset()) -> int:
         """Bring the wiki vectors in line with ``items`` (row order = item order).
+
+        ``conversations``: the conversation-like files (their items take the
+        context's ``conversation_weight``, when it has one).
 
         Returns how many texts still lack a vector: always 0 without
         ``max_new``; with it, each cache embeds at most ``max_new`` texts in
@@ -146,7 +157,7 @@ class EmbeddingSearch:
                         self._state = None  # stale rows must not score changed items
                         self.version += 1
                 raise
-            state = self._build_state(cached, ctx)
+            state = self._build_state(cached, ctx, frozenset(conversations))
             with self._lock:
                 self._state = state
                 self.version += 1
@@ -159,7 +170,8 @@ class EmbeddingSearch:
         return self._guard(lambda: self.context_cache.sync(entries, self.embedder, self.batch_size,
                                                            max_new=max_new))
 
-    def _build_state(self, cached: CachedVectors, ctx: CachedVectors | None) -> _WikiState:
+    def _build_state(self, cached: CachedVectors, ctx: CachedVectors | None,
+                     conversations: frozenset[str] = frozenset()) -> _WikiState:
         keys = [(f, n) for f, n, _ in cached.keys]
         row_of_key = {k: i for i, k in enumerate(keys)}
         hashes = {(f, n): h for f, n, h in cached.keys}
@@ -173,7 +185,7 @@ class EmbeddingSearch:
         ctx_of = {(f, n): i for i, (f, n, _) in enumerate(ctx.keys)}
         mapping = np.array([ctx_of.get(k, -1) for k in keys], np.int64)
         ctx_index = MemmapVectorIndex(ctx_matrix, self.binary_threshold)
-        w = self.context.item_weight
+        w = _weights(self.context, keys, conversations)
         mixed = None if index.binary or ctx_index.binary else _mixed_rows(index, ctx_index, mapping, w)
         return _WikiState(index, keys, hashes, row_of_key, ctx_index, mapping,
                           {(f, n): h for f, n, h in ctx.keys}, w, mixed)
@@ -287,7 +299,8 @@ class EmbeddingSearch:
         ctx = item.copy()
         if have.any():
             ctx[have] = context.scores(q, ctx_rows[have])
-        return state.item_weight * item + (1.0 - state.item_weight) * ctx
+        w = state.item_weight if isinstance(state.item_weight, float) else state.item_weight[rows]
+        return w * item + (1.0 - w) * ctx
 
     # -- the query ---------------------------------------------------------
 
@@ -401,7 +414,17 @@ class _QueryRole:
         return embed_queries(self.embedder, texts)
 
 
-def _mixed_rows(items: MemmapVectorIndex, contexts: MemmapVectorIndex, ctx_row: np.ndarray, w: float) -> np.ndarray:
+def _weights(context: NeighbourContext, keys: list[tuple[str, str]], conversations: frozenset[str]
+             ) -> float | np.ndarray:
+    """The item weight, or one per item row when conversation-like files take another one."""
+    if context.conversation_weight is None:
+        return float(context.item_weight)
+    return np.array([context.conversation_weight if f in conversations else context.item_weight
+                     for f, _ in keys], np.float32)
+
+
+def _mixed_rows(items: MemmapVectorIndex, contexts: MemmapVectorIndex, ctx_row: np.ndarray,
+                w: float | np.ndarray) -> np.ndarray:
     """``w·unit(item) + (1−w)·unit(context)`` per item row (its own unit row when it has no context)."""
     out = np.empty((items.rows, items.dim), np.float32)
     for start in range(0, items.rows, 4096):
@@ -412,7 +435,8 @@ def _mixed_rows(items: MemmapVectorIndex, contexts: MemmapVectorIndex, ctx_row: 
         have = rows >= 0
         if have.any():
             ctx[have] = np.asarray(contexts.matrix[rows[have]], np.float32) * contexts.inv_norms[rows[have], None]
-        out[start:stop] = w * unit + (1.0 - w) * ctx
+        part = w if isinstance(w, float) else w[start:stop, None]
+        out[start:stop] = part * unit + (1.0 - part) * ctx
     return out
 
 

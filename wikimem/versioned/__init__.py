@@ -10,7 +10,7 @@ and ``forgetting/`` (forget, rewrite, pruning, tombstones).
 """
 
 from .bundles import BundleError, branch_head, bundle_refs, restore_bundle, write_bundle_of
-from .forgetting import PLACEHOLDER, Forgotten, Pruned, bury, prune, prune_remote
+from .forgetting import PLACEHOLDER, Forgotten, Pruned, bury, mark, marked, prune, prune_remote
 from .history import (
     UNDO_KINDS,
     CommitDiff,
@@ -28,10 +28,13 @@ from .history import (
 )
 from .objects import folder_head
 from .outcomes import Committed, Outcome
+from .overlay import OverlayCache, ViewStore
 from .replication import (
     MODES,
     Remote,
     Replica,
+    TransferLimits,
+    discarded_ages,
     folder_lag,
     folder_staged,
     is_ancestor,
@@ -45,7 +48,7 @@ from .vstore import PACK_EVERY, VersionedStore
 
 __all__ = [
     # the store's core
-    "VersionedStore", "PACK_EVERY", "Committed", "Outcome", "folder_head", "Target",
+    "VersionedStore", "PACK_EVERY", "Committed", "Outcome", "folder_head", "Target", "OverlayCache", "ViewStore",
     "BundleError", "branch_head", "bundle_refs", "restore_bundle", "write_bundle_of",
     "Staging", "StagedBranch", "StagedRun", "StagedReview", "Overlay", "SETTLING_ACTIONS", "item_key",
     # history/
@@ -53,7 +56,7 @@ __all__ = [
     "blame", "item_versions", "undo_info", "undo_links",
     # replication/
     "Remote", "remote_url", "validate_template", "MODES", "Replica", "folder_lag", "is_ancestor", "folder_staged",
-    "validate_staged_run",
+    "validate_staged_run", "TransferLimits", "discarded_ages",
     # forgetting/
-    "Forgotten", "PLACEHOLDER", "bury", "prune", "Pruned", "prune_remote",
+    "Forgotten", "PLACEHOLDER", "bury", "mark", "marked", "prune", "Pruned", "prune_remote",
 ]

@@ -13,6 +13,7 @@ folder as of that head).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import BinaryIO
@@ -20,15 +21,16 @@ from typing import BinaryIO
 from dulwich.bundle import create_bundle_from_repo, write_bundle
 from dulwich.repo import Repo
 
-from wikimem.errors import RemoteRefused
+from wikimem.errors import InvalidName, RemoteRefused
 
 from .forgetting import bump_generation
 from .objects import BRANCH, GitRepo, init_repo, oid, ref
-from .replication import check_incoming, switch_to
+from .replication import STAGED, check_incoming, switch_to, validate_staged_run
 
 __all__ = ["write_bundle_of", "bundle_refs", "restore_bundle", "branch_head", "BundleError"]
 
 _SIGNATURES = (b"# v2 git bundle\n", b"# v3 git bundle\n")
+_HEX_RE = re.compile(rb"[0-9a-f]{40}")
 
 
 class BundleError(ValueError):
@@ -93,6 +95,19 @@ def _header(f: BinaryIO) -> tuple[dict[bytes, bytes], list[bytes]]:
         refs[name] = sha
 
 
+def _check_branch(name: bytes, sha: bytes) -> None:
+    """A branch a memory folder has: ``main``, or a staged run's (a valid run id); else :class:`BundleError`."""
+    if not _HEX_RE.fullmatch(sha):
+        raise BundleError(f"the bundle names {name[:80]!r} at {sha[:40]!r}, not a commit id")
+    if name == BRANCH:
+        return
+    try:
+        validate_staged_run(name[len(STAGED):].decode("ascii") if name.startswith(STAGED) else None)
+    except (InvalidName, UnicodeDecodeError):
+        raise BundleError(f"the bundle holds the branch {name[:120]!r}: a memory folder has only main and "
+                          "staged/<run> branches (a valid run id); nothing was restored") from None
+
+
 def bundle_refs(path: Path | str) -> dict[str, str]:
     """The refs a bundle file holds (``{name: commit}``)."""
     with open(path, "rb") as f:
@@ -118,6 +133,9 @@ def restore_bundle(path: Path | str, target: Path | str) -> str:
                 raise BundleError("an incremental bundle (it has prerequisites): give the whole history")
             if BRANCH not in refs:
                 raise BundleError("the bundle has no branch main")
+            for name, sha in refs.items():
+                if name.startswith(b"refs/heads/"):
+                    _check_branch(name, sha)
             pack, commit, abort = repo.object_store.add_pack()
             try:
                 shutil.copyfileobj(f, pack, 1 << 20)

@@ -15,7 +15,9 @@
   and ``Wikimem-Actor``, ``Wikimem-Approved-By``, ``Wikimem-Staged-Tip``, one ``Wikimem-Skipped`` per
   conflicting item left out unless forced, operator edits applied in the same commit), then the branch goes.
 - :meth:`Staging.discard` — one commit on ``main`` that changes no file (``Wikimem-Action: discard``, the
-  run, the items it had changed in its body): the run stays findable in history; then the branch goes.
+  run, the items it had changed in its body): the run stays findable in history; then the branch goes, its tip
+  kept under ``refs/wikimem/discarded/<run>`` until housekeeping drops it (:meth:`Staging.sweep_discarded`);
+  :meth:`Staging.restore_discarded` stages those commits again as a new run (a wrong click undone).
 - :meth:`Staging.overlay` — the approved memory plus every staged run, as a
   :class:`~wikimem.versioned.Snapshot` (for a retrieve that includes staged runs) and which items are staged.
 
@@ -58,7 +60,18 @@ from .history import (
 from .messages import build_message, parse_trailers, trailer_values
 from .objects import oid
 from .outcomes import Committed
-from .replication import STAGED, TRACKED, staged_ref, staged_tips, tracked_ref, validate_staged_run
+from .replication import (
+    STAGED,
+    TRACKED,
+    discarded_ages,
+    discarded_tips,
+    drop_discarded,
+    keep_discarded,
+    staged_ref,
+    staged_tips,
+    tracked_ref,
+    validate_staged_run,
+)
 from .target import Target
 
 if TYPE_CHECKING:
@@ -436,7 +449,7 @@ class Staging:
         info = self.info(run)
         tip, base = info.tip.encode(), info.base.encode()
         key = ctx.idempotency_key or f"approve:{run}:{info.tip}"
-        edits = _check_edits(edits)
+        edits = _own_edits(_check_edits(edits), self._changes(base, tip), run)
         wctx = WriteContext(run=run, actor=info.actor or approver, source_conv=info.source_conv,
                             idempotency_key=key).bound("approve", run, info.tip, force, list(edits), approver)
         vs = self.vstore
@@ -485,8 +498,39 @@ class Staging:
                 vs.writer.apply({}, {"ts": utc_now(), "action": "discard", "detail": f"{reason} staged run {run}"})
                 value = {"discarded": len(changes), "reason": reason, "tip": info.tip}
                 b.result = value
+        keep_discarded(self.git.repo, run, info.tip.encode("ascii"))  # (before the branch goes: always reachable)
         self._drop(run, info.tip)
         return Committed(value, b.commit, b.replay is not None)
+
+    def discarded(self) -> dict[str, str]:
+        """``{run: tip}`` of the discarded runs whose commits are kept here."""
+        return {run: tip.decode() for run, tip in discarded_tips(self.git.repo).items()}
+
+    def restore_discarded(self, run: str) -> str:
+        """Stage the commits of the discarded run ``run`` again, as the new run ``<run>-restored`` (``-2``, ``-3``…
+        when taken; the original id is settled on ``main``); the new run id. :class:`NotFound` when none is kept."""
+        tip = discarded_tips(self.git.repo).get(validate_staged_run(run))
+        if tip is None:
+            raise NotFound(f"no discarded run {run!r} kept here (never discarded, restored, or dropped after its days)")
+        self.check_room()
+        vs = self.vstore
+        with vs.writer.lock, vs.locked():
+            taken = set(self.tips())
+            new = next(n for n in (f"{run[:110]}-restored", *(f"{run[:110]}-restored-{k}" for k in range(2, 1000)))
+                       if n not in taken)
+            self.move(new, None, tip, self.base_of(tip))
+            drop_discarded(self.git.repo, run, tip)
+        return new
+
+    def sweep_discarded(self, older_than: float, now: float) -> list[str]:
+        """Drop the discarded runs kept longer than ``older_than`` seconds (their commits become unreachable); the
+        runs dropped."""
+        tips = discarded_tips(self.git.repo)
+        gone = []
+        for run, age in discarded_ages(self.vstore.root, now).items():
+            if age > older_than and run in tips and drop_discarded(self.git.repo, run, tips[run]):
+                gone.append(run)
+        return gone
 
     # -- reading with the staged runs ----------------------------------------------------------
 
@@ -535,6 +579,23 @@ def _check_edits(edits: Sequence[dict]) -> list[dict]:
         else:
             raise InvalidValue("an edit names an item (file, name) or a diary entry (date, time)")
     return out
+
+
+def _own_edits(edits: list[dict], changes: Sequence[ItemChange], run: str) -> list[dict]:
+    """``edits`` if each names an item or diary entry the run itself added or changed, else :class:`InvalidValue`:
+    an approval commit carries the run's trailers (a rollback of the run reverts it), so it holds the run's own
+    changes only — an edit of anything else is an operator's write of its own."""
+    from wikimem.naming import sanitize_item_name
+
+    own = {("wiki", c.file, c.name) if c.kind == "wiki" else ("diary", c.date, c.time)
+           for c in changes if c.status != "removed"}
+    for e in edits:
+        key = ("wiki", e["file"], sanitize_item_name(e["name"])) if e["kind"] == "wiki" else (
+            "diary", e["date"], e["time"])
+        if key not in own:
+            raise InvalidValue(f"{_where(e)} is not among what staged run {run} changed: an approval may edit only "
+                               "the run's own items (edit anything else as a write of its own)")
+    return edits
 
 
 def _edit(state: State, edits: Sequence[dict]) -> None:

@@ -18,13 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from wikimem.locking import FileLock
-from wikimem.naming import validate_provenance
+from wikimem.naming import validate_character_id, validate_provenance
 
+from ..owner_ids import Within, prefixes_of, scope_text, within_of
 from .credfile import WatchedFile, edit_lines
 
 __all__ = ["SCOPES", "Principal", "TokenEntry", "hash_secret", "token_id", "mint_token", "TokenFile",
            "append_token", "check_scopes", "list_tokens", "revoke_tokens", "rotate_token", "parse_duration",
-           "Rotation", "expires_in_words"]
+           "Rotation", "expires_in_words", "check_prefixes", "MAX_PREFIXES"]
 
 SCOPES = ("read", "write", "admin")
 _IMPLIED = {"admin": {"admin", "write", "read"}, "write": {"write", "read"}, "read": {"read"}}
@@ -32,23 +33,61 @@ TOKEN_PREFIX = "wmk_"
 ID_LEN = 16
 # The id of the plain admin token of the environment (``WIKIMEM_ADMIN_TOKEN``) is its hash's too.
 ENV_ADMIN_NAME = "admin"
+# Owner prefixes one token may hold: each is a condition of every listing query it makes.
+MAX_PREFIXES = 16
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who made a request: a name, scopes, and the owner ids they may reach."""
+    """Who made a request: a name, scopes, the owner-id prefixes they may reach (``("",)``: every owner), and
+    the character a token speaks as (None: none)."""
 
     name: str
     scopes: frozenset[str]
-    owner_prefix: str = ""
+    owner_prefixes: tuple[str, ...] = ("",)
     token_id: str = ""
+    character: str | None = None
+
+    def __post_init__(self) -> None:  # one canonical form: sorted, none covered by another
+        prefixes = prefixes_of(within_of(self.owner_prefixes))
+        if not prefixes:
+            raise ValueError("a principal reaches at least one owner prefix ('' for every owner)")
+        object.__setattr__(self, "owner_prefixes", prefixes)
+
+    @property
+    def within(self) -> Within:
+        """The scope to list and search with (``within=``): the prefix, or a tuple of them."""
+        return within_of(self.owner_prefixes)
+
+    @property
+    def owner_prefix(self) -> str:
+        """The one owner prefix (``""``: every owner); with several, the first (narrower, never wider: scope
+        listings with :attr:`within`)."""
+        return self.owner_prefixes[0]
+
+    @property
+    def tenant(self) -> str:
+        """Whose quota the principal's jobs count against: its scope as one string."""
+        return scope_text(self.owner_prefixes)
 
     def has(self, scope: str) -> bool:
         """Whether the principal holds ``scope`` (directly or implied)."""
         return any(scope in _IMPLIED[s] for s in self.scopes if s in _IMPLIED)
 
     def may_access(self, owner_id: str) -> bool:
-        return owner_id.startswith(self.owner_prefix)
+        """Whether ``owner_id`` starts with one of the principal's prefixes."""
+        return owner_id.startswith(self.owner_prefixes)
+
+    def prefix_for(self, owner_id: str) -> str | None:
+        """The principal's prefix that ``owner_id`` falls under (the longest), or None when it reaches none."""
+        under = [p for p in self.owner_prefixes if owner_id.startswith(p)]
+        return max(under, key=len) if under else None
+
+    def reach(self) -> str:
+        """The owners it reaches, in words (``owners user:* or team:*``, ``every owner``)."""
+        if self.owner_prefixes == ("",):
+            return "every owner"
+        return "owners " + " or ".join(f"{p}*" for p in self.owner_prefixes)
 
 
 @dataclass(frozen=True)
@@ -116,17 +155,32 @@ def _instant(text: str) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
-def mint_token(name: str, scopes: Iterable[str], owner_prefix: str = "", *,
-               expires_in: float | None = None) -> tuple[str, dict]:
+def check_prefixes(prefixes: str | Iterable[str]) -> tuple[str, ...]:
+    """Owner prefixes as a token holds them (canonical; ``("",)`` when none is given), or ValueError."""
+    given = [prefixes] if isinstance(prefixes, str) else list(prefixes)
+    if len(given) > MAX_PREFIXES:
+        raise ValueError(f"a token holds at most {MAX_PREFIXES} owner prefixes")
+    for prefix in given:
+        if not isinstance(prefix, str) or len(prefix) > 128:
+            raise ValueError("an owner prefix must be a string of at most 128 characters")
+    return prefixes_of(within_of(given)) if given else ("",)
+
+
+def mint_token(name: str, scopes: Iterable[str], owner_prefix: str | Iterable[str] = "", *,
+               expires_in: float | None = None, character: str | None = None) -> tuple[str, dict]:
     """A new token: ``(secret, entry)``; store the entry, show the secret once.
 
-    ``expires_in`` (seconds) gives it an ``expires`` time; None: it never expires.
+    ``owner_prefix``: one prefix or several (the token reaches owners under any
+    of them). ``expires_in`` (seconds) gives it an ``expires`` time; None: it
+    never expires. ``character``: the character id it speaks as (InvalidName
+    when malformed).
     """
     # The name is the default actor of the token's writes: a provenance value (one line of visible text).
     if validate_provenance(name, "token name", limit=100) is None:
         raise ValueError("token name must be a non-empty single line of at most 100 characters")
-    if not isinstance(owner_prefix, str) or len(owner_prefix) > 128:
-        raise ValueError("owner prefix must be a string of at most 128 characters")
+    prefixes = check_prefixes(owner_prefix)
+    if character is not None:
+        validate_character_id(character)
     if expires_in is not None and (isinstance(expires_in, bool) or not isinstance(expires_in, (int, float))
                                    or not 0 < expires_in < 100 * 365 * 86400):
         raise ValueError(f"a token's lifetime must be a positive duration below 100 years, got {expires_in!r}")
@@ -136,9 +190,13 @@ def mint_token(name: str, scopes: Iterable[str], owner_prefix: str = "", *,
         "name": name.strip(),
         "sha256": hash_secret(secret),
         "scopes": sorted(check_scopes(scopes), key=SCOPES.index),
-        "owner_prefix": owner_prefix,
+        "owner_prefix": prefixes[0],  # a host that predates owner_prefixes reaches the first one only
         "created": _stamp(now),
     }
+    if len(prefixes) > 1:
+        entry["owner_prefixes"] = list(prefixes)
+    if character is not None:
+        entry["character"] = character
     if expires_in is not None:
         entry["expires"] = _stamp(now + expires_in)
     return secret, entry
@@ -158,13 +216,40 @@ def append_token(path: Path | str, entry: dict) -> None:
             os.close(fd)
 
 
+def _read_prefixes(raw: dict) -> tuple[str, ...] | None:
+    """A line's owner prefixes (``owner_prefixes`` when present, else ``owner_prefix``), None when malformed."""
+    many = raw.get("owner_prefixes")
+    if many is None:
+        many = raw.get("owner_prefix", "") or ""
+    elif not isinstance(many, list) or not many:
+        return None
+    try:
+        return check_prefixes(many)
+    except ValueError:
+        return None
+
+
+def _read_character(raw: dict) -> tuple[bool, str | None]:
+    """``(ok, character)`` of a line: a missing one is None; a malformed one is not ok."""
+    character = raw.get("character")
+    if character is None:
+        return True, None
+    try:
+        return True, validate_character_id(character)
+    except ValueError:
+        return False, None
+
+
 def _parse_entry(raw: dict) -> TokenEntry | None:
     name, digest, scopes = raw.get("name"), raw.get("sha256"), raw.get("scopes")
-    prefix = raw.get("owner_prefix", "") or ""
+    prefixes = _read_prefixes(raw)
+    ok, character = _read_character(raw)
+    if prefixes is None or not ok:
+        return None
     created, revoked = raw.get("created") or "", raw.get("revoked") or ""
     expires, rotated = raw.get("expires") or "", raw.get("rotated") or ""
     if not (isinstance(name, str) and isinstance(digest, str) and isinstance(scopes, list)
-            and all(isinstance(v, str) for v in (prefix, created, revoked, expires, rotated))
+            and all(isinstance(v, str) for v in (created, revoked, expires, rotated))
             and len(digest) == 64):
         return None
     expires_at = _instant(expires) if expires else None
@@ -172,7 +257,7 @@ def _parse_entry(raw: dict) -> TokenEntry | None:
         return None  # an expiry we cannot read: the token must not live for ever because of a typo
     try:
         bytes.fromhex(digest)
-        principal = Principal(name, check_scopes(scopes), prefix, token_id(digest.lower()))
+        principal = Principal(name, check_scopes(scopes), prefixes, token_id(digest.lower()), character)
     except ValueError:
         return None
     return TokenEntry(digest.lower(), principal, created, revoked, expires, rotated, expires_at)
@@ -187,7 +272,7 @@ class TokenFile:
         self._admin: TokenEntry | None = None
         if admin_token:
             digest = hash_secret(admin_token)
-            self._admin = TokenEntry(digest, Principal(ENV_ADMIN_NAME, frozenset(SCOPES), "", token_id(digest)))
+            self._admin = TokenEntry(digest, Principal(ENV_ADMIN_NAME, frozenset(SCOPES), ("",), token_id(digest)))
 
     def _unrevoked(self) -> list[TokenEntry]:
         entries = [e for e in self._file.entries() if not e.revoked]
@@ -310,8 +395,9 @@ def rotate_token(path: Path | str, selector: str, *, grace: float = 86400.0) -> 
         now = time.time()
         created = _instant(old.created) if old.created else None
         lifetime = old.expires_at - created if old.expires_at is not None and created is not None else None
-        secret, entry = mint_token(old.principal.name, old.principal.scopes, old.principal.owner_prefix,
-                                   expires_in=lifetime if lifetime and lifetime > 0 else None)
+        secret, entry = mint_token(old.principal.name, old.principal.scopes, old.principal.owner_prefixes,
+                                   expires_in=lifetime if lifetime and lifetime > 0 else None,
+                                   character=old.principal.character)
         until = now + grace if old.expires_at is None else min(old.expires_at, now + grace)
         rows[hits[0]] = replaced = {**row, "expires": _stamp(until), "rotated": token_id(entry["sha256"])}
         new, changed = _parse_entry(entry), _parse_entry(replaced)

@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,10 @@ class Settings:
     timeout: float = 10.0  # seconds per remote operation
     ssh_command: str | None = None  # for ssh:// remotes (GIT_SSH_COMMAND; None: ssh in batch mode)
     hook: str | None = None  # WIKIMEM_REMOTE_HOOK: a command run as ``hook erase|prune URL`` on the git server's side
+    max_bytes: int = 1 << 30  # WIKIMEM_REMOTE_MAX_MB: what one remote operation may receive
+    max_seconds: float = 300.0  # WIKIMEM_REMOTE_MAX_SECONDS: how long it may take in all
+    # WIKIMEM_SECRET_KEY (the same on every host): keys the names of erasure markers (None: the remote template)
+    secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         from wikimem.versioned import MODES, validate_template
@@ -54,6 +58,13 @@ class Settings:
             raise ValueError(f"the replication lag bound must be a positive integer, got {self.max_lag!r}")
         if not self.freshness >= 0 or not self.timeout > 0:
             raise ValueError("freshness must be >= 0 and timeout > 0 seconds")
+        self.limits()  # (checked once)
+
+    def limits(self):
+        """What one remote operation may take (:class:`~wikimem.versioned.TransferLimits`)."""
+        from wikimem.versioned import TransferLimits
+
+        return TransferLimits(self.max_bytes, self.max_seconds)
 
 
 class Replication:
@@ -85,7 +96,44 @@ class Replication:
         """The transport to the remote of one owner folder."""
         from wikimem.versioned import Remote
 
-        return Remote(self.url(folder), timeout=self.settings.timeout, ssh_command=self.settings.ssh_command)
+        return Remote(self.url(folder), timeout=self.settings.timeout, ssh_command=self.settings.ssh_command,
+                      limits=self.settings.limits())
+
+    def marker_folder(self, owner_id: str) -> str:
+        """The name of the repository on the remote that marks an erasure of ``owner_id``: a keyed digest (no id)."""
+        import hashlib
+        import hmac
+
+        key = hashlib.sha256(b"wikimem erasure marker\n" + (self.settings.secret or self.shown()).encode()).digest()
+        return "_erased-" + hmac.new(key, owner_id.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
+
+    def mark_erased(self, owner_id: str, when: float, scratch: Path | None = None) -> bool:
+        """Leave the marker of ``owner_id``'s erasure at ``when`` on the remote; whether it is there."""
+        from wikimem.versioned import mark
+
+        return mark(self.remote(self.marker_folder(owner_id)), when, scratch)
+
+    def erased_at(self, owner_id: str, scratch: Path | None = None) -> float | None:
+        """When ``owner_id`` was erased, by the marker on the remote (None: no marker, or the remote is away)."""
+        from wikimem.versioned import marked
+
+        try:
+            return marked(self.remote(self.marker_folder(owner_id)), scratch)
+        except RemoteError as exc:
+            log.warning("cannot read the erasure marker of %s: %s", owner_id, exc)
+            return None
+
+    def _gone(self, owner: Owner) -> bool:
+        """Whether the owner's missing remote was erased: the register says so (a shared database), or the marker
+        on the remote, after this copy was made."""
+        if self.erased is not None and self.erased(owner):
+            return True
+        when = self.erased_at(owner.id)
+        try:
+            made = (owner.root / ".git" / "HEAD").stat().st_mtime
+        except FileNotFoundError:
+            return when is not None
+        return when is not None and made <= when
 
     def shown(self) -> str:
         """The remote template without credentials."""
@@ -191,8 +239,8 @@ class Replication:
         assert vstore.replica is not None  # attach() gave every owner of a replicated host its replica
         try:
             theirs = vstore.replica.remote.remote_head()
-        except RemoteMissing as exc:  # erased on another host (the register says so): this copy goes
-            if vstore.replica_known() and self.erased is not None and self.erased(owner):
+        except RemoteMissing as exc:  # erased on another host (the register or the marker says so): this copy goes
+            if vstore.replica_known() and self._gone(owner):
                 raise Erased(f"no owner {owner.id!r}: erased") from None
             log.warning("cannot check %s against its remote: %s", owner.id, exc)
             return False

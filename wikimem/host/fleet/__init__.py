@@ -35,9 +35,11 @@ from .jobtypes import (
     RetryLater,
     Step,
 )
-from .memorizejob import memorize_handler, submit_memorize
+from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
+from .pgpool import set_pool_size
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
+from .register import erase_jobs, erase_rows
 from .runindex import INDEX_PATH, RunIndex
 from .runner import JOB_THREADS, HostJobs, JobRunner
 from .runtypes import (
@@ -57,6 +59,7 @@ from .staged import STAGED_PATH, StagedIndex
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "erase_jobs", "erase_rows", "set_pool_size",
     "RunIndex",
     "RunQuery",
     "RunRow",
@@ -82,6 +85,7 @@ __all__ = [
     "RetryLater",
     "Handler",
     "memorize_handler",
+    "MemorizeRetry",
     "submit_memorize",
     "validate_job_id",
     "JOBS_FILE",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import BadRequest, Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.gate import job_context
+from wikimem.host.owner_ids import Within, within_json
 
 from .jobtypes import RetryLater
 from .runindex import RunIndex, RunQuery
@@ -104,7 +105,7 @@ class BulkPreview:
                 "next": None if nxt is None else str(nxt)}
 
 
-def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
+def select(index: RunIndex, query: RunQuery, *, within: Within = "") -> list[Part]:
     """The search frozen into one part per owner (owners in id order); runs already rolled back are left out."""
     if not query.selective():
         raise BadRequest("a bulk rollback needs run, actor, source_conv, action, since or until: "
@@ -120,7 +121,7 @@ def select(index: RunIndex, query: RunQuery, *, within: str = "") -> list[Part]:
     return parts
 
 
-def preview(index: RunIndex, owner: Callable[[str], Owner], query: RunQuery, *, within: str = "") -> BulkPreview:
+def preview(index: RunIndex, owner: Callable[[str], Owner], query: RunQuery, *, within: Within = "") -> BulkPreview:
     """Plan every owner's step of a bulk rollback of ``query``, writing nothing (``owner`` opens one by id)."""
     plans = []
     for part in select(index, query, within=within):
@@ -177,7 +178,7 @@ def owner_step(owner_id: str) -> Iterator[None]:
         raise StepFailed(f"{owner_id}: {exc}") from exc
 
 
-def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = "", force: bool = False,
+def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: Within = "", force: bool = False,
            actor: str = "operator", key: str | None = None, tenant: str = "",
            request_id: str | None = None) -> tuple[Job, bool]:
     """Freeze the selection and queue the job: ``(job, created)``; the same ``key`` is the same job.
@@ -189,7 +190,7 @@ def submit(jobs: JobStore, index: RunIndex, query: RunQuery, *, within: str = ""
     On a shared index each step's home is the host that indexed its owner
     last (the one holding it).
     """
-    request = {"selection": query.to_dict(), "within": within, "force": bool(force), "actor": actor}
+    request = {"selection": query.to_dict(), "within": within_json(within), "force": bool(force), "actor": actor}
     scoped, existing = jobs.keyed(JOB_KIND, within, key, request, "bulk rollback")
     if existing is not None:
         return existing, False

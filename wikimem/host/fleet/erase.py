@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
-from wikimem.host.owner_ids import encode_owner_id, validate_owner_id
+from wikimem.host.owner_ids import Within, covers, encode_owner_id, scope_text, validate_owner_id, within_json
 
 from .jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
@@ -67,8 +67,10 @@ class Erasure:
     """Erase owners and forget items (see the module docstring); built by the host with what it needs."""
 
     def __init__(self, root: Path, owners: Owners, jobs: HostJobs, *, run_index: Any, replication: Any,
-                 retention: float | None = None, staged_index: Any = None):
+                 retention: float | None = None, staged_index: Any = None,
+                 backups: Callable[[], dict[str, str]] | None = None):
         self.root = Path(root)
+        self._backups = backups  # the backup folders made from the data root ({folder: last run}; host/backups.py)
         self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
         self.owners = owners
         self.jobs = jobs
@@ -104,20 +106,20 @@ class Erasure:
 
     # -- submitting --------------------------------------------------------------------------
 
-    def submit_erase(self, owner_id: str, *, actor: str = "operator", within: str = ""):
+    def submit_erase(self, owner_id: str, *, actor: str = "operator", within: Within = ""):
         """Erase ``owner_id`` everywhere, in the background: ``(job, created)``. Asking again is the same job
         (and the same receipt), until the owner is made again under its id: erasing that copy is a new one."""
         owner_id = validate_owner_id(owner_id)
         digest = self.register.digest(owner_id)
         copy = self.register.begin(digest, ERASE, actor, copy_time(self.root / "owners" / encode_owner_id(owner_id)))
-        params = {"erasure": digest, "actor": actor, "within": within}
+        params = {"erasure": digest, "actor": actor, "within": within_json(within)}
         job, created = self.jobs.store.submit(ERASE, [{**params, "owner": owner_id}], params=params,
-                                           key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
-                                           tenant=within)
+                                              key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
+                                              tenant=scope_text(within))
         self.jobs.wake()
         return job, created
 
-    def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: str = ""):
+    def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: Within = ""):
         """Forget one item or diary entry of ``owner_id`` with its history, in the background: ``(job,
         created)``; the same target is the same job while it is kept."""
         owner_id = validate_owner_id(owner_id)
@@ -125,18 +127,19 @@ class Erasure:
         named = json.dumps([owner_id, target], sort_keys=True)
         digest = "fg_" + hashlib.sha256(self.register.digest(named).encode()).hexdigest()[:32]
         params = {"owner": owner_id, "forget": digest, "target": _described(target), "actor": actor,
-                  "within": within}
+                  "within": within_json(within)}
         job, created = self.jobs.store.submit(FORGET, [{**params, "target": target}], params=params,
-                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest], tenant=within)
+                                              key=f"{FORGET}\n{digest}", request=[FORGET, digest],
+                                              tenant=scope_text(within))
         self.jobs.wake()
         return job, created
 
-    def job(self, job_id: str, *, within: str = "") -> Any:
+    def job(self, job_id: str, *, within: Within = "") -> Any:
         """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
         found = self.jobs.store.get(job_id)
         owner = found.params.get("owner")
-        scope = owner if isinstance(owner, str) else str(found.params.get("within", ""))
-        if found.kind not in (ERASE, FORGET) or not scope.startswith(within):
+        scope = owner if isinstance(owner, str) else found.params.get("within", "")
+        if found.kind not in (ERASE, FORGET) or not covers(within, scope if isinstance(scope, list) else str(scope)):
             raise NotFound(f"no erasure job {job_id!r}")
         return found
 
@@ -152,11 +155,12 @@ class Erasure:
         folder = encode_owner_id(owner_id)
         self.register.begin(digest, ERASE, params.get("actor"))  # (submitted before: nothing changes)
         self._place(digest, "owner repository", lambda: self._erase_local(owner_id, folder))
-        self._place(digest, "remote", lambda: self._erase_remote(folder))
+        self._place(digest, "remote", lambda: self._erase_remote(folder, owner_id, digest))
         self._place(digest, "run index", lambda: self._erase_run_index(owner_id))
         self._place(digest, "staged-run index", lambda: self._erase_staged_index(owner_id))
         self._place(digest, "jobs", lambda: self._erase_jobs(owner_id, step.job, digest))
         self._place(digest, "auth state", lambda: self._erase_auth(owner_id))
+        self._place(digest, "backups", self._in_backups)
         self._place(digest, "processes", lambda: {
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
@@ -191,17 +195,24 @@ class Erasure:
             return {"state": "no remote configured"}
         return {"where": replication.shown(), **act(replication.remote(folder), replication)}
 
-    def _erase_remote(self, folder: str) -> dict[str, Any]:
+    def _erase_remote(self, folder: str, owner_id: str, digest: str) -> dict[str, Any]:
         from wikimem.versioned import bury
 
         def erase(remote, replication) -> dict[str, Any]:
+            # First the marker (a keyed digest, no id): a host holding a copy, without the shared register, then
+            # tells the deleted repository from an outage and drops its copy.
+            marked = replication.mark_erased(owner_id, self.register.started(digest) or time.time(),
+                                             self.root / "staging")
+            marker = ({"marker": "left: a repository named by a keyed digest of the id, holding the erasure's time"}
+                      if marked else {"marker": "none (the server cannot create one): a host holding a copy drops it "
+                                                "from the tombstone, or from the register it shares"})
             # absent: never replicated, or deleted by a run of this job that was cut short
             if (bury(remote, self.root / "staging") == "absent" or remote.delete()
                     or replication.run_hook("erase", remote.url)):
-                return {"state": "deleted"}
+                return {"state": "deleted", **marker}
             return {"state": "emptied: main replaced by the erasure tombstone (no text, no id)",
                     "remains": "delete the owner's repository on the git server (its old objects stay there until "
-                               "it is deleted or garbage-collected: git gc --prune=now)"}
+                               "it is deleted or garbage-collected: git gc --prune=now)", **marker}
 
         return self._on_remote(folder, erase)
 
@@ -224,6 +235,14 @@ class Erasure:
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
         erase_rows(self.root / _AUTH_STATE, "hits", "key", owner_id)
         return {"state": "counters naming it removed"}
+
+    def _in_backups(self) -> dict[str, Any]:
+        found = sorted(self._backups()) if self._backups is not None else []
+        if not found:
+            return {"state": "no backup was made from this data root"}
+        return {"where": ", ".join(found), "state": "backups made before the erasure hold the owner",
+                "remains": "run `wikimem backup` into each of these folders: the run deletes the owner's bundles and "
+                           "removes its rows from every database copy there"}
 
     def _receipt(self, digest: str, kind: str, actor: str | None) -> dict[str, Any]:
         places = self.register.places(digest)
@@ -304,6 +323,19 @@ class Erasure:
         if gone:
             vacuum(self.jobs.store.db, ("erasures",))
         return gone
+
+    def drop_erased(self, owner_id: str) -> None:
+        """Drop this host's copy of an owner erased on another host, and — when this host's databases are its own
+        (no shared PostgreSQL: the erasing host could not reach them) — every row they hold of it, as the erasure
+        does: run index, staged-run index, jobs, auth state, each rewritten whole."""
+        self.owners.drop_if_here(owner_id)
+        if self.jobs.store.db.postgres:
+            return  # a shared database: the erasing host removed it there
+        self._erase_run_index(owner_id)
+        if self.staged_index is not None and not self.staged_index.shared:
+            self._erase_staged_index(owner_id)
+        erase_jobs(self.jobs.store.db, owner_id, keep="", mask=self.digest(owner_id))
+        self._erase_auth(owner_id)
 
     def sweep(self, owners: Iterable[tuple[str, Path]] | None = None) -> list[str]:
         """Drop this host's copies of owners (``(id, folder)``, default every one held here) erased on another

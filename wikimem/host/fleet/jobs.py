@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import BadRequest, Conflict, IdempotencyKeyReused, InvalidName, NotFound, QueueFull
 
@@ -39,7 +39,10 @@ from .jobtypes import (
     iso,
 )
 from .paging import decode_cursor, encode_cursor
-from .sql import Database, Tx
+from .sql import Database, Tx, prefix_match
+
+if TYPE_CHECKING:
+    from wikimem.host.owner_ids import Within
 
 __all__ = ["JobStore", "validate_job_id", "SCHEMA_VERSION"]
 
@@ -183,14 +186,16 @@ class JobStore:
             raise QueueFull(f"the jobs database is over its size budget ({budget / (1024 * 1024):g} MiB) with "
                             "unfinished jobs: wait for some to finish", retry_after=60)
 
-    def keyed(self, kind: str, within: str, key: str | None, request: dict, what: str = "request"
+    def keyed(self, kind: str, within: Within, key: str | None, request: dict, what: str = "request"
               ) -> tuple[str | None, Job | None]:
         """A bulk job's idempotency key scoped to its kind and tenant, and the job already submitted under it
         for this same ``request`` (None: none yet); :class:`IdempotencyKeyReused` when the key named another
         request. Checked before the job's steps are chosen: a retry gets its job even once nothing is left."""
         if key is None:
             return None, None
-        scoped = f"{kind}\n{within}\n{key}"
+        from wikimem.host.owner_ids import scope_text
+
+        scoped = f"{kind}\n{scope_text(within)}\n{key}"
         existing = self.by_key(scoped)
         if existing is not None and {k: v for k, v in existing.params.items() if k != "request_id"} != request:
             raise IdempotencyKeyReused(f"Idempotency-Key {key!r} was already used for another {what}; "
@@ -232,18 +237,21 @@ class JobStore:
                    results=results, params=json.loads(row[6]), created=iso(row[7]) or "",
                    updated=iso(row[8]) or "", finished=iso(row[9]), tenant=row[10] or "", scope=row[11] or "")
 
-    def list(self, query: JobQuery | None = None, *, within: str = "", admin: bool = False, limit: int = 50,
+    def list(self, query: JobQuery | None = None, *, within: Within = "", admin: bool = False, limit: int = 50,
              cursor: str | None = None) -> JobPage:
-        """Jobs newest first that a caller limited to owner prefix ``within`` may see: one-owner jobs of its
-        owners, and jobs over many owners (bulk) made within its prefix when ``admin``."""
-        from wikimem.host.owner_ids import scope_prefix
+        """Jobs newest first that a caller limited to owner prefix(es) ``within`` may see: one-owner jobs of its
+        owners, and jobs over many owners (bulk) made within its prefixes when ``admin`` (a job made over several
+        of them is found by its tenant, the scope it was submitted with)."""
+        from wikimem.host.owner_ids import prefixes_of, scope_prefixes, scope_text
 
         query = query or JobQuery()
-        prefix = scope_prefix(within, query.owner_prefix)
-        if prefix is None:
+        prefixes = scope_prefixes(within, query.owner_prefix)
+        if not prefixes:
             return JobPage()
-        where: list[str] = ["substr(scope, 1, ?) = ?"]
-        args: list[Any] = [len(prefix), prefix]
+        cond, args = prefix_match("scope", prefixes)
+        if len(prefixes_of(within)) > 1 and not query.owner_prefix:
+            cond, args = f"({cond} OR tenant = ?)", [*args, scope_text(within)]
+        where: list[str] = [cond]
         if not admin:
             where.append("owner IS NOT NULL")
         for column, value in (("kind", query.kind), ("state", query.state)):

@@ -5,6 +5,7 @@ start; a database newer than the code is refused."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,11 +69,12 @@ def scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
     owner = params.get("owner")
     if isinstance(owner, str) and kind != "bulk-rollback":
         return owner, owner
-    within = str(params.get("within") or "")
+    from wikimem.host.owner_ids import prefixes_of, reaches
+
+    within = prefixes_of(params.get("within") or "")
     selection = params.get("selection")
     narrower = str(selection.get("owner_prefix") or "") if isinstance(selection, dict) else ""
-    return (narrower if narrower.startswith(within) else within), None
-
+    return (narrower if narrower and reaches(within, narrower) else os.path.commonprefix(list(within))), None
 
 
 def migrate(db: Database) -> None:

@@ -22,6 +22,7 @@ from .runindex import OwnerCountPage, RunIndex, RunPage, RunQuery
 
 if TYPE_CHECKING:
     from wikimem.host.cluster import Peers
+    from wikimem.host.owner_ids import Within
     from wikimem.host.owners import Owners
 
     from .runner import HostJobs
@@ -121,17 +122,17 @@ class Fleet:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _fresh(self, query: RunQuery, within: str) -> bool:
-        """Before a search: this host's owners under the search's prefix caught up (bounded)."""
-        from wikimem.host.owner_ids import scope_prefix
+    def _fresh(self, query: RunQuery, within: Within) -> bool:
+        """Before a search: this host's owners under the search's prefixes caught up (bounded)."""
+        from wikimem.host.owner_ids import scope_prefixes
 
-        prefix = scope_prefix(within, query.owner_prefix)
-        return True if prefix is None else self.catch_up_index(prefix, budget=INLINE_CATCH_UP)
+        caught = [self.catch_up_index(p, budget=INLINE_CATCH_UP) for p in scope_prefixes(within, query.owner_prefix)]
+        return all(caught)
 
     # -- searching -----------------------------------------------------------------
 
-    def find_runs(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
-                  forward: dict | None = None) -> RunPage:
+    def find_runs(self, query: RunQuery, *, within: Within = "", limit: int = 50, cursor: str | None = None,
+                  forward: dict | None = None, by_owner: bool = False) -> RunPage:
         """Runs of every owner (under ``within``) matching ``query``, newest first, with totals.
 
         The owners held here are caught up first (bounded: past it the page
@@ -139,17 +140,19 @@ class Fleet:
         cluster's. Otherwise, with peers and ``forward`` (headers that let a
         peer answer for the caller's scope), every host of the cluster is asked
         the same search and cursor and the pages merge into one; peers that
-        did not answer are listed in the page's ``unreachable``.
+        did not answer are listed in the page's ``unreachable``; the totals count an owner two hosts hold once
+        (each host gives them per owner, ``by_owner``: what a peer is asked for).
         """
         fresh = self._fresh(query, within)
-        local = self._run_index.search(query, within=within, limit=_limit(limit), cursor=cursor)
+        local = self._run_index.search(query, within=within, limit=_limit(limit), cursor=cursor,
+                                       by_owner=by_owner or self._gathers(forward))
         local.complete = local.complete and fresh
-        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward)
+        answers, unreachable = self._ask_peers("/api/v1/runs", query, limit, cursor, forward, totals="owners")
         if not answers and not unreachable:
             return local
         return RunPage.merged([local.to_dict(), *answers], limit, unreachable)
 
-    def runs_per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None,
+    def runs_per_owner(self, query: RunQuery, *, within: Within = "", limit: int = 50, cursor: str | None = None,
                        forward: dict | None = None) -> OwnerCountPage:
         """How many matching runs each owner has (owners in id order), and the next page's cursor (cluster-wide
         as :meth:`find_runs`)."""
@@ -160,9 +163,13 @@ class Fleet:
             return local
         return OwnerCountPage.merged([local.to_dict(), *answers], limit, unreachable)
 
+    def _gathers(self, forward: dict | None) -> bool:
+        """Whether a search asks the peers too (a cluster without a shared database, a caller a peer may answer)."""
+        return self._peers is not None and forward is not None and not self.shared
+
     def _ask_peers(self, path: str, query: RunQuery, limit: int, cursor: str | None, forward: dict | None,
                    **extra: str) -> tuple[list[dict], list[str]]:
-        if self._peers is None or forward is None or self.shared:
+        if self._peers is None or forward is None or not self._gathers(forward):
             return [], []
         return self._peers.get(path, {**query.to_dict(), "limit": limit, "cursor": cursor, **extra}, forward)
 
@@ -188,12 +195,12 @@ class Fleet:
 
     # -- bulk rollback -------------------------------------------------------------
 
-    def bulk_parts(self, query: RunQuery, *, within: str = "") -> list[Part]:
+    def bulk_parts(self, query: RunQuery, *, within: Within = "") -> list[Part]:
         """The selection of a bulk rollback, frozen: one part per owner (on a shared index, of every host)."""
         self._fresh(query, within)
         return select(self._run_index, query, within=within)
 
-    def preview_bulk_rollback(self, query: RunQuery, *, within: str = "") -> BulkPreview:
+    def preview_bulk_rollback(self, query: RunQuery, *, within: Within = "") -> BulkPreview:
         """Every owner's plan for a bulk rollback of ``query`` (nothing written)."""
         self._fresh(query, within)
         return preview(self._run_index, self.owners.owner, query, within=within)
@@ -202,13 +209,13 @@ class Fleet:
         """One owner's step of a bulk rollback (see :func:`wikimem.host.fleet.bulk.rollback_part`)."""
         return rollback_part(self.owners.owner, part, job=job, force=force, actor=actor)
 
-    def bulk_rollback_now(self, query: RunQuery, *, job: str, within: str = "", force: bool = False,
+    def bulk_rollback_now(self, query: RunQuery, *, job: str, within: Within = "", force: bool = False,
                           actor: str = "operator") -> list[dict]:
         """A bulk rollback run here and now, owner after owner (the CLI and the benchmark; the API queues a job)."""
         return [self.bulk_rollback_part(p, job=job, force=force, actor=actor)
                 for p in self.bulk_parts(query, within=within)]
 
-    def start_bulk_rollback(self, query: RunQuery, *, within: str = "", force: bool = False,
+    def start_bulk_rollback(self, query: RunQuery, *, within: Within = "", force: bool = False,
                             actor: str = "operator", idempotency_key: str | None = None,
                             tenant: str | None = None, request_id: str | None = None) -> dict:
         """Queue a bulk rollback of ``query`` as a durable job (one step per owner); the job as a dict.
@@ -219,13 +226,16 @@ class Fleet:
         job spans the owners of every host: each step is run by the host
         holding its owner (another host takes it over if that one is gone).
         """
+        from wikimem.host.owner_ids import scope_text
+
         self._fresh(query, within)
         job, _ = submit(self.jobs.store, self._run_index, query, within=within, force=force, actor=actor,
-                        key=idempotency_key, tenant=within if tenant is None else tenant, request_id=request_id)
+                        key=idempotency_key, tenant=scope_text(within) if tenant is None else tenant,
+                        request_id=request_id)
         self.jobs.wake()
         return job.to_dict()
 
-    def bulk_job(self, job_id: str, *, within: str = "") -> dict[str, Any]:
+    def bulk_job(self, job_id: str, *, within: Within = "") -> dict[str, Any]:
         """A bulk rollback job as its page shows it (:func:`wikimem.host.fleet.bulk.job_view`).
 
         :class:`NotFound` for another kind of job, or one whose selection
@@ -239,15 +249,25 @@ class Fleet:
             raise NotFound(f"no bulk rollback job {job_id!r}")
         return job_view(job)
 
+    def visible_job(self, job_id: str, *, within: str = "", admin: bool = True) -> Job:
+        """A job of any kind, for a caller limited to owner prefix ``within`` (:class:`NotFound` when it may not
+        see it; jobs over many owners only when ``admin``). While it is unfinished, this process helps run it."""
+        job = self.jobs.store.get(job_id)
+        if job.state in UNFINISHED:
+            self.jobs.start()
+        if not job_visible(job.params, within, admin=admin, kind=job.kind):
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
     # -- the jobs list ---------------------------------------------------------------
 
-    def list_jobs(self, query: JobQuery, *, within: str = "", admin: bool = False, limit: int = 50,
+    def list_jobs(self, query: JobQuery, *, within: Within = "", admin: bool = False, limit: int = 50,
                   cursor: str | None = None) -> JobPage:
         """Jobs newest first that a caller limited to owner prefix ``within`` may see: jobs of its owners, and
         bulk jobs only when ``admin``."""
         return self.jobs.store.list(query, within=within, admin=admin, limit=_limit(limit), cursor=cursor)
 
-    def cancel_job(self, job_id: str, *, within: str = "", admin: bool = False) -> Job:
+    def cancel_job(self, job_id: str, *, within: Within = "", admin: bool = False) -> Job:
         """Cancel a job that has not started (:class:`~wikimem.errors.Conflict` once it has); the job."""
         jobs = self.jobs.store
         job = jobs.get(job_id)
@@ -256,11 +276,14 @@ class Fleet:
         return jobs.cancel(job_id)
 
 
-def job_visible(params: dict, within: str, *, admin: bool = True, kind: str | None = None) -> bool:
+def job_visible(params: dict, within: Within, *, admin: bool = True, kind: str | None = None) -> bool:
     """Whether a caller limited to owner prefix ``within`` may see a job: one owner's job (``params["owner"]``)
     when that owner is under the prefix; a job over many owners (``params["within"]``, the prefix it was made
     over) when that prefix is under the caller's, and only for an ``admin``."""
+    from wikimem.host.owner_ids import covers
+
     owner = params.get("owner")
     if owner is not None and kind != JOB_KIND:
-        return str(owner).startswith(within)
-    return admin and str(params.get("within", "")).startswith(within)
+        return covers(within, str(owner))
+    made_over = params.get("within", "")
+    return admin and covers(within, made_over if isinstance(made_over, list) else str(made_over))

@@ -28,6 +28,7 @@ from .operations import job_visible
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
+    from wikimem.host.owner_ids import Within
     from wikimem.host.owners import Owners
 
     from .runner import HostJobs
@@ -162,16 +163,15 @@ class Probation:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def runs(self, *, within: str = "", state: str | None = "staged", run: str | None = None,
+    def runs(self, *, within: Within = "", state: str | None = "staged", run: str | None = None,
              actor: str | None = None, owner_prefix: str = "") -> dict[str, Any]:
         """The Staged page's list: one line per run (actor, owners, first and last write, size, held owners), and
         how many wait and since when."""
-        from wikimem.host.owner_ids import scope_prefix
+        from wikimem.host.owner_ids import scope_prefixes
 
         if state is not None and state not in ("staged", "approved", "discarded", "expired", "gone"):
             raise InvalidValue(f"state must be staged, approved, discarded, expired or gone, got {state!r}")
-        prefix = scope_prefix(within, owner_prefix)
-        complete = True if prefix is None else self.sweep(prefix)
+        complete = all([self.sweep(p) for p in scope_prefixes(within, owner_prefix)])
         lines = self.index.summary(within=within, state=state, run=run, actor=actor, owner_prefix=owner_prefix)
         now = time.time()
         for line in lines:
@@ -179,24 +179,23 @@ class Probation:
         return {"runs": lines, "waiting": self.waiting(within=within), "complete": complete,
                 "policy": self.policy.to_dict()}
 
-    def waiting(self, *, within: str = "") -> dict[str, Any]:
+    def waiting(self, *, within: Within = "") -> dict[str, Any]:
         """How many staged runs wait (runs, owners' copies) and the oldest one's age in seconds."""
         out = self.index.waiting(within=within)
         out["oldest_age_seconds"] = _age(out["oldest"], time.time()) if out["oldest"] else None
         return out
 
-    def owners_of(self, run: str, *, within: str = "", state: str | None = None) -> list[dict[str, Any]]:
+    def owners_of(self, run: str, *, within: Within = "", state: str | None = None) -> list[dict[str, Any]]:
         """Every owner's copy of ``run`` (staged or settled), oldest first."""
-        from wikimem.host.owner_ids import scope_prefix
+        from wikimem.host.owner_ids import scope_prefixes
         from wikimem.versioned import validate_staged_run
 
         validate_staged_run(run)
-        prefix = scope_prefix(within, "")
-        if prefix is not None:
+        for prefix in scope_prefixes(within, ""):
             self.sweep(prefix)
         return [r.to_dict() for r in self.index.rows(run=run, within=within, state=state)]
 
-    def preview(self, run: str, *, within: str = "", owners: list[str] | None = None,
+    def preview(self, run: str, *, within: Within = "", owners: list[str] | None = None,
                 except_owners: list[str] | None = None) -> dict[str, Any]:
         """What approving ``run`` would change on each owner now (its staged owners under ``within``, or ``owners``
         only, less ``except_owners``), with conflicts; nothing is written."""
@@ -219,7 +218,7 @@ class Probation:
                           "conflict_count": len(review.conflicts)})
         return {"run": run, "total": totals, "owners": plans}
 
-    def _chosen(self, run: str, within: str, owners: list[str] | None, except_owners: list[str] | None) -> list[str]:
+    def _chosen(self, run: str, within: Within, owners: list[str] | None, except_owners: list[str] | None) -> list[str]:
         staged = [r["owner"] for r in self.owners_of(run, within=within, state="staged")]
         if owners is not None:
             wanted = set(owners)
@@ -235,7 +234,7 @@ class Probation:
         self.jobs.wake()
         return job
 
-    def submit(self, action: str, run: str, *, within: str = "", force: bool = False, actor: str = "operator",
+    def submit(self, action: str, run: str, *, within: Within = "", force: bool = False, actor: str = "operator",
                owners: list[str] | None = None, except_owners: list[str] | None = None, reason: str = "discarded",
                idempotency_key: str | None = None, tenant: str | None = None,
                request_id: str | None = None) -> dict[str, Any]:
@@ -247,7 +246,9 @@ class Probation:
         if action not in ("approve", "discard"):
             raise InvalidValue(f"action must be approve or discard, got {action!r}")
         kind = APPROVE_JOB if action == "approve" else DISCARD_JOB
-        request = {"run": run, "within": within, "force": bool(force), "actor": actor, "reason": reason,
+        from wikimem.host.owner_ids import scope_text, within_json
+
+        request = {"run": run, "within": within_json(within), "force": bool(force), "actor": actor, "reason": reason,
                    "owners": sorted(owners) if owners is not None else None,
                    "except_owners": sorted(except_owners or [])}
         jobs = self.jobs.store
@@ -259,10 +260,10 @@ class Probation:
             raise NotFound(f"no owner holds run {run!r} staged (approved, discarded, or never staged)")
         params = {**request, "request_id": request_id} if request_id else request
         job, _ = jobs.submit(kind, [{"owner": o} for o in chosen], params=params, key=scoped, request=request,
-                             tenant=within if tenant is None else tenant)
+                             tenant=scope_text(within) if tenant is None else tenant)
         return staged_job_view(job)
 
-    def settle_now(self, action: str, run: str, *, within: str = "", force: bool = False, actor: str = "operator",
+    def settle_now(self, action: str, run: str, *, within: Within = "", force: bool = False, actor: str = "operator",
                    owners: list[str] | None = None, except_owners: list[str] | None = None,
                    job: str = "cli") -> list[dict[str, Any]]:
         """Approve or discard ``run`` here and now, owner after owner (the CLI; the API queues a job)."""
@@ -270,7 +271,7 @@ class Probation:
         return [settle_part(self.owners.owner, o, run, action=kind, job=job, force=force, actor=actor)
                 for o in self._chosen(run, within, owners, except_owners)]
 
-    def job(self, job_id: str, *, within: str = "") -> dict[str, Any]:
+    def job(self, job_id: str, *, within: Within = "") -> dict[str, Any]:
         """A bulk approve or discard job (:class:`NotFound` for another kind, or one beyond ``within``)."""
         job = self.jobs.store.get(job_id)
         if job.state in UNFINISHED:
@@ -279,7 +280,7 @@ class Probation:
             raise NotFound(f"no staged-run job {job_id!r}")
         return staged_job_view(job)
 
-    def hold(self, run: str, held: bool = True, *, within: str = "", owners: list[str] | None = None) -> int:
+    def hold(self, run: str, held: bool = True, *, within: Within = "", owners: list[str] | None = None) -> int:
         """Keep ``run`` (its staged copies under ``within``, or of ``owners``) from auto-approval and expiry, or let
         it go again; how many copies were marked."""
         from wikimem.versioned import validate_staged_run

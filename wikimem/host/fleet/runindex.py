@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wikimem.format import instant_epoch, iso_instant
+from wikimem.host.owner_ids import Within
 from wikimem.store import MAX_ROUND
 
 from .paging import decode_cursor, encode_cursor
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)
 
 
 
+# Owners a host gives its per-owner totals for (to a gatherer); beyond, the gathered totals are summed over hosts.
+OWNER_TOTALS_CAP = 20_000
 _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
 
 
@@ -307,8 +310,10 @@ class RunIndex:
 
     # -- searching ---------------------------------------------------------------
 
-    def search(self, query: RunQuery, *, within: str = "", limit: int = 50, cursor: str | None = None) -> RunPage:
-        """Matching runs, newest first (by their last commit), with the totals of the whole match."""
+    def search(self, query: RunQuery, *, within: Within = "", limit: int = 50, cursor: str | None = None,
+               by_owner: bool = False) -> RunPage:
+        """Matching runs, newest first (by their last commit), with the totals of the whole match (``by_owner``:
+        also per owner, for a gatherer that counts each owner once)."""
         cond = query.where(within)
         if cond is None:
             return RunPage()
@@ -326,10 +331,15 @@ class RunIndex:
                         args)
         runs, owners, commits = totals if totals is not None else (0, 0, 0)
         nxt = encode_cursor(rows[-1][7], rows[-1][0], rows[-1][11]) if more and rows else None
-        return RunPage([_row(r) for r in rows], nxt, {"runs": int(runs), "owners": int(owners),
+        page = RunPage([_row(r) for r in rows], nxt, {"runs": int(runs), "owners": int(owners),
                                                       "commits": int(commits)}, self.complete())
+        if by_owner and int(owners) <= OWNER_TOTALS_CAP:
+            page.by_owner = {o: [int(n), int(c), int(q)] for o, n, c, q in db.rows(
+                f"SELECT owner, count(*), coalesce(sum(commits), 0), max(seq) FROM runs WHERE {where} GROUP BY owner",
+                args)}
+        return page
 
-    def per_owner(self, query: RunQuery, *, within: str = "", limit: int = 50,
+    def per_owner(self, query: RunQuery, *, within: Within = "", limit: int = 50,
                   cursor: str | None = None) -> OwnerCountPage:
         """Matching runs counted per owner (owners in id order), and the next page's cursor."""
         cond = query.where(within)
@@ -346,7 +356,7 @@ class RunIndex:
         counts = [OwnerCount(o, int(n), int(c), iso_instant(f), iso_instant(la)) for o, n, c, f, la in rows]
         return OwnerCountPage(counts, encode_cursor(rows[-1][0]) if more and rows else None)
 
-    def owners_by_last_change(self, *, within: str = "", prefix: str = "", limit: int = 50,
+    def owners_by_last_change(self, *, within: Within = "", prefix: str = "", limit: int = 50,
                               cursor: str | None = None) -> tuple[list[tuple[str, str]], str | None]:
         """``(owner, its last commit's time)``, newest change first (ties by id), and the next page's cursor."""
         cond = RunQuery(owner_prefix=prefix).where(within)
@@ -363,7 +373,8 @@ class RunIndex:
         page = [(owner, iso_instant(last)) for owner, last in rows]
         return page, (encode_cursor(int(rows[-1][1]), rows[-1][0]) if more and rows else None)
 
-    def selection(self, query: RunQuery, *, within: str = "", limit: int | None = None) -> dict[str, list[RunRow]]:
+    def selection(self, query: RunQuery, *, within: Within = "", limit: int | None = None
+                  ) -> dict[str, list[RunRow]]:
         """Every matching run grouped by owner (owners in id order), up to ``limit`` owners."""
         cond = query.where(within)
         if cond is None:

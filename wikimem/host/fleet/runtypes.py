@@ -12,9 +12,10 @@ from typing import Any
 from wikimem.errors import BadRequest, InvalidValue
 from wikimem.format import instant_epoch, iso_instant
 from wikimem.host.instants import parse_instant
-from wikimem.host.owner_ids import scope_prefix
+from wikimem.host.owner_ids import Within, scope_prefixes
 
 from .paging import encode_cursor
+from .sql import prefix_match
 
 __all__ = ["RunQuery", "RunSpan", "RunRow", "StagedRow", "RunPage", "OwnerCount", "OwnerCountPage", "MAX_FIELD",
            "row_cursor", "merge_pages", "contains_pattern"]
@@ -63,10 +64,10 @@ class RunQuery:
         out["since"], out["until"] = iso_instant(self.since), iso_instant(self.until)
         return {k: v for k, v in out.items() if v not in (None, "")}
 
-    def where(self, within: str = "") -> tuple[str, list] | None:
+    def where(self, within: Within = "") -> tuple[str, list] | None:
         """The SQL condition and arguments; None when the prefix falls outside ``within`` (nothing to see)."""
-        prefix = scope_prefix(within, self.owner_prefix)
-        if prefix is None:
+        prefixes = scope_prefixes(within, self.owner_prefix)
+        if not prefixes:
             return None
         where: list[str] = []
         args: list[Any] = []
@@ -83,9 +84,10 @@ class RunQuery:
         if self.until is not None:
             where.append("first <= ?")
             args.append(self.until)
-        if prefix:
-            where.append("substr(owner, 1, ?) = ?")
-            args += [len(prefix), prefix]
+        if "" not in prefixes:
+            cond, more = prefix_match("owner", prefixes)
+            where.append(cond)
+            args += more
         return (" AND ".join(where) or "1"), args
 
 
@@ -154,12 +156,17 @@ class RunPage:
     total: dict = field(default_factory=lambda: {"runs": 0, "owners": 0, "commits": 0})
     complete: bool = True  # False: owners older than the index may be missing until `wikimem index rebuild`
     unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
+    # For a gatherer: the totals of the whole match per owner, {owner: [runs, commits, furthest seq]} (None: not
+    # asked, or more owners than OWNER_TOTALS_CAP)
+    by_owner: dict[str, list[int]] | None = None
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
                                "complete": self.complete}
         if self.unreachable:
             out["unreachable"] = list(self.unreachable)
+        if self.by_owner is not None:
+            out["by_owner"] = self.by_owner
         return out
 
     @classmethod
@@ -223,8 +230,12 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     gathering of a cluster *without* a shared database: each host indexes the
     owners it holds, so an owner that moved between hosts may be known to
     two of them. A run seen twice is kept once (the copy indexed further),
-    and then the totals — summed over hosts — are not exact: ``complete`` is
-    False. (A cluster that shares ``WIKIMEM_DATABASE_URL`` needs no gathering.)
+    and the totals count each owner once too: from every host's ``by_owner``
+    (the match's totals per owner), the copy indexed furthest. When a host
+    could not give them (more than ``OWNER_TOTALS_CAP`` owners match) the
+    totals are summed over hosts, and then, if a run was seen twice,
+    ``complete`` is False. (A cluster that shares ``WIKIMEM_DATABASE_URL``
+    needs no gathering.)
     """
     best: dict[tuple, dict] = {}
     for row in (r for p in pages for r in p.get("runs", [])):
@@ -236,9 +247,28 @@ def merge_pages(pages: list[dict], limit: int) -> dict:
     rows = sorted(best.values(), key=_order)
     more = len(rows) > limit or any(p.get("next") for p in pages)
     kept = rows[:limit]
-    total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
+    total = _owner_totals(pages)
+    if total is None:
+        total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
+    else:
+        twice = 0  # the totals count each owner once: exact
     return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total,
             "complete": twice == 0 and all(p.get("complete", True) for p in pages)}
+
+
+def _owner_totals(pages: list[dict]) -> dict | None:
+    """The totals of the whole match counted once per owner (the copy indexed furthest), or None when a page lacks
+    its ``by_owner``."""
+    best: dict[str, list[int]] = {}
+    for p in pages:
+        found = p.get("by_owner")
+        if not isinstance(found, dict):
+            return None
+        for owner, (runs, commits, seq) in found.items():
+            if owner not in best or seq > best[owner][2]:
+                best[owner] = [int(runs), int(commits), int(seq)]
+    return {"runs": sum(v[0] for v in best.values()), "owners": len(best),
+            "commits": sum(v[1] for v in best.values())}
 
 
 def contains_pattern(word: str) -> str:

@@ -14,7 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Database", "Tx", "is_url"]
+from wikimem.errors import StoreBusy
+
+from . import pgpool
+
+__all__ = ["Database", "Tx", "is_url", "prefix_match"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -40,10 +44,11 @@ class Database:
         self._lock_key = zlib.crc32(f"wikimem:{name}".encode()) & 0x7FFFFFFF
         self._schema_key = zlib.crc32(b"wikimem:schema") & 0x7FFFFFFF  # every store's DDL, one at a time
         self.errors: tuple[type[BaseException], ...] = (sqlite3.Error,)  # what a failed statement raises
+        self._prepared_pid: int | None = None  # PostgreSQL: the process that ran the schema check
         if self.postgres:
             import psycopg
 
-            self.errors = (sqlite3.Error, psycopg.Error)
+            self.errors = (sqlite3.Error, psycopg.Error, StoreBusy)
 
     def __repr__(self) -> str:
         return f"Database({self.shown!r}, {self.name!r})"
@@ -64,11 +69,9 @@ class Database:
     # -- connections ---------------------------------------------------------------
 
     def connection(self):
-        """This thread's connection (a new one after a fork)."""
+        """This thread's SQLite connection (a new one after a fork)."""
         local = self._local
         conn = getattr(local, "conn", None)
-        if conn is not None and self.postgres and (conn.closed or conn.broken):
-            conn = None  # the server restarted or the link dropped: a new connection
         if conn is None or local.pid != os.getpid():
             conn = self._connect()
             local.conn, local.pid = conn, os.getpid()
@@ -76,7 +79,12 @@ class Database:
 
     def prepared(self, setup: Callable[[], None]) -> Database:
         """This database, ``setup()`` (a schema check) run once for each connection this thread opens (the
-        file may have been replaced, the server restarted, the process forked since the last one)."""
+        file may have been replaced, the process forked since the last one); on PostgreSQL once per process."""
+        if self.postgres:
+            if self._prepared_pid != os.getpid():
+                setup()
+                self._prepared_pid = os.getpid()
+            return self
         conn = self.connection()
         if getattr(self._local, "prepared", None) is not conn:
             setup()
@@ -84,10 +92,6 @@ class Database:
         return self
 
     def _connect(self):
-        if self.postgres:
-            import psycopg
-
-            return psycopg.connect(str(self.target), autocommit=True, connect_timeout=10)
         path = Path(self.target)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -97,7 +101,7 @@ class Database:
         return conn
 
     def close(self) -> None:
-        """Close this thread's connection."""
+        """Close this thread's SQLite connection (PostgreSQL's go back to the process's pool after each use)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             try:
@@ -111,8 +115,12 @@ class Database:
         return sql.replace("%", "%%").replace("?", "%s") if self.postgres else sql
 
     def execute(self, sql: str, args: Sequence[Any] = (), conn=None):
-        """Run one statement (outside a transaction: on its own); the cursor."""
-        return (conn or self.connection()).execute(self._sql(sql), tuple(args))
+        """Run one statement (outside a transaction: on its own); the cursor (PostgreSQL: its rows, read)."""
+        values = _values(args)
+        conn = conn or getattr(self._local, "tx", None)  # (inside this store's write: its transaction)
+        if conn is not None or not self.postgres:
+            return (conn or self.connection()).execute(self._sql(sql), values)
+        return pgpool.run(str(self.target), self.shown, lambda c: _Done(c.execute(self._sql(sql), values)))
 
     def rows(self, sql: str, args: Sequence[Any] = (), conn=None) -> list[tuple]:
         return [tuple(r) for r in self.execute(sql, args, conn).fetchall()]
@@ -127,8 +135,12 @@ class Database:
         return None if row is None else row[0]
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]], conn=None) -> None:
-        cursor = (conn or self.connection()).cursor()
-        cursor.executemany(self._sql(sql), [tuple(r) for r in rows])
+        values = [_values(r) for r in rows]
+        conn = conn or getattr(self._local, "tx", None)
+        if conn is not None or not self.postgres:
+            (conn or self.connection()).cursor().executemany(self._sql(sql), values)
+            return
+        pgpool.run(str(self.target), self.shown, lambda c: c.cursor().executemany(self._sql(sql), values))
 
     def script(self, ddl: str) -> None:
         """Run a schema script (``;``-separated statements, ``{text_c}`` and ``{real}`` filled in)."""
@@ -142,17 +154,18 @@ class Database:
     @contextmanager
     def write(self, *, schema: bool = False) -> Iterator[Tx]:
         """One write transaction, the only one of this store at a time (a claim never races); ``schema``: the
-        only one changing any store's tables (PostgreSQL's concurrent ``CREATE … IF NOT EXISTS`` can collide)."""
-        conn = self.connection()
+        only one changing any store's tables (PostgreSQL's concurrent ``CREATE … IF NOT EXISTS`` can collide).
+        A write inside this store's own write joins it."""
+        outer = getattr(self._local, "tx", None)
+        if outer is not None:
+            yield Tx(self, outer)
+            return
         if self.postgres:
-            conn.execute("BEGIN")
-            try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._schema_key if schema else self._lock_key,))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            conn = pgpool.begin(str(self.target), self.shown, self._schema_key if schema else self._lock_key)
         else:
+            conn = self.connection()
             conn.execute("BEGIN IMMEDIATE")
+        self._local.tx = conn
         try:
             yield Tx(self, conn)
         except BaseException:
@@ -161,7 +174,12 @@ class Database:
             except self.errors:
                 pass
             raise
-        conn.execute("COMMIT")
+        else:
+            conn.execute("COMMIT")
+        finally:
+            self._local.tx = None
+            if self.postgres:
+                pgpool.give_back(str(self.target), conn)
 
     # -- schema and size -----------------------------------------------------------
 
@@ -208,6 +226,32 @@ class Database:
         return {r[1] for r in self.rows(f"PRAGMA table_info({table})")}
 
 
+class _Done:
+    """A PostgreSQL statement's outcome, read before its connection went back to the pool: rows and rowcount."""
+
+    def __init__(self, cursor) -> None:
+        self._rows = list(cursor.fetchall()) if cursor.description is not None else []
+        self.rowcount = cursor.rowcount
+
+    def fetchall(self) -> list:
+        return self._rows
+
+    def fetchone(self):
+        return self._rows[0] if self._rows else None
+
+
+def _values(args: Sequence[Any] | dict) -> tuple | dict:
+    """The arguments of a statement, each text value checked: no NUL (the one value PostgreSQL's text refuses; refused
+    on SQLite too, so that both engines answer alike)."""
+    values = args.values() if isinstance(args, dict) else args
+    for value in values:
+        if isinstance(value, str) and "\0" in value:
+            from wikimem.errors import InvalidValue
+
+            raise InvalidValue("a value may not contain a NUL character")
+    return args if isinstance(args, dict) else tuple(args)
+
+
 class Tx:
     """The statements of one write transaction (:meth:`Database.write`)."""
 
@@ -229,3 +273,14 @@ class Tx:
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.db.many(sql, rows, self.conn)
+
+
+def prefix_match(column: str, prefixes: Sequence[str]) -> tuple[str, list]:
+    """The condition "``column`` starts with one of ``prefixes``" and its arguments (``""`` matches every row,
+    no prefix none); ``substr`` rather than ``LIKE``, whose ``_`` and ``%`` an owner id may hold."""
+    if "" in prefixes:
+        return "1 = 1", []
+    if not prefixes:
+        return "1 = 0", []
+    test = f"substr({column}, 1, ?) = ?"
+    return "(" + " OR ".join([test] * len(prefixes)) + ")", [x for p in prefixes for x in (len(p), p)]

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from wikimem.format import instant_epoch, iso_instant
-from wikimem.host.owner_ids import scope_prefix
+from wikimem.host.owner_ids import Within, scope_prefixes
 
 from .runtypes import StagedRow
-from .sql import Database
+from .sql import Database, prefix_match
 
 __all__ = ["StagedIndex", "STAGED_PATH", "STATES"]
 
@@ -123,7 +123,7 @@ class StagedIndex:
         with self._db().write() as tx:
             tx.execute("DELETE FROM staged_runs WHERE owner = ?", (owner_id,))
 
-    def hold(self, run: str, held: bool, *, within: str = "", owners: Iterable[str] | None = None) -> int:
+    def hold(self, run: str, held: bool, *, within: Within = "", owners: Iterable[str] | None = None) -> int:
         """Mark a run's staged rows (under ``within``; only ``owners`` when given) held or not; how many."""
         where, args = self._where(run=run, state="staged", within=within)
         if where is None:
@@ -139,9 +139,9 @@ class StagedIndex:
 
     @staticmethod
     def _where(*, run: str | None = None, actor: str | None = None, state: str | None = None,
-               within: str = "", owner_prefix: str = "", held: bool | None = None) -> tuple[str | None, list]:
-        prefix = scope_prefix(within, owner_prefix or "")
-        if prefix is None:
+               within: Within = "", owner_prefix: str = "", held: bool | None = None) -> tuple[str | None, list]:
+        prefixes = scope_prefixes(within, owner_prefix or "")
+        if not prefixes:
             return None, []
         where: list[str] = ["1 = 1"]
         args: list[Any] = []
@@ -152,13 +152,14 @@ class StagedIndex:
         if held is not None:
             where.append("held = ?")
             args.append(1 if held else 0)
-        if prefix:
-            where.append("substr(owner, 1, ?) = ?")
-            args += [len(prefix), prefix]
+        if "" not in prefixes:
+            cond, more = prefix_match("owner", prefixes)
+            where.append(cond)
+            args += more
         return " AND ".join(where), args
 
     def rows(self, *, run: str | None = None, actor: str | None = None, state: str | None = "staged",
-             within: str = "", owner_prefix: str = "", held: bool | None = None,
+             within: Within = "", owner_prefix: str = "", held: bool | None = None,
              limit: int = 100_000) -> list[StagedRow]:
         """Matching rows, oldest first."""
         where, args = self._where(run=run, actor=actor, state=state, within=within, owner_prefix=owner_prefix,
@@ -168,7 +169,7 @@ class StagedIndex:
         return [_row(r) for r in self._db().rows(
             f"SELECT {_COLUMNS} FROM staged_runs WHERE {where} ORDER BY first, run, owner LIMIT ?", [*args, limit])]
 
-    def summary(self, *, within: str = "", state: str | None = "staged", run: str | None = None,
+    def summary(self, *, within: Within = "", state: str | None = "staged", run: str | None = None,
                 actor: str | None = None, owner_prefix: str = "") -> list[dict[str, Any]]:
         """One line per run: its actor(s), owners, first and last time, commits, changes, held owners, states."""
         where, args = self._where(run=run, actor=actor, state=state, within=within, owner_prefix=owner_prefix)
@@ -183,7 +184,7 @@ class StagedIndex:
                  "changes": int(r[7]), "held": int(r[8] or 0), "state": r[9] if r[9] == r[10] else "mixed"}
                 for r in rows]
 
-    def waiting(self, *, within: str = "") -> dict[str, Any]:
+    def waiting(self, *, within: Within = "") -> dict[str, Any]:
         """How many staged runs (and owners' copies of them) wait, and the oldest one's first commit time."""
         where, args = self._where(state="staged", within=within)
         if where is None:

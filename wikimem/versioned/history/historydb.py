@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, 
     layer TEXT);
 CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
 CREATE INDEX IF NOT EXISTS touches_date ON touches (date, seq);
+CREATE INDEX IF NOT EXISTS touches_name ON touches (name, seq);
 CREATE INDEX IF NOT EXISTS commits_run ON commits (run, seq);
 CREATE INDEX IF NOT EXISTS commits_time ON commits (time, seq);
 CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, commit_id TEXT NOT NULL, result TEXT, request TEXT);

@@ -57,6 +57,11 @@ class Snapshot:
         wanted = " ".join(name.split())
         return next((i for i in self._read(file) if i.name == wanted), None)
 
+    def blob_id(self, file: str) -> bytes | None:
+        """The blob the commit holds for the RecallFile ``file`` (None: absent, or read otherwise: an override)."""
+        found = self._wiki.get(file)
+        return found if isinstance(found, bytes) else None
+
     def _read(self, file: str) -> list[RecallItem]:
         if file not in self._items:
             sha = self._wiki.get(file)
@@ -83,6 +88,11 @@ class _SnapshotDiary(DiaryReader):
         validate_date(date)
         sha = self._days.get(date)
         return parse_day(_content(self._git, sha), date) if sha is not None else []
+
+    def signature(self) -> dict[str, object]:
+        """``{date: what identifies the day's content}`` (its blob, or its override's bytes): a diary index
+        re-reads the days whose entry changed."""
+        return dict(self._days)
 
 
 def _content(git: GitRepo, found: bytes | tuple[bytes]) -> bytes:

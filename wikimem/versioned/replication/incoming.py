@@ -144,10 +144,11 @@ def _check_file(store, rel: str, mode: int, sha: bytes, blobs: set[tuple[bytes, 
     if mode not in FILE_MODES:
         what = {0o120000: "a symbolic link", 0o160000: "a submodule", DIR_MODE: "a folder"}.get(mode, "not a file")
         raise _Broken(f"holds {rel!r} as {what} (mode {mode:06o}); only regular files are accepted")
-    kind = "memory" if "/" in rel else rel
-    if rel == JOURNAL_NAME or (sha, kind) in blobs:
-        return  # the journal is never written from a commit (it is this host's own log)
+    kind = "memory" if "/" in rel or rel == JOURNAL_NAME else rel
+    if (sha, kind) in blobs:
+        return
     blob = _load(store, sha, Blob, "blob")
+    # (the journal is never written from a commit, it is this host's own log: only its size is checked)
     limit = MAX_FILE_BYTES if kind == "memory" else MAX_SETTINGS_BYTES
     size = len(blob.as_raw_string())
     if size > limit:

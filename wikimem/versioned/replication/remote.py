@@ -2,8 +2,9 @@
 dulwich's client — its head, creation, a checked fetch, a compare-and-swap push, a clone, the erasure's replace
 and delete. Every failure to reach the remote is :class:`RemoteUnavailable` (retriable), a refusal by the
 server :class:`RemoteRejected`, a missing repository :class:`RemoteMissing`; credentials in a URL never appear
-in a message. The URL template is ``urls.py``'s, refs and objects ``gitio.py``'s. How a fetch, a push and a
-clone keep the remote untrusted and racing pushes safe: docs/explanation/replication-internals.md.
+in a message; every operation is bounded in bytes received and in time (``transfer.py``). The URL template is
+``urls.py``'s, refs and objects ``gitio.py``'s. How a fetch, a push and a clone keep the remote untrusted and
+racing pushes safe: docs/explanation/replication-internals.md.
 """
 
 from __future__ import annotations
@@ -17,16 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import (
-    GitClient,
-    HttpGitClient,
-    HTTPProxyUnauthorized,
-    HTTPUnauthorized,
-    LocalGitClient,
-    SSHGitClient,
-    SubprocessGitClient,
-    TCPGitClient,
-)
+from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, LocalGitClient
 from dulwich.errors import GitProtocolError, NotGitRepository, ObjectFormatException, SendPackError
 from dulwich.objects import ZERO_SHA
 from dulwich.pack import pack_objects_to_data
@@ -59,6 +51,7 @@ from .gitio import (
 )
 from .incoming import check_incoming
 from .stagedrefs import STAGED, TRACKED, follow_remote, staged_tips, tracked_ref, validate_staged_run
+from .transfer import Meter, TransferLimits, metered_client, quarantine
 from .urls import SCHEMES, TemplateError, redact
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
@@ -72,8 +65,10 @@ DEFAULT_TIMEOUT = 10.0
 class Remote:
     """The remote repository of one owner, reached by ``url``."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, ssh_command: str | None = None):
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, ssh_command: str | None = None,
+                 limits: TransferLimits | None = None):
         self.url = url
+        self.limits = limits or TransferLimits()  # every operation: bytes received, seconds in all
         parts = urlsplit(url)
         self.scheme = parts.scheme.lower() or "file"
         if self.scheme not in SCHEMES:
@@ -107,21 +102,23 @@ class Remote:
                 # git's own receive-pack/upload-pack when git is installed: fsck on receive, small pushes
                 # kept as loose objects and auto-gc'd. dulwich's in-process client writes one pack per
                 # push into the remote, and lookups there slow down ~10x after 1,000 pushes.
-                self._client = SubprocessGitClient() if shutil.which("git") else LocalGitClient()
+                self._client = (metered_client("subprocess", limits=self.limits) if shutil.which("git")
+                                else LocalGitClient())
             elif self.scheme in ("http", "https"):
                 base = urlunsplit((p.scheme, p.netloc.rsplit("@", 1)[-1], p.path, "", ""))
-                self._client = HttpGitClient(base, username=p.username, password=p.password, timeout=self.timeout)
+                http = metered_client("http", base, username=p.username, password=p.password, timeout=self.timeout)
                 # one connection attempt, no silent retries: a down remote must answer fast (503 + Retry-After)
-                pool_kw = getattr(self._client.pool_manager, "connection_pool_kw", None)
+                pool_kw = getattr(http.pool_manager, "connection_pool_kw", None)
                 if pool_kw is not None:
                     pool_kw["retries"] = Retry(total=2, connect=0, read=0, status=0, redirect=2)
+                self._client = http
             elif not p.hostname:  # validate_template refuses these; a Remote built by hand skips it
                 raise TemplateError(f"remote {self.shown!r} has no host")
             elif self.scheme == "git":
-                self._client = TCPGitClient(p.hostname, p.port)
+                self._client = metered_client("tcp", p.hostname, p.port)
             else:
-                self._client = SSHGitClient(p.hostname, p.port, username=p.username,
-                                            ssh_command=self._ssh_command)
+                self._client = metered_client("ssh", p.hostname, p.port, username=p.username,
+                                              ssh_command=self._ssh_command)
         return self._client
 
     def close(self) -> None:
@@ -131,11 +128,35 @@ class Remote:
 
     @contextmanager
     def _talking(self, what: str) -> Iterator[None]:
-        """Turn whatever the transport raises into the module's errors."""
+        """Turn whatever the transport raises into the module's errors, and bound what the remote sends (bytes and
+        time, :class:`~wikimem.versioned.transfer.Meter`): past a bound the operation is :class:`RemoteRefused`."""
         shown = self.shown
         if self.scheme == "file" and not Path(self.path).parent.is_dir():
             raise RemoteUnavailable(f"{what}: {Path(self.path).parent} does not exist (is the replica mounted?)",
                                     shown)
+        meter = Meter(self.limits)
+        try:
+            with self._converting(what), self._metered(meter):
+                yield
+        except Exception:
+            if meter.reason is None:
+                raise
+            log.error("%s: %s from %s", what, meter.reason, shown)
+            raise RemoteRefused(f"{what}: {shown}: {meter.reason}", shown) from None
+
+    @contextmanager
+    def _metered(self, meter: Meter) -> Iterator[None]:
+        """The client's operations in this thread counted by ``meter`` (a client that cannot be: unbounded)."""
+        metered = getattr(self.client(), "metered", None)
+        if metered is None:
+            yield
+            return
+        with metered(meter):
+            yield
+
+    @contextmanager
+    def _converting(self, what: str) -> Iterator[None]:
+        shown = self.shown
         try:
             yield
         except RemoteError:
@@ -241,46 +262,58 @@ class Remote:
             raise
 
     def _fetch(self, repo: Path | str | Repo) -> str | None:
-        with opened(repo) as local, self._talking("fetch"):
+        with opened(repo) as local, self._talking("fetch"), quarantine(local) as q:
             def wants(refs, depth=None, **_):
                 found = refs_of(refs)
                 heads = [found.get(BRANCH)] + [v for k, v in found.items() if k.startswith(STAGED)]
                 return list(dict.fromkeys(h for h in heads if h and h != ZERO_SHA and h not in local.object_store))
 
-            result = self.client().fetch(self.path, local, determine_wants=wants)
+            pack, commit, abort = q.pack()  # the pack lands in the quarantine, never in the folder's objects
+            try:
+                result = self.client().fetch_pack(self.path, wants, local.get_graph_walker(), pack.write)
+            except BaseException:
+                abort()
+                raise
+            commit()
             found = refs_of(result.refs)
             head = found.get(BRANCH)
             if head is None or head == ZERO_SHA:
                 set_tracking(local, None)
                 return None
-            self._check(local, head)
+            self._check(q.store, local, head)
+            staged, offered = self._staged(q.store, local, found, head)
+            q.keep([head, *staged.values()], everything=len(staged) == offered)
             before = staged_tips(local, TRACKED)
             set_tracking(local, head)
-            follow_remote(local, self._staged(local, found, head), before)
+            follow_remote(local, staged, before)
             return head.decode("ascii")
 
-    def _staged(self, local: Repo, found: dict, head: bytes) -> dict[str, bytes]:
+    def _staged(self, store, local: Repo, found: dict, head: bytes) -> tuple[dict[str, bytes], int]:
         """The remote's staged branches (``refs/heads/staged/<run>``) whose new commits pass the same checks as
-        ``main``'s; one that does not is left out (logged; it never reaches a ref here)."""
+        ``main``'s (one that does not is left out, logged: it never reaches a ref, nor its objects the folder's
+        store), and how many the remote offered."""
         out: dict[str, bytes] = {}
+        offered = 0
         for name, sha in found.items():
             if not name.startswith(STAGED) or not sha or sha == ZERO_SHA:
                 continue
+            offered += 1
             try:
                 run = validate_staged_run(name[len(STAGED):].decode("ascii"))
-                check_incoming(local.object_store, sha, (head, peek(local), peek(local, TRACKING),
-                                                         peek(local, tracked_ref(run))), self.shown)
+                check_incoming(store, sha, (head, peek(local), peek(local, TRACKING),
+                                            peek(local, tracked_ref(run))), self.shown)
             except (UnicodeDecodeError, InvalidName, RemoteRefused) as exc:
                 log.error("%s: refused the remote's %s from %s: %s", local.path, name.decode("ascii", "replace"),
                           self.shown, exc)
                 continue
             out[run] = sha
-        return out
+        return out, offered
 
-    def _check(self, local: Repo, head: bytes) -> None:
-        """The remote is untrusted input: every commit new to ``local`` is checked before a ref moves to it."""
+    def _check(self, store, local: Repo, head: bytes) -> None:
+        """The remote is untrusted input: every commit new to ``local`` is checked (in the quarantine ``store``)
+        before a ref moves to it."""
         try:
-            check_incoming(local.object_store, head, (peek(local), peek(local, TRACKING)), self.shown)
+            check_incoming(store, head, (peek(local), peek(local, TRACKING)), self.shown)
         except RemoteRefused as exc:
             log.error("%s: refused the remote's main %s from %s: %s", local.path, head.decode("ascii"),
                       self.shown, exc)

@@ -4,6 +4,8 @@
   at the edge: ``InvalidName`` otherwise);
 - :func:`staged_tips` — ``{run: tip}`` of a repository; :func:`folder_staged` the same from the ref files
   alone (a cheap look at many owners);
+- :func:`keep_discarded`, :func:`discarded_tips`, :func:`drop_discarded` — a discarded run's tip kept reachable under
+  ``refs/wikimem/discarded/<run>`` (a wrong click can be undone) until housekeeping drops it after its days;
 - :func:`follow_remote` — after a checked fetch, the tracking refs are what the remote holds and the local
   branches follow them (created, fast-forwarded, or removed once the remote removed them), each by
   compare-and-swap, so a staged write racing the fetch is never lost.
@@ -21,23 +23,29 @@ from wikimem.errors import InvalidName
 
 from ..objects import oid, ref
 
-__all__ = ["STAGED", "TRACKED", "validate_staged_run", "staged_ref", "tracked_ref", "staged_tips", "folder_staged",
-           "follow_remote", "is_before"]
+__all__ = ["STAGED", "TRACKED", "DISCARDED", "validate_staged_run", "staged_ref", "tracked_ref", "staged_tips",
+           "folder_staged", "follow_remote", "is_before", "keep_discarded", "discarded_tips", "drop_discarded",
+           "discarded_ages"]
 
 log = logging.getLogger(__name__)
 
 STAGED = b"refs/heads/staged/"
 TRACKED = b"refs/remotes/origin/staged/"
+DISCARDED = b"refs/wikimem/discarded/"  # a discarded run's tip, kept reachable for a while
 # One ref component: no "..", no ".lock" at the end, no leading "." or "-", none of git's forbidden characters.
 _RUN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+# Names git gives a meaning of its own (``HEAD``, ``FETCH_HEAD``…) and the branch every run is based on; in any case
+# (a case-insensitive file system makes ``Main`` the same ref file as ``main``).
+_RESERVED = ("head", "main")
 
 
 def validate_staged_run(run: object) -> str:
     """``run`` if it can name a staged branch (``refs/heads/staged/<run>``), else :class:`InvalidName`."""
     if (not isinstance(run, str) or not _RUN_RE.fullmatch(run) or ".." in run or "@{" in run
-            or run.endswith((".", ".lock"))):
+            or run.endswith((".", ".lock")) or run.casefold() in _RESERVED or run.upper().endswith("_HEAD")):
         raise InvalidName(f"run {str(run)[:60]!r} cannot be staged: a staged run id is 1-128 letters, digits and "
-                          "_ . @ + - (not starting with . or -, no '..', not ending with . or .lock)")
+                          "_ . @ + - (not starting with . or -, no '..', not ending with . or .lock, not HEAD, "
+                          "*_HEAD or main)")
     return run
 
 
@@ -83,6 +91,36 @@ def folder_staged(root: Path | str) -> dict[str, str]:
     except (FileNotFoundError, NotADirectoryError, OSError):
         pass
     return {run: sha for run, sha in out.items() if _RUN_RE.fullmatch(run)}
+
+
+def keep_discarded(repo: Repo, run: str, tip: bytes) -> None:
+    """Keep a discarded run's tip reachable (``refs/wikimem/discarded/<run>``; a later discard of the same id
+    replaces it)."""
+    repo.refs[ref(DISCARDED + validate_staged_run(run).encode("ascii"))] = oid(tip)
+
+
+def discarded_tips(repo: Repo) -> dict[str, bytes]:
+    """``{run: tip}`` of the discarded runs kept here."""
+    return staged_tips(repo, DISCARDED)
+
+
+def drop_discarded(repo: Repo, run: str, tip: bytes) -> bool:
+    """Let a discarded run's commits go (compare-and-swap from ``tip``); whether the ref was removed."""
+    return bool(repo.refs.remove_if_equals(ref(DISCARDED + validate_staged_run(run).encode("ascii")), oid(tip)))
+
+
+def discarded_ages(root: Path | str, now: float) -> dict[str, float]:
+    """``{run: seconds since it was discarded}`` from the ref files' times (no repository opened; a ref that was
+    packed has no time of its own and is left out)."""
+    folder = Path(root) / ".git" / DISCARDED.decode()
+    out: dict[str, float] = {}
+    try:
+        for path in folder.iterdir():
+            if not path.name.endswith(".lock") and _RUN_RE.fullmatch(path.name):
+                out[path.name] = now - path.stat().st_mtime
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        pass
+    return out
 
 
 def is_before(repo: Repo, old: bytes, new: bytes, limit: int = 10_000) -> bool:
