@@ -11,7 +11,7 @@ import re
 
 from docblocks import doc_block
 
-from wikimem.recall.bm25 import BM25Index, idf
+from wikimem.recall.lexical.bm25 import BM25Index, idf
 
 
 def test_the_api_client_block_runs():

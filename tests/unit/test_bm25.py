@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import wikimem.recall.bm25 as bm25_module
-import wikimem.recall.postings as postings_module
-from wikimem.recall.bm25 import K1, B, BM25Index, idf
-from wikimem.recall.postings import Postings
+import wikimem.recall.lexical.bm25 as bm25_module
+import wikimem.recall.lexical.postings as postings_module
+from wikimem.recall.lexical.bm25 import K1, B, BM25Index, idf
+from wikimem.recall.lexical.postings import Postings
 
 CORPUS = {
     "d1": "the sea is calm and the sky is blue".split(),

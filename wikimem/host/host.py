@@ -209,7 +209,7 @@ class Host:
     # -- erasure -----------------------------------------------------------
 
     def erase_owner(self, owner_id: str, *, actor: str = "operator", within: Within = ""):
-        """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erase`): ``(job, created)``. Its
+        """Erase an owner everywhere, as a job (see :mod:`wikimem.host.fleet.erasure.erase`): ``(job, created)``. Its
         result is the receipt; asking again is the same job."""
         return self.erasure.submit_erase(owner_id, actor=actor, within=within)
 

@@ -20,7 +20,7 @@ from .bulk import (
     select,
     submit,
 )
-from .erase import ERASE, FORGET, Erasure, copy_time, parse_target
+from .erasure import ERASE, FORGET, Erasure, copy_time, erase_jobs, erase_rows, parse_target
 from .jobs import JobStore, validate_job_id
 from .jobtypes import (
     JOB_STATES,
@@ -39,7 +39,6 @@ from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .pgpool import set_pool_size
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
-from .register import erase_jobs, erase_rows
 from .runindex import INDEX_PATH, RunIndex
 from .runner import JOB_THREADS, HostJobs, JobRunner
 from .runtypes import (

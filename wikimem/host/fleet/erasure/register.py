@@ -1,6 +1,6 @@
 """The erasure register and what erasing does to the host's databases (SQLite, or a cluster's PostgreSQL).
 
-Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/register.py``).
+Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erasure/register.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .sql import Database, Tx
+from ..sql import Database, Tx
 
 __all__ = ["ErasureRegister", "erase_jobs", "redact_job", "scrub_jobs", "erase_rows", "mask_id", "vacuum",
            "vacuum_file", "DEFAULT_RECEIPT_RETENTION"]

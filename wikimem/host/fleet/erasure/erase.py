@@ -1,6 +1,6 @@
 """Erasing an owner everywhere, and forgetting one of its items with its history, as durable jobs.
 
-Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erase.py``).
+Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erasure/erase.py``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import Within, covers, encode_owner_id, scope_text, validate_owner_id, within_json
 
-from .jobtypes import RetryLater, Step
+from ..jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
 
 if TYPE_CHECKING:
     from wikimem.host.owners import Owners
 
-    from .runner import HostJobs
+    from ..runner import HostJobs
 
 __all__ = ["Erasure", "ERASE", "FORGET", "parse_target", "copy_time"]
 

@@ -1,4 +1,4 @@
-"""numpy scoring for :class:`wikimem.recall.bm25.BM25Index` (the ``[embed]`` extra brings numpy).
+"""numpy scoring for :class:`wikimem.recall.lexical.bm25.BM25Index` (the ``[embed]`` extra brings numpy).
 
 Imported lazily by the index, only for queries with many postings. It takes
 arrays (a term's slots and term frequencies, the documents' lengths), never

@@ -1,4 +1,4 @@
-"""What :class:`~wikimem.recall.bm25.BM25Index` keeps of one term (:class:`Postings`), and the bound on the
+"""What :class:`~wikimem.recall.lexical.bm25.BM25Index` keeps of one term (:class:`Postings`), and the bound on the
 impacts it caches for its terms (:class:`ImpactCaches`, least recently used dropped first)."""
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 ``score(d) = Σ_t qtf(t)·idf(t)·tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))``, ``k1 = 1.5``,
 ``b = 0.75``, Lucene's IDF (:func:`idf`, never negative). Documents are added and removed one at a time, in
-time proportional to their own size; a term's postings are :class:`~wikimem.recall.postings.Postings`; top-k
+time proportional to their own size; a term's postings are :class:`~wikimem.recall.lexical.postings.Postings`; top-k
 is term-at-a-time with MaxScore-style pruning, or numpy arrays for large queries
-(:mod:`wikimem.recall.bm25_numpy`, imported lazily) — the same scores bit for bit, the same ranking (score
+(:mod:`wikimem.recall.lexical.bm25_numpy`, imported lazily) — the same scores bit for bit, the same ranking (score
 descending, ties by key ascending: keys must be mutually comparable). Why, and the figures:
 docs/explanation/bm25.md.
 """
