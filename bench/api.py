@@ -13,7 +13,7 @@ diary``). It prints markdown tables of
   retrieve p99 against the 50 ms target;
 - cold open: the first request to an owner a fresh set of workers has not
   opened yet (gunicorn restarted), vs the library in a fresh process
-  (``Host(root).owner(id).retrieve(q)``);
+  (``make_host(root).owner(id).retrieve(q)``);
 - memory: RSS growth of a fresh process holding N owner indexes (N = 1, 10, 50,
   100), the gunicorn workers' RSS after the ramp, and for one owner the bytes
   of the cached owner (store + index, tracemalloc) vs its markdown bytes
@@ -117,11 +117,11 @@ def owner_id(i: int) -> str:
 
 def _seed_owner(args: tuple[str, int, int]) -> None:
     from wikimem.context import WriteContext
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     root, i, items = args
     oid = owner_id(i)
-    host = Host(root)
+    host = make_host(root)
     owner, created = host.ensure_owner(oid)
     if not created and owner.stats().items >= items:
         return
@@ -409,16 +409,16 @@ def _rss() -> int:
 def _lib_cold(conn, root: str, owners: list[str]) -> None:
     t = time.perf_counter()
     import wikimem.recall.index  # noqa: F401
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     imp = time.perf_counter() - t
     rng = random.Random(7)
     out = []
-    host = Host(root, index_cache=len(owners) + 1)
+    host = make_host(root, index_cache=len(owners) + 1)
     for o in owners:
         q = query(rng)
         t = time.perf_counter()
-        Host(root).owner(o).retrieve(q)
+        make_host(root).owner(o).retrieve(q)
         out.append(time.perf_counter() - t)
     warm = []
     for o in owners[:5]:
@@ -438,14 +438,14 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     import tracemalloc
 
     import wikimem.recall.index  # noqa: F401
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     rng = random.Random(11)
     # Warm the code paths on a throwaway owner index so that lazy imports are not counted.
-    Host(root, index_cache=1).owner(owners[-1]).retrieve("tea")
+    make_host(root, index_cache=1).owner(owners[-1]).retrieve("tea")
     gc.collect()
     base = _rss()
-    host = Host(root, index_cache=len(owners) + 1)
+    host = make_host(root, index_cache=len(owners) + 1)
     rows = []
     opened = 0
     for n in checkpoints:
@@ -462,7 +462,7 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     tracemalloc.start()
     gc.collect()
     s0 = tracemalloc.take_snapshot()
-    h = Host(root, index_cache=4)
+    h = make_host(root, index_cache=4)
     owner = h.owner(o)
     owner.retrieve(query(rng))
     gc.collect()
@@ -475,7 +475,7 @@ def _lib_memory(conn, root: str, owners: list[str], checkpoints: list[int]) -> N
     gc.collect()
     s1b = tracemalloc.take_snapshot()
     steady = sum(st.size_diff for st in s1b.compare_to(s0, "filename"))
-    owner2 = Host(root, index_cache=4).owner(owners[1])
+    owner2 = make_host(root, index_cache=4).owner(owners[1])
     for f in owner2.store.files():  # load the store's parsed files first
         owner2.store.items(f)
     owner2.diary.dates()
@@ -550,10 +550,10 @@ def chat_turns(n: int) -> tuple[list[tuple[str, str, str]], list[str]]:
 def seed_chat(root: Path, n: int) -> list[str]:
     """One owner holding ``n`` chat turns (one wiki item each); the questions to ask it."""
     sys.path.insert(0, str(REPO))
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     turns, questions = chat_turns(n)
-    owner, _ = Host(root).ensure_owner(CHAT_OWNER)
+    owner, _ = make_host(root).ensure_owner(CHAT_OWNER)
     ops = [{"op": "add", "file": f, "name": name, "content": text} for f, name, text in turns]
     for i in range(0, len(ops), 200):
         owner.apply_ops(ops[i:i + 200])
@@ -769,11 +769,11 @@ def seed_diary(root: Path, entries: int, per_day: int = 20, words: int = 50) -> 
     from datetime import date, timedelta
 
     from wikimem.format import render_day
-    from wikimem.host import Host
+    from wikimem.host import make_host
     from wikimem.models import DiaryItem
 
     rng = random.Random(26)
-    owner, _ = Host(root).ensure_owner(DIARY_OWNER)
+    owner, _ = make_host(root).ensure_owner(DIARY_OWNER)
     folder = owner.root / "diary"
     folder.mkdir(exist_ok=True)
     start = date(2000, 1, 1)
@@ -978,7 +978,7 @@ def main() -> None:
     print(table(["path", "owners", "p50 ms", "max ms", "second request p50 ms"], [
         [f"HTTP, fresh gunicorn (booted in {boot:.1f} s)", len(cold["first"]), ms(pct(cold["first"], .5)),
          ms(max(cold["first"])), ms(pct(cold["second"], .5))],
-        ["library, fresh process: Host(root).owner(id).retrieve(q)", len(lib["cold"]), ms(pct(lib["cold"], .5)),
+        ["library, fresh process: make_host(root).owner(id).retrieve(q)", len(lib["cold"]), ms(pct(lib["cold"], .5)),
          ms(max(lib["cold"])), ms(pct(lib["warm"], .5))],
     ]))
     print(f"\n(library import of wikimem.host + wikimem.recall: {ms(lib['import'])} ms, not included, but the max "

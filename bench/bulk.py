@@ -30,13 +30,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wikimem.context import WriteContext  # noqa: E402
-from wikimem.host import Host, RunQuery  # noqa: E402
+from wikimem.host import Host, RunQuery, make_host  # noqa: E402
 
 BAD_ACTOR = "Elaina-v12"
 
 
 def build(root: Path, owners: int) -> list[str]:
-    host = Host(root)
+    host = make_host(root)
     ids = []
     for i in range(owners):
         owner, _ = host.ensure_owner(f"user:b{i:05d}")
@@ -58,7 +58,7 @@ def timed(fn):
 
 def reference(root: Path, ids: list[str]) -> float:
     """One rollback per owner through the per-owner path (a fresh Host: no owner cached)."""
-    host = Host(root)
+    host = make_host(root)
 
     def run():
         for i, owner_id in enumerate(ids):
@@ -90,7 +90,7 @@ def commit_cost(root: Path, samples: int) -> tuple[float, float]:
     The two kinds of commit alternate, so a slow moment of a shared machine
     falls on both alike.
     """
-    host = Host(root)
+    host = make_host(root)
     owner, _ = host.ensure_owner("user:latency")
     listeners = list(owner.vstore.on_commit)
     times: dict[bool, list[float]] = {False: [], True: []}
@@ -116,7 +116,7 @@ def main() -> None:
         shutil.copytree(tmp / "a", tmp / "b", symlinks=True)
         t_ref = reference(tmp / "a", ids)
 
-        host = Host(tmp / "b")
+        host = make_host(tmp / "b")
         query = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
         t_search, page = timed(lambda: host.fleet.find_runs(query, limit=50))
         t_preview, preview = timed(lambda: host.fleet.preview_bulk_rollback(query))

@@ -63,7 +63,7 @@ sys.path.insert(0, str(REPO / "tests" / "cluster"))
 from engines import Balancer, GitDaemon, GitHttpServer, HostProcess, bare_repo, free_port, wait_until  # noqa: E402
 
 from wikimem.versioned import VersionedStore  # noqa: E402
-from wikimem.versioned.replication.remote import Remote  # noqa: E402
+from wikimem.versioned.replication import Remote  # noqa: E402
 
 
 def fmt(samples: list[float]) -> str:

@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wikimem.context import WriteContext  # noqa: E402
-from wikimem.host import Host, make_backup, restore_backup  # noqa: E402
+from wikimem.host import make_backup, make_host, restore_backup  # noqa: E402
 
 SECRET = "BENCHSECRET"
 
@@ -55,7 +55,7 @@ def _git(*args: str, cwd: Path | None = None, **kw) -> subprocess.CompletedProce
 
 
 def build_root(root: Path, owners: int) -> list[str]:
-    host = Host(root)
+    host = make_host(root)
     ids = []
     for i in range(owners):
         owner, _ = host.ensure_owner(f"user:bk{i:05d}")
@@ -81,7 +81,7 @@ def bench_backup(owners: int, tmp: Path) -> list[tuple[str, float, str]]:
 
     t_gitb, _ = _timed(git_bundles)
     t_full, full = _timed(lambda: make_backup(root, tmp / "backup"))
-    host = Host(root)
+    host = make_host(root)
     for owner_id in ids[:10]:
         host.owner(owner_id).add("notes", "late", "changed after the first backup")
     t_incr, incr = _timed(lambda: make_backup(root, tmp / "backup"))
@@ -113,7 +113,7 @@ def bench_backup(owners: int, tmp: Path) -> list[tuple[str, float, str]]:
 
 
 def build_deep(root: Path, commits: int):
-    host = Host(root)
+    host = make_host(root)
     owner = host.create_owner("user:deep")
     for i in range(commits - 1):
         if i == 100 or (i > 100 and i % 1000 == 0):

@@ -71,7 +71,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402  (the references need it anyway)
 
-import wikimem.recall.bm25 as bm25_module  # noqa: E402
+import wikimem.recall.lexical.bm25 as bm25_module  # noqa: E402
 from wikimem import MemoryIndex, MemoryStore, tokenize  # noqa: E402
 from wikimem.format.blocks import Block, render_blocks  # noqa: E402
 

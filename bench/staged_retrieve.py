@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wikimem.context import WriteContext  # noqa: E402
-from wikimem.host import Host  # noqa: E402
+from wikimem.host import make_host  # noqa: E402
 
 WORDS = ("sea lighthouse tea garden river boat market winter summer train violin piano bread cheese "
          "mountain forest lantern harbor kite orchard").split()
@@ -36,7 +36,7 @@ def text(i: int) -> str:
 
 
 def build(root: Path, main: int, runs: int, items: int):
-    host = Host(root)
+    host = make_host(root)
     owner = host.create_owner("user:bench")
     for start in range(0, main, 200):
         owner.apply_ops([{"op": "add", "file": f"main{(start // 200) % 10}", "name": f"m{i}", "content": text(i)}

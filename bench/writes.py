@@ -50,8 +50,8 @@ CHILD = textwrap.dedent('''
         return f"memory number {i}: she mentioned the sea again, and green tea in the morning."
 
     def host():
-        from wikimem.host import Host
-        return Host(os.path.join(tmp, "data"))
+        from wikimem.host import Host, make_host
+        return make_host(os.path.join(tmp, "data"))
 
     def group_commit(owner, on):
         writer = owner.vstore.writer

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobworker import serve_until_sigterm  # noqa: E402  (this folder is on sys.path: scripts run from here)
 
-from wikimem.host import Host  # noqa: E402
+from wikimem.host import make_host  # noqa: E402
 from wikimem.host.fleet import APPROVE_JOB, JobRunner, Step, staged_handler  # noqa: E402  # noqa: E402
 from wikimem.host.fleet.bulk import JOB_KIND, handler  # noqa: E402
 
@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--lease", type=float, default=1.0)
     ap.add_argument("--die-after-step", type=int, default=None)
     args = ap.parse_args()
-    host = Host(args.root)
+    host = make_host(args.root)
     kind = JOB_KIND if args.kind == "rollback" else APPROVE_JOB
     run = handler(host.owner) if args.kind == "rollback" else staged_handler(host.owner, APPROVE_JOB)
 

@@ -24,6 +24,16 @@ def pytest_configure(config):
 
 
 @pytest.fixture
+def llm():
+    """A chat-completions server on 127.0.0.1 standing in for the LLM of memorize (a test may set its
+    ``reply_fn``)."""
+    from fakes import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
 def store(tmp_path):
     """An empty plain store in ``tmp_path / "mem"`` (a module may extend it: ``def store(store): ...``)."""
     from wikimem import MemoryStore

@@ -72,10 +72,10 @@ def main() -> None:
     runner = JobRunner(JobStore.at(args.root), threads=args.threads, lease=args.lease, poll=0.05)
     runner.register("effect", effect_handler(args.root, args.die_after_effect))
     if os.environ.get("WIKIMEM_LLM_URL"):
-        from wikimem.host import Host
+        from wikimem.host import make_host
         from wikimem.llm.chat import ChatClient
 
-        host = Host(args.root, llm=ChatClient(os.environ["WIKIMEM_LLM_URL"], "fake-chat", timeout=30))
+        host = make_host(args.root, llm=ChatClient(os.environ["WIKIMEM_LLM_URL"], "fake-chat", timeout=30))
         memorize = memorize_handler(host)
 
         def memorize_then_maybe_die(step: Step):

@@ -1,24 +1,6 @@
 """Bearer-token auth of the JSON API, and what the admin UI uses to check a token.
 
-``Authorization: Bearer <secret>``. Tokens come from the hashed tokens file
-(``WIKIMEM_TOKENS_FILE``; format in :mod:`wikimem.host.access.tokens`) and from
-``WIKIMEM_ADMIN_TOKEN`` (a plain admin token for development and tests).
-The file is re-read when it changes, in every worker: a token revoked with
-``wikimem token revoke`` is refused from the next request on.
-
-- no token or an unknown token → 401 (with ``WWW-Authenticate: Bearer``);
-  an expired one → 401 saying when it expired;
-- a valid token without the route's scope, or for an owner outside its
-  owner-id prefix → 403;
-- a token over its request rate (``WIKIMEM_API_LIMIT``, admin tokens
-  exempt; :mod:`webapp.ratelimit`) → 429 with ``Retry-After``.
-
-Each token's last use is recorded in the host's shared auth state, at most
-once a minute per token and worker (``wikimem token list`` shows it).
-
-Scopes: ``read`` (GET routes and retrieve), ``write`` (writes, memorize,
-creating an owner), ``admin`` (deleting an owner, revert, rollback,
-restore). ``admin`` implies ``write``, which implies ``read``.
+Design notes: docs/explanation/access.md (``webapp/auth.py``).
 """
 
 from __future__ import annotations

@@ -1,44 +1,6 @@
 """The one place where errors become HTTP responses.
 
-For ``/api/`` paths, ``/mcp`` and the probes (``/healthz``, ``/readyz``)
-every error is JSON ``{"error": {"code", "message", "request_id"}}`` (plus
-``conflicts`` on 409 and ``current`` on 412; the request id is
-:mod:`webapp.requestid`'s); elsewhere an HTML page. No response ever
-carries a traceback: unexpected exceptions are logged and answered with a
-plain 500.
-
-**400 or 422** — one rule: 400 when the request is *malformed* (the body
-is not JSON or not an object, a field is unknown, missing or of the wrong
-JSON type, a header or cursor is not of its syntax: ``BadRequest``, and a
-diary tool call the agent must make again: ``ToolCallError``); 422 when it
-is well-formed but a value is *refused* by its rules (a name, date, time,
-time zone, range, choice or length: the library's ``InvalidValue`` —
-``InvalidName`` is one — and any other ``ValueError``).
-
-=================================================  ======  ======================
-exception                                          status  code
-=================================================  ======  ======================
-``BadRequest``, ``ToolCallError``                  400     its ``code``
-``AuthError`` / ``Forbidden``                       401/403 ``unauthorized``/``forbidden``
-``NotFound``                                        404     ``not_found``
-``Conflict``                                        409     ``conflict``
-``PreconditionFailed``                              412     ``precondition_failed``
-``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
-``InvalidValue`` (``InvalidName``, …), ``ValueError``  422  its ``code``, else ``invalid_value``
-``LLMNotConfigured``                                501     ``llm_not_configured``
-``LLMError``                                        502     ``llm_error``
-``StoreBusy``                                       503     ``busy`` (``Retry-After``)
-``RemoteUnavailable`` (remote down, async lag full)   503     its ``code`` (``Retry-After``)
-``RemoteMoved`` (another host wrote, retries spent)  409     ``remote_moved`` (``Retry-After``)
-``RemoteRejected``, ``RemoteMissing``,              502     its ``code``
-``RemoteRefused`` (the remote's commits refused)
-``TooLarge`` (a limit of :mod:`wikimem.limits`)     413     ``too_large``
-``QuotaExceeded``                                   429/403 ``quota_exceeded`` (429 + ``Retry-After`` for a rate)
-``DamagedFolder`` (this owner's folder, see         500     ``folder_damaged`` (its message; logged)
-``wikimem repair``)
-a full disk (``ENOSPC``/``EDQUOT``, SQLite "full")  507     ``storage_full`` (``Retry-After``)
-werkzeug ``HTTPException`` (413, 404, 405, …)       its own  e.g. ``too_large`` (405 with ``Allow``)
-=================================================  ======  ======================
+Design notes: docs/explanation/operations.md (``webapp/errors.py``).
 """
 
 from __future__ import annotations
@@ -53,9 +15,11 @@ from markupsafe import escape
 from werkzeug.exceptions import HTTPException
 
 from wikimem.errors import (
+    BadRequest,
     Conflict,
     DamagedFolder,
     InvalidValue,
+    LLMNotConfigured,
     NotFound,
     NotPermitted,
     PreconditionFailed,
@@ -65,9 +29,9 @@ from wikimem.errors import (
     RemoteUnavailable,
     StoreBusy,
     TooLarge,
+    ToolCallError,
     WikimemError,
 )
-from wikimem.host import BadRequest, LLMNotConfigured, ToolCallError
 from wikimem.llm import LLMError
 
 from .auth import AuthError, Forbidden

@@ -1,24 +1,6 @@
 """Log lines of the host: JSON (one object a line, python-json-logger) or plain text, each with its request id.
 
-:func:`logging_config` is one ``logging.config.dictConfig`` dictionary for
-both formats (``WIKIMEM_LOG_FORMAT``: ``json`` or ``text``):
-``deploy/gunicorn.conf.py`` hands it to gunicorn (``logconfig_dict``), the
-development server applies it with :func:`configure`. It sets
-
-- the root logger (the app, the library, Flask; audit events included)
-  and ``gunicorn.error`` → stderr;
-- ``gunicorn.access`` → stdout: in JSON, one object per request with
-  ``request`` (the request line as sent), ``method``, ``path``, ``status``, ``bytes``, ``duration_ms``,
-  ``remote_addr``, ``user_agent``, ``request_id`` … (:class:`AccessJsonFormatter`,
-  from gunicorn's atoms); in text, :data:`TEXT_ACCESS_FORMAT`.
-
-Every handler carries :class:`RequestIdFilter`, so every line logged while
-a request is served has its ``request_id`` (``-`` outside a request). A
-JSON line looks like::
-
-    {"time": "2026-07-21T06:30:00.123Z", "level": "INFO", "logger": "wikimem.audit",
-     "message": "audit revert actor=alice owner=user:ann result=ok", "request_id": "7f3c…",
-     "process": 4242, "audit": "revert", "actor": "alice", "owner": "user:ann", "result": "ok"}
+Design notes: docs/explanation/operations.md (``webapp/logs.py``).
 """
 
 from __future__ import annotations

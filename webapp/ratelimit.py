@@ -1,44 +1,6 @@
 """Rate limits: sign-in attempts per client address and per account name, and API requests per token.
 
-Each ``POST /login`` counts one attempt against its client address
-(``request.remote_addr``, the real client behind ``WIKIMEM_PROXIES``
-trusted proxies) and, when it names an account, one against that name
-(case-folded). Over either limit the attempt is refused with 429 and
-``Retry-After`` *before* any password is hashed, so a flood of wrong
-passwords costs the host a counter update per request, not a scrypt.
-
-Limits are strings of the ``limits`` library, several joined by ``;``:
-``WIKIMEM_LOGIN_LIMIT_ADDRESS`` (``10/minute;50/hour``) and
-``WIKIMEM_LOGIN_LIMIT_ACCOUNT`` (``5/minute;20/hour``). Windows are fixed
-(``limits``' fixed-window strategy): at a window's edge up to twice a limit
-may pass in a short time, never more.
-
-Where the counters live decides whether the limit holds: gunicorn runs
-several worker processes, and counters in each one's memory would let
-``workers ×`` the limit through. By default they live in the host's shared
-:class:`~wikimem.host.access.authstate.AuthState` (SQLite at the data root), which
-all workers of the host update atomically. ``WIKIMEM_LOGIN_LIMIT_STORAGE``
-may name any other ``limits`` storage instead: ``redis://…`` or
-``memcached://…`` to count across the hosts of a cluster (their client
-libraries must be installed), or ``memory://`` for per-process counters.
-
-A limit per account lets anyone who knows an operator's name lock that
-account out of password sign-in for the window; tokens still work, and the
-windows are short. Successful sign-ins count too (nothing is known before
-the check).
-
-**API requests per token** (:class:`ApiLimiter`): every request a token
-authenticates counts against ``WIKIMEM_API_LIMIT`` (``1200/minute``), in
-the same storage, keyed by the token's id; over it the request is refused
-with 429 ``rate_limited`` and ``Retry-After`` (:class:`RateLimited`) before
-it does anything. Tokens with the ``admin`` scope are exempt (an operator
-cleaning up after an incident must not be locked out by it); an empty
-value turns the limit off. Unknown tokens are refused with 401 and never
-counted. When the counter cannot be written (a full disk: ``auth/state.sqlite3``
-is written on every request; a locked file, a storage server down) the
-request goes on uncounted — a read must not fail because of a counter —
-and ``wikimem_rate_limit_unavailable_total`` counts it. Sign-in attempts
-stay refused then (:class:`LoginLimiter` guards passwords: it fails closed).
+Design notes: docs/explanation/access.md (``webapp/ratelimit.py``).
 """
 
 from __future__ import annotations

@@ -1,53 +1,6 @@
 """Operator sign-in for the admin UI (``/login``, ``/logout``, ``/``) and the check of every admin request.
 
-Who signs in
-    A token with the ``admin`` scope (:mod:`webapp.auth`) signs in with the
-    ``admin`` role. An operator account (:mod:`wikimem.host.access.operators`,
-    ``WIKIMEM_OPERATORS_FILE``) signs in with its name and password and has
-    its account's role: ``reviewer`` (reads), ``operator`` (also reverts,
-    rolls back, restores), ``admin`` (everything). Views ask for a role with
-    :func:`require_role`.
-
-What the session cookie holds
-    Flask's signed cookie (``WIKIMEM_SECRET_KEY``) with one entry, ``op``:
-    ``sid`` (a random session id), ``iat`` (when it was signed in), ``kind``
-    (``token`` or ``account``), ``cid`` (the token's public id, or the account
-    name) and ``fp``, the credential's fingerprint: an HMAC under the secret
-    key of the credential as stored — the token's hash with its scopes and
-    owner prefix, or the account's password hash with its role and prefix.
-    Never a secret, nor a password hash that could be cracked offline.
-
-What every admin request checks (:func:`current_operator`)
-    1. Absolute lifetime: ``iat`` + ``PERMANENT_SESSION_LIFETIME`` (12 h). The
-       cookie is never re-issued just because it was used
-       (``SESSION_REFRESH_EACH_REQUEST`` is off: no ``Set-Cookie`` on API,
-       static or health responses), and its ``Expires`` is that same instant.
-    2. The credential as it is now, from the tokens and operators files
-       (re-read when they change, in every worker): its fingerprint must
-       equal the cookie's. Revoking the token, taking its admin scope,
-       removing the account, changing its password, role or prefix: the
-       session ends on its next request.
-    3. Logout: the session id is in the revocation store
-       (:class:`wikimem.host.access.authstate.AuthState`, SQLite at the data root,
-       shared by the host's workers) until its lifetime ends.
-
-Why this shape (a cluster)
-    Accepting a session needs no per-session record, only the secret key
-    and the tokens and operators files, which the hosts of a cluster share:
-    a session signed in on one host is valid on every host, and checks 1 and
-    2 hold everywhere, from the shared files. A logout is recorded per data
-    root: :func:`revoke`, the one function that records it, records it here
-    and tells every peer (:func:`webapp.peering.tell_revoked`); a peer that
-    is down then misses it (logged) and accepts the cookie until it expires.
-
-Sign-in itself
-    Rate limited per client address and per account name before any
-    password is hashed (:mod:`webapp.ratelimit`); at most one password hash
-    runs at a time on the host (a lock at the data root), so a flood of
-    sign-ins can take at most one core from the API. An unknown name costs
-    the same hash as a wrong password. Every form is CSRF-protected
-    (Flask-WTF's ``csrf_token`` field); the bearer-token JSON API is exempt,
-    since a browser never sends it credentials on its own.
+Design notes: docs/explanation/access.md (``webapp/session.py``).
 """
 
 from __future__ import annotations

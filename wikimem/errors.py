@@ -26,6 +26,10 @@ __all__ = [
     "DamagedFolder",
     "RemoteRefused",
     "NotPermitted",
+    "BadRequest",
+    "ToolCallError",
+    "LLMNotConfigured",
+    "QueueFull",
 ]
 
 
@@ -188,7 +192,6 @@ class QuotaExceeded(WikimemError):
         self.retry_after = retry_after
 
 
-
 class DamagedFolder(WikimemError):
     """An owner folder the host will not use as it is: a file that is a symbolic link, a FIFO, a device or
     over its size limit, a path leaving the folder, a broken branch, history index or ``settings.json``.
@@ -198,3 +201,35 @@ class DamagedFolder(WikimemError):
     """
 
     code = "folder_damaged"
+
+
+# -- what a host refuses (a request, a tool call, a job) ----------------------------------------------------
+
+class BadRequest(WikimemError, ValueError):
+    """A request whose shape is wrong: a missing or unknown field, a wrong type."""
+
+    code = "bad_request"
+
+
+class ToolCallError(WikimemError, ValueError):
+    """A diary tool call that was refused; the message is meant for the agent."""
+
+    code = "bad_tool_call"
+
+
+class LLMNotConfigured(WikimemError):
+    """Memorize was asked for, but the host has no chat endpoint configured."""
+
+    code = "llm_not_configured"
+
+
+class QueueFull(QuotaExceeded):
+    """A job refused: its tenant (or owner) has as many open jobs as it may, or the jobs database is full.
+
+    HTTP 429 with ``Retry-After`` (``retry_after`` seconds).
+    """
+
+    code = "queue_full"
+
+    def __init__(self, message: str, retry_after: int = 5):
+        super().__init__(message, retry_after=retry_after)

@@ -14,24 +14,9 @@ from datetime import date as _date
 
 from .errors import InvalidName
 
-__all__ = [
-    "validate_file",
-    "validate_character_id",
-    "is_character_id",
-    "MAX_CHARACTER_ID_LEN",
-    "sanitize_item_name",
-    "validate_date",
-    "validate_time",
-    "is_valid_time",
-    "safe_stem",
-    "validate_provenance",
-    "unsafe_chars",
-    "is_unsafe",
-    "UNSAFE_CATEGORIES",
-    "MAX_FILE_LEN",
-    "MAX_ITEM_NAME_LEN",
-    "MAX_PROVENANCE_LEN",
-]
+__all__ = ["validate_file", "validate_character_id", "is_character_id", "MAX_CHARACTER_ID_LEN", "sanitize_item_name",
+           "validate_date", "validate_time", "is_valid_time", "safe_stem", "validate_provenance", "unsafe_chars",
+           "is_unsafe", "UNSAFE_CATEGORIES", "MAX_FILE_LEN", "MAX_ITEM_NAME_LEN", "MAX_PROVENANCE_LEN"]
 
 FILE_RE = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")

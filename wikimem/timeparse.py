@@ -1,63 +1,6 @@
 """parse_time_range: the regular-expression fast path of time gating.
 
-Turns the time expressions of a query into a closed window of local dates,
-``("YYYY-MM-DD", "YYYY-MM-DD")``, or None. Standard library only.
-
-Narrow rather than wrong: only expressions with a defensible boundary are
-understood (昨天, 上周三, 3天前, 7月21号, 2026-07-21, yesterday...). Vague
-words (最近, 前几天, 以前) find nothing, because a wrong window silently
-hides the right memory. Several expressions in one text give the window
-spanning all of them (``7月1号到7月3号`` → July 1–3).
-
-Bare weekdays (周一, 星期天, 礼拜三, "on Monday") are the most recent such day,
-today when today is one, and nothing in a sentence about the future (周一要开会,
-"see you Monday"); 周末, 这个周末, "the weekend", "over the weekend" the most recent
-weekend (the one under way on a Saturday or Sunday); 最近N天, 近N周, 过去N天,
-这N天, "the last N days", "the past N weeks" the N days (7·N) that end today.
-A window may be a set of separate days (:class:`TimeWindow` ``days``): "last
-Friday" asked once this week's Friday is two days behind is those two Fridays.
-The rules themselves are in :mod:`wikimem.timerules`.
-
-Conventions: weeks run Monday to Sunday; 这周 / 上周 are whole calendar weeks,
-N周前 is the calendar week holding the day 7·N days ago; 上个月 / N个月前 are
-calendar months; a month and day without a year (7月21号) are the most recent
-one that is not in the future (12月25号 asked in July is last December's; a
-year word in front of it, 去年7月21号, picks the year). An explicit date
-(2026-07-01, 2026/7/1, 2026年7月1日, 7月21号) wins over a relative word
-elsewhere in the same text: "2026-07-01 那天，比昨天更早" is that day only
-(the relative word is still taken out of the text left to search).
-
-English, case-insensitive, on word boundaries (a CJK neighbour is one):
-today / yesterday / tomorrow, the day before yesterday, N days / weeks /
-months ago (digits or a, one..twelve; "two or three days ago", "over a week
-ago" are vague), last / this / next week and month, this morning /
-afternoon / evening and tonight (today), last night / last evening
-(yesterday, as 昨晚: a night filed under the date it began), last / this
-weekend (上周末 / 这周末; "this past weekend" too), next weekend, month-name
-dates (May 1, May 1st, 1 May 2022, the 3rd of March; "May" only capitalised,
-since "may" is a verb; "we march 5 miles" is no date), "on the 3rd" (of this
-/ last month; without it the most recent 3rd on or before today), weekdays:
-
-- "Wednesday", "on Wednesday": the most recent Wednesday, today if today is
-  one (as a month-day without a year) — but nothing in a sentence about the
-  future ("see you Monday", "we'll go on Saturday"), where that would be
-  the wrong Wednesday;
-- "Wednesday last week", "last week's Wednesday": that calendar week's, as 上周三;
-- "last Wednesday": last calendar week's (上周三); English also uses it for
-  this week's Wednesday once that is two or more days back (asked on a
-  Friday or a weekend), so then the window runs from one to the other
-  rather than guess; "next Wednesday" mirrors it; "this Wednesday" is this
-  calendar week's (这周三), or, once that is past, it up to the coming one;
-- "this past Wednesday" / "this coming Wednesday": the nearest before / after today.
-
-Words that name no one day are claimed (no later rule reads a day into
-them) but stay in the text to search: every Monday, a Monday, the Monday
-after, that Monday, by Friday, Monday to Friday, Good Friday,
-Sunday best, "monday morning meetings are boring", the last week / the
-last night of the trip (a rolling span, or a day named by another event).
-Abbreviations only where they are no English word (tues, thurs; not sat,
-sun, wed, mon). Vague words (recently, the other day, a while ago, some
-day, a few days ago) find nothing.
+Design notes: docs/explanation/recall-internals.md (``wikimem/timeparse.py``).
 """
 
 

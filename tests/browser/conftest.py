@@ -73,10 +73,10 @@ def world(tmp_path, monkeypatch):
 
     from webapp import create_app
     from webapp.session import account_line
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     root = tmp_path / "data"
-    seeded = seed(Host(root))
+    seeded = seed(make_host(root))
     accounts = tmp_path / "operators.jsonl"
     accounts.write_text(account_line(*OPERATOR) + "\n", encoding="utf-8")
     monkeypatch.setenv("WIKIMEM_OPERATORS_FILE", str(accounts))
@@ -88,7 +88,7 @@ def world(tmp_path, monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield World(f"http://127.0.0.1:{server.server_port}", root, Host(root), seeded)
+        yield World(f"http://127.0.0.1:{server.server_port}", root, make_host(root), seeded)
     finally:
         server.shutdown()
         thread.join()

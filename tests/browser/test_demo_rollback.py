@@ -45,11 +45,11 @@ def demo(tmp_path, monkeypatch):
     from werkzeug.serving import make_server
 
     from webapp import create_app
-    from wikimem.host import Host
+    from wikimem.host import make_host
     from wikimem.host.demo import seed_demo
 
     root = tmp_path / "data"
-    seeded = seed_demo(Host(root))
+    seeded = seed_demo(make_host(root))
     monkeypatch.setenv("WIKIMEM_DATA", str(root))
     monkeypatch.setenv("WIKIMEM_ADMIN_TOKEN", ADMIN_TOKEN)
     monkeypatch.setenv("WIKIMEM_SECRET_KEY", secrets.token_hex(32))
@@ -57,7 +57,7 @@ def demo(tmp_path, monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}", Host(root), seeded
+        yield f"http://127.0.0.1:{server.server_port}", make_host(root), seeded
     finally:
         server.shutdown()
         thread.join()

@@ -32,10 +32,10 @@ class NewPromptLLM:
 
 def stage_runs(root) -> None:
     from wikimem.context import WriteContext
-    from wikimem.host import Host
+    from wikimem.host import make_host
     from wikimem.host.probation import StagingPolicy
 
-    writer = Host(root, llm=NewPromptLLM(), staging=StagingPolicy.parse(actors="memorize-v7"))
+    writer = make_host(root, llm=NewPromptLLM(), staging=StagingPolicy.parse(actors="memorize-v7"))
     for i, owner_id in enumerate(OWNERS):
         owner = writer.create_owner(owner_id)
         owner.add("preferences", "sea", "Likes the sea.")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from wikimem.versioned import VersionedStore
+from wikimem.versioned.replication import TRACKING, Remote
 from wikimem.versioned.replication.catchup import Diverged, fast_forward, local_only, replay, switch_to
-from wikimem.versioned.replication.remote import TRACKING, Remote
 
 
 def git(repo: Path, *args: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import Host, make_host
 from wikimem.host.cluster import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def world(tmp_path):
     remotes = tmp_path / "remotes"
     remotes.mkdir()
     template = f"file://{remotes}/{{owner}}.git"
-    host = Host(tmp_path / "data", replication=Settings(template))
+    host = make_host(tmp_path / "data", replication=Settings(template))
     for owner_id in OWNERS:
         owner = host.create_owner(owner_id)
         owner.vstore.add("prefs", "sea", "likes the sea", ctx=WriteContext(run="good", actor="Elaina"))
@@ -74,11 +74,11 @@ def test_a_writing_command_moves_the_remote(world, command, mode):
     done = wikimem(*args, env={**env, "WIKIMEM_REPLICATION": mode})
     assert done.returncode == 0, done.stdout + done.stderr
     for owner_id in OWNERS:
-        local = Host(host.root).owner(owner_id).head()
+        local = make_host(host.root).owner(owner_id).head()
         if owner_id in written:
             assert local != before[owner_id], f"{command} wrote no commit for {owner_id}"
         assert remote_main(remotes, host, owner_id) == local, f"{command}: the remote of {owner_id} stayed behind"
-    after = Host(host.root).owner("user:ann")
+    after = make_host(host.root).owner("user:ann")
     assert after.item("prefs", "sea").content == "likes the sea"
 
 
@@ -88,7 +88,7 @@ def test_a_dry_run_writes_nothing_anywhere(world):
     assert wikimem("bulk-rollback", "--run", "bad", "--dry-run", env=env).returncode == 0
     assert wikimem("--owner", "user:ann", "rollback", "bad", "--dry-run", env=env).returncode == 0
     assert {o: remote_main(remotes, host, o) for o in OWNERS} == before
-    assert {o: Host(host.root).owner(o).head() for o in OWNERS} == before
+    assert {o: make_host(host.root).owner(o).head() for o in OWNERS} == before
 
 
 def test_a_missing_owner_is_brought_from_the_remote_before_the_command(world, tmp_path):
@@ -97,6 +97,6 @@ def test_a_missing_owner_is_brought_from_the_remote_before_the_command(world, tm
     fresh = {**env, "WIKIMEM_DATA": str(tmp_path / "fresh")}
     done = wikimem("--owner", "user:bob", "rollback", "bad", env=fresh)
     assert done.returncode == 0, done.stderr
-    rebuilt = Host(tmp_path / "fresh").owner("user:bob")
+    rebuilt = make_host(tmp_path / "fresh").owner("user:bob")
     assert rebuilt.item("prefs", "sea").content == "likes the sea"
     assert remote_main(remotes, host, "user:bob") == rebuilt.head()

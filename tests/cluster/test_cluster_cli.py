@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.cluster.replication import Settings
 from wikimem.host.cluster.shards import Ring
 
@@ -29,7 +29,7 @@ def remote(tmp_path):
 
 
 def test_verify_reports_equal_then_a_hand_edit_and_an_unpushed_commit(tmp_path, remote):
-    a = Host(tmp_path / "a", replication=Settings(remote))
+    a = make_host(tmp_path / "a", replication=Settings(remote))
     for i in range(3):
         a.create_owner(f"user:v{i}").add("prefs", "sea", "likes the sea")
     env = {"WIKIMEM_DATA": str(tmp_path / "a"), "WIKIMEM_REMOTE": remote}
@@ -50,7 +50,7 @@ def test_verify_reports_equal_then_a_hand_edit_and_an_unpushed_commit(tmp_path, 
 
 
 def test_restore_all_rebuilds_a_host_from_the_remote_alone(tmp_path, remote):
-    a = Host(tmp_path / "a", replication=Settings(remote))
+    a = make_host(tmp_path / "a", replication=Settings(remote))
     owners = [f"user:r{i}" for i in range(4)]
     for owner in owners:
         a.create_owner(owner).diary_append(f"{owner} was here", date="2026-07-21", time="09:00")
@@ -58,7 +58,7 @@ def test_restore_all_rebuilds_a_host_from_the_remote_alone(tmp_path, remote):
     done = cli("restore", "--all", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {o: "cloned" for o in owners}
-    restored = Host(tmp_path / "new")
+    restored = make_host(tmp_path / "new")
     assert restored.owner_ids() == owners
     assert [e.content for e in restored.owner("user:r2").diary_day("2026-07-21")] == ["user:r2 was here"]
     assert {c["state"] for c in json.loads(cli("verify", env=env).stdout)} == {"equal"}
@@ -67,7 +67,7 @@ def test_restore_all_rebuilds_a_host_from_the_remote_alone(tmp_path, remote):
 
 
 def test_rebalance_drops_only_copies_served_elsewhere_and_safely_on_the_remote(tmp_path, remote):
-    a = Host(tmp_path / "a", replication=Settings(remote))
+    a = make_host(tmp_path / "a", replication=Settings(remote))
     owners = [f"user:b{i}" for i in range(12)]
     for owner in owners:
         a.create_owner(owner).add("prefs", "sea", "likes the sea")
@@ -78,12 +78,12 @@ def test_rebalance_drops_only_copies_served_elsewhere_and_safely_on_the_remote(t
     (a.owner_path(moving[0]) / "wiki" / "prefs.md").write_text("## edited\nnot committed yet\n")
     env = {"WIKIMEM_DATA": str(tmp_path / "a"), "WIKIMEM_REMOTE": remote}
     dry = cli("rebalance", "--servers", ",".join(servers), "--self", servers[0], "--dry-run", env=env)
-    assert set(json.loads(dry.stdout)) == set(moving) and Host(tmp_path / "a").owner_ids() == sorted(owners)
+    assert set(json.loads(dry.stdout)) == set(moving) and make_host(tmp_path / "a").owner_ids() == sorted(owners)
     done = cli("rebalance", "--servers", ",".join(servers), "--self", servers[0], env=env)
     result = json.loads(done.stdout)
     assert result[moving[0]].startswith("kept: dirty") and done.returncode == 1
     assert all(result[o].startswith("dropped") for o in moving[1:])
-    assert Host(tmp_path / "a").owner_ids() == sorted([o for o in owners if o not in moving] + [moving[0]])
+    assert make_host(tmp_path / "a").owner_ids() == sorted([o for o in owners if o not in moving] + [moving[0]])
 
 
 def test_where_prints_the_servers_in_nginx_order(tmp_path):

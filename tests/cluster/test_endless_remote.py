@@ -23,7 +23,7 @@ import pytest
 from apiworld import ADMIN, auth
 
 from webapp import create_app
-from wikimem.host import Host, encode_owner_id
+from wikimem.host import encode_owner_id, make_host
 from wikimem.host.access.tokens import append_token, mint_token
 
 MAX_MB = 2
@@ -158,7 +158,7 @@ def _reader(tmp_path: Path) -> tuple[Path, str]:
 @pytest.mark.parametrize("drip", [False, True], ids=["stream", "drip"])
 def test_a_fetch_from_a_remote_that_never_stops_is_cut_off_and_leaves_nothing(tmp_path, drip):
     tokens, reader = _reader(tmp_path)
-    owner = Host(tmp_path / "data").create_owner("user:ann")  # held here, made before the host replicated
+    owner = make_host(tmp_path / "data").create_owner("user:ann")  # held here, made before the host replicated
     owner.add("notes", "tea", "likes green tea")
     folder = owner.root
     with Endless(drip) as server:

@@ -86,7 +86,7 @@ def test_erasing_with_each_transport_and_the_other_hosts_drop_their_copies(kind,
         assert SECRET not in log and OWNER not in log and "erased" in log
     with pytest.raises(NotFound):
         b.owner(OWNER)  # the tombstone (or the missing repository and the register) says erased: b's copy goes
-    assert c.erasure.sweep(c._folders()) == [OWNER]  # c's housekeeping: a copy nobody asks for goes too
+    assert c.erasure.sweep() == [OWNER]  # c's housekeeping: a copy nobody asks for goes too
     for name in "abc":
         assert traces([tmp_path / name], [SECRET, OWNER, encode_owner_id(OWNER)]) == [], name
     fresh = a.create_owner(OWNER)  # the id may be used again: a new, empty owner

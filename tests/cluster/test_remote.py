@@ -17,7 +17,7 @@ import pytest
 from engines import GitHttpServer, bare_repo, free_port  # noqa: E402
 
 from wikimem.versioned import VersionedStore
-from wikimem.versioned.replication.remote import (
+from wikimem.versioned.replication import (
     TRACKING,
     Remote,
     RemoteMissing,

@@ -20,7 +20,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import WikimemError
 from wikimem.versioned import VersionedStore
 from wikimem.versioned.intent import IntentLog
-from wikimem.versioned.replication.remote import TRACKING, Remote, RemoteMoved, RemoteUnavailable
+from wikimem.versioned.replication import TRACKING, Remote, RemoteMoved, RemoteUnavailable
 from wikimem.versioned.replication.replica import Replica, ReplicationLagging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ _KILLED_AFTER_PUSH = textwrap.dedent("""
     import os, sys
     from wikimem.context import WriteContext
     from wikimem.versioned import VersionedStore
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
     from wikimem.versioned.replication.replica import Replica
     vs = VersionedStore(sys.argv[1])
     vs.replica = Replica(Remote(sys.argv[2]), "sync")
@@ -203,12 +203,12 @@ def test_a_retry_on_another_host_replays_the_write_made_there(world):
 
 def test_a_deleted_owner_is_not_cloned_back_and_can_be_created_again(tmp_path):
     from wikimem.errors import NotFound
-    from wikimem.host import Host
+    from wikimem.host import make_host
     from wikimem.host.cluster.replication import Settings
 
     (tmp_path / "replicas").mkdir()
     settings = Settings(f"file://{tmp_path}/replicas/{{owner}}.git")
-    a, b = Host(tmp_path / "a", replication=settings), Host(tmp_path / "b", replication=settings)
+    a, b = make_host(tmp_path / "a", replication=settings), make_host(tmp_path / "b", replication=settings)
     a.create_owner("user:gone").add("prefs", "sea", "likes the sea")
     assert b.owner("user:gone").item("prefs", "sea").content == "likes the sea"  # cloned on first use
     a.delete_owner("user:gone")

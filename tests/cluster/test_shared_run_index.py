@@ -15,7 +15,7 @@ import time
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.host import Host, JobQuery, RunQuery
+from wikimem.host import Host, JobQuery, RunQuery, make_host
 from wikimem.host.cluster import Settings
 
 BAD = "Elaina-v12"
@@ -25,7 +25,7 @@ BAD = "Elaina-v12"
 def pair(tmp_path, database_url):
     (tmp_path / "remotes").mkdir()
     settings = Settings(f"file://{tmp_path}/remotes/{{owner}}.git", freshness=0)
-    hosts = [Host(tmp_path / name, replication=settings, database=database_url, name=name)
+    hosts = [make_host(tmp_path / name, replication=settings, database=database_url, name=name)
              for name in ("east", "west")]
     yield hosts
     for host in hosts:
@@ -128,7 +128,7 @@ def _wait(host: Host, job_id: str, timeout: float = 60.0):
 
 def test_the_job_store_on_postgresql_migrates_claims_in_turns_caps_and_cancels(database_url):
     """The SQL of the jobs runs unchanged on PostgreSQL (one dialect-neutral layer)."""
-    from wikimem.host.errors import QueueFull
+    from wikimem.errors import QueueFull
     from wikimem.host.fleet import JobRunner, JobStore, Limits
     from wikimem.host.fleet.jobs import SCHEMA_VERSION
 

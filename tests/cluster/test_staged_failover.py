@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.cluster.replication import Settings
 from wikimem.host.owner_ids import encode_owner_id
 
@@ -35,7 +35,7 @@ def remote(tmp_path):
 
 def test_a_staged_run_written_on_one_host_is_approved_on_the_other_after_failover(tmp_path, remote):
     bare = tmp_path / "replicas" / f"{encode_owner_id(OWNER)}.git"
-    a = Host(tmp_path / "a", replication=Settings(remote, freshness=0))
+    a = make_host(tmp_path / "a", replication=Settings(remote, freshness=0))
     owner = a.create_owner(OWNER)
     owner.add("preferences", "tea", "Drinks green tea.")
     head = owner.head()
@@ -45,7 +45,7 @@ def test_a_staged_run_written_on_one_host_is_approved_on_the_other_after_failove
     assert git(bare, "rev-parse", f"refs/heads/staged/{RUN}").strip() == staged.commit
     assert git(bare, "rev-parse", "main").strip() == head
     # Host a is gone; host b, a fresh data root, takes the owner over from the remote alone.
-    b = Host(tmp_path / "b", replication=Settings(remote, freshness=0))
+    b = make_host(tmp_path / "b", replication=Settings(remote, freshness=0))
     taken = b.owner(OWNER)
     assert taken.head() == head
     assert [r.run for r in taken.staged_runs()] == [RUN]
@@ -73,9 +73,9 @@ def test_a_staged_run_written_on_one_host_is_approved_on_the_other_after_failove
 
 
 def test_a_staged_write_racing_another_hosts_on_the_same_run_keeps_both(tmp_path, remote):
-    a = Host(tmp_path / "a", replication=Settings(remote, freshness=0))
+    a = make_host(tmp_path / "a", replication=Settings(remote, freshness=0))
     a.create_owner(OWNER).add("preferences", "tea", "Drinks green tea.")
-    b = Host(tmp_path / "b", replication=Settings(remote, freshness=0))
+    b = make_host(tmp_path / "b", replication=Settings(remote, freshness=0))
     b.owner(OWNER)
     ctx = WriteContext(run=RUN, actor="memorize-v7", staged=True)
     a.owner(OWNER).add("people", "mia", "A friend who surfs.", ctx=ctx)
@@ -91,7 +91,7 @@ def test_staged_branches_push_fetch_and_go_over_every_kind_of_remote(remote_kind
     """file://, smart HTTP (nginx + git http-backend) and git daemon: a staged branch is pushed with CAS, a clone
     brings it, approving removes it on the remote, and a fetch removes it where it was cloned."""
     from wikimem.versioned import Replica, Staging, VersionedStore
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
 
     url, bare = remote_kind.new()
     remote = Remote(url)
@@ -123,10 +123,10 @@ def test_a_hostile_staged_branch_on_the_remote_is_refused_and_main_still_follows
     from dulwich.repo import Repo
     from hostile import push_hostile
 
-    a = Host(tmp_path / "a", replication=Settings(remote, freshness=0))
+    a = make_host(tmp_path / "a", replication=Settings(remote, freshness=0))
     a.create_owner(OWNER).add("preferences", "tea", "Drinks green tea.")
     bare = tmp_path / "replicas" / f"{encode_owner_id(OWNER)}.git"
-    b = Host(tmp_path / "b", replication=Settings(remote, freshness=0))
+    b = make_host(tmp_path / "b", replication=Settings(remote, freshness=0))
     b.owner(OWNER)
     good_main = git(bare, "rev-parse", "main").strip()
     bad = push_hostile(bare, "symlink", "/etc/passwd")  # moves the remote's main: put it on a staged branch instead

@@ -154,7 +154,7 @@ def test_the_intent_of_a_writer_of_the_previous_version_is_reconciled(tmp_path):
 HOST_CHILD = """
 import importlib, os, sys
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import Host, make_host
 module, path = sys.argv[2], sys.argv[3]
 owner_cls, _, name = path.partition(".")
 cls = getattr(importlib.import_module(module), owner_cls)
@@ -164,7 +164,7 @@ def dying(*args, **kwargs):
     if path != "HistoryDB.sync" or kwargs.get("results"):
         os._exit(9)
     return result
-host = Host(sys.argv[1])
+host = make_host(sys.argv[1])
 owner = host.owner("user:ann")
 setattr(cls, name, dying)
 owner.add("preferences", "tea", "oolong", ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
@@ -177,17 +177,17 @@ os._exit(0)
 def test_a_host_write_killed_after_any_step_is_in_the_run_index_after_its_retry(tmp_path, step):
     """Issue 22 finding 4: killed after the branch moved, the retry replays without a new commit — the run
     index must still learn of the commit (the recovery tells the listeners), without any search catching up."""
-    from wikimem.host import Host, RunQuery
+    from wikimem.host import RunQuery, make_host
 
     data = tmp_path / "data"
-    host = Host(data)
+    host = make_host(data)
     host.ensure_owner("user:ann")[0].add("preferences", "sea", "likes the sea", ctx=WriteContext(actor="seed"))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     child = subprocess.run([sys.executable, "-c", HOST_CHILD, str(data), step[0], step[1]], env=env,
                            capture_output=True, text=True, timeout=60)
     assert child.returncode == 9, child.stderr
 
-    host = Host(data)  # the retry, in another process's shoes
+    host = make_host(data)  # the retry, in another process's shoes
     done = host.owner("user:ann").add("preferences", "tea", "oolong",
                                       ctx=WriteContext(run="run_crash", actor="bot", idempotency_key="k-1"))
     assert done.replayed == (step[2] in COMMITTED)

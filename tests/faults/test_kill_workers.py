@@ -169,9 +169,9 @@ def test_sigkilled_workers_lose_and_duplicate_no_acknowledged_write(tmp_path, en
         assert _git(root, "status", "--porcelain") == ""
         assert IntentLog(root / ".git").in_flight() is None
     # The run index as the killed and restarted workers left it equals a rebuild from git (issue 22 finding 4).
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
-    host = Host(tmp_path, database=database)
+    host = make_host(tmp_path, database=database)
     fed = host.run_index.dump()
     host.fleet.refresh_run_index(full=True)
     rebuilt = host.run_index.dump()

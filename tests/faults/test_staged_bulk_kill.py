@@ -13,7 +13,7 @@ import pytest
 from gunicorn_env import wait_for
 
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import make_host
 
 WORKER = Path(__file__).resolve().parents[1] / "bulkworker.py"
 OWNERS = [f"user:p{i:02d}" for i in range(60)]
@@ -23,7 +23,7 @@ RUN = "run_prompt_v7"
 @pytest.mark.slow
 def test_a_bulk_approve_survives_a_sigkill_of_its_worker_and_approves_each_owner_once(tmp_path):
     root = tmp_path / "data"
-    host = Host(root)
+    host = make_host(root)
     for owner_id in OWNERS:
         owner = host.create_owner(owner_id)
         owner.add("preferences", "tea", "Drinks green tea.")

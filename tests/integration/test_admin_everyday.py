@@ -338,12 +338,16 @@ def test_history_cards_open_their_changes_in_place(app):
 
 # -- item 8: messages in the operator's words ----------------------------------------------------------
 
-def test_a_bad_file_name_is_explained_without_a_regex(app):
+def new_item(app, **fields):
+    """Olga's new-item form sent with ``fields`` (file, name, content): the response and its page."""
     client = client_as(app, "olga")
     page = text(client.get(f"{BASE}/new-item"))
-    r = client.post(f"{BASE}/new-item", data={"csrf_token": csrf(page), "file": "Bad File", "name": "x",
-                                              "content": "y"})
-    html = text(r)
+    r = client.post(f"{BASE}/new-item", data={"csrf_token": csrf(page), **fields})
+    return r, text(r)
+
+
+def test_a_bad_file_name_is_explained_without_a_regex(app):
+    r, html = new_item(app, file="Bad File", name="x", content="y")
     assert r.status_code == 422  # a refused name
     assert "[a-z" not in html and "RecallFile" not in html and "*" not in re.sub(r"<[^>]+>", "", html.split(
         'id="new-item-error"')[1].split("</div>")[0])
@@ -352,11 +356,7 @@ def test_a_bad_file_name_is_explained_without_a_regex(app):
 
 
 def test_an_item_that_exists_already_links_to_its_edit_page(app):
-    client = client_as(app, "olga")
-    page = text(client.get(f"{BASE}/new-item"))
-    r = client.post(f"{BASE}/new-item", data={"csrf_token": csrf(page), "file": "preferences", "name": "tea",
-                                              "content": "Another tea."})
-    html = text(r)
+    r, html = new_item(app, file="preferences", name="tea", content="Another tea.")
     assert r.status_code == 412
     assert f'id="edit-existing" href="{BASE}/edit/preferences/tea"' in html
     assert owner(app).item("preferences", "tea").content == "Drinks oolong tea."

@@ -10,7 +10,6 @@ import time
 
 import pytest
 from apiworld import ADMIN, OWNER, auth
-from fakes import FakeOpenAI
 
 from wikimem.host import encode_owner_id
 
@@ -201,12 +200,6 @@ def test_every_write_without_an_actor_is_recorded_as_the_tokens_name(chat, llm):
     named = chat.client.post(O + "/memorize", headers=writer, json={"turn": "user: x", "actor": "bot-7"})
     assert named.status_code == 200
     assert _git(chat, "log", "-1", "--format=%an") == "bot-7\n"
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from apiworld import ADMIN, auth
 from traces import traces
 
 from webapp import create_app
-from wikimem.host import Host, make_backup, restore_backup
+from wikimem.host import make_backup, make_host, restore_backup
 
 OWNERS = [f"user:b{i:02d}" for i in range(8)]
 
@@ -31,7 +31,7 @@ def _fsck(folder) -> None:
 
 
 def _heads(root) -> dict[str, str]:
-    host = Host(root)
+    host = make_host(root)
     return {o: host.owner(o).head() for o in host.owner_ids()}
 
 
@@ -88,14 +88,14 @@ def test_a_backup_under_load_restores_every_acknowledged_write_with_history(tmp_
     found = fresh.post(f"/api/v1/owners/{OWNERS[0]}/retrieve", headers=h, json={"query": "note"}).get_json()
     assert found["items"]
     # the run index is derived: a rebuild over the restored data root finds every owner's runs
-    Host(tmp_path / "fresh").fleet.refresh_run_index(full=True)
+    make_host(tmp_path / "fresh").fleet.refresh_run_index(full=True)
     runs = fresh.get("/api/v1/runs?owner_prefix=user:b&by=owner&limit=100", headers=h).get_json()
     assert len(runs["owners"]) == len(OWNERS)
 
 
 def test_backups_are_incremental_by_head_and_one_owner_restores_into_a_live_root(tmp_path):
     data = tmp_path / "data"
-    host = Host(data)
+    host = make_host(data)
     for owner in OWNERS[:3]:
         host.create_owner(owner).add("notes", "a", f"{owner} a")
     first = make_backup(data, tmp_path / "backup")
@@ -122,7 +122,7 @@ def test_the_cli_backs_up_and_restores_and_the_next_backup_purges_an_erased_owne
     from wikimem.cli import main
 
     data = tmp_path / "data"
-    host = Host(data)
+    host = make_host(data)
     host.create_owner("user:keep").add("notes", "a", "kept")
     host.create_owner("user:gone").add("notes", "a", "GONE-SECRET-TEXT")
     assert main(["backup", str(tmp_path / "bk"), "--data", str(data)]) == 0
@@ -160,7 +160,7 @@ class _LLM:
 
 def test_the_purge_after_an_erasure_reaches_the_database_copies_and_the_receipt_names_the_backups(tmp_path):
     data = tmp_path / "data"
-    host = Host(data, llm=_LLM())
+    host = make_host(data, llm=_LLM())
     host.create_owner("user:keep").add("notes", "a", "kept")
     host.create_owner("user:gone").add("notes", "a", "GONE-NOTE")
     job, _ = host.submit_memorize("user:gone", "user: RAW-TURN-OF-GONE about the sea")

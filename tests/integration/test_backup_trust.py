@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from wikimem.errors import InvalidValue
-from wikimem.host import Host, make_backup, restore_backup
+from wikimem.host import make_backup, make_host, restore_backup
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "backup-signing-secret-0123456789abcdef"
@@ -51,12 +51,12 @@ def _contains(top: Path, needle: bytes) -> list[str]:
 
 @pytest.fixture
 def backup(tmp_path) -> Path:
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     host.create_owner("user:ann").add("notes", "tea", "likes green tea")
     host.create_owner("user:bob").add("notes", "sea", "likes the sea")
     host.jobs.db.execute("SELECT 1")  # the jobs database exists: it is backed up
     (tmp_path / "outside.txt").write_bytes(OUTSIDE)
-    other = Host(tmp_path / "other")  # someone else's owner: a bundle outside the backup folder
+    other = make_host(tmp_path / "other")  # someone else's owner: a bundle outside the backup folder
     other.create_owner("user:eve").add("notes", "pin", OUTSIDE.decode())
     make_backup(tmp_path / "other", tmp_path / "other-backup", secret=KEY)
     report = make_backup(tmp_path / "data", tmp_path / "bk", secret=KEY)
@@ -158,7 +158,7 @@ def test_databases_are_restored_only_from_a_manifest_signed_with_the_hosts_key(b
 
 
 def test_a_bundle_with_a_malformed_branch_name_is_a_clear_error_of_wikimem_restore(tmp_path):
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     host.create_owner("user:ann").add("notes", "tea", "likes green tea")
     make_backup(tmp_path / "data", tmp_path / "bk")
     path, data = _manifest(tmp_path / "bk")

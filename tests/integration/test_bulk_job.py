@@ -15,7 +15,7 @@ from gunicorn_env import wait_for
 from operators_world import BAD_ACTOR, bad_deploy
 
 from webapp.hosting import get_host
-from wikimem.host import Host, RunQuery
+from wikimem.host import RunQuery, make_host
 from wikimem.host.access.tokens import append_token, mint_token
 from wikimem.host.fleet.bulk import submit
 
@@ -97,7 +97,7 @@ def test_nothing_to_roll_back_is_404_and_jobs_stay_with_their_admins(world, depl
 @pytest.mark.slow
 def test_a_worker_killed_after_an_owners_commit_leaves_no_second_commit(tmp_path):
     root = tmp_path / "data"
-    host = Host(root)
+    host = make_host(root)
     deploy = bad_deploy(host, 6, conflict=False)
     job, _ = submit(host.jobs, host.run_index, RunQuery.parse(actor=BAD_ACTOR), actor="alice")
     first = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30", "--die-after-step", "2"],

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from operators_world import BAD_ACTOR, bad_deploy
 
-from wikimem.host import BadRequest, Host, RunQuery
+from wikimem.host import BadRequest, RunQuery, make_host
 from wikimem.host.fleet.bulk import Part
 
 BAD = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
@@ -22,7 +22,7 @@ BAD = RunQuery.parse(actor=BAD_ACTOR, since="2000-01-01")
 
 @pytest.fixture
 def host(tmp_path):
-    return Host(tmp_path / "data")
+    return make_host(tmp_path / "data")
 
 
 def heads(host, owners):

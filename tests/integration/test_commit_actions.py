@@ -15,7 +15,6 @@ import subprocess
 
 import pytest
 from apiworld import ADMIN, OWNER, auth
-from fakes import FakeOpenAI
 
 from webapp import create_app
 from webapp.hosting import get_host
@@ -23,12 +22,6 @@ from wikimem.context import WriteContext
 
 O = f"/api/v1/owners/{OWNER}"
 BASE = f"/admin/owners/{OWNER}"
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture
@@ -132,9 +125,9 @@ def _query(**kwargs):
 
 
 def test_the_demo_bad_run_is_found_as_a_memorize_run(tmp_path):
-    from wikimem.host import Host, seed_demo
+    from wikimem.host import make_host, seed_demo
 
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     bad_run = seed_demo(host).bad_run
     found = host.fleet.find_runs(_query(action="memorize", owner_prefix="user:xnne"))
     assert bad_run in {r.run for r in found.runs} and len(found.runs) == 2  # the good memorize run, the bad one

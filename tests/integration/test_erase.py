@@ -147,9 +147,9 @@ def test_an_owner_made_again_and_erased_again_gets_a_new_receipt(host_world):
 
 def test_another_process_drops_its_cached_owner_on_its_next_lookup(tmp_path):
     from wikimem.errors import NotFound
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
-    one, two = Host(tmp_path), Host(tmp_path)
+    one, two = make_host(tmp_path), make_host(tmp_path)
     one.create_owner(GONE).add("prefs", "tea", TEXTS[0])
     cached = two.owner(GONE)
     cached.retrieve("oolong")
@@ -164,9 +164,9 @@ def test_another_process_drops_its_cached_owner_on_its_next_lookup(tmp_path):
 
 def test_the_cli_erases_with_the_id_typed_or_yes(tmp_path, capsys):
     from wikimem.cli import main
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
-    Host(tmp_path).create_owner(GONE).add("prefs", "tea", TEXTS[0])
+    make_host(tmp_path).create_owner(GONE).add("prefs", "tea", TEXTS[0])
     assert main(["erase", GONE, "--data", str(tmp_path)]) == 2  # no terminal to ask on: refused
     assert main(["erase", GONE, "--data", str(tmp_path), "--yes"]) == 0
     receipt = json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ import pytest
 from webapp.admin.rendering.months import month_view
 from wikimem.cli.hostcmd import _tokens_file, busy_port_message, demo_line, token_lines
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import make_host
 
 # -- the Diary tab: the latest day not after today; later days are planned -------------------------
 
@@ -47,12 +47,12 @@ def test_the_development_tokens_file_is_made_once_for_this_user_only(tmp_path):
 def test_the_start_message_does_not_call_the_users_owners_demo_data(tmp_path):
     from wikimem.host import seed_demo
 
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     assert demo_line(seed_demo(host)) == "demo data: user:xnne, user:lumi, user:sam"
     host.ensure_owner("user:ann")
     assert demo_line(seed_demo(host)) == "demo data: user:xnne, user:lumi, user:sam (already there); " \
                                          "and 1 owner of yours"
-    mine = Host(tmp_path / "mine")
+    mine = make_host(tmp_path / "mine")
     mine.ensure_owner("user:ann")
     mine.ensure_owner("user:bob")
     assert demo_line(seed_demo(mine)) == "demo data: not added, the data root already holds 2 owners of yours"
@@ -84,7 +84,7 @@ def test_the_suggested_port_is_one_that_is_free():
 def test_owners_by_last_change_page_newest_first(tmp_path):
     import time
 
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     for name in ("user:a", "user:b", "user:c", "bot:x"):
         owner, _ = host.ensure_owner(name)
         owner.vstore.add("notes", "n", "x", ctx=WriteContext(actor="t"))

@@ -185,9 +185,9 @@ def test_a_host_holding_the_old_history_follows_the_rewrite_and_prunes_it(tmp_pa
 
 def test_the_cli_forgets_an_item(tmp_path, capsys):
     from wikimem.cli import main
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
-    Host(tmp_path).create_owner(OWNER).add("prefs", "secret", SECRET[0])
+    make_host(tmp_path).create_owner(OWNER).add("prefs", "secret", SECRET[0])
     assert main(["forget", OWNER, "prefs/secret", "--data", str(tmp_path)]) == 0
     receipt = json.loads(capsys.readouterr().out)
     assert receipt["kind"] == "forget" and receipt["target"] == {"kind": "wiki", "file": "prefs"}

@@ -160,7 +160,7 @@ def test_a_failed_landing_fails_the_whole_round_and_leaves_nothing(tmp_path, mon
 
 @pytest.mark.skipif(GIT is None, reason="git serves the remote")
 def test_with_sync_replication_a_round_is_one_push(tmp_path, monkeypatch):
-    from wikimem.versioned.replication.remote import Remote
+    from wikimem.versioned.replication import Remote
     from wikimem.versioned.replication.replica import Replica
 
     (tmp_path / "replicas").mkdir()
@@ -217,9 +217,9 @@ def test_the_run_index_learns_a_large_round_without_settling_the_owner_again(tmp
     """A round of many commits (here 1 + 12) is indexed by the run index's quick look at the history: its
     listener must not fall back to asking the store how its copy relates to the index (which takes the
     owner lock and settles the folder again, once per round: it halved the writes/s of 8 writers)."""
-    from wikimem.host import Host, RunQuery
+    from wikimem.host import RunQuery, make_host
 
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     owner, _ = host.ensure_owner("user:ann")
     owner.add("notes", "seed", "before", ctx=WriteContext(actor="seed"))
     asked: list[str] = []

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from fakes import FakeOpenAI
 from gunicorn_env import Gunicorn, access_pids, wait_for
+from pages import page_request
 from silentpeer import SilentPeer
 
 from wikimem.host.access import append_token, mint_token
@@ -251,41 +252,20 @@ def test_a_logout_is_not_held_by_a_silent_peer(tmp_path):
         server.env["WIKIMEM_PEERS"] = f"{server.base},{silent.url}"
         server.env["WIKIMEM_SELF"] = server.base
         with server:
-            _, page, cookie = _form(server.base + "/login")
+            _, page, cookie = page_request(server.base + "/login")
             csrf = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page).group(1)
-            status, _, cookie = _form(server.base + "/login", cookie=cookie,
+            status, _, cookie = page_request(server.base + "/login", cookie=cookie,
                                       form={"csrf_token": csrf, "token": server.token})
             assert status == 302 and cookie
-            _, page, updated = _form(server.base + "/admin/", cookie=cookie)
+            _, page, updated = page_request(server.base + "/admin/", cookie=cookie)
             cookie = updated or cookie
             csrf = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page).group(1)
             start = time.monotonic()
-            assert _form(server.base + "/logout", cookie=cookie, form={"csrf_token": csrf})[0] == 302
+            assert page_request(server.base + "/logout", cookie=cookie, form={"csrf_token": csrf})[0] == 302
             assert time.monotonic() - start < 1.5  # at most the notice's short wait, not the 3 s peer timeout
             lines = [r for r in _json_lines(server.output()) if r.get("logger") == "wikimem.audit"]
             assert [(r["audit"], r["actor"], r["result"]) for r in lines] == \
                 [("sign-in", "admin", "ok"), ("sign-out", "admin", "ok")]
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def _form(url: str, *, cookie: str = "", form: dict | None = None) -> tuple[int, str, str]:
-    """(status, page, the session cookie it set or '') without following redirects."""
-    headers = {"Cookie": cookie} if cookie else {}
-    data = urllib.parse.urlencode(form).encode() if form is not None else None
-    req = urllib.request.Request(url, data=data, headers=headers, method="POST" if data is not None else "GET")
-    try:
-        resp = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect).open(req, timeout=30)
-    except urllib.error.HTTPError as exc:
-        resp = exc
-    with resp:
-        page = resp.read().decode("utf-8", "replace")
-        set_cookie = next((v.split(";")[0] for k, v in resp.headers.items()
-                           if k.lower() == "set-cookie" and v.startswith("session=")), "")
-        return resp.status, page, set_cookie
 
 
 def test_the_metrics_folder_is_emptied_at_start(tmp_path):

@@ -12,13 +12,13 @@ import pytest
 
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue, PreconditionFailed
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.demo import BAD_RUN, bad_run_hint, seed_demo
 
 
 @pytest.fixture
 def owner(tmp_path):
-    return Host(tmp_path / "data").ensure_owner("user:ann")[0]
+    return make_host(tmp_path / "data").ensure_owner("user:ann")[0]
 
 
 def write(owner, name, content, **ctx):
@@ -133,7 +133,7 @@ def test_add_new_never_overwrites(owner):
 
 
 def test_the_demo_start_message_stops_pointing_at_a_rolled_back_run(tmp_path):
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     seed_demo(host)
     assert BAD_RUN in bad_run_hint(host)
     host.owner("user:xnne").undo("rollback", BAD_RUN, ctx=WriteContext(actor="admin"))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from parallel import run_threads
 
 from wikimem.errors import InvalidName, NotFound
-from wikimem.host import Host, decode_owner_id, encode_owner_id, validate_owner_id
+from wikimem.host import decode_owner_id, encode_owner_id, make_host, validate_owner_id
 
 ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@-"
 owner_ids = st.builds(lambda first, rest: first + rest, st.sampled_from(ID_CHARS[:62]),
@@ -56,7 +56,7 @@ def test_hand_made_folders_are_not_owners(folder):
 
 
 def test_create_list_page_export_delete(tmp_path):
-    host = Host(tmp_path)
+    host = make_host(tmp_path)
     for oid in ("user:b", "user:a", "bot:z", "user:c"):
         host.ensure_owner(oid)
     assert host.ensure_owner("user:a")[1] is False
@@ -90,18 +90,18 @@ def test_create_list_page_export_delete(tmp_path):
 
 
 def test_the_index_lru_is_bounded(tmp_path):
-    host = Host(tmp_path, index_cache=2)
+    host = make_host(tmp_path, index_cache=2)
     for oid in ("u:1", "u:2", "u:3"):
         host.ensure_owner(oid)[0].vstore.add("notes", "n", f"note of {oid}", owner=oid)
     for oid in ("u:1", "u:2", "u:3", "u:2"):
         assert host.owner(oid).retrieve("note").items
     assert host.cached_owners() == ["u:3", "u:2"]
     with pytest.raises(ValueError):
-        Host(tmp_path, index_cache=0)
+        make_host(tmp_path, index_cache=0)
 
 
 def test_an_index_sees_writes_of_another_host_and_hand_edits(tmp_path):
-    a, b = Host(tmp_path), Host(tmp_path)
+    a, b = make_host(tmp_path), make_host(tmp_path)
     a.ensure_owner("user:x")
     assert b.owner("user:x").retrieve("lighthouse").items == []   # b's index is built now
     a.owner("user:x").vstore.add("places", "coast", "visited the lighthouse", owner="user:x")
@@ -120,7 +120,7 @@ def test_an_index_sees_writes_of_another_host_and_hand_edits(tmp_path):
 
 
 def test_an_owner_deleted_by_another_host_is_gone_here(tmp_path):
-    a, b = Host(tmp_path), Host(tmp_path)
+    a, b = make_host(tmp_path), make_host(tmp_path)
     a.ensure_owner("user:x")
     b.owner("user:x")
     a.delete_owner("user:x")
@@ -129,7 +129,7 @@ def test_an_owner_deleted_by_another_host_is_gone_here(tmp_path):
 
 
 def _create(root: str, n: int, out) -> None:
-    host = Host(root)
+    host = make_host(root)
     owner, created = host.ensure_owner("user:race")
     owner.vstore.add("notes", f"from-{n}", f"process {n}", owner="user:race")
     out.put(created)
@@ -146,15 +146,15 @@ def test_processes_creating_one_owner_at_once_make_one_repository(tmp_path):
         assert p.exitcode == 0
     created = [out.get(timeout=5) for _ in procs]
     assert created.count(True) == 1
-    root = Host(tmp_path).owner_path("user:race")
-    names = {i.name for i in Host(tmp_path).owner("user:race").store.items()}
+    root = make_host(tmp_path).owner_path("user:race")
+    names = {i.name for i in make_host(tmp_path).owner("user:race").store.items()}
     assert names == {f"from-{n}" for n in range(4)}
     subprocess.run(["git", "-C", str(root), "fsck", "--strict"], check=True, capture_output=True)
     assert os.listdir(tmp_path / "staging") == []
 
 
 def test_threads_of_one_host_share_the_owner_safely(tmp_path):
-    host = Host(tmp_path)
+    host = make_host(tmp_path)
     host.ensure_owner("user:t")
 
     def work(n):

@@ -104,10 +104,10 @@ def test_a_step_whose_effect_was_made_before_the_kill_is_not_repeated(tmp_path):
 @pytest.fixture
 def owner_root(tmp_path):
     pytest.importorskip("dulwich")
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
     root = tmp_path / "data"
-    Host(root).create_owner("user:ann")
+    make_host(root).create_owner("user:ann")
     return root
 
 

@@ -8,7 +8,7 @@ import pytest
 from apiworld import ADMIN, auth
 from fakes import FakeOpenAI
 
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.metrics import HostCollector, Metrics, TimedEmbedder
 
 O = "/api/v1/owners/user:m"
@@ -29,7 +29,7 @@ def _scrape(metrics: Metrics, *collectors) -> dict[str, float]:
 
 def test_the_owners_lru_reports_hits_misses_and_evictions(tmp_path):
     metrics = Metrics()
-    host = Host(tmp_path / "data", index_cache=1, metrics=metrics)
+    host = make_host(tmp_path / "data", index_cache=1, metrics=metrics)
     for owner in ("user:a", "user:b"):
         host.create_owner(owner)
     for owner in ("user:a", "user:a", "user:b"):
@@ -49,7 +49,7 @@ class _SlowEmbedder:
 
 def test_a_retrieve_is_split_into_freshness_ranking_and_embedding(tmp_path):
     metrics = Metrics()
-    host = Host(tmp_path / "data", embedder=_SlowEmbedder(), metrics=metrics)
+    host = make_host(tmp_path / "data", embedder=_SlowEmbedder(), metrics=metrics)
     owner = host.create_owner("user:a")
     owner.add("people", "mia", "likes tea")
     assert isinstance(host.embedder, TimedEmbedder) and host.embedder.model == "slow"
@@ -67,7 +67,7 @@ def test_job_steps_and_the_jobs_in_the_store_are_counted(tmp_path):
         from wikimem.llm import ChatClient
 
         llm.reply_fn = lambda messages: '[{"content": "A walk by the sea."}]'
-        host = Host(tmp_path / "data", llm=ChatClient(llm.url, "fake"), metrics=metrics)
+        host = make_host(tmp_path / "data", llm=ChatClient(llm.url, "fake"), metrics=metrics)
         host.create_owner("user:a")
         job, _ = host.submit_memorize("user:a", "we walked by the sea", request_id="rid-1")
         deadline = time.monotonic() + 30

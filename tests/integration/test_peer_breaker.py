@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from silentpeer import SilentPeer
 
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.cluster import Breaker, Peers
 
 ME = "http://127.0.0.1:1"
@@ -26,7 +26,7 @@ def test_a_silent_peer_costs_one_listing_the_timeout_then_none_while_the_breaker
     with SilentPeer() as silent:
         peers = Peers.parse(f"{ME},{silent.url}", self_url=ME, connect_timeout=0.5, timeout=0.8, cooldown=30,
                             state_dir=tmp_path / "peers")
-        host = Host(tmp_path / "data", peers=peers)
+        host = make_host(tmp_path / "data", peers=peers)
         host.ensure_owner("user:a")
         (rows, _), first = _timed(lambda: host.list_owners(forward={"X-Wikimem-Peer": "t"}))
         assert [r.id for r in rows] == ["user:a"] and host.last_unreachable == [silent.url]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.host.cluster.peers import Peers
 
 
@@ -23,7 +23,7 @@ def _closed_port() -> int:
 def test_an_unreachable_peer_is_reported_for_that_listing_only(tmp_path):
     silent = f"http://127.0.0.1:{_closed_port()}"
     me = "http://127.0.0.1:1"
-    host = Host(tmp_path / "data", peers=Peers.parse(f"{me},{silent}", self_url=me))
+    host = make_host(tmp_path / "data", peers=Peers.parse(f"{me},{silent}", self_url=me))
     host.ensure_owner("user:a")
     rows, _ = host.list_owners(forward={"X-Wikimem-Peer": "t"})
     assert [r.id for r in rows] == ["user:a"] and host.last_unreachable == [silent]

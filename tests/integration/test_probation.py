@@ -16,7 +16,7 @@ from apiworld import ADMIN, OWNER, auth
 
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidName, NotFound
-from wikimem.host import Host, RunQuery
+from wikimem.host import Host, RunQuery, make_host
 from wikimem.host.probation import StagingPolicy
 
 DATE = "2026-07-21"
@@ -37,7 +37,7 @@ def git(folder: Path, *args: str) -> str:
 
 @pytest.fixture
 def host(tmp_path) -> Host:
-    made = Host(tmp_path / "data", llm=TurnLLM(), staging=StagingPolicy.parse(actors="memorize-v7"))
+    made = make_host(tmp_path / "data", llm=TurnLLM(), staging=StagingPolicy.parse(actors="memorize-v7"))
     owner = made.create_owner("user:ann")
     owner.add("preferences", "tea", "Drinks green tea.")
     owner.diary_append("Walked by the sea.", date=DATE, time="09:00")
@@ -205,7 +205,7 @@ def test_the_policy_stages_by_actor_and_leaves_others_alone(host):
 
 
 def test_auto_approval_and_expiry_queue_jobs_for_runs_old_enough(tmp_path):
-    host = Host(tmp_path / "data", staging=StagingPolicy.parse(auto_approve=60, expire=3600))
+    host = make_host(tmp_path / "data", staging=StagingPolicy.parse(auto_approve=60, expire=3600))
     try:
         for name in ("user:a", "user:b"):
             host.create_owner(name).add("people", "mia", "staged", ctx=WriteContext(run="run_old", staged=True))
@@ -220,7 +220,7 @@ def test_auto_approval_and_expiry_queue_jobs_for_runs_old_enough(tmp_path):
         assert host.owner("user:a").item("people", "mia").content == "staged"
         assert "Wikimem-Approved-By: auto-approve" in git(host.owner_path("user:a"), "log", "-1", "--format=%B")
         assert host.owner("user:c").staged_runs()[0].run == "run_held"  # held: left alone
-        expiring = Host(tmp_path / "data", staging=StagingPolicy.parse(expire=3600))
+        expiring = make_host(tmp_path / "data", staging=StagingPolicy.parse(expire=3600))
         expiring.probation.hold("run_held", False)
         assert expiring.probation.tick(now=time.time() + 7200) == {"approve": [], "expire": ["run_held"]}
         job = wait_job(expiring, "staged-discard")
@@ -294,7 +294,7 @@ def test_the_cli_lists_shows_holds_and_approves_a_run_leaving_an_owner_out(tmp_p
     import sys
 
     root = tmp_path / "data"
-    host = Host(root)
+    host = make_host(root)
     for i in range(3):
         host.create_owner(f"user:c{i}").add("people", "mia", f"staged {i}",
                                            ctx=WriteContext(run="run_cli", actor="v7", staged=True))

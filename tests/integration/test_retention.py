@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.host import ConfigError, Host, load_config
+from wikimem.host import ConfigError, load_config, make_host
 from wikimem.host.retention import DAY, Retention
 
 
@@ -39,7 +39,7 @@ def test_the_web_session_lasts_as_configured(tmp_path):
 
 
 def test_an_idempotency_key_past_its_retention_is_a_new_request_and_its_result_goes(tmp_path):
-    host = Host(tmp_path, retention=Retention(idempotency=1.0))
+    host = make_host(tmp_path, retention=Retention(idempotency=1.0))
     owner = host.create_owner("user:ret")
     first = owner.add("notes", "a", "one", ctx=WriteContext(idempotency_key="key-1"))
     assert owner.add("notes", "a", "one", ctx=WriteContext(idempotency_key="key-1")).replayed
@@ -53,7 +53,7 @@ def test_an_idempotency_key_past_its_retention_is_a_new_request_and_its_result_g
 
 
 def test_finished_jobs_and_receipts_go_after_their_periods(tmp_path):
-    host = Host(tmp_path, retention=Retention(jobs=1.0, receipts=1.0))
+    host = make_host(tmp_path, retention=Retention(jobs=1.0, receipts=1.0))
     host.create_owner("user:ret").add("notes", "a", "one")
     job, _ = host.erase_owner("user:ret")
     deadline = time.monotonic() + 30

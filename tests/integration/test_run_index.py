@@ -14,13 +14,13 @@ from operators_world import BAD_ACTOR, GOOD_ACTOR, bad_deploy, owner_name
 
 from wikimem.context import WriteContext
 from wikimem.errors import InvalidValue
-from wikimem.host import BadRequest, Host, RunQuery
-from wikimem.host.fleet.runindex import encode_cursor
+from wikimem.host import BadRequest, RunQuery, make_host
+from wikimem.host.fleet.paging import encode_cursor
 
 
 @pytest.fixture
 def host(tmp_path):
-    return Host(tmp_path / "data")
+    return make_host(tmp_path / "data")
 
 
 def all_pages(host, query, **kwargs):
@@ -36,7 +36,7 @@ def all_pages(host, query, **kwargs):
 def test_a_write_is_in_the_index_when_it_returns_and_a_second_host_sees_it(host, tmp_path):
     owner, _ = host.ensure_owner("user:ann")
     done = owner.add("preferences", "tea", "oolong", ctx=WriteContext(run="run_1", actor="Elaina"))
-    other = Host(tmp_path / "data")  # another process over the same data root
+    other = make_host(tmp_path / "data")  # another process over the same data root
     rows = other.fleet.find_runs(RunQuery.parse(actor="Elaina")).runs
     assert [(r.owner, r.run, r.commit, r.commits, r.actions) for r in rows] == [
         ("user:ann", "run_1", done.commit, 1, ["add"])]
@@ -106,7 +106,7 @@ def test_the_index_is_rebuilt_from_the_owners_histories(host, tmp_path):
     before = [r.to_dict() for r in all_pages(host, query, limit=100)[0]]
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
-    fresh = Host(tmp_path / "data")
+    fresh = make_host(tmp_path / "data")
     assert fresh.run_index.search(query).total["runs"] == 0  # the file itself starts empty
     counts = fresh.fleet.refresh_run_index()
     assert counts["owners"] == 5 and counts["commits"] == 5 * 2 + 1
@@ -120,7 +120,7 @@ def test_an_index_younger_than_the_owners_is_incomplete_until_a_read_or_a_sweep_
     assert host.fleet.find_runs(RunQuery.parse()).complete
     for path in (tmp_path / "data" / "index").iterdir():
         path.unlink()
-    upgraded = Host(tmp_path / "data")  # a host upgraded over existing owners
+    upgraded = make_host(tmp_path / "data")  # a host upgraded over existing owners
     assert not upgraded.run_index.complete() and upgraded.run_index.search(RunQuery.parse()).total["runs"] == 0
     page = upgraded.fleet.find_runs(RunQuery.parse())  # the read indexes the owners beyond the index first
     assert page.total == {"owners": 2, "runs": 4, "commits": 4}
@@ -193,9 +193,9 @@ def test_cli_finds_runs_and_rebuilds_the_index(host, tmp_path):
 
 def test_pages_of_two_hosts_merge_into_the_pages_of_one(tmp_path):
     """What a cluster gatherer does: the same query and cursor to every host, pages merged in one order."""
-    from wikimem.host.fleet.runindex import merge_pages
+    from wikimem.host.fleet import merge_pages
 
-    one, east, west = Host(tmp_path / "one"), Host(tmp_path / "east"), Host(tmp_path / "west")
+    one, east, west = make_host(tmp_path / "one"), make_host(tmp_path / "east"), make_host(tmp_path / "west")
     for i in range(9):
         for target in (one, east if i % 3 else west):
             owner, _ = target.ensure_owner(owner_name(i))

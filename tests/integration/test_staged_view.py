@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from wikimem.context import WriteContext
-from wikimem.host import Host
+from wikimem.host import make_host
 from wikimem.recall import MemoryIndex
 
 QUERIES = ["tea", "the sea", "lighthouse trip", "violin lessons", "bread and cheese", "2026-07-21 walk"]
@@ -52,7 +52,7 @@ def check(owner) -> None:
 
 @pytest.fixture
 def owner(tmp_path):
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     made = host.create_owner("user:ann")
     made.add("preferences", "tea", "Drinks green tea by the sea.")
     made.add("hobbies", "violin", "Takes violin lessons on Sundays.")

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import wikimem.recall.bm25 as bm25_module
-from wikimem.recall.bm25 import K1, B, BM25Index, idf
+import wikimem.recall.lexical.bm25 as bm25_module
+import wikimem.recall.lexical.postings as postings_module
+from wikimem.recall.lexical.bm25 import K1, B, BM25Index, idf
+from wikimem.recall.lexical.postings import Postings
 
 CORPUS = {
     "d1": "the sea is calm and the sky is blue".split(),
@@ -181,9 +183,10 @@ def test_pruned_top_k_equals_the_exhaustive_ranking(use_numpy, monkeypatch):
 def test_tombstones_are_swept_and_slots_renumbered(monkeypatch):
     monkeypatch.setattr(bm25_module, "RENUMBER_SLACK", 10)
     calls = Counter()
-    renumber, sweep = BM25Index._renumber, BM25Index._sweep
+    renumber, compact = BM25Index._renumber, Postings.compact
     monkeypatch.setattr(BM25Index, "_renumber", lambda self: (calls.update(["renumber"]), renumber(self))[1])
-    monkeypatch.setattr(BM25Index, "_sweep", staticmethod(lambda p: (calls.update(["sweep"]), sweep(p))[1]))
+    monkeypatch.setattr(Postings, "compact", lambda p, remap=None: (
+        calls.update(["sweep" if remap is None else "renumbered"]), compact(p, remap))[1])
     rng = random.Random(5)
     corpus = _zipf_corpus(rng, 400, vocab=40)
     index = build(corpus)
@@ -249,8 +252,8 @@ def test_extend_equals_adding_one_by_one(docs, split):
 
 @pytest.mark.parametrize("use_numpy", [False, True])
 def test_impact_caches_stay_under_their_bound_and_rank_the_same(use_numpy, monkeypatch):
-    monkeypatch.setattr(bm25_module, "IMPACT_CACHE_MIN_BYTES", 4000)
-    monkeypatch.setattr(bm25_module, "IMPACT_CACHE_BYTES_PER_DOC", 1)
+    monkeypatch.setattr(postings_module, "IMPACT_CACHE_MIN_BYTES", 4000)
+    monkeypatch.setattr(postings_module, "IMPACT_CACHE_BYTES_PER_DOC", 1)
     if use_numpy:
         monkeypatch.setattr(bm25_module, "NUMPY_MIN_POSTINGS", 1)
     rng = random.Random(7)

@@ -510,7 +510,7 @@ def test_memorize_async_asks_for_a_job_with_one_key_per_call(server, client):
 
 
 def test_wait_job_polls_until_the_job_is_finished(server, client):
-    client._sleep = lambda s: None
+    client.session.sleep = lambda s: None
     done = dict(JOB, state="done", done=1, results=[{"step": 0, "state": "done", "result": {"entries": []}}])
     server.script = [ok(JOB), ok(dict(JOB, state="running")), ok(done)]
     assert client.wait_job(JOB)["state"] == "done"

@@ -70,7 +70,7 @@ def test_the_index_default_recency_prior_and_zero_for_none(mem):
 
 
 def test_statistics_cover_wiki_and_diary_together(mem):
-    from wikimem.recall.bm25 import BM25Index
+    from wikimem.recall.lexical.bm25 import BM25Index
     from wikimem.recall.tokenizer import tokenize
 
     ref = BM25Index()

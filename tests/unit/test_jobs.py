@@ -231,7 +231,7 @@ def test_a_tenants_flood_delays_another_tenants_job_by_at_most_one_step_per_runn
 
 
 def test_open_jobs_past_a_tenants_or_an_owners_cap_are_refused_with_a_retry_after(tmp_path):
-    from wikimem.host.errors import QueueFull
+    from wikimem.errors import QueueFull
     from wikimem.host.fleet import Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=3, per_owner=2, retry_after=7))
@@ -270,7 +270,7 @@ def test_a_finished_memorize_job_drops_its_raw_turn_after_the_window_and_keeps_i
 
 
 def test_over_its_size_budget_the_database_drops_finished_jobs_first_then_refuses(tmp_path):
-    from wikimem.host.errors import QueueFull
+    from wikimem.errors import QueueFull
     from wikimem.host.fleet import Limits
 
     jobs = JobStore.at(tmp_path, limits=Limits(per_tenant=0, per_owner=0, max_bytes=256 * 1024))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from wikimem import MemoryIndex, MemoryStore, RetrievalResult, RetrievedItem, est_tokens
-from wikimem.recall.bm25 import BM25Index
+from wikimem.recall.lexical.bm25 import BM25Index
 from wikimem.recall.tokenizer import tokenize
 
 

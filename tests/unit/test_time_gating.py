@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from wikimem import MemoryIndex, MemoryStore
-from wikimem.recall.bm25 import BM25Index
+from wikimem.recall.lexical.bm25 import BM25Index
 from wikimem.recall.tokenizer import tokenize
 
 TZ = "Asia/Shanghai"

@@ -189,9 +189,9 @@ def test_graph_as_mermaid_and_json(capsys, memory):
 
 
 def test_the_commands_read_a_host_owner_too(capsys, tmp_path):
-    from wikimem.host import Host
+    from wikimem.host import make_host
 
-    host = Host(tmp_path / "data")
+    host = make_host(tmp_path / "data")
     owner, _ = host.ensure_owner("user:xnne")
     owner.add("preferences", "likes-the-sea", "喜欢海边。[[daily_life:trip]]")
     data = str(tmp_path / "data")

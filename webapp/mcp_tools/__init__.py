@@ -1,24 +1,6 @@
 """``/mcp``: the host's memory as MCP tools (the Model Context Protocol, streamable HTTP).
 
-Agent frameworks consume tools over MCP; this serves :mod:`webapp.mcp_tools.tools`
-(retrieve, diary_append, put_item, memorize, history) with the official ``mcp``
-SDK, in the same app and process as the JSON API:
-
-- the view checks the bearer token as the API does (401 without a valid one;
-  each tool then checks its scope and the owner's prefix), reads the body
-  (``MAX_CONTENT_LENGTH``) and hands the request, with who calls, to the SDK's
-  streamable-HTTP session manager (:mod:`webapp.mcp_tools.bridge`);
-- the SDK runs *stateless* with *JSON responses*: every POST is a complete
-  JSON-RPC exchange, so any gunicorn worker serves any request and nothing
-  streams. ``GET`` (a server-to-client stream) and ``DELETE`` (ending a
-  session) are answered 405 with ``Allow: POST``, as the transport allows;
-- the SDK's DNS-rebinding guard (a Host header allow-list) is off: it protects
-  servers a browser reaches without credentials, while every call here needs a
-  bearer token a page of another site cannot send; a deployment names its
-  hosts in nginx.
-
-The SDK is imported on the first ``/mcp`` request, so the app starts (and
-``import wikimem`` stays) without it.
+Design notes: docs/explanation/mcp.md (``webapp/mcp_tools/__init__.py``).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The MCP server of the host: an owner's memory as five tools, on the official ``mcp`` SDK.
 
-========================  ======  =========================================================
-tool                      scope   calls (as the API view of the same operation does)
-========================  ======  =========================================================
-``retrieve``              read    :meth:`Owner.retrieve`, answered with its prompt text too
-``diary_append``          write   :meth:`Owner.diary_append`
-``put_item``              write   :meth:`Owner.add` (``if_match``, ``if_none_match``)
-``memorize``              write   :meth:`Owner.memorize`
-``history``               read    :meth:`Review.search_history` of :attr:`Owner.review`
-========================  ======  =========================================================
-
-Each tool names its ``owner``; the bearer token of the HTTP request (checked
-by the ``/mcp`` view, :mod:`webapp.mcp_tools`) must hold the tool's scope and
-reach that owner by its prefix (:func:`webapp.auth.allowed`, the API's check).
-A write's actor is its ``actor`` argument, else the token's name, as in the API.
-An error the library raises on purpose comes back as the tool's error result,
-its text the API's error document with its status (``{"status": 422, "code":
-"invalid_name", "message": …}``, mapped by :mod:`webapp.errors`); anything
-else is the SDK's generic "Error executing tool", logged, never shown.
+Design notes: docs/explanation/mcp.md (``webapp/mcp_tools/tools.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``wikimem erase ID --data ROOT`` asks for the id again (or ``--yes``), runs
 the erase job in this process (as the host's runners would) and prints its
 receipt; ``wikimem forget ID FILE/NAME`` (or ``--diary DATE TIME [--index N]``)
-does the same for one item or diary entry. See :mod:`wikimem.host.fleet.erase`.
+does the same for one item or diary entry. See :mod:`wikimem.host.fleet.erasure.erase`.
 """
 
 from __future__ import annotations

@@ -89,30 +89,25 @@ def _register_operators(sub) -> None:
     p = sub.add_parser("operator", help="admin UI operator accounts: add, list, remove, role, passwd")
     osub = p.add_subparsers(dest="operator_command", metavar="ACTION", required=True,
                             parser_class=Parser)
-    a = osub.add_parser("add", help="add an account (password read from the terminal or stdin)")
-    a.add_argument("name")
-    a.add_argument("--role", choices=ROLES, default=DEFAULT_ROLE,
-                   help=f"reviewer (reads), operator (also reverts, rolls back, restores), admin (everything); "
-                        f"default {DEFAULT_ROLE}")
-    a.add_argument("--owner-prefix", default="", help="only owners whose id starts with this")
-    _file_option(a, "WIKIMEM_OPERATORS_FILE", "accounts file")
-    a.set_defaults(handler=cmd_operator_add)
-    ls = osub.add_parser("list", help="the accounts (name, role, owners)")
-    _file_option(ls, "WIKIMEM_OPERATORS_FILE", "accounts file")
-    ls.set_defaults(handler=cmd_operator_list)
-    r = osub.add_parser("remove", help="remove an account; its sessions end at once")
-    r.add_argument("name")
-    _file_option(r, "WIKIMEM_OPERATORS_FILE", "accounts file")
-    r.set_defaults(handler=cmd_operator_remove)
-    ro = osub.add_parser("role", help="change an account's role; its sessions end (sign in again)")
-    ro.add_argument("name")
-    ro.add_argument("role", choices=ROLES)
-    _file_option(ro, "WIKIMEM_OPERATORS_FILE", "accounts file")
-    ro.set_defaults(handler=cmd_operator_role)
-    pw = osub.add_parser("passwd", help="set an account's password (from the terminal or stdin); its sessions end")
-    pw.add_argument("name")
-    _file_option(pw, "WIKIMEM_OPERATORS_FILE", "accounts file")
-    pw.set_defaults(handler=cmd_operator_passwd)
+    def action(name: str, handler, help_: str, *arguments: tuple[tuple, dict]) -> None:
+        q = osub.add_parser(name, help=help_)
+        if name != "list":
+            q.add_argument("name")
+        for args, kwargs in arguments:
+            q.add_argument(*args, **kwargs)
+        _file_option(q, "WIKIMEM_OPERATORS_FILE", "accounts file")
+        q.set_defaults(handler=handler)
+
+    action("add", cmd_operator_add, "add an account (password read from the terminal or stdin)",
+           (("--role",), {"choices": ROLES, "default": DEFAULT_ROLE,
+                          "help": f"reviewer (reads), operator (also reverts, rolls back, restores), admin "
+                                  f"(everything); default {DEFAULT_ROLE}"}),
+           (("--owner-prefix",), {"default": "", "help": "only owners whose id starts with this"}))
+    action("list", cmd_operator_list, "the accounts (name, role, owners)")
+    action("remove", cmd_operator_remove, "remove an account; its sessions end at once")
+    action("role", cmd_operator_role, "change an account's role; its sessions end (sign in again)",
+           (("role",), {"choices": ROLES}))
+    action("passwd", cmd_operator_passwd, "set an account's password (from the terminal or stdin); its sessions end")
 
 
 def _split_bind(bind: str) -> tuple[str, int]:

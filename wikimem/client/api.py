@@ -5,123 +5,34 @@
     mem = Client("http://127.0.0.1:8000", token, owner="user:xnne")
     mem.create_owner()                                     # idempotent
     mem.add("preferences", "likes-the-sea", "Likes the sea; 喜欢大海.")
-    mem.diary_append("Went to the beach with [[people:mia]].", tz="Asia/Shanghai")
     context = mem.retrieve("what does she like?", budget_tokens=400)   # a wikimem.RetrievalResult
 
-Method names mirror the library (``add``, ``remove``, ``get``, ``items``,
-``files``, ``retrieve``, ``diary_append``, …) and each one calls one operation
-of the API's OpenAPI document (``/api/v1/openapi.json``), whose
-``operationId`` is the method's name (``put_item``, ``get_item`` and
-``delete_item`` are :meth:`Client.add`, :meth:`Client.fetch` and
-:meth:`Client.remove`; ``healthz`` and ``readyz`` are :meth:`Client.health`
-and :meth:`Client.ready`). Values come back as the library's types
-(``RecallItem``, ``DiaryItem``, ``RetrievalResult``); writes return
-:class:`Written` with the commit id; listings return a :class:`Page`.
-:meth:`Client.request` calls anything else, with a path relative to the API
-(``"/owners/user:ann"``).
-
-Preconditions: ``if_match=`` takes an etag as the ``ETag`` header shows it
-(``"abc"``) or bare (``abc``), or a commit id; a weak ``W/"abc"`` (what a
-compressing proxy makes of an etag) is taken as ``abc``, as the host does.
-``add(..., if_none_match=True)`` is create-only (``If-None-Match: *``): a
-:class:`PreconditionFailedError` (412, with the ``current`` etag and the
-``item`` there) when the item exists, and nothing is written.
-
-Retries: a request is retried (``retries`` times, exponential ``backoff``)
-on a connection error or timeout, on 502/503/504, on 429 after the
-server's ``Retry-After``, and on a 409 ``remote_moved`` (a replicating host
-whose write lost a race with another host's: nothing was applied); never on
-another 4xx. Every write sends an
-``Idempotency-Key`` made once per call and sent again on each retry, so a
-write the server already applied is answered with its first result
-(``replayed=True``) instead of being applied twice (revert, rollback and
-restore too). Deleting an owner, which the server does not deduplicate, is
-retried only when the server surely did nothing (connection refused, 429,
-503).
-
-Errors: any JSON error answer raises :class:`ClientError` (``status``,
-``code``, ``message``) or the subclass of its status — :class:`NotFoundError`
-(404), :class:`ConflictError` (409, with ``conflicts``),
-:class:`PreconditionFailedError` (412, with ``current``), …; they also
-subclass the library's own exceptions (``wikimem.errors.NotFound`` …), so
-code written against the library catches them unchanged. A 400 (a
-malformed request) is a :class:`BadRequestError`; a 422 (a value refused) is
-an :class:`InvalidValueError` (the library's ``InvalidValue``), and a 422
-``invalid_name`` is an :class:`InvalidNameError` (the library's
-``InvalidName``); all three are ``ValueError``. A request that never got an
-answer raises :class:`TransportError` (``status`` 0).
-
-Connections: each thread of a client keeps one HTTP/1.1 connection open and
-reuses it (``close()`` or ``with Client(...)`` ends them); a connection the
-server closed while idle is replaced without counting as a retry.
-
-This module is not imported by ``import wikimem``. The errors live in
-:mod:`wikimem.client.errors`, the result types in :mod:`wikimem.client.results`,
-the connections in :mod:`wikimem.client.transport`; import them from :mod:`wikimem.client`.
+Method names mirror the library and each calls one operation of the API's OpenAPI document; every call goes
+through the client's :class:`~wikimem.client.session.Session`. Preconditions, retries, idempotency keys, errors
+and connections: docs/explanation/api-client.md.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import time
-import urllib.parse
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.recall import RetrievalResult
 
-from .errors import ClientError, TransportError, error_for
+from .errors import ClientError
 from .results import Fetched, Memorized, Page, Written, diary_item, memorized, recall_item, retrieval_result
-from .transport import API, Transport, describe_error, no_answer, refused, retry_after, split_base_url
+from .session import USER_AGENT, Session, if_match_header, unquote_etag
+from .session import quote_segment as _q
+from .transport import API
 
 __all__ = ["Client"]
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
-# The host's probes are outside the API: request() sends these paths to the host's root.
-ROOT_PATHS = ("/healthz", "/readyz")
-# Statuses that prove the server applied nothing (safe to retry a non-deduplicated operation).
-_NOTHING_DONE_STATUSES = frozenset({429, 503})
-USER_AGENT = "wikimem-client/1"
 
-
-def _q(segment: str) -> str:
-    """One path segment, percent-encoded (``/`` included)."""
-    if not isinstance(segment, str) or not segment:
-        raise ValueError(f"a path segment must be a non-empty string, got {segment!r}")
-    return urllib.parse.quote(segment, safe="")
-
-
-def _if_match_header(if_match: str) -> str:
-    """The ``If-Match`` header of an ``if_match=`` argument: ``"abc"``, ``abc`` and ``W/"abc"`` all send ``"abc"``.
-
-    The host compares etags by value and never makes weak ones; a proxy that compresses answers does
-    (``W/"abc"``), and the host takes it as ``abc``, so the client does too. ``*`` (any current
-    value) goes as it is. Several etags, or one with a quote, space or comma inside, are a ``ValueError``.
-    """
-    if not isinstance(if_match, str):
-        raise ValueError(f"if_match must be an etag or commit id (a string), got {type(if_match).__name__}")
-    value = if_match.strip()
-    if value == "*":
-        return value
-    if value[:2] in ("W/", "w/"):
-        value = value[2:]
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    if not value or any(c in value for c in '",') or any(c.isspace() or not c.isprintable() for c in value):
-        raise ValueError(f"if_match must be one etag (\"abc\" or abc) or commit id, got {if_match!r}")
-    return f'"{value}"'
-
-
-def _unquote_etag(value: str | None) -> str | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.startswith("W/"):
-        value = value[2:]
-    return value.strip('"') or None
+def _kept(name: str) -> property:
+    """A setting of the client its :class:`Session` keeps (read and written there)."""
+    return property(lambda self: getattr(self.session, name), lambda self, value: setattr(self.session, name, value))
 
 
 # -- the client ----------------------------------------------------------------
@@ -135,24 +46,21 @@ class Client:
         """``base_url`` is the host's root (``http://127.0.0.1:8000``; a trailing ``/api/v1`` is
         fine); a URL without ``http://`` or ``https://`` is a ``ValueError``. ``proxies=None``
         follows the ``*_proxy`` environment; ``{}`` connects directly."""
-        if retries < 0 or backoff < 0 or timeout <= 0:
-            raise ValueError("retries and backoff must be >= 0, timeout > 0")
-        scheme, host, port, prefix = split_base_url(base_url)
-        self._transport = Transport(scheme, host, port, timeout, proxies)
-        self._prefix = prefix
-        self.base_url = self._transport.origin + prefix
-        self.token = token
+        self.session = Session(base_url, token, timeout=timeout, retries=retries, backoff=backoff,
+                               max_retry_after=max_retry_after, proxies=proxies, user_agent=user_agent)
+        self.base_url = self.session.base_url
         self.owner = owner
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.max_retry_after = max_retry_after
-        self.user_agent = user_agent
-        self._sleep: Callable[[float], None] = time.sleep  # tests may replace it
+
+    token = _kept("token")
+    timeout = _kept("timeout")
+    retries = _kept("retries")
+    backoff = _kept("backoff")
+    max_retry_after = _kept("max_retry_after")
+    user_agent = _kept("user_agent")
 
     def close(self) -> None:
         """Close the client's keep-alive connections (a later call opens a new one)."""
-        self._transport.close()
+        self.session.close()
 
     def __enter__(self) -> Client:
         return self
@@ -173,87 +81,12 @@ class Client:
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 headers: Mapping[str, str] | None = None, write: bool = False, dedup: bool = True,
                 raw: bool = False, retries: int | None = None) -> tuple[Any, Mapping[str, str]]:
-        """``(decoded JSON or bytes, headers)`` of one call, retried as the module docstring says.
+        """``(decoded JSON or bytes, headers)`` of one call, retried (:meth:`Session.request`).
 
-        ``path`` is relative to the API (``"/owners/user:ann/files"``, as the
-        OpenAPI document writes paths); a path that already starts with
-        ``/api/v1`` (a ``Location`` header, e.g. ``/api/v1/jobs/<id>``) is
-        taken as it is, and ``/healthz`` and ``/readyz`` are the host's
-        probes at its root. ``query`` values that are not strings go as JSON.
-        ``write`` adds an ``Idempotency-Key`` (one per call, the same on every
-        retry); ``dedup=False`` marks a write the server does not deduplicate.
-        ``retries`` overrides the client's for this call.
-        """
-        url = self._url(path)
-        if query:
-            pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in query.items() if v is not None]
-            if pairs:
-                url += ("&" if "?" in url else "?") + urllib.parse.urlencode(pairs)
-        retries = self.retries if retries is None else retries
-        send = {"Accept": "application/json", "User-Agent": self.user_agent}
-        if self.token:
-            send["Authorization"] = f"Bearer {self.token}"
-        if write:
-            send["Idempotency-Key"] = str(uuid.uuid4())
-        send.update(headers or {})
-        data = None
-        if body is not None:
-            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            send["Content-Type"] = "application/json; charset=utf-8"
-        attempt = 0
-        while True:
-            delay = self._backoff(attempt)
-            try:
-                # A write the server does not deduplicate goes on a new connection: a reused one
-                # that fails could not tell "closed while idle" from "died while applying it".
-                return self._once(method, url, data, send, raw, fresh=write and not dedup)
-            except ClientError as exc:
-                moved = exc.status == 409 and exc.code == "remote_moved"  # nothing applied: another host wrote
-                if attempt >= retries or (exc.status not in RETRY_STATUSES and not moved):
-                    raise
-                if write and not dedup and exc.status not in _NOTHING_DONE_STATUSES and not moved:
-                    raise
-                hinted = retry_after(exc.headers)
-                if hinted is not None:
-                    delay = min(hinted, self.max_retry_after)
-            except (OSError, http.client.HTTPException) as exc:
-                if not no_answer(exc):
-                    raise
-                if attempt >= retries or (write and not dedup and not refused(exc)):
-                    raise TransportError(f"{method} {self._transport.origin}{url}: {describe_error(exc)}",
-                                         exc) from exc
-            attempt += 1
-            self._sleep(delay)
-
-    def _url(self, path: str) -> str:
-        """The request target of a :meth:`request` path (see there)."""
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise ValueError(f"path must start with / and be relative to the API base, e.g. '/owners/user:ann'; "
-                             f"got {path!r}")
-        bare = path.split("?", 1)[0]
-        if self._prefix and (bare == self._prefix + API or bare.startswith(self._prefix + API + "/")):
-            return path  # already the full target under a sub-path mount
-        if bare == API or bare.startswith(API + "/") or bare in ROOT_PATHS:
-            return self._prefix + path
-        return self._prefix + API + path
-
-    def _backoff(self, attempt: int) -> float:
-        return self.backoff * (2 ** attempt)
-
-    def _once(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str],
-              raw: bool, fresh: bool = False) -> tuple[Any, Mapping[str, str]]:
-        status, reason, got, payload = self._transport.send(method, url, data, headers, fresh)
-        if status >= 300:
-            try:
-                decoded = json.loads(payload.decode("utf-8")) if payload else None
-            except (ValueError, UnicodeDecodeError):
-                decoded = None
-            if 300 <= status < 400:  # the API never redirects: the base URL points elsewhere
-                reason = f"HTTP {status} redirect to {got.get('Location')!r}: is {self.base_url!r} the host's root?"
-            raise error_for(status, decoded, got, reason)
-        if raw:
-            return payload, got
-        return (json.loads(payload.decode("utf-8")) if payload else None), got
+        ``path`` is relative to the API (``"/owners/user:ann/files"``); ``write`` adds an ``Idempotency-Key``
+        (the same on every retry); ``dedup=False`` marks a write the server does not deduplicate."""
+        return self.session.request(method, path, query=query, body=body, headers=headers, write=write,
+                                    dedup=dedup, raw=raw, retries=retries)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.request(method, path, **kwargs)[0]
@@ -273,7 +106,7 @@ class Client:
             raise ValueError("give if_match (the item as you saw it) or if_none_match (it must not exist), not both")
         if if_none_match:
             return {"If-None-Match": "*"}
-        return {"If-Match": _if_match_header(if_match)} if if_match else {}
+        return {"If-Match": if_match_header(if_match)} if if_match else {}
 
     @staticmethod
     def _fields(**kwargs: Any) -> dict[str, Any]:
@@ -344,7 +177,7 @@ class Client:
     def fetch(self, file: str, name: str, *, owner: str | None = None) -> Fetched:
         """One item with its etag; :class:`NotFoundError` if there is none."""
         data, headers = self.request("GET", self._item_path(owner, file, name))
-        return Fetched(recall_item(data["item"]), _unquote_etag(headers.get("ETag")))
+        return Fetched(recall_item(data["item"]), unquote_etag(headers.get("ETag")))
 
     def get(self, file: str, name: str, *, owner: str | None = None) -> RecallItem:
         """One item; :class:`NotFoundError` if there is none (unlike the library's ``None``:
@@ -361,7 +194,7 @@ class Client:
         data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
                                      headers=self._precondition(if_match, if_none_match))
         return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
-                       _unquote_etag(headers.get("ETag")))
+                       unquote_etag(headers.get("ETag")))
 
     def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
                actor: str | None = None, if_match: str | None = None, staged: bool = False) -> Written:
@@ -500,7 +333,7 @@ class Client:
                 return found
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"job {job_id} still {found.get('state')} after {timeout:g} s")
-            self._sleep(poll)
+            self.session.sleep(poll)
 
     # -- erasure (admin) ------------------------------------------------------------
 

@@ -2,68 +2,8 @@
 
 from __future__ import annotations
 
-from .blocks import Block, clean_content, clean_meta_value, normalize_content, parse_blocks, render_blocks, render_meta
-from .codec import (
-    DIARY_DIR,
-    LAYERS_DIR,
-    MEMORY_DIRS,
-    SETTINGS_PATH,
-    WIKI_DIR,
-    OutsideCalendar,
-    day_path,
-    entry_key,
-    is_memory_name,
-    item_etag,
-    layer_dirs,
-    layer_of,
-    layer_prefix,
-    memory_path,
-    normalize_ts,
-    parse_day,
-    parse_settings,
-    parse_wiki,
-    render_day,
-    render_settings,
-    render_wiki,
-    same_item,
-    sort_day,
-    utc_instant,
-    utc_now,
-    wiki_path,
-)
+from . import blocks, codec
+from .blocks import *  # noqa: F403
+from .codec import *  # noqa: F403
 
-__all__ = [
-    "Block",
-    "parse_blocks",
-    "render_blocks",
-    "render_meta",
-    "normalize_content",
-    "clean_content",
-    "clean_meta_value",
-    "WIKI_DIR",
-    "DIARY_DIR",
-    "MEMORY_DIRS",
-    "is_memory_name",
-    "memory_path",
-    "LAYERS_DIR",
-    "layer_prefix",
-    "layer_of",
-    "layer_dirs",
-    "wiki_path",
-    "day_path",
-    "parse_wiki",
-    "render_wiki",
-    "parse_day",
-    "sort_day",
-    "render_day",
-    "same_item",
-    "entry_key",
-    "item_etag",
-    "utc_now",
-    "utc_instant",
-    "OutsideCalendar",
-    "normalize_ts",
-    "SETTINGS_PATH",
-    "parse_settings",
-    "render_settings",
-]
+__all__ = [*blocks.__all__, *codec.__all__]

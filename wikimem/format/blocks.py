@@ -1,26 +1,6 @@
 """The one block format shared by wiki files and diary days.
 
-A file is a ``# title`` line, then one section per block::
-
-    ## heading
-
-    content (stripped)
-
-    <!-- wikimem: owner=... | source=... | ts=... -->
-
-Reading is tolerant (see ``on-disk-format``): text before the first heading
-is ignored, a block without a metadata comment has no provenance, and a
-metadata comment that does not parse is ordinary content. The parser never
-raises on any text.
-
-Two details make writing and reading exact inverses for every content:
-
-* a content line that would read back as a heading (``## ...``) is written
-  with one more leading backslash (``\\## ...``, which Markdown also renders
-  as a literal ``##``); reading removes one backslash again;
-* if the last line of a content looks like a metadata comment, the writer
-  always adds the block's own comment after it, so only the real one is
-  taken as metadata.
+Design notes: docs/explanation/file-format.md (``wikimem/format/blocks.py``).
 """
 
 from __future__ import annotations
@@ -32,15 +12,8 @@ from wikimem.errors import InvalidName
 from wikimem.limits import MAX_CONTENT_CHARS, check_length
 from wikimem.naming import validate_provenance
 
-__all__ = [
-    "Block",
-    "parse_blocks",
-    "render_blocks",
-    "render_meta",
-    "normalize_content",
-    "clean_content",
-    "clean_meta_value",
-]
+__all__ = ["Block", "parse_blocks", "render_blocks", "render_meta", "normalize_content", "clean_content",
+           "clean_meta_value"]
 
 HEADING_RE = re.compile(r"##[ \t]+(.*\S)[ \t]*")
 _ESCAPE_RE = re.compile(r"\\*##[ \t]")

@@ -24,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
+from typing import overload
 
+from wikimem.errors import InvalidValue
 from wikimem.fsio import decode
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_character_id, is_valid_time, validate_character_id
@@ -35,8 +37,8 @@ __all__ = [
     "WIKI_DIR", "DIARY_DIR", "MEMORY_DIRS", "is_memory_name", "memory_path", "wiki_path", "day_path",
     "LAYERS_DIR", "layer_prefix", "layer_of", "layer_dirs",
     "parse_wiki", "render_wiki", "parse_day", "sort_day", "render_day", "same_item", "entry_key",
-    "item_etag", "utc_now", "utc_instant", "OutsideCalendar", "normalize_ts", "SETTINGS_PATH", "parse_settings",
-    "render_settings",
+    "item_etag", "utc_now", "utc_instant", "read_instant", "iso_instant", "instant_epoch", "OutsideCalendar",
+    "normalize_ts", "SETTINGS_PATH", "parse_settings", "render_settings",
 ]
 
 WIKI_DIR = "wiki"
@@ -222,6 +224,34 @@ def utc_instant(text: str) -> datetime:
         return moment.astimezone(timezone.utc)
     except OverflowError:
         raise OutsideCalendar(f"{text!r} is outside the calendar once converted to UTC") from None
+
+
+def read_instant(text: str, what: str, expected: str) -> datetime:
+    """:func:`utc_instant` of a value someone gave (``what`` names it in the error): :class:`InvalidValue` when
+    it is not ``expected`` (e.g. "a date (YYYY-MM-DD) or an ISO-8601 time") or leaves the calendar in UTC."""
+    try:
+        return utc_instant(text)
+    except OutsideCalendar:
+        raise InvalidValue(f"{what} falls outside the years 1 to 9999 once converted to UTC") from None
+    except ValueError:
+        raise InvalidValue(f"{what} is not {expected}") from None
+
+
+@overload
+def iso_instant(ts: int | float) -> str: ...
+@overload
+def iso_instant(ts: None) -> None: ...
+def iso_instant(ts: int | float | None) -> str | None:
+    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ`` (how the history, the run index and the staged runs show a
+    time); None stays None."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def instant_epoch(iso: str) -> int:
+    """:func:`iso_instant`'s text back as epoch seconds."""
+    return int(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
 
 
 def normalize_ts(ts: str | None) -> str:

@@ -9,8 +9,10 @@ shards), ``access/`` says who may do what (tokens, operators, quotas).
 from __future__ import annotations
 
 from wikimem.context import new_run_id
+from wikimem.errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 
 from .access import OwnerQuota
+from .assembly import make_host
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
 from .characters import Character, Characters, Migration, character_owner, slug_of
@@ -25,10 +27,9 @@ from .config import (
     read_setting,
 )
 from .demo import bad_run_hint, seed_demo
-from .errors import BadRequest, LLMNotConfigured, QueueFull, ToolCallError
 from .fleet import JobQuery, RunQuery
 from .gate import Act, Ask, Caller, Gate, job_context
-from .host import EXPORT_TYPES, MAX_PAGE, Host
+from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
 from .instants import parse_instant
 from .memorizing import MemorizeResult
 from .owner import UNDO_TARGETS, BatchResult, Owner, OwnerStats
@@ -52,7 +53,8 @@ __all__ = [
     "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
     "Character", "Characters", "Migration", "character_owner", "slug_of",
-    "Host", "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
+    "Host", "HostParts", "make_host",
+    "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",
     "Within", "within_of", "reaches", "covers", "scope_prefixes", "scope_text", "within_json",
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",

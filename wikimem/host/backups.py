@@ -1,34 +1,6 @@
 """Backups of a data root with every owner's history, made while the host serves, and restoring them.
 
-Layout of a backup folder (``wikimem backup DEST``)::
-
-    DEST/
-    ├── manifests/<stamp>.json          one per run: owners (id, folder, head, bundle, sha256), databases
-    ├── bundles/<folder>/<head>.bundle  an owner's whole history at a head, as a git bundle; a later run whose
-    │                                   owner is still at that head reuses it (incremental by head)
-    └── databases/<stamp>/<file>        the non-derived SQLite databases (jobs, auth state), copied with
-                                        SQLite's backup API (a consistent copy while other processes write)
-
-Each owner's head is read when the run reaches it, so every write
-acknowledged before the run started is in the backup (objects are
-immutable: the bundle is the history as of that head, whatever is written
-meanwhile). Derived state is left out — history indexes, the run index,
-vector caches — and made again after a restore. A PostgreSQL database
-(``WIKIMEM_DATABASE_URL``) is not copied: ``pg_dump`` it.
-
-:func:`restore_backup` makes a data root from a backup: every owner (onto an empty
-data root) or one (``owner=``, into an existing one), each folder built in
-``staging/`` and renamed into place. A backup folder is untrusted input
-(:mod:`wikimem.host.backuptrust`): no name is taken from the manifest (folders,
-bundle and database paths are derived from validated ids), files are read
-without following links and checked as they are copied, bundles are checked
-object by object like a remote's, and the databases — which make a host act —
-are restored only from a manifest signed with the host's key.
-Owners an erasure reached are purged from the backup folder by the next
-backup run (``erased=``): their bundles deleted, their entries dropped from
-every manifest, their rows removed from every database copy. The data root
-keeps a list of the backup folders made from it (``backups.json``), so an
-erasure's receipt names those that still hold the owner until their next run.
+Design notes: docs/explanation/erasure.md (``wikimem/host/backups.py``).
 """
 
 from __future__ import annotations

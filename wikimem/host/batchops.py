@@ -16,10 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikimem.errors import TooLarge
+from wikimem.errors import BadRequest, TooLarge
 from wikimem.limits import MAX_BATCH_CHARS, MAX_OPS
-
-from .errors import BadRequest
 
 __all__ = ["Op", "parse_ops", "check_content", "MAX_OPS"]
 

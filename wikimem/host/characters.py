@@ -116,6 +116,15 @@ class Characters:
             raise NotFound(f"no character {character!r}; {_how_to_register(character)}")
         return found
 
+    def shared_writes(self, character: str) -> str:
+        """How the character's writes reach the shared layer (``staged``, ``direct``, ``none``): ``none`` for a
+        deleted or unknown one (a token bound to it may still read, never change what every character shares)."""
+        try:
+            found = self.get(character)
+        except NotFound:
+            return "none"
+        return "none" if found.deleted else found.shared_writes
+
     def exists(self, character: str) -> bool:
         """Whether the character is registered and not deleted."""
         found = self._find(character_owner(character))

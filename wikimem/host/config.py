@@ -1,35 +1,6 @@
 """The one composition root: every ``WIKIMEM_*`` variable, read once, and the host built from it.
 
-- :func:`load_config` → :class:`Config`, frozen and validated: the defaults, then the
-  environment, then overrides (a test's config, a command's flags) by key;
-- :func:`build_host` → the :class:`~wikimem.host.Host` of a configuration, with
-  its embedder (:func:`build_embedder`), chat client (:func:`build_llm`),
-  recall options, quotas, replication, peers and index cache;
-- :func:`read_setting` → one variable alone, for what needs no host (``wikimem ls``,
-  a tokens file, gunicorn's bind);
-- :func:`prepare_metrics_dir` (gunicorn's master), :func:`build_metrics` (each
-  process), :func:`mark_worker_dead` (gunicorn's ``child_exit``): the metrics
-  of every worker in one folder (``PROMETHEUS_MULTIPROC_DIR``, set here).
-
-The Flask app (``webapp``), gunicorn's master check and every CLI command get
-their host or their settings here; ``webapp.config`` derives Flask's own keys
-from the same :class:`Config`. Nothing else reads the environment.
-
-Every variable is one entry of :data:`wikimem.host.variables.VARIABLES`: its name,
-its key, how its value reads (integer, number, flag, text), its default and
-meaning. :data:`ENV_VARS` (variable → key) and the value kinds come from there,
-and so do the documentation's tables and ``deploy/env.example`` (``make docs``; a test
-fails while they are stale). A key (in :func:`load_config`'s overrides and a
-test config) is the variable's name without ``WIKIMEM_``, except
-``WIKIMEM_DATA`` → ``DATA_ROOT``, ``WIKIMEM_MAX_BODY`` → ``MAX_CONTENT_LENGTH``
-and git's ``GIT_SSH_COMMAND`` → ``SSH_COMMAND``; ``EMBED_TIMEOUT`` (seconds one
-embeddings call may take, 5) is a key without a variable. The :class:`Config`
-field is the key in lower case (``SELF``: ``self_url``).
-
-"web" marks what only the Flask app uses (see ``webapp.config``, which also
-refuses a production start without a real ``SECRET_KEY``). gunicorn's own
-process settings (``WIKIMEM_WORKERS``, ``WIKIMEM_THREADS``, ``WIKIMEM_TIMEOUT``
-…, listed there too) are read by ``deploy/gunicorn.conf.py``, before any of this runs.
+Design notes: docs/explanation/operations.md (``wikimem/host/config.py``).
 """
 
 from __future__ import annotations
@@ -480,11 +451,12 @@ def build_llm(config: Config):
 
 
 def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
-    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks).
+    """The :class:`~wikimem.host.Host` of ``config``: one per process (it holds the owners' LRU and locks), made
+    of its parts by :func:`~wikimem.host.assembly.make_host`.
 
     ``metrics``: the process's (the web app's, from :func:`build_metrics`); None: made here.
     """
-    from wikimem.host.host import Host
+    from wikimem.host.assembly import make_host
 
     if config.peer_set is not None and not config.database_url:
         logging.getLogger(__name__).warning(
@@ -496,13 +468,13 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
 
         set_pool_size(config.database_pool)  # the process's pool of the shared database (fleet/pgpool.py)
 
-    return Host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
-                llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
-                replication=config.replication_settings, peers=config.peer_set,
-                metrics=metrics if metrics is not None else build_metrics(config),
-                database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
-                retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None,
-                memorize_facts=config.memorize_facts)
+    return make_host(config.data_root, index_cache=config.index_cache, embedder=build_embedder(config),
+                     llm=build_llm(config), recall=config.recall_options(), quota=config.quota(),
+                     replication=config.replication_settings, peers=config.peer_set,
+                     metrics=metrics if metrics is not None else build_metrics(config),
+                     database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
+                     retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None,
+                     memorize_facts=config.memorize_facts)
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import overload
+from datetime import timedelta
 
 from wikimem.errors import InvalidValue
-from wikimem.format import OutsideCalendar, utc_instant
+from wikimem.format import read_instant
 
-__all__ = ["parse_instant", "iso_instant"]
+__all__ = ["parse_instant"]
 
 
 def parse_instant(text: str | None, what: str, *, end_of_day: bool = False) -> int | None:
@@ -22,23 +21,7 @@ def parse_instant(text: str | None, what: str, *, end_of_day: bool = False) -> i
     raw = str(text).strip()
     if len(raw) > 64:
         raise InvalidValue(f"{what} is longer than 64 characters")
-    try:
-        moment = utc_instant(raw)
-    except OutsideCalendar:
-        raise InvalidValue(f"{what} {raw!r} falls outside the years 1 to 9999 once converted to UTC") from None
-    except ValueError:
-        raise InvalidValue(f"{what} must be a date (YYYY-MM-DD) or an ISO-8601 time, got {raw!r}") from None
+    moment = read_instant(raw, f"{what} {raw!r}", "a date (YYYY-MM-DD) or an ISO-8601 time")
     if end_of_day and len(raw) == 10:
         moment += timedelta(days=1, seconds=-1)
     return int(moment.timestamp())
-
-
-@overload
-def iso_instant(ts: int) -> str: ...
-@overload
-def iso_instant(ts: None) -> None: ...
-def iso_instant(ts: int | None) -> str | None:
-    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ``."""
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

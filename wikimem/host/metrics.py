@@ -1,42 +1,6 @@
 """The host's metrics in Prometheus form (``prometheus_client``; its multiprocess mode under gunicorn).
 
-:class:`Metrics` holds the instruments. One is made per process by the
-composition root (:func:`wikimem.host.config.build_metrics`) and handed to
-the web app and the :class:`~wikimem.host.Host`, which report what happens
-through its methods (a :class:`NullMetrics` when nobody listens: the
-library alone, tests). :meth:`Metrics.exposition` is the text a scrape gets.
-
-Under gunicorn every worker counts: the master sets
-``PROMETHEUS_MULTIPROC_DIR`` (:func:`wikimem.host.config.prepare_metrics_dir`)
-before the workers start, each worker writes its own files there, a scrape
-sums them, and gunicorn's ``child_exit`` marks a dead worker's gauges gone.
-What lives in shared files is read at scrape time, once, by the worker
-that answers (:class:`HostCollector`): jobs by kind and state and the age
-of the oldest waiting one (``jobs.sqlite3``), the replication lag.
-
-====================================================  =====================================================
-metric                                                what
-====================================================  =====================================================
-``wikimem_http_requests_total{route,method,status}``  requests served (route = the URL rule)
-``wikimem_http_request_duration_seconds{route,method}``  their latency
-``wikimem_commits_total``                             commits made (every write, undo, hand edit)
-``wikimem_write_duration_seconds``                    a write from its call to its commit (lock, files, push)
-``wikimem_retrieve_duration_seconds{phase}``          a retrieve: ``freshness`` (index brought up to date),
-                                                      ``embedding`` (the embedder, on the request), ``ranking``
-                                                      (the rest), ``total``
-``wikimem_owner_cache_total{event}``                  the owners' LRU: ``hit``, ``miss``, ``eviction``
-``wikimem_embedding_backlog``                         indexes waiting for background embedding (all workers)
-``wikimem_job_steps_total{kind,outcome}``             job steps run: ``done``, ``failed``, ``retry``
-``wikimem_jobs{kind,state}``                          jobs in the store (queued, running, done, failed)
-``wikimem_job_oldest_age_seconds{kind,state}``        age of the oldest queued / running job
-``wikimem_replication_lag_commits``                   commits not on the remote yet, all owners
-``wikimem_replication_lagging_owners``                owners with such commits
-``wikimem_replication_push_failures_total{mode}``     pushes that failed (``sync``: the write failed; ``async``)
-``wikimem_signin_failures_total{status}``             refused sign-ins (401, 403, 429 …)
-``wikimem_rate_limited_total{route}``                 429 answers (sign-in, API per token, owner quota)
-``wikimem_rate_limit_unavailable_total``              API requests let through uncounted: the rate counter
-                                                      could not be written (a full disk, a locked file)
-====================================================  =====================================================
+Design notes: docs/explanation/operations.md (``wikimem/host/metrics.py``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import DamagedFolder, InvalidValue, NotFound, RemoteError, RemoteMoved
+from wikimem.errors import (
+    BadRequest,
+    DamagedFolder,
+    InvalidValue,
+    LLMNotConfigured,
+    NotFound,
+    RemoteError,
+    RemoteMoved,
+    ToolCallError,
+)
 from wikimem.format import SETTINGS_PATH, item_etag, normalize_ts, parse_settings, render_settings
 from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
@@ -21,7 +30,6 @@ from wikimem.store import resolve_tz
 
 from .batchops import Op, check_content, parse_ops
 from .duplicates import check_duplicate
-from .errors import BadRequest, LLMNotConfigured, ToolCallError
 from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
 from .memorizing import MemorizeResult, memorize_turn, replayed

@@ -11,11 +11,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import InvalidValue, NotFound, PreconditionFailed
+from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 from wikimem.linkgraph import LinkGraph, link_graph
 
-from .errors import BadRequest
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 

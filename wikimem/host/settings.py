@@ -20,12 +20,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from wikimem.errors import InvalidValue
+from wikimem.errors import BadRequest, InvalidValue
 from wikimem.format import utc_now
 from wikimem.limits import MAX_PERSONA_CHARS
 from wikimem.store import resolve_tz
-
-from .errors import BadRequest
 
 __all__ = ["OwnerSettings", "SETTINGS_FIELDS", "DEFINITION", "SHARED_WRITES", "CHARACTER_PREFIX", "check_settings",
            "check_definition", "settings_record", "settings_summary"]

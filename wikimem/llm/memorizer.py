@@ -1,23 +1,6 @@
 """Memorize: turn a conversation turn into diary entries — two ways.
 
-1. :func:`memorize` runs after a turn: one ``llm.chat`` call with
-   :data:`DIARY_PROMPT`, the reply parsed *fail-open* (a reply that is not
-   the expected JSON means "nothing to keep", never an exception).
-2. The character calls the ``append_diary`` tool (:func:`diary_tool`) during
-   the turn and the host routes the call to :func:`handle_diary_tool`, which
-   is *strict*: a bad call raises ``ValueError`` whose message is written for
-   the agent to read as the tool result, so it can call again.
-
-Both modes share one set of writing rules (:data:`DIARY_RULES`), so the
-prompt and the tool description never drift into two voices.
-
-Events are filed on the day they happened: an entry whose own text dates it
-to one past day ("上周三我去了海边", "yesterday", "7月21号") is appended to
-that day's file; an entry without any time expression takes the day the turn
-names, if the turn names exactly one. Days are resolved against the time the
-turn was told (``ts``, default now) in ``tz``, never land in the future, and
-the entry keeps ``ts`` = the instant it was told (its heading keeps the wall
-clock it was told at). An explicit ``date=`` from the caller wins.
+Design notes: docs/explanation/recall-internals.md (``wikimem/llm/memorizer.py``).
 """
 
 from __future__ import annotations
@@ -35,20 +18,8 @@ from wikimem.timeparse import event_day
 
 from .reply import entry_text, find_json, json_kind, seed_entries
 
-__all__ = [
-    "LLM",
-    "DiaryLike",
-    "memorize",
-    "parse_diary_reply",
-    "render_prompt",
-    "DIARY_PROMPT",
-    "DIARY_RULES",
-    "diary_tool",
-    "handle_diary_tool",
-    "DIARY_TOOL_NAME",
-    "DIARY_TOOL_DESCRIPTION",
-    "event_date",
-]
+__all__ = ["LLM", "DiaryLike", "memorize", "parse_diary_reply", "render_prompt", "DIARY_PROMPT", "DIARY_RULES",
+           "diary_tool", "handle_diary_tool", "DIARY_TOOL_NAME", "DIARY_TOOL_DESCRIPTION", "event_date"]
 
 
 class LLM(Protocol):

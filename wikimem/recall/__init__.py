@@ -4,11 +4,11 @@ stopwords, the wiki and diary indexes, the vectors and their fusion with BM25, r
 from __future__ import annotations
 
 from .assembly import cut
-from .bm25 import K1, B, BM25Index, idf
 from .diary_index import DiaryIndex
 from .fusion import Candidate, apply_recency, fuse, normalise, recency_factor
 from .hybrid import HybridRanker
 from .index import DIARY_MODES, DIARY_WAIT, MemoryIndex
+from .lexical import K1, B, BM25Index, idf
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, Contents, IndexVectors
 from .stopwords import CHINESE_CHARS, CHINESE_WORDS, ENGLISH, content_terms, is_function_term

@@ -28,7 +28,7 @@ from wikimem.models import RecallItem, as_recall_item
 from wikimem.naming import DATE_RE
 from wikimem.vectors import content_hash, embed_text
 
-from .bm25 import B, BM25Index
+from .lexical import B, BM25Index
 from .tokenizer import item_text, tokenize
 
 __all__ = ["DiaryIndex"]
@@ -50,7 +50,7 @@ def _keyed(date: str, entries: Iterable[Any]) -> list[tuple[Key, RecallItem]]:
 
 
 class DiaryIndex:
-    """Every diary entry of a store in a :class:`~wikimem.recall.bm25.BM25Index` (see the module docstring).
+    """Every diary entry of a store in a :class:`~wikimem.recall.lexical.bm25.BM25Index` (see the module docstring).
 
     Not thread-safe: :class:`~wikimem.MemoryIndex` calls it under its lock.
     """

@@ -23,11 +23,11 @@ from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
 from .assembly import cut, entries, expand
-from .bm25 import B
 from .diary_index import DiaryIndex
 from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
+from .lexical import B
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
 from .semantic import Contents, IndexVectors
 from .smoothing import lexical_sides, smooth

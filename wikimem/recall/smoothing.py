@@ -1,27 +1,6 @@
 """Lexical neighbour smoothing: in a conversation, a turn inherits part of its neighbours' BM25 score.
 
-Evidence is often split across turns: "we adopted a puppy!" / "what did
-you name him?" / "Biscuit. The kids picked it." — the turn that answers
-"what is the name of Maya's dog?" shares no word with it, but sits next to
-the turn that does. With smoothing, each candidate scores
-
-    s'(i) = s(i) + weight · max(s(i − 1), s(i + 1))
-
-over the turns of its own file (file order), and the neighbours of BM25's
-best candidates join the candidates. It only helps where neighbours are
-related, so it applies to **conversation-like files** only:
-
-- every diary day (its entries are one day's events, in order);
-- a wiki RecallFile **marked** by its name — ``chat``, ``transcript``,
-  ``conversation``, ``dialog`` or ``dialogue`` as a part of the name
-  between ``-`` / ``_`` (``chat-2026-07``, ``session_transcript``);
-- a wiki RecallFile **detected** as a transcript: at least
-  :data:`MIN_TURNS` items, three quarters of them starting with a speaker
-  label (``Maya: …``, ``志强：…``).
-
-A file that is a list of facts (``preferences``: one fact per item, no
-speaker labels) is never smoothed: there a neighbour is an unrelated fact,
-and inheriting its score pushes a wrong item up.
+Design notes: docs/explanation/recall-internals.md (``wikimem/recall/smoothing.py``).
 """
 
 from __future__ import annotations

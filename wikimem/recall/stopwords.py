@@ -1,38 +1,6 @@
 """Function words dropped from *query* terms (never from the index).
 
-In a question such as "what did she say about the trip", the words "what",
-"did", "she", "about", "the" decide the BM25 ranking as much as "trip" does:
-they are in almost every turn of a conversation, and an item that repeats
-them outranks the one about the trip. Dropping them from the query only
-(the index keeps every term, so nothing is re-indexed and the switch is free)
-leaves the words that carry the question.
-
-:func:`content_terms` applies the filter with one safeguard: when every term
-is a function word ("what did you do?") the query is kept as it is, so a
-query never loses all its terms.
-
-Chinese terms are character bigrams (or jieba words): a term is a function
-term when it is a listed function word, or when all its characters are
-function characters (的 了 是 我 你 他 这 那 什 么 吗 呢 …), so "什么", "我们",
-"这个", "是不" go and "海边", "咖啡" stay.
-
-``languages`` picks whose function words go: the host drops English ones
-only, because ``bench/quality.py`` measured the Chinese list costing recall
-(a bigram such as "吃的" or "去了" carries the topic more often than not).
-
-A **time question** ("what did I do yesterday?", "昨天做了什么") is searched
-for its topic only (:func:`topic_terms`): the time words are the gate, and
-the frame of the question — function words plus :data:`FRAME_WORDS` /
-:data:`FRAME_CHARS` (do, did, go, happen; 做 干 去 发生) — says that
-something happened, not what. When nothing else is left, the window comes
-back newest first.
-
-**Question words** (:func:`question_only`): a time question whose topic is
-only a generic ask — eat, have, dinner, talk, fun; 吃 喝 聊 玩 饭 晚上 — is
-answered with its whole window (matching entries first): "what did I have
-for dinner last night?" asks about that evening, whatever the entries say.
-A topic with real words ("quantum", 海边) gets only the entries that match
-them, as BM25 alone would (upstream's contract).
+Design notes: docs/explanation/recall-internals.md (``wikimem/recall/stopwords.py``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from typing import Any
 
 from wikimem.models import RecallItem
 
-from .bm25 import B, BM25Index
 from .filler import is_content_free, speaker_of
+from .lexical import B, BM25Index
 from .smoothing import is_transcript
 from .tokenizer import cached_terms, est_tokens, item_text, tokenize
 
@@ -18,7 +18,7 @@ Key = tuple[str, str]  # (file, name)
 
 
 class WikiIndex:
-    """Every wiki item of a store in a :class:`~wikimem.recall.bm25.BM25Index`, keyed ``(file, name)``.
+    """Every wiki item of a store in a :class:`~wikimem.recall.lexical.bm25.BM25Index`, keyed ``(file, name)``.
 
     Follows ``store.revision``: on a change it asks the store which files
     changed and re-reads only those, re-indexing only the items whose text

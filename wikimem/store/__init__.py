@@ -7,40 +7,12 @@ from __future__ import annotations
 from wikimem.models import RecallItem
 from wikimem.naming import sanitize_item_name, validate_file
 
-from .diary import Diary, DiaryReader, resolve_tz
-from .door import GITIGNORE_NAME, JOURNAL_NAME, TOP_FILES, Door, OverlayDoor, folder_file
-from .journal import Journal, diary_record, parse_record, wiki_record
-from .wiki import MemoryStore, Saved, normalize_ts
-from .writer import LOCK_NAME, MAX_ROUND, Landing, Mutation, MutationHook, PlainHook, Unit, UnitInfo, Writer
+from . import diary, door, journal, wiki, writer
+from .diary import *  # noqa: F403
+from .door import *  # noqa: F403
+from .journal import *  # noqa: F403
+from .wiki import *  # noqa: F403
+from .writer import *  # noqa: F403
 
-__all__ = [
-    "Door",
-    "OverlayDoor",
-    "folder_file",
-    "TOP_FILES",
-    "JOURNAL_NAME",
-    "GITIGNORE_NAME",
-    "Journal",
-    "wiki_record",
-    "diary_record",
-    "parse_record",
-    "Mutation",
-    "MutationHook",
-    "MAX_ROUND",
-    "PlainHook",
-    "Writer",
-    "Unit",
-    "UnitInfo",
-    "Landing",
-    "LOCK_NAME",
-    "MemoryStore",
-    "Saved",
-    "normalize_ts",
-    "Diary",
-    "DiaryReader",
-    "resolve_tz",
-    # upstream's wikimem.store also showed these (the face of its module path)
-    "RecallItem",
-    "validate_file",
-    "sanitize_item_name",
-]
+__all__ = ["RecallItem", "sanitize_item_name", "validate_file",  # (the upstream library's names here)
+           *diary.__all__, *door.__all__, *journal.__all__, *wiki.__all__, *writer.__all__]

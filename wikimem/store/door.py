@@ -1,27 +1,6 @@
 """The one door of a memory folder: every file of an owner folder is listed, read, written and removed here.
 
-Whoever changes the folder — a local write, the pickup of a hand edit, a
-fast-forward or replay from the remote, a clone, the recovery of a killed
-write — and whoever reads it (the store, the index, settings, export) passes
-:class:`Door`, which holds the folder's rules:
-
-- only these paths exist: ``wiki/<name>.md`` and ``diary/<name>.md``
-  (:func:`~wikimem.format.memory_path`), the same in a character's layer
-  (``characters/<id>/wiki/…``, ``…/diary/…``, its ``journal.jsonl``), and at
-  the top ``settings.json``, ``.gitignore`` and ``journal.jsonl``; anything
-  else (``..``, a slash, a NUL, a dotfile) is refused before the file system
-  is asked;
-- every folder on the way is opened without following a symbolic link, and
-  each file relative to its folder's descriptor, so no link anywhere on the
-  way leads out of the owner folder;
-- a file is read only if it is a regular file (never through a link, never
-  waiting on a FIFO) of at most :data:`~wikimem.limits.MAX_FILE_BYTES`
-  (memory) or :data:`~wikimem.limits.MAX_SETTINGS_BYTES` (the files at the
-  top); anything else is :class:`~wikimem.errors.DamagedFolder`, which the
-  host reports for that owner only;
-- writes are atomic (temp file, fsync, rename, fsync of the folder; the
-  syncs skipped with ``durable=False`` when an intent log makes the write
-  durable) and refused past the same limits (:class:`~wikimem.errors.TooLarge`).
+Design notes: docs/explanation/durability-internals.md (``wikimem/store/door.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +9,8 @@ import itertools
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from wikimem.errors import DamagedFolder, TooLarge
@@ -121,42 +101,44 @@ class Door:
             fd = inner
         return fd
 
+    @contextmanager
+    def _folder(self, folder: str | None) -> Iterator[int | None]:
+        """:meth:`_dir` of ``folder`` (None when it is missing), closed when the block ends."""
+        fd = self._dir(folder)
+        try:
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     # -- reading ---------------------------------------------------------------
 
     def read(self, rel: str) -> bytes | None:
         """The bytes of a file of the folder, None when it does not exist (see the module's rules)."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return None
-        try:
-            return read_regular(name, dir_fd=fd, limit=_limit(folder), shown=self._shown(rel))
-        finally:
-            os.close(fd)
+        with self._folder(folder) as fd:
+            return None if fd is None else read_regular(name, dir_fd=fd, limit=_limit(folder), shown=self._shown(rel))
 
     def stamp(self, rel: str) -> Stamp | None:
         """``(inode, mtime_ns, size)`` of the entry itself (a link's, not its target's); None when missing."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return None
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        finally:
-            os.close(fd)
+        with self._folder(folder) as fd:
+            if fd is None:
+                return None
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
         return st.st_ino, st.st_mtime_ns, st.st_size
 
     def stamps(self, folder: str) -> dict[str, Stamp]:
         """``{name: stamp}`` of the memory files in ``wiki/`` or ``diary/`` (of a layer: ``characters/<id>/wiki``)
         ({} without the folder)."""
         _check_folder(folder)
-        fd = self._dir(folder)
-        if fd is None:
-            return {}
         out: dict[str, Stamp] = {}
-        try:
+        with self._folder(folder) as fd:
+            if fd is None:
+                return out
             with os.scandir(fd) as entries:
                 for entry in entries:
                     if not is_memory_name(entry.name):
@@ -166,8 +148,6 @@ class Door:
                     except FileNotFoundError:
                         continue
                     out[entry.name] = (st.st_ino, st.st_mtime_ns, st.st_size)
-        finally:
-            os.close(fd)
         return out
 
     def names(self, folder: str) -> list[str]:
@@ -177,14 +157,11 @@ class Door:
     def layers(self) -> list[str]:
         """The characters whose layer folder is here (``characters/<id>/``), sorted; names that are no character
         id are ignored, a link or a file named like one is :class:`DamagedFolder` (as a link in place of ``wiki/``)."""
-        fd = self._dir(LAYERS_DIR)
-        if fd is None:
-            return []
-        try:
+        with self._folder(LAYERS_DIR) as fd:
+            if fd is None:
+                return []
             with os.scandir(fd) as entries:
                 found = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in entries if is_character_id(e.name))
-        finally:
-            os.close(fd)
         for name, is_dir in found:
             if not is_dir:
                 raise DamagedFolder(f"{self._shown(f'{LAYERS_DIR}/{name}')} is not a folder; nothing is read through "
@@ -229,27 +206,32 @@ class Door:
         finally:
             os.close(fd)
 
+    def put(self, rel: str, data: bytes | None, *, durable: bool = True) -> None:
+        """:meth:`write` ``data``, or :meth:`remove` the file when ``data`` is None (a file as a commit has it)."""
+        if data is None:
+            self.remove(rel, durable=durable)
+        else:
+            self.write(rel, data, durable=durable)
+
     def remove(self, rel: str, *, durable: bool = True) -> None:
         """Delete a file of the folder (if present), durably unless ``durable=False`` (a link is removed itself,
         never its target)."""
         folder, name = folder_file(rel)
-        fd = self._dir(folder)
-        if fd is None:
-            return
-        try:
-            os.unlink(name, dir_fd=fd)
-            if durable:
-                os.fsync(fd)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        except IsADirectoryError:
-            raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
-        except PermissionError:  # Linux answers EPERM when unlinking a folder
-            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+        with self._folder(folder) as fd:
+            if fd is None:
+                return
+            try:
+                os.unlink(name, dir_fd=fd)
+                if durable:
+                    os.fsync(fd)
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            except IsADirectoryError:
                 raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
-            raise
-        finally:
-            os.close(fd)
+            except PermissionError:  # Linux answers EPERM when unlinking a folder
+                if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise DamagedFolder(f"{self._shown(rel)} is a folder; only regular files are removed") from None
+                raise
 
 
 class OverlayDoor(Door):

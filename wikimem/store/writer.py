@@ -1,47 +1,6 @@
 """The mutation seam: how every write of a store happens, and who hears of it.
 
-All writes of a :class:`~wikimem.MemoryStore` and its :class:`~wikimem.Diary`
-go through one :class:`Writer`. A write runs inside a *unit*:
-
-1. the writer takes its thread lock (:attr:`Writer.lock`), then the hook's
-   inter-process lock (``hook.locked()``); the caller re-reads the file it
-   will change *under* the lock, so no concurrent writer's change is lost;
-2. the caller applies its changes with :meth:`Writer.apply` (new file
-   contents plus one journal record per mutation); the hook hears which
-   files will change (``hook.writing(unit, paths)``). Changes are staged in
-   the unit (the caller reads them back with :meth:`Writer.read`); nothing
-   reaches the disk yet;
-3. when the unit's block ends without error, ``hook.committed(unit)`` is
-   called, still inside the lock — the git layer builds the unit's commit
-   (not durable yet) and returns its id, which the writer keeps as
-   ``unit.commit``;
-4. the unit then *lands*, with the other units of its round (below): the
-   hook's ``land(landing)`` makes the round durable in the order it needs and
-   calls ``landing.write(durable)`` to put the files on disk (each once,
-   atomically) and the journal lines (one append); a hook without ``land``
-   gets the files written and synced (the plain store). A caller returns
-   only once its round has landed;
-5. a unit whose block raises is dropped (nothing of it was written); a round
-   that fails to land is put back as it was (files, journal), and every unit
-   in it raises.
-
-**Group commit.** Threads of one process that queue for the store's lock
-while a unit is in progress join the next *round*: its leader holds the
-locks, lets each queued thread run its block in turn (each unit seeing the
-ones before it, each still its own commit), then lands them together — one
-sync round for the group. ``Writer.group_commit = False`` gives every unit a
-round of its own.
-
-A single ``store.add`` is a unit of its own. ``store.batch(run=..., actor=...)``
-makes a unit of everything inside the ``with`` block (a memorize run, an API
-batch). What a unit carries down to its commit is one typed value,
-:class:`UnitInfo` (``unit.info``), handed to the hook as is. Values travel
-back through attributes of the :class:`Unit`: the caller may leave a
-``payload`` for the hook (the result an idempotent request replays), the
-hook leaves the ``commit``.
-
-The plain library's hook (:class:`PlainHook`) only locks; the library never
-imports git.
+Design notes: docs/explanation/durability-internals.md (``wikimem/store/writer.py``).
 """
 
 from __future__ import annotations
@@ -60,7 +19,7 @@ from wikimem.locking import FileLock
 from .door import Door
 from .journal import Journal
 
-__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "Landing", "LOCK_NAME"]
+__all__ = ["Mutation", "MutationHook", "PlainHook", "Writer", "Unit", "UnitInfo", "Landing", "LOCK_NAME", "MAX_ROUND"]
 
 # Units landed together at most (a bound on how long the first caller of a round waits for the others).
 MAX_ROUND = 64
@@ -206,10 +165,7 @@ class Landing:
         for rel, new in self.staged.items():
             if new == self.originals.get(rel, _MISSING):
                 continue
-            if new is None:
-                door.remove(rel, durable=durable)
-            else:
-                door.write(rel, new, durable=durable)
+            door.put(rel, new, durable=durable)
         self.writer.journal.write_many(self.records, durable=durable)
         for unit in self.units:
             unit.final = frozenset(rel for rel, owner in self._owner.items() if owner is unit)
@@ -233,10 +189,7 @@ class Landing:
                     continue
             except WikimemError:  # something else took the file's place: put ours back over it
                 pass
-            if old is None:
-                door.remove(rel, durable=durable)
-            else:
-                door.write(rel, old, durable=durable)
+            door.put(rel, old, durable=durable)
         self.writer.journal.truncate(self.journal_size, durable=durable)
         self.writer.notify(tuple(self.staged))
 

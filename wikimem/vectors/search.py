@@ -1,26 +1,6 @@
 """What :class:`~wikimem.MemoryIndex` calls for cosine scores (numpy).
 
-:class:`EmbeddingSearch` keeps, for one memory:
-
-- the wiki cache (``vectors.keys.jsonl`` + ``vectors-NNNNNN.npy``): one row
-  per item, the text ``name + "\\n" + content``;
-- with :class:`NeighbourContext`, a second cache in ``vectors-context/``: one
-  row per item for the item *together with its neighbours in the same file*
-  (the item before and after it). An item's cosine is then
-  ``w·cos(item) + (1−w)·cos(item with neighbours)`` (``w = item_weight``,
-  0.6): a turn that answers "a golden retriever" is found by a question
-  about the puppy its previous turn announced;
-- the diary cache (``diary-vectors/``): rows keyed by content hash that only
-  accumulate — each entry embedded once, ever, whichever window or query
-  reached it.
-
-``sync(items, max_new=None)`` brings the wiki caches in line (no API call
-when nothing changed); with ``max_new`` it embeds at most that many texts
-and keeps what it has (background embedding, see :mod:`wikimem.vectors.worker`);
-items without vectors yet simply get no cosine. ``search`` embeds the query
-(with the embedder's query role, :func:`~wikimem.vectors.embedders.embed_queries`),
-and answers cosines from what is in memory. Every failure raises; a
-model/dimension mismatch with a cache also warns, once. Thread-safe.
+Design notes: docs/explanation/recall-internals.md (``wikimem/vectors/search.py``).
 """
 
 from __future__ import annotations

@@ -1,38 +1,6 @@
 """The intent log of one memory folder: each round of commits, recorded durably before any of it lands.
 
-``.git/wikimem-intent.log`` is a write-ahead log. A round (one or more
-commits, see :mod:`wikimem.store.writer`) is appended as one *record* — its
-commits (id, parent, which blob each changed path got), the journal lines,
-the results idempotent retries replay, and the round's new git objects
-themselves, compressed as loose objects are — and the record is made
-durable with **one** ``fdatasync`` before anything of the round touches the
-folder. Then the objects, the files, the journal and the branch are written
-without syncs of their own: the record holds every byte they need.
-
-Every record carries a state byte: ``P`` pending (just written), ``A``
-applied (the branch moved and the derived steps ran), ``X`` aborted (the
-landing failed, synced before the failure is reported), ``U`` undone (the
-aborted round's files were put back). Only ``X`` is synced: ``A`` and ``U``
-matter only while the machine stays up.
-
-Reconciling, under the owner lock (:meth:`IntentLog.pending`):
-
-- **a writer died, the machine did not** (the header's boot id is this
-  boot): only the last record can be unfinished (``P`` or ``X``): the
-  branch at its first parent → undo its files; at its last commit → finish
-  the steps after the branch move;
-- **the machine restarted** (another boot id): anything not synced may be
-  lost or torn, so every record since the last checkpoint is *redone*:
-  its objects written again (unsound loose copies replaced), the branch
-  rolled forward, files and journal made what the log says, then a
-  checkpoint.
-
-A **checkpoint** (:meth:`IntentLog.checkpoint`) syncs the whole file system
-once (``syncfs``), then starts a new epoch in the header: a fresh random
-salt every record must carry, and this boot's id. It runs when the log
-outgrows :data:`LOG_LIMIT`, after a redo, and before anything moves the
-branch without a record. The log file is reused in place; records of an
-older epoch (another salt) or torn ones (bad CRC) end the scan.
+Design notes: docs/explanation/durability-internals.md (``wikimem/versioned/intent.py``).
 """
 
 from __future__ import annotations

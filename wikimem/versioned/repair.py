@@ -1,23 +1,6 @@
 """Putting a damaged memory folder right (``wikimem repair``): the steps, each a function of what it needs.
 
-- :func:`good_head` — a branch that names no commit of the repository (a
-  garbage ``refs/heads/main``, a commit lost with its objects) goes back to
-  the last good commit: the newest the history index saw on the branch, or
-  the remote-tracking ref, or — when neither is usable — the newest commit
-  of the object store whose whole history passes the checks of
-  :mod:`~wikimem.versioned.replication.incoming` (so a refused remote commit never
-  becomes the branch);
-- :func:`quarantine` — what cannot be read through the folder's door (a
-  symbolic link, a FIFO, a device, a folder in a file's place, a file over
-  its limit; ``wiki/`` or ``diary/`` themselves as links) is moved, never
-  followed, to ``.git/wikimem-quarantine/<time>/`` for an operator to look at;
-- :func:`readable_settings` — the newest ``settings.json`` of the history
-  that can be read, when the one at the head cannot.
-
-:meth:`VersionedStore.repair <wikimem.versioned.VersionedStore.repair>` runs
-them under the owner lock, puts the files the quarantine moved back as the
-branch has them, and rebuilds the history index when SQLite finds it damaged.
-History is never rewritten: the branch only moves back when it named nothing.
+Design notes: docs/explanation/durability-internals.md (``wikimem/versioned/repair.py``).
 """
 
 from __future__ import annotations
@@ -133,12 +116,7 @@ def quarantine(root: Path, only: tuple[str, ...] | None = None) -> list[str]:
         if why:
             move(rel, why)
     for folder in () if only else _folders(root, move):
-        try:
-            st = os.lstat(root / folder)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            move(folder, file_kind(st.st_mode))
+        if not _is_folder(root, folder, move):
             continue
         with os.scandir(root / folder) as entries:
             names = [e.name for e in entries if is_memory_name(e.name)]
@@ -154,15 +132,21 @@ def _folders(root: Path, move: Callable[[str, str], None]) -> list[str]:
     where ``characters/`` or a layer's folder should be is moved aside first)."""
     out = list(MEMORY_DIRS)
     for folder in [LAYERS_DIR, *(f"{LAYERS_DIR}/{n}" for n in _names(root / LAYERS_DIR))]:
-        try:
-            st = os.lstat(root / folder)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            move(folder, file_kind(st.st_mode))
-        elif folder != LAYERS_DIR:
+        if _is_folder(root, folder, move) and folder != LAYERS_DIR:
             out += [f"{folder}/{d}" for d in MEMORY_DIRS]
     return out
+
+
+def _is_folder(root: Path, folder: str, move: Callable[[str, str], None]) -> bool:
+    """Whether ``folder`` is a folder here; a file or a link in its place is moved aside (False, as when missing)."""
+    try:
+        st = os.lstat(root / folder)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        move(folder, file_kind(st.st_mode))
+        return False
+    return True
 
 
 def _names(folder: Path) -> list[str]:

@@ -43,11 +43,10 @@ from wikimem.errors import IdempotencyKeyReused, NotFound
 from wikimem.format import (
     MEMORY_DIRS,
     SETTINGS_PATH,
-    OutsideCalendar,
     layer_dirs,
     layer_of,
     memory_path,
-    utc_instant,
+    read_instant,
     utc_now,
 )
 from wikimem.fsio import Stamp, sweep_temp_files, sync_filesystem
@@ -158,7 +157,9 @@ class VersionedStore:
         self.undo = Undo(self.git, self.db, self.writer, resolve=self.resolve, batch=self.batch)
         self.forgetting = Forgetting(self.git, self.db, self.intent, self.root, self.store.journal, self.door,
                                      replica=lambda: self.replica)
-        self.recovery = Recovery(self)  # what a killed writer or a power loss left (see recover())
+        # what a killed writer or a power loss left (see recover())
+        self.recovery = Recovery(self.git, self.intent, self.db, self.door, self.store.journal,
+                                 finish=self.finish_steps, tell=self.tell, reset=self._reset_caches)
 
     def __repr__(self) -> str:
         return f"VersionedStore({str(self.root)!r})"
@@ -492,6 +493,11 @@ class VersionedStore:
         """Forget the files' stat stamps: the next hand-edit check hashes every memory file again."""
         self._stat_cache.clear()
 
+    def _reset_caches(self) -> None:
+        """What recovery calls once it rewrote files: the parsed files and their stat stamps forgotten."""
+        self.store.invalidate()
+        self.forget_stats()
+
     def _remember(self, path: str, sha: bytes | None) -> None:
         if sha is None:
             self._stat_cache.pop(path, None)
@@ -688,12 +694,7 @@ class VersionedStore:
                 raise ValueError(f"commit prefix {text} is ambiguous")
             if not re.fullmatch(r"\d{4}", text):
                 raise NotFound(f"no commit {text}")
-        try:
-            moment = utc_instant(text)
-        except OutsideCalendar:
-            raise ValueError(f"{point!r} falls outside the years 1 to 9999 once converted to UTC") from None
-        except ValueError:
-            raise ValueError(f"{point!r} is not a commit id, an ISO-8601 time or HEAD") from None
+        moment = read_instant(text, repr(point), "a commit id, an ISO-8601 time or HEAD")
         found_at = self.db.at_or_before(int(moment.timestamp()))
         if found_at is None:
             raise NotFound(f"no commit at or before {point}")

@@ -2,79 +2,11 @@
 
 from __future__ import annotations
 
-from .authstate import SCHEMA_VERSION, STATE_FILE, AuthState, SchemaTooNew
-from .credfile import RACY_SECONDS, WatchedFile, edit_lines
-from .operators import (
-    DEFAULT_ROLE,
-    LEGACY_ROLE,
-    ROLES,
-    Account,
-    OperatorsFile,
-    add_account,
-    check_name,
-    check_role,
-    list_accounts,
-    remove_account,
-    role_at_least,
-    update_account,
-)
-from .quotas import OwnerQuota
-from .tokens import (
-    MAX_PREFIXES,
-    SCOPES,
-    Principal,
-    Rotation,
-    TokenEntry,
-    TokenFile,
-    append_token,
-    check_prefixes,
-    check_scopes,
-    expires_in_words,
-    hash_secret,
-    list_tokens,
-    mint_token,
-    parse_duration,
-    revoke_tokens,
-    rotate_token,
-    token_id,
-)
+from . import authstate, credfile, operators, quotas, tokens
+from .authstate import *  # noqa: F403
+from .credfile import *  # noqa: F403
+from .operators import *  # noqa: F403
+from .quotas import *  # noqa: F403
+from .tokens import *  # noqa: F403
 
-__all__ = [
-    "WatchedFile",
-    "edit_lines",
-    "RACY_SECONDS",
-    "SCOPES",
-    "Principal",
-    "TokenEntry",
-    "hash_secret",
-    "token_id",
-    "mint_token",
-    "TokenFile",
-    "append_token",
-    "check_scopes",
-    "check_prefixes",
-    "MAX_PREFIXES",
-    "list_tokens",
-    "revoke_tokens",
-    "rotate_token",
-    "Rotation",
-    "parse_duration",
-    "expires_in_words",
-    "ROLES",
-    "DEFAULT_ROLE",
-    "LEGACY_ROLE",
-    "Account",
-    "OperatorsFile",
-    "check_role",
-    "role_at_least",
-    "check_name",
-    "add_account",
-    "remove_account",
-    "update_account",
-    "list_accounts",
-    "AuthState",
-    "STATE_FILE",
-    "SCHEMA_VERSION",
-    "SchemaTooNew",
-    "OwnerQuota",
-]
+__all__ = [*authstate.__all__, *credfile.__all__, *operators.__all__, *quotas.__all__, *tokens.__all__]

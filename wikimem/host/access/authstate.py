@@ -1,31 +1,6 @@
 """Sign-in state a host shares between its worker processes: ended sessions and attempt counters.
 
-One SQLite file at the data root, ``<data root>/auth/state.sqlite3`` (WAL
-mode: a reader never waits for a writer). Every worker process of the host
-opens the same file, so
-
-- a logout ends the session in every worker at once (table ``revoked``:
-  session id → the time its absolute lifetime ends anyway, after which the
-  row is purged);
-- the sign-in rate limit counts the attempts that all workers saw together
-  (table ``hits``: fixed-window counters, the storage behind the ``limits``
-  rate limiter of :mod:`webapp.ratelimit`). Counters in each process's
-  memory would multiply the limit by the number of workers.
-
-- when each API token was last used (table ``token_use``: token id → time),
-  written at most once a minute per token and process
-  (:meth:`AuthState.touch_token`), so ``wikimem token list`` can show it
-  without a file rewrite per request.
-
-Each host of a cluster has its own data root and so its own file; see
-:mod:`webapp.session` for what that means for logout. SQLite wants a local
-filesystem, as the owners' file locks do. Standard library only.
-
-The file cannot be rebuilt from git, so its layout is versioned
-(``PRAGMA user_version``, :data:`SCHEMA_VERSION`): opening it runs the
-missing steps of :data:`MIGRATIONS` in one transaction, whichever worker
-gets there first; a file newer than this code is refused
-(:class:`SchemaTooNew`) rather than misread.
+Design notes: docs/explanation/access.md (``wikimem/host/access/authstate.py``).
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Operator accounts of the admin UI: the accounts file, roles, and the edits the CLI makes.
 
-The accounts file (``WIKIMEM_OPERATORS_FILE``) is JSON Lines, one account a
-line; blank lines and lines starting with ``#`` are ignored::
-
-    {"name": "alice", "password_hash": "scrypt:32768:8:1$…", "role": "operator", "owner_prefix": "user:"}
-
-- ``name``: what the operator types to sign in; it becomes the ``actor`` of
-  the changes they make. 1–64 characters, no control characters.
-- ``password_hash``: werkzeug's salted scrypt hash, made by the web layer
-  (:func:`webapp.session.hash_password`); this module never sees a password.
-- ``role``: what the operator may do (:data:`ROLES`, each including the ones
-  before it): ``reviewer`` reads every page its prefix covers; ``operator``
-  may also revert, roll back and restore; ``admin`` may do everything,
-  deleting owners included. A line without a role is an ``operator``: what
-  every account could do before roles existed.
-- ``owner_prefix`` (optional): the operator only sees owners whose id
-  starts with it.
-
-The host re-reads the file when it changes, in every worker
-(:class:`~wikimem.host.access.credfile.WatchedFile`): removing an account, or
-changing its password, role or prefix, ends its admin sessions on their next
-request (see :mod:`webapp.session`). Edits rewrite the file atomically under
-a lock (:func:`~wikimem.host.access.credfile.edit_lines`).
+Design notes: docs/explanation/access.md (``wikimem/host/access/operators.py``).
 """
 
 from __future__ import annotations

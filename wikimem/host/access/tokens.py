@@ -1,59 +1,6 @@
 """API tokens: scopes, owner-id prefixes, and the hashed tokens file.
 
-The tokens file (``WIKIMEM_TOKENS_FILE``) is JSON Lines, one token a line;
-blank lines and lines starting with ``#`` are ignored::
-
-    {"name": "worker-1", "sha256": "<64 hex>", "scopes": ["read", "write"], "owner_prefix": "user:",
-     "created": "2026-07-21T06:30:00+00:00", "expires": "2026-10-19T06:30:00+00:00"}
-
-(one line in the file; wrapped here).
-
-- ``name``: who the token belongs to; it becomes the default ``actor`` of
-  the writes made with it.
-- ``sha256``: the hex SHA-256 of the token's secret (UTF-8). The secret
-  itself is never stored; it is shown once, when minted. A fast hash is
-  right here because secrets are 256-bit random strings, not passwords.
-- ``scopes``: any of ``read``, ``write``, ``admin``. ``admin`` implies
-  ``write``, ``write`` implies ``read``.
-- ``owner_prefix`` (optional, default ``""``): the token only reaches owners
-  whose id starts with it.
-- ``owner_prefixes`` (optional, a non-empty list; ``wikimem token mint
-  --owner-prefix user: --owner-prefix team:``): the token reaches owners
-  whose id starts with any of them; when present it wins over
-  ``owner_prefix`` (which minting sets to the first, so a host that predates
-  the list reaches fewer owners, never more).
-- ``character`` (optional, ``wikimem token mint --character kai``): a
-  character id (:func:`~wikimem.naming.validate_character_id`); the token
-  speaks as that character (its layers; the host's gate decides what it may
-  read and write). A line whose character or prefixes are malformed is
-  skipped: it must not become a token without them.
-- ``created`` (set when minted, e.g. ``"2026-07-21T06:30:00+00:00"``): when
-  the token was minted.
-- ``revoked`` (set by ``wikimem token revoke``): the time the token was
-  revoked; a revoked token authenticates nothing. The line stays, so
-  ``wikimem token list --all`` can still show who had which token.
-- ``expires`` (optional, ``wikimem token mint --expires 90d``): the time
-  (UTC ISO-8601) from which the token authenticates nothing; the API says
-  so in its 401 (:meth:`TokenFile.identify` tells an expired token from an
-  unknown one).
-- ``rotated`` (set by ``wikimem token rotate``): the id of the token that
-  replaced this one; the old one keeps working until its ``expires``, the
-  end of the grace period.
-
-**Rotation** (:func:`rotate_token`) appends a new token with the same name,
-scopes, owner prefixes and character (and the same lifetime, when the old one had an
-expiry) and sets the old one's ``expires`` to the end of a grace period, so
-workers can switch over without an outage.
-
-A token's **id** is the first 16 hex digits of its ``sha256``: what
-``wikimem token list`` shows and ``wikimem token revoke`` accepts, and what
-an admin UI session signed in with the token remembers. It tells nothing
-about the secret.
-
-The file is re-read when it changes (:class:`~wikimem.host.access.credfile.WatchedFile`),
-in every worker, so a token minted or revoked while the host runs works, or
-stops working, on the next request. A malformed line is skipped with a
-warning rather than locking everyone out.
+Design notes: docs/explanation/access.md (``wikimem/host/access/tokens.py``).
 """
 
 from __future__ import annotations

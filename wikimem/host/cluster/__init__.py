@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from .maintenance import OwnerCheck, push_all, rebalance, remote_owner_ids, restore, verify
-from .peers import Breaker, Peers, merge_owner_pages
-from .replication import PROBE_FOLDER, Pusher, Replication, Settings
-from .shards import Ring
+from . import maintenance, peers, replication, shards
+from .maintenance import *  # noqa: F403
+from .peers import *  # noqa: F403
+from .replication import *  # noqa: F403
+from .shards import *  # noqa: F403
 
-__all__ = [
-    "Ring",
-    "Peers",
-    "Breaker",
-    "merge_owner_pages",
-    "Settings",
-    "Replication",
-    "Pusher",
-    "PROBE_FOLDER",
-    "OwnerCheck",
-    "verify",
-    "restore",
-    "push_all",
-    "rebalance",
-    "remote_owner_ids",
-]
+__all__ = [*maintenance.__all__, *peers.__all__, *replication.__all__, *shards.__all__]

@@ -1,27 +1,6 @@
 """The other hosts of a cluster (``WIKIMEM_PEERS``), asked for what spans every host: the owner listing.
 
-Owners are sharded across hosts, so a listing (and the admin UI's owner
-search, which is a listing by prefix) gathers each host's own page and
-merges them. A peer is asked with the headers the web layer gives (a short-lived
-token signed with the shared secret key, carrying the owner-id prefix the
-caller may see; see ``webapp/peering.py``), so it shows exactly what the
-caller may see, from its own data root only (no fan-out of fan-outs). A peer that does not answer makes
-the page *partial* (its URL is reported), never an error.
-
-A peer that is down or silent must not slow every request down:
-
-- each call has a short connect timeout (``WIKIMEM_PEER_CONNECT_TIMEOUT``,
-  0.5 s) and a read timeout (``WIKIMEM_PEER_TIMEOUT``, 2 s), and a
-  gathering never waits longer than the two together, whatever a peer does;
-- a :class:`Breaker` per peer: after a failure (no connection, a timeout,
-  a 5xx) the peer is skipped — reported unreachable at once — for
-  ``WIKIMEM_PEER_COOLDOWN`` seconds (30), then one call tries it again.
-  The breaker's state is a small file per peer under the data root
-  (``run/peers/``), shared by every worker process of the host, so a silent
-  peer costs one listing the timeout, not one per worker;
-- notices that must reach every peer (a logout) are sent by a background
-  :class:`Courier` that retries a peer that missed one, with backoff,
-  until the notice no longer matters (:meth:`Peers.deliver`).
+Design notes: docs/explanation/replication-internals.md (``wikimem/host/cluster/peers.py``).
 """
 
 from __future__ import annotations

@@ -1,33 +1,6 @@
 """The host's side of replication: every owner repository to its own git remote.
 
-:class:`Replication` is made once per process from :class:`Settings`
-(``WIKIMEM_REMOTE``, ``WIKIMEM_REPLICATION``, …) and used by
-:class:`~wikimem.host.Host`:
-
-- :meth:`Replication.attach` gives an opened owner its
-  :class:`~wikimem.versioned.replication.replica.Replica` (sync: each commit pushed with
-  compare-and-swap before the branch moves; async: commits queued for the
-  background :class:`Pusher`);
-- :meth:`Replication.clone` brings an owner this host lacks from the remote;
-- :meth:`Replication.refresh` keeps an owner's copy within the staleness
-  bound: at most every ``freshness`` seconds per owner and process, the
-  remote's head is read and, when it moved, fetched and fast-forwarded under
-  the owner lock. A read therefore reflects every write acknowledged more
-  than ``freshness`` seconds (plus one remote round trip) before it; writes
-  never depend on it (the push's compare-and-swap catches a stale copy);
-- :meth:`Replication.mark_erased` / :meth:`Replication.erased_at` — the
-  marker an erasure leaves on the remote (a repository named by a keyed
-  digest of the owner id, ``_erased-<digest>``), so that a host holding a
-  copy, without a shared database, drops it at its next look instead of
-  taking the deleted repository for an outage;
-- :meth:`Replication.ready` tells whether the remote answers (``/readyz``);
-- :meth:`Replication.status` gives the lag, per owner and in total, and the
-  owners whose remote was refused: a fetch or clone whose commits break the
-  rules of :mod:`wikimem.versioned.replication.incoming` is never applied, and is
-  recorded in ``<data root>/replication/refused/<folder>.json`` (every
-  process sees it) until a later fetch of that owner is accepted.
-
-The git layer is imported lazily, as :class:`~wikimem.host.owner.Owner` does.
+Design notes: docs/explanation/replication-internals.md (``wikimem/host/cluster/replication.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from .bulk import (
     select,
     submit,
 )
-from .erase import ERASE, FORGET, Erasure, copy_time, parse_target
+from .erasure import ERASE, FORGET, Erasure, copy_time, erase_jobs, erase_rows, parse_target
 from .jobs import JobStore, validate_job_id
 from .jobtypes import (
     JOB_STATES,
@@ -39,22 +39,22 @@ from .memorizejob import MemorizeRetry, memorize_handler, submit_memorize
 from .operations import MAX_RUNS_PAGE, Fleet, job_visible
 from .pgpool import set_pool_size
 from .probation import APPROVE_JOB, DISCARD_JOB, JOB_KINDS, Probation, settle_part, staged_handler, staged_job_view
-from .register import erase_jobs, erase_rows
-from .runindex import (
-    INDEX_PATH,
+from .runindex import INDEX_PATH, RunIndex
+from .runner import JOB_THREADS, HostJobs, JobRunner
+from .runtypes import (
     MAX_FIELD,
     OwnerCount,
     OwnerCountPage,
-    RunIndex,
     RunPage,
     RunQuery,
     RunRow,
+    RunSpan,
+    StagedRow,
     merge_pages,
     row_cursor,
 )
-from .runner import JobRunner
 from .sql import Database, is_url
-from .staged import STAGED_PATH, StagedIndex, StagedRow
+from .staged import STAGED_PATH, StagedIndex
 
 __all__ = [
     "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
@@ -62,6 +62,7 @@ __all__ = [
     "RunIndex",
     "RunQuery",
     "RunRow",
+    "RunSpan",
     "RunPage",
     "OwnerCount",
     "OwnerCountPage",
@@ -71,6 +72,8 @@ __all__ = [
     "merge_pages",
     "JobStore",
     "JobRunner",
+    "HostJobs",
+    "JOB_THREADS",
     "Job",
     "JobQuery",
     "JobPage",

@@ -25,8 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wikimem.errors import Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
-from wikimem.host.errors import BadRequest
+from wikimem.errors import BadRequest, Conflict, InvalidValue, NotFound, StoreBusy, WikimemError
 from wikimem.host.gate import job_context
 from wikimem.host.owner_ids import Within, within_json
 

@@ -1,51 +1,9 @@
-"""Durable background jobs of the host: memorize without holding a request, bulk work over owners.
-
-A **job** is a list of **steps** (one for a memorize; one per owner for a
-bulk rollback), stored at the data root in ``jobs.sqlite3`` (SQLite, WAL) —
-or, in a cluster, in the PostgreSQL database every host shares
-(``WIKIMEM_DATABASE_URL``), where a step is run by the host holding its
-owner (its ``home``) and taken over by another when that host stops beating.
-It is keyed by an idempotency key: submitting the same key again returns the
-same job. Its state is ``queued`` (no step started), ``running``, ``done``
-(every step done) or ``failed`` (every step finished, at least one failed);
-``done``/``total`` count finished steps and ``results`` holds each step's
-result or error.
-
-Steps are run by a :class:`JobRunner`: background threads inside each host
-process, which claim one step at a time under a **lease** and renew it with a
-heartbeat. When a process dies, its steps' leases lapse (at once if it ran on
-this machine and its pid is gone, else after ``lease`` seconds) and another
-process — or the same host after a restart — claims them again. A step marked
-done is never run again, and marking it done is conditional on still holding
-the lease, so two runs never both record a result.
-
-What remains is the window between a step's effect and its "done" mark: a
-process killed right there leaves a step whose effect happened but is not
-marked. Handlers close it by making their writes idempotent under
-:attr:`Step.key` (the memorize handler passes it as the ``Idempotency-Key`` of
-the owner's commit, so the re-run replays the stored result and writes
-nothing twice). A step whose process died ``max_attempts`` times fails.
-
-Handlers are registered by kind (``runner.register("memorize", handler)``);
-a handler gets a :class:`Step` and returns a JSON-able result, raises
-:class:`RetryLater` to be run again after a delay, or raises anything else to
-fail the step (a :class:`~wikimem.errors.WikimemError` or ``ValueError``
-keeps its message; anything else is logged and reported as ``internal``).
-Finished jobs are pruned after ``retention`` seconds (a week by default).
-
-**Fair and bounded** (:class:`Limits`): each job belongs to a *tenant*, the
-owner prefix of the token that submitted it. A tenant may have at most
-``per_tenant`` open (queued or running) jobs, an owner ``per_owner``; past
-that :meth:`JobStore.submit` raises :class:`~wikimem.host.errors.QueueFull`
-(HTTP 429 with ``Retry-After``). Runners claim round-robin across tenants
-(the tenant served longest ago first), so one tenant's flood delays another
-tenant's job by at most one step per runner thread. The database has a size
-budget (finished jobs go first, oldest first), and a finished memorize step
-drops its raw turn after ``turn_keep`` seconds (its result stays). A job that
-has not started can be cancelled (state ``cancelled``).
-
-The schema is versioned (``PRAGMA user_version``; a ``wikimem_schema`` row on
-PostgreSQL) and migrated on start; a database newer than the code is refused.
+"""Durable background jobs of the host (:class:`JobStore`): memorize without holding a request, bulk work over
+owners — jobs of steps in one database (``jobs.sqlite3`` or a cluster's PostgreSQL), keyed by an idempotency
+key, claimed by :class:`~wikimem.host.fleet.runner.JobRunner` threads under a lease, fair across tenants and
+bounded (:class:`~wikimem.host.fleet.jobtypes.Limits`); the schema and its migration are ``jobschema.py``.
+How leases, idempotent handlers and the caps keep a step from running twice or starving a tenant:
+docs/explanation/jobs.md.
 """
 
 from __future__ import annotations
@@ -63,9 +21,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wikimem.errors import Conflict, IdempotencyKeyReused, InvalidName, NotFound
-from wikimem.host.errors import QueueFull
+from wikimem.errors import BadRequest, Conflict, IdempotencyKeyReused, InvalidName, NotFound, QueueFull
 
+from .jobschema import SCHEMA_VERSION, TABLES, migrate, scope_of
 from .jobtypes import (
     DEFAULT_RETENTION,
     JOB_ID_RE,
@@ -80,6 +38,7 @@ from .jobtypes import (
     Step,
     iso,
 )
+from .paging import decode_cursor, encode_cursor
 from .sql import Database, Tx, prefix_match
 
 if TYPE_CHECKING:
@@ -88,56 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["JobStore", "validate_job_id", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 2  # 1: the unversioned first schema (user_version 0); 2: tenants, scopes, homes, cancel
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    key TEXT UNIQUE,
-    fingerprint TEXT NOT NULL,
-    params TEXT NOT NULL,
-    state TEXT NOT NULL,
-    total INTEGER NOT NULL,
-    done INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    created {real} NOT NULL,
-    updated {real} NOT NULL,
-    finished {real},
-    tenant {text_c} NOT NULL DEFAULT '',
-    scope {text_c} NOT NULL DEFAULT '',
-    owner {text_c}
-);
-CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
-CREATE TABLE IF NOT EXISTS steps (
-    job TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    n INTEGER NOT NULL,
-    params TEXT NOT NULL,
-    state TEXT NOT NULL,
-    lease_owner TEXT,
-    lease_until {real},
-    attempts INTEGER NOT NULL DEFAULT 0,
-    not_before {real} NOT NULL DEFAULT 0,
-    result TEXT,
-    error TEXT,
-    home TEXT,
-    finished {real},
-    PRIMARY KEY (job, n)
-);
-CREATE INDEX IF NOT EXISTS steps_open ON steps (state, not_before);
-CREATE TABLE IF NOT EXISTS tenants (tenant {text_c} PRIMARY KEY, last_claim {real} NOT NULL);
-CREATE TABLE IF NOT EXISTS hosts (name TEXT PRIMARY KEY, seen {real} NOT NULL)
-"""
-# Version 1 → 2: what the first schema lacks (its rows are filled from their params by _fill_v2).
-_V2_COLUMNS = [("jobs", "tenant", "TEXT NOT NULL DEFAULT ''"), ("jobs", "scope", "TEXT NOT NULL DEFAULT ''"),
-               ("jobs", "owner", "TEXT"), ("steps", "home", "TEXT"), ("steps", "finished", "REAL")]
-_V2_INDEXES = """
-CREATE INDEX IF NOT EXISTS jobs_created ON jobs (created);
-CREATE INDEX IF NOT EXISTS jobs_open ON jobs (state, tenant);
-CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, state)
-"""
-_TABLES = ("jobs", "steps", "tenants", "hosts")
-
 
 def validate_job_id(job_id: Any) -> str:
     """A job id as :meth:`JobStore.submit` makes them; :class:`InvalidName` otherwise."""
@@ -152,20 +61,6 @@ def _new_job_id() -> str:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def _scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
-    """``(scope, owner)`` of a job: one owner's job is scoped to its owner; a job over many owners to the owner
-    prefix it was made over (a bulk rollback: its selection's prefix within its submitter's)."""
-    owner = params.get("owner")
-    if isinstance(owner, str) and kind != "bulk-rollback":
-        return owner, owner
-    from wikimem.host.owner_ids import prefixes_of, reaches
-
-    within = prefixes_of(params.get("within") or "")
-    selection = params.get("selection")
-    narrower = str(selection.get("owner_prefix") or "") if isinstance(selection, dict) else ""
-    return (narrower if narrower and reaches(within, narrower) else os.path.commonprefix(list(within))), None
 
 
 # -- the store -------------------------------------------------------------------
@@ -185,7 +80,7 @@ class JobStore:
         self.retention = float(retention)
         self.host = host
         self.limits = limits or Limits()
-        self._migrate()
+        migrate(self.db)
 
     @classmethod
     def at(cls, data_root: Path | str, **kwargs: Any) -> JobStore:
@@ -200,48 +95,6 @@ class JobStore:
     def shared(self) -> bool:
         """Whether the hosts of a cluster share it."""
         return self.db.postgres
-
-    # -- schema ----------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        """Create the tables, or bring a database of an older version to :data:`SCHEMA_VERSION` (on start; safe
-        when several processes start at once: each step runs in the store's one write transaction)."""
-        db = self.db
-        version = db.version()
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(f"{db.shown} is at schema version {version}, newer than this wikimem knows "
-                               f"({SCHEMA_VERSION}): run the newer version, or restore a backup of the database")
-        if version == SCHEMA_VERSION:
-            return
-        old = "jobs" in self._tables()
-        db.script(_SCHEMA)
-        with db.write(schema=True) as tx:
-            if db.version() == SCHEMA_VERSION:
-                return  # another process migrated meanwhile
-            if old:
-                for table, column, decl in _V2_COLUMNS:
-                    if column not in db.columns(table):
-                        tx.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-                self._fill_v2(tx)
-            for statement in (s.strip() for s in _V2_INDEXES.split(";")):
-                if statement:
-                    tx.execute(statement)
-            db.set_version(tx, SCHEMA_VERSION)
-
-    def _tables(self) -> set[str]:
-        if self.db.postgres:
-            return {r[0] for r in self.db.rows("SELECT table_name FROM information_schema.tables "
-                                               "WHERE table_schema = current_schema()")}
-        return {r[0] for r in self.db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    @staticmethod
-    def _fill_v2(tx: Tx) -> None:
-        """Version 1 rows: their scope and owner, from their params."""
-        for job_id, kind, params in tx.rows("SELECT id, kind, params FROM jobs"):
-            scope, owner = _scope_of(kind, json.loads(params))
-            tx.execute("UPDATE jobs SET scope = ?, owner = ? WHERE id = ?", (scope, owner, job_id))
-        tx.execute("UPDATE steps SET finished = (SELECT j.finished FROM jobs j WHERE j.id = steps.job) "
-                   "WHERE state IN ('done', 'failed')")
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -261,7 +114,7 @@ class JobStore:
         — pass the caller's own input when steps hold values made at submission.
         ``tenant`` is the owner prefix of the submitter: a new job beyond its
         cap of open jobs (or its owner's) is refused with
-        :class:`~wikimem.host.errors.QueueFull`. ``homes`` names, per step, the
+        :class:`~wikimem.errors.QueueFull`. ``homes`` names, per step, the
         host that should run it (on a shared database; None: any).
         """
         if not isinstance(kind, str) or not kind:
@@ -274,7 +127,7 @@ class JobStore:
         params = dict(params or {})
         same = [kind, steps, params] if request is None else [kind, request]
         fingerprint = hashlib.sha256(_dumps(same).encode()).hexdigest()
-        scope, owner = _scope_of(kind, params)
+        scope, owner = scope_of(kind, params)
         homes = list(homes) if homes is not None else [self.host or None] * len(steps)
         if not self.shared:
             homes = [None] * len(steps)  # one host: any of its processes runs any step
@@ -315,7 +168,7 @@ class JobStore:
 
     def size(self) -> int:
         """Bytes the jobs take (what the size budget compares)."""
-        return self.db.size(_TABLES)
+        return self.db.size(TABLES)
 
     def _keep_budget(self) -> None:
         """Over the size budget: finished jobs go, oldest first, whatever their age; still over → QueueFull."""
@@ -409,14 +262,16 @@ class JobStore:
             where.append("created >= ?")
             args.append(query.since)
         if cursor:
-            created, job_id = _decode_cursor(cursor)
+            created, job_id = decode_cursor(cursor, ((int, float), str))
+            if not JOB_ID_RE.fullmatch(job_id):
+                raise BadRequest(f"invalid cursor {cursor[:40]!r}")
             where.append("(created < ? OR (created = ? AND id < ?))")
             args += [created, created, job_id]
         rows = self.db.rows(f"SELECT {self._JOB_COLUMNS} FROM jobs WHERE {' AND '.join(where)} "
                             "ORDER BY created DESC, id DESC LIMIT ?", [*args, limit + 1])
         more, rows = len(rows) > limit, rows[:limit]
         page = [self._job(r, []) for r in rows]
-        return JobPage(page, _encode_cursor(rows[-1][7], rows[-1][0]) if more and rows else None)
+        return JobPage(page, encode_cursor(rows[-1][7], rows[-1][0]) if more and rows else None)
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job none of whose steps has started; :class:`~wikimem.errors.Conflict` once one has."""
@@ -580,27 +435,6 @@ class JobStore:
         except QueueFull:
             log.warning("jobs database over its size budget with unfinished jobs only")
         return out
-
-
-def _encode_cursor(created: float, job_id: str) -> str:
-    import base64
-
-    raw = json.dumps([created, job_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    import base64
-
-    from wikimem.host.errors import BadRequest
-
-    try:
-        created, job_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(created, (int, float)) or isinstance(created, bool) or not isinstance(job_id, str):
-            raise ValueError
-        return float(created), validate_job_id(job_id)
-    except (ValueError, TypeError, InvalidName):
-        raise BadRequest(f"invalid cursor {cursor[:40]!r}") from None
 
 
 def _holder_is_gone(holder: str | None) -> bool:

@@ -87,7 +87,7 @@ class JobQuery:
     @classmethod
     def parse(cls, *, kind=None, state=None, owner_prefix=None, since=None) -> JobQuery:
         """A query from request values (strings; ``since`` a date or ISO-8601); a bad one raises ``ValueError``."""
-        from wikimem.host.errors import BadRequest
+        from wikimem.errors import BadRequest
         from wikimem.host.instants import parse_instant
 
         for value, what in ((kind, "kind"), (state, "state"), (owner_prefix, "owner_prefix"), (since, "since")):

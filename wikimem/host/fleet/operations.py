@@ -1,7 +1,7 @@
 """What operators do across owners: find runs, keep the run index, preview and run a bulk rollback, list jobs.
 
 :class:`Fleet` is held by :class:`~wikimem.host.Host` as ``host.fleet``, built with the run index,
-the host's owner lookups, its peers and its job queue.
+the host's owners, its peers and its jobs.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,11 +22,10 @@ from .runindex import OwnerCountPage, RunIndex, RunPage, RunQuery
 
 if TYPE_CHECKING:
     from wikimem.host.cluster import Peers
-    from wikimem.host.owner import Owner
     from wikimem.host.owner_ids import Within
+    from wikimem.host.owners import Owners
 
-    from .jobs import JobStore
-    from .runner import JobRunner
+    from .runner import HostJobs
 
 __all__ = ["Fleet", "MAX_RUNS_PAGE", "job_visible"]
 
@@ -46,22 +45,14 @@ class Fleet:
     """Cross-owner operator actions of one host: run search (cluster-wide with peers or a shared database), the
     run index's refresh, bulk rollback (preview, now, or as a durable job), the jobs list."""
 
-    def __init__(self, run_index: RunIndex, owner: Callable[[str], Owner], owner_ids: Callable[[], list[str]], *,
-                 jobs: Callable[[], JobStore], run_jobs: Callable[[], JobRunner], peers: Peers | None = None,
-                 peek: Callable[[str], Owner] | None = None, heads: Callable[[str], dict[str, str]] | None = None,
+    def __init__(self, run_index: RunIndex, owners: Owners, jobs: HostJobs, *, peers: Peers | None = None,
                  lock_dir: Path | None = None) -> None:
-        """``owner`` opens one owner by id (:class:`NotFound` if missing), ``owner_ids`` lists every owner held
-        here; ``peek`` opens one as it is on this host's disk (no remote catch-up), ``heads`` gives
-        ``{owner: head}`` of the owners held here under a prefix; ``jobs`` opens the job store, ``run_jobs``
-        makes this process run jobs (its runner); ``peers`` are the other hosts of a cluster, asked the same
-        search when the index is this host's alone; ``lock_dir`` holds the lock one sweep at a time takes."""
+        """``owners`` are the host's (lookup, ids, heads); ``jobs`` its job store and runner; ``peers`` the
+        other hosts of a cluster, asked the same search when the index is this host's alone; ``lock_dir`` holds
+        the lock one sweep at a time takes."""
         self._run_index = run_index
-        self._owner = owner
-        self._owner_ids = owner_ids
-        self._peek = peek or owner
-        self._heads = heads
-        self._jobs = jobs
-        self._run_jobs = run_jobs
+        self.owners = owners
+        self.jobs = jobs
         self._peers = peers
         self._lock_dir = lock_dir
         self._stale: dict[str, str] = {}  # owner → a head of this host's copy known to be behind the index
@@ -78,9 +69,7 @@ class Fleet:
         """Index the commits of every owner held here (under ``prefix``) whose head went beyond what the run index
         holds — a clone, a hand edit with git, a writer killed before its listener ran. Whether every such
         owner was caught up within ``budget`` seconds (None: no bound)."""
-        if self._heads is None:
-            return True
-        heads = self._heads(prefix)
+        heads = self.owners.owner_heads(prefix)
         known = self._run_index.heads(prefix)
         behind = [o for o, h in heads.items() if h and known.get(o) != h and self._stale.get(o) != h]
         deadline = None if budget is None else time.monotonic() + budget
@@ -88,7 +77,7 @@ class Fleet:
             if deadline is not None and time.monotonic() > deadline:
                 return False
             try:
-                owner = self._peek(owner_id)
+                owner = self.owners.peek(owner_id)
                 self._run_index.catch_up(owner)
             except NotFound:  # deleted meanwhile
                 continue
@@ -191,11 +180,11 @@ class Fleet:
         those this host indexed). Returns counts: owners, commits indexed,
         owners dropped.
         """
-        ids = self._owner_ids()
+        ids = self.owners.owner_ids()
         commits = 0
         for owner_id in ids:
             try:
-                owner = self._peek(owner_id)
+                owner = self.owners.peek(owner_id)
             except Exception:  # deleted meanwhile
                 continue
             commits += self._run_index.reindex(owner) if full else self._run_index.catch_up(owner)
@@ -214,11 +203,11 @@ class Fleet:
     def preview_bulk_rollback(self, query: RunQuery, *, within: Within = "") -> BulkPreview:
         """Every owner's plan for a bulk rollback of ``query`` (nothing written)."""
         self._fresh(query, within)
-        return preview(self._run_index, self._owner, query, within=within)
+        return preview(self._run_index, self.owners.owner, query, within=within)
 
     def bulk_rollback_part(self, part: Part, *, job: str, force: bool = False, actor: str = "operator") -> dict:
         """One owner's step of a bulk rollback (see :func:`wikimem.host.fleet.bulk.rollback_part`)."""
-        return rollback_part(self._owner, part, job=job, force=force, actor=actor)
+        return rollback_part(self.owners.owner, part, job=job, force=force, actor=actor)
 
     def bulk_rollback_now(self, query: RunQuery, *, job: str, within: Within = "", force: bool = False,
                           actor: str = "operator") -> list[dict]:
@@ -240,10 +229,10 @@ class Fleet:
         from wikimem.host.owner_ids import scope_text
 
         self._fresh(query, within)
-        job, _ = submit(self._jobs(), self._run_index, query, within=within, force=force, actor=actor,
+        job, _ = submit(self.jobs.store, self._run_index, query, within=within, force=force, actor=actor,
                         key=idempotency_key, tenant=scope_text(within) if tenant is None else tenant,
                         request_id=request_id)
-        self._run_jobs().wake()
+        self.jobs.wake()
         return job.to_dict()
 
     def bulk_job(self, job_id: str, *, within: Within = "") -> dict[str, Any]:
@@ -253,9 +242,9 @@ class Fleet:
         reaches beyond ``within`` (the caller's owner prefix). While the job
         is unfinished, this process helps run it.
         """
-        job = self._jobs().get(job_id)
+        job = self.jobs.store.get(job_id)
         if job.state in UNFINISHED:
-            self._run_jobs()  # e.g. the development server restarted: resume its jobs on the first look
+            self.jobs.start()  # e.g. the development server restarted: resume its jobs on the first look
         if job.kind != JOB_KIND or not job_visible(job.params, within):
             raise NotFound(f"no bulk rollback job {job_id!r}")
         return job_view(job)
@@ -263,9 +252,9 @@ class Fleet:
     def visible_job(self, job_id: str, *, within: str = "", admin: bool = True) -> Job:
         """A job of any kind, for a caller limited to owner prefix ``within`` (:class:`NotFound` when it may not
         see it; jobs over many owners only when ``admin``). While it is unfinished, this process helps run it."""
-        job = self._jobs().get(job_id)
+        job = self.jobs.store.get(job_id)
         if job.state in UNFINISHED:
-            self._run_jobs()
+            self.jobs.start()
         if not job_visible(job.params, within, admin=admin, kind=job.kind):
             raise NotFound(f"no job {job_id!r}")
         return job
@@ -276,11 +265,11 @@ class Fleet:
                   cursor: str | None = None) -> JobPage:
         """Jobs newest first that a caller limited to owner prefix ``within`` may see: jobs of its owners, and
         bulk jobs only when ``admin``."""
-        return self._jobs().list(query, within=within, admin=admin, limit=_limit(limit), cursor=cursor)
+        return self.jobs.store.list(query, within=within, admin=admin, limit=_limit(limit), cursor=cursor)
 
     def cancel_job(self, job_id: str, *, within: Within = "", admin: bool = False) -> Job:
         """Cancel a job that has not started (:class:`~wikimem.errors.Conflict` once it has); the job."""
-        jobs = self._jobs()
+        jobs = self.jobs.store
         job = jobs.get(job_id)
         if not job_visible(job.params, within, admin=admin, kind=job.kind):
             raise NotFound(f"no job {job_id!r}")

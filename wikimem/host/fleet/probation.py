@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue, NotFound
+from wikimem.format import instant_epoch
 from wikimem.host.gate import job_context
 from wikimem.host.probation import StagingPolicy
 
@@ -29,9 +29,9 @@ from .operations import job_visible
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
     from wikimem.host.owner_ids import Within
+    from wikimem.host.owners import Owners
 
-    from .jobs import JobStore
-    from .runner import JobRunner
+    from .runner import HostJobs
     from .staged import StagedIndex
 
 __all__ = ["Probation", "APPROVE_JOB", "DISCARD_JOB", "JOB_KINDS", "settle_part", "staged_handler",
@@ -109,28 +109,26 @@ def staged_job_view(job: Job) -> dict[str, Any]:
 class Probation:
     """The host's runs on probation across its owners (or a cluster's, on the shared database)."""
 
-    def __init__(self, index: StagedIndex, owner: Callable[[str], Owner], *, peek: Callable[[str], Owner],
-                 owner_ids: Callable[[str], list[str]], folder: Callable[[str], Path], jobs: Callable[[], JobStore],
-                 run_jobs: Callable[[], JobRunner], policy: StagingPolicy | None = None) -> None:
-        """``owner`` opens one owner by id (caught up with its remote), ``peek`` as this host's disk holds it,
-        ``owner_ids`` lists the owners held here under a prefix, ``folder`` is an owner's folder; ``jobs`` and
-        ``run_jobs`` as for :class:`~wikimem.host.fleet.Fleet`."""
+    def __init__(self, index: StagedIndex, owners: Owners, jobs: HostJobs, *,
+                 policy: StagingPolicy | None = None) -> None:
+        """``owners`` are the host's (lookup caught up with the remote, ``peek`` as this host's disk holds one,
+        ids, folders); ``jobs`` its job store and runner."""
         self.index = index
         self.policy = policy or StagingPolicy()
-        self._owner = owner
-        self._peek = peek
-        self._owner_ids = owner_ids
-        self._folder = folder
-        self._jobs = jobs
-        self._run_jobs = run_jobs
+        self.owners = owners
+        self.jobs = jobs
 
     # -- feeding the index -------------------------------------------------------------------
 
-    def listener(self, owner: Owner) -> Callable[[str], None]:
-        """What :attr:`Staging.on_change` calls for ``owner``: record its staged runs again."""
-        def on_change(_run: str) -> None:
-            self.sync(owner)
-        return on_change
+    def attach(self, owner: Owner) -> None:
+        """An owner just opened: it writes under the policy, and each change of its staged runs is recorded."""
+        owner.policy = self.policy
+        owner.staging.on_change.append(lambda _run: self.sync(owner))
+
+    def forget_copy(self, owner_id: str) -> None:
+        """This host's copy of an owner is gone: its rows go (a cluster's shared index keeps them)."""
+        if not self.index.shared:
+            self.index.forget(owner_id)
 
     def sync(self, owner: Owner) -> None:
         """Record one owner's staged runs (and how the ones that went were settled) in the index."""
@@ -146,17 +144,17 @@ class Probation:
         clone or a fetch brought them, or took them away. Whether all were done within ``budget`` seconds."""
         from wikimem.versioned import folder_staged
 
-        ids = self._owner_ids(prefix)
+        ids = self.owners.owner_ids(prefix)
         known = self.index.known(ids)
         deadline = None if budget is None else time.monotonic() + budget
         for owner_id in ids:
-            on_disk = folder_staged(self._folder(owner_id))
+            on_disk = folder_staged(self.owners.owner_path(owner_id))
             if on_disk == known.get(owner_id, {}):
                 continue
             if deadline is not None and time.monotonic() > deadline:
                 return False
             try:
-                self.sync(self._peek(owner_id))
+                self.sync(self.owners.peek(owner_id))
             except NotFound:
                 continue
             except Exception:
@@ -206,7 +204,7 @@ class Probation:
         totals = {"owners": 0, "changes": 0, "conflicts": 0, "owners_with_conflicts": 0}
         for owner_id in chosen:
             try:
-                review = self._owner(owner_id).staged_review(run)
+                review = self.owners.owner(owner_id).staged_review(run)
             except NotFound as exc:
                 plans.append({"owner": owner_id, "error": str(exc), "changes": [], "conflicts": []})
                 continue
@@ -233,7 +231,7 @@ class Probation:
     def start(self, action: str, run: str, **kwargs: Any) -> dict[str, Any]:
         """:meth:`submit` the job, and have this process help run it; the job as its page shows it."""
         job = self.submit(action, run, **kwargs)
-        self._run_jobs().wake()
+        self.jobs.wake()
         return job
 
     def submit(self, action: str, run: str, *, within: Within = "", force: bool = False, actor: str = "operator",
@@ -253,7 +251,7 @@ class Probation:
         request = {"run": run, "within": within_json(within), "force": bool(force), "actor": actor, "reason": reason,
                    "owners": sorted(owners) if owners is not None else None,
                    "except_owners": sorted(except_owners or [])}
-        jobs = self._jobs()
+        jobs = self.jobs.store
         scoped, existing = jobs.keyed(kind, within, idempotency_key, request)
         if existing is not None:
             return staged_job_view(existing)
@@ -270,14 +268,14 @@ class Probation:
                    job: str = "cli") -> list[dict[str, Any]]:
         """Approve or discard ``run`` here and now, owner after owner (the CLI; the API queues a job)."""
         kind = APPROVE_JOB if action == "approve" else DISCARD_JOB
-        return [settle_part(self._owner, o, run, action=kind, job=job, force=force, actor=actor)
+        return [settle_part(self.owners.owner, o, run, action=kind, job=job, force=force, actor=actor)
                 for o in self._chosen(run, within, owners, except_owners)]
 
     def job(self, job_id: str, *, within: Within = "") -> dict[str, Any]:
         """A bulk approve or discard job (:class:`NotFound` for another kind, or one beyond ``within``)."""
-        job = self._jobs().get(job_id)
+        job = self.jobs.store.get(job_id)
         if job.state in UNFINISHED:
-            self._run_jobs()
+            self.jobs.start()
         if job.kind not in JOB_KINDS or not job_visible(job.params, within):
             raise NotFound(f"no staged-run job {job_id!r}")
         return staged_job_view(job)
@@ -318,9 +316,4 @@ class Probation:
 
 
 def _age(iso: str | None, now: float) -> int | None:
-    if not iso:
-        return None
-    from datetime import datetime, timezone
-
-    then = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-    return max(0, int(now - then))
+    return max(0, int(now - instant_epoch(iso))) if iso else None

@@ -1,62 +1,32 @@
 """The cross-owner run index: every owner's runs, in one small SQLite file at the data root or a cluster's database.
 
-``<data root>/index/runs.sqlite3`` (WAL) — or, in a cluster, the PostgreSQL
-database every host shares (``WIKIMEM_DATABASE_URL``) — holds one row per run of an owner
-(a commit without a run id is a run of its own): actor, source
-conversation, first and last commit time, how many commits and changed
-items, the actions seen, the newest commit, and the undo commit that rolled
-it back, if any. It answers "what did actor X write between T1 and T2, for
-everyone?" without opening a single owner.
-
-It is derived and rebuildable: each owner's history index is the truth.
-The host feeds it from :attr:`VersionedStore.on_commit`, which fires
-whenever an owner's ``main`` moves — a write, a recovered write, a
-fast-forward or replay from the remote — inside the owner's lock, walking
-that owner's history from the newest commit back to the last one it indexed.
-``owners`` records that commit per owner (and the host that indexed it), so
-a reader can tell an owner whose head went beyond it (a clone, a hand edit
-with the ``git`` CLI, a worker killed between the branch move and the
-listener) and catch it up first (:meth:`Fleet.find_runs` does), and
-``wikimem index rebuild`` can refill it whole.
-
-A search's JSON (:meth:`RunPage.to_dict`) is ordered by one global key
-(newest ``last`` first, then owner, then the run's place in the owner's
-history, newest first) and its cursor is that key,
-so a gatherer can ask every host of a cluster the same query with the same
-cursor and merge the pages.
+Design notes: docs/explanation/operations.md (``wikimem/host/fleet/runindex.py``).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from wikimem.errors import InvalidValue
-from wikimem.host.errors import BadRequest
-from wikimem.host.instants import iso_instant, parse_instant
-from wikimem.host.owner_ids import Within, scope_prefixes
+from wikimem.format import instant_epoch, iso_instant
+from wikimem.host.owner_ids import Within
 from wikimem.store import MAX_ROUND
 
-from .sql import Database, Tx, prefix_match
+from .paging import decode_cursor, encode_cursor
+from .runtypes import OwnerCount, OwnerCountPage, RunPage, RunQuery, RunRow, contains_pattern
+from .sql import Database, Tx
 
 if TYPE_CHECKING:
     from wikimem.host.owner import Owner
 
-__all__ = ["RunIndex", "RunQuery", "RunRow", "RunPage", "OwnerCount", "OwnerCountPage", "INDEX_PATH", "MAX_FIELD",
-           "row_cursor", "merge_pages", "SCHEMA_VERSION"]
+__all__ = ["RunIndex", "INDEX_PATH", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
 INDEX_PATH = Path("index") / "runs.sqlite3"
-MAX_FIELD = 200
-SQLITE_MIN_INT, SQLITE_MAX_INT = -(2**63), 2**63 - 1  # what an INTEGER column (and a bound parameter) holds
 UNDO_ACTIONS = ("revert", "rollback")
 SCHEMA_VERSION = 2  # 1: the first wave's runs.sqlite3 (no user_version); 2: owners.host, per-host completeness
 _SCHEMA = """
@@ -73,173 +43,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)
 """
 
 
-def _epoch(iso: str) -> int:
-    return int(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
-
-
-def _text(value, what: str, limit: int = MAX_FIELD) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"{what} must be a string")
-    if len(value) > limit:
-        raise InvalidValue(f"{what} is longer than {limit} characters")
-    return value
-
-
-@dataclass(frozen=True)
-class RunQuery:
-    """Which runs: by run id, actor, source conversation, action, time window (overlap) and owner-id prefix."""
-
-    run: str | None = None
-    actor: str | None = None
-    source_conv: str | None = None
-    action: str | None = None
-    since: int | None = None  # epoch seconds: runs whose last commit is at or after
-    until: int | None = None  # epoch seconds: runs whose first commit is at or before
-    owner_prefix: str = ""
-
-    @classmethod
-    def parse(cls, *, run=None, actor=None, source_conv=None, action=None, since=None, until=None,
-              owner_prefix=None) -> RunQuery:
-        """A query from request values (strings; times as a date or ISO-8601); a bad one raises :class:`BadRequest`."""
-        return cls(_text(run, "run"), _text(actor, "actor"), _text(source_conv, "source_conv"),
-                   _text(action, "action", 64), parse_instant(_text(since, "since", 64), "since"),
-                   parse_instant(_text(until, "until", 64), "until", end_of_day=True),
-                   _text(owner_prefix, "owner_prefix", 128) or "")
-
-    def selective(self) -> bool:
-        """Whether anything besides the owner prefix narrows the runs (a bulk action needs it)."""
-        return any(v is not None for v in (self.run, self.actor, self.source_conv, self.action, self.since,
-                                           self.until))
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["since"], out["until"] = iso_instant(self.since), iso_instant(self.until)
-        return {k: v for k, v in out.items() if v not in (None, "")}
-
-    def where(self, within: Within = "") -> tuple[str, list] | None:
-        """The SQL condition and arguments; None when the prefix falls outside ``within`` (nothing to see)."""
-        prefixes = scope_prefixes(within, self.owner_prefix)
-        if not prefixes:
-            return None
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (("run", self.run), ("actor", self.actor), ("source_conv", self.source_conv)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if self.action is not None:
-            where.append("actions LIKE ? ESCAPE '\\'")
-            args.append(_contains(self.action))
-        if self.since is not None:
-            where.append("last >= ?")
-            args.append(self.since)
-        if self.until is not None:
-            where.append("first <= ?")
-            args.append(self.until)
-        if "" not in prefixes:
-            cond, more = prefix_match("owner", prefixes)
-            where.append(cond)
-            args += more
-        return (" AND ".join(where) or "1"), args
-
-
-@dataclass
-class RunRow:
-    """One run of one owner (``run`` None: a single commit without a run id, named by ``commit``)."""
-
-    owner: str
-    run: str | None
-    commit: str  # the run's newest commit
-    actor: str | None
-    source_conv: str | None
-    first: str
-    last: str
-    commits: int
-    changes: int
-    actions: list[str]
-    seq: int  # where the run's newest commit stands in the owner's history (1 = its first commit)
-    rolled_back_by: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class OwnerCount:
-    """How many of the matching runs (and their commits) one owner has."""
-
-    owner: str
-    runs: int
-    commits: int
-    first: str
-    last: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class RunPage:
-    """A page of matching runs, the cursor of the next one, and the totals of the whole match."""
-
-    runs: list[RunRow] = field(default_factory=list)
-    next: str | None = None
-    total: dict = field(default_factory=lambda: {"runs": 0, "owners": 0, "commits": 0})
-    complete: bool = True  # False: owners older than the index may be missing until `wikimem index rebuild`
-    unreachable: list[str] = field(default_factory=list)  # peers of a cluster that did not answer (a partial page)
-    # For a gatherer: the totals of the whole match per owner, {owner: [runs, commits, furthest seq]} (None: not
-    # asked, or more owners than OWNER_TOTALS_CAP)
-    by_owner: dict[str, list[int]] | None = None
-
-    def to_dict(self) -> dict:
-        out: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "next": self.next, "total": self.total,
-                               "complete": self.complete}
-        if self.unreachable:
-            out["unreachable"] = list(self.unreachable)
-        if self.by_owner is not None:
-            out["by_owner"] = self.by_owner
-        return out
-
-    @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> RunPage:
-        """The page of a whole cluster from every host's page (their JSON) of the same search and cursor."""
-        page = merge_pages(pages, limit)
-        return cls([RunRow(**{k: r.get(k) for k in RunRow.__dataclass_fields__}) for r in page["runs"]],
-                   page["next"], page["total"], page["complete"], list(unreachable))
-
-
-@dataclass
-class OwnerCountPage:
-    """A page of per-owner counts (owners in id order), the next page's cursor, and the peers that did not answer."""
-
-    owners: list[OwnerCount] = field(default_factory=list)
-    next: str | None = None
-    unreachable: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        out: dict[str, Any] = {"owners": [c.to_dict() for c in self.owners], "next": self.next}
-        if self.unreachable:
-            out["unreachable"] = list(self.unreachable)
-        return out
-
-    @classmethod
-    def merged(cls, pages: list[dict], limit: int, unreachable: Sequence[str] = ()) -> OwnerCountPage:
-        """One page from every host's page: owners in id order (one host's copy each: the newest), cut at ``limit``."""
-        best: dict[str, dict] = {}
-        more = False
-        for p in pages:
-            more = more or bool(p.get("next"))
-            for row in p.get("owners", []):
-                seen = best.get(row["owner"])
-                if seen is None or _epoch(row["last"]) > _epoch(seen["last"]):
-                    best[row["owner"]] = row
-        ids = sorted(best)
-        kept, more = ids[:limit], more or len(ids) > limit
-        rows: list[dict[str, Any]] = [{k: best[i].get(k) for k in OwnerCount.__dataclass_fields__} for i in kept]
-        return cls([OwnerCount(**row) for row in rows],
-                   encode_cursor(kept[-1]) if more and kept else None, list(unreachable))
 
 
 # Owners a host gives its per-owner totals for (to a gatherer); beyond, the gathered totals are summed over hosts.
@@ -248,93 +51,8 @@ _ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes
 
 
 def _row(r) -> RunRow:
-    return RunRow(r[0], r[2], r[3], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9],
+    return RunRow(r[0], r[2], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9], r[3],
                   [a for a in r[10].split(",") if a], r[11], r[12])
-
-
-def encode_cursor(*key) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _fits(value: Any, kind: type) -> bool:
-    """A cursor's part of the right type; an integer one within SQLite's (a cursor of ours always is)."""
-    if isinstance(value, bool) or not isinstance(value, kind):
-        return False
-    return not isinstance(value, int) or SQLITE_MIN_INT <= value <= SQLITE_MAX_INT
-
-
-def decode_cursor(cursor: str, shape: tuple[type, ...]) -> list:
-    """The key a cursor of :func:`encode_cursor` holds; anything else is a 400 ``invalid cursor``."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        key = json.loads(raw)
-        if not (isinstance(key, list) and len(key) == len(shape) and all(map(_fits, key, shape))):
-            raise ValueError
-        return key
-    except ValueError:
-        raise BadRequest(f"invalid cursor {cursor[:40]!r}") from None
-
-
-def row_cursor(row: dict) -> str:
-    """The cursor that continues a search after ``row`` (a run as :meth:`RunRow.to_dict` gives it).
-
-    The same cursor is valid on every host: a gatherer merging the pages of
-    several hosts continues each of them from the last row it kept.
-    """
-    return encode_cursor(_epoch(row["last"]), row["owner"], int(row["seq"]))
-
-
-def _order(row: dict) -> tuple:
-    return (-_epoch(row["last"]), row["owner"], -int(row["seq"]))
-
-
-def merge_pages(pages: list[dict], limit: int) -> dict:
-    """One page from the pages several hosts answered to the same search and cursor (their JSON).
-
-    Rows are merged in the search's global order and cut at ``limit``;
-    ``next`` continues every host after the last row kept. This is the
-    gathering of a cluster *without* a shared database: each host indexes the
-    owners it holds, so an owner that moved between hosts may be known to
-    two of them. A run seen twice is kept once (the copy indexed further),
-    and the totals count each owner once too: from every host's ``by_owner``
-    (the match's totals per owner), the copy indexed furthest. When a host
-    could not give them (more than :data:`OWNER_TOTALS_CAP` owners match) the
-    totals are summed over hosts, and then, if a run was seen twice,
-    ``complete`` is False. (A cluster that shares ``WIKIMEM_DATABASE_URL``
-    needs no gathering.)
-    """
-    best: dict[tuple, dict] = {}
-    for row in (r for p in pages for r in p.get("runs", [])):
-        key = (row["owner"], row.get("run") or "@" + str(row.get("commit")))
-        seen = best.get(key)
-        if seen is None or int(row["seq"]) > int(seen["seq"]):
-            best[key] = row
-    twice = sum(len(p.get("runs", [])) for p in pages) - len(best)
-    rows = sorted(best.values(), key=_order)
-    more = len(rows) > limit or any(p.get("next") for p in pages)
-    kept = rows[:limit]
-    total = _owner_totals(pages)
-    if total is None:
-        total = {k: sum(p.get("total", {}).get(k, 0) for p in pages) for k in ("runs", "owners", "commits")}
-    else:
-        twice = 0  # the totals count each owner once: exact
-    return {"runs": kept, "next": row_cursor(kept[-1]) if more and kept else None, "total": total,
-            "complete": twice == 0 and all(p.get("complete", True) for p in pages)}
-
-
-def _owner_totals(pages: list[dict]) -> dict | None:
-    """The totals of the whole match counted once per owner (the copy indexed furthest), or None when a page lacks
-    its ``by_owner``."""
-    best: dict[str, list[int]] = {}
-    for p in pages:
-        found = p.get("by_owner")
-        if not isinstance(found, dict):
-            return None
-        for owner, (runs, commits, seq) in found.items():
-            if owner not in best or seq > best[owner][2]:
-                best[owner] = [int(runs), int(commits), int(seq)]
-    return {"runs": sum(v[0] for v in best.values()), "owners": len(best),
-            "commits": sum(v[1] for v in best.values())}
 
 
 class RunIndex:
@@ -558,7 +276,7 @@ class RunIndex:
             return seq
         seq += 1
         key = entry.run or "@" + entry.id
-        when = _epoch(entry.time)
+        when = instant_epoch(entry.time)
         action = entry.action or "change"
         tx.execute(
             "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head, seq)"
@@ -570,7 +288,7 @@ class RunIndex:
             " actions = CASE WHEN runs.actions LIKE ? ESCAPE '\\' THEN runs.actions"
             " ELSE runs.actions || substr(excluded.actions, 2) END",
             (owner.id, key, entry.run, entry.actor, entry.source_conv, when, when, int(entry.changes or 0),
-             f",{action},", entry.id, seq, _contains(action)))
+             f",{action},", entry.id, seq, contains_pattern(action)))
         if entry.action in UNDO_ACTIONS:
             self._mark(tx, owner, entry.id)
         return seq
@@ -682,12 +400,6 @@ class RunIndex:
     def dump(self) -> list[tuple]:
         """Every row, in one order (a test compares the index with a rebuild from git)."""
         return self._db().rows(f"SELECT {_ROW} FROM runs ORDER BY owner, key")
-
-
-def _contains(word: str) -> str:
-    """The LIKE pattern of a list ``,a,b,`` that holds ``,word,``."""
-    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%,{escaped},%"
 
 
 def _newer_than(owner: Owner, known: str | None, limit: int | None = None) -> tuple[list, bool]:

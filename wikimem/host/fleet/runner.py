@@ -1,6 +1,6 @@
 """The runner of the durable jobs (:mod:`wikimem.host.fleet.jobs`): background threads of one process that
 claim steps under a lease, renew it with a heartbeat, run the handler of their kind and record the outcome,
-and do the store's housekeeping."""
+and do the store's housekeeping (:class:`JobRunner`); a host's jobs, store and runner (:class:`HostJobs`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .jobtypes import Handler, RetryLater, Step, error_of
+from .jobs import JobStore
+from .jobtypes import DEFAULT_RETENTION, Handler, Limits, RetryLater, Step, error_of
 
 if TYPE_CHECKING:
-    from .jobs import JobStore
+    from pathlib import Path
 
-__all__ = ["JobRunner"]
+__all__ = ["JobRunner", "HostJobs", "JOB_THREADS"]
+
+JOB_THREADS = 2  # background job threads per host process
 
 log = logging.getLogger("wikimem.host.fleet.jobs")
 
@@ -158,3 +161,80 @@ class JobRunner:
                 task()
             except Exception:
                 log.exception("job runner: housekeeping failed")
+
+
+class HostJobs:
+    """A host's durable jobs: its :class:`JobStore` (opened on first use) and this process's :class:`JobRunner`
+    (made and started by the first :meth:`start`), running the kinds and the housekeeping the composition root
+    registered. ``count(kind, outcome)`` is told of every step's outcome (``done``, ``failed``, ``retry``)."""
+
+    def __init__(self, target: Path | str, *, host: str, limits: Limits | None = None,
+                 retention: float | None = None, foreign: bool = False,
+                 count: Callable[[str, str], None] | None = None) -> None:
+        self.target = target
+        self.host = host
+        self.limits = limits
+        self.retention = retention
+        self.foreign = foreign  # this host may take over the steps of a host that is gone (it replicates)
+        self.handlers: dict[str, Handler] = {}
+        self.maintenance: list[Callable[[], Any]] = []
+        self.runner: JobRunner | None = None  # this process's, once started
+        self._count = count
+        self._store: JobStore | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> JobStore:
+        """The job store (shared by every process of the host; a cluster's, on a shared database)."""
+        store = self._store
+        if store is None:
+            with self._lock:
+                if self._store is None:
+                    retention = DEFAULT_RETENTION if self.retention is None else self.retention
+                    self._store = JobStore(self.target, host=self.host, limits=self.limits, retention=retention)
+                store = self._store
+        return store
+
+    def register(self, kind: str, handler: Handler) -> None:
+        """Run the steps of ``kind`` with ``handler`` once started (its outcomes counted)."""
+        self.handlers[kind] = self._counted(kind, handler)
+
+    @property
+    def started(self) -> bool:
+        """Whether this process runs jobs (:meth:`start` was called)."""
+        return self.runner is not None
+
+    def start(self, threads: int = JOB_THREADS) -> JobRunner:
+        """Run jobs in this process (idempotent; again after a fork)."""
+        store = self.store  # (takes the lock itself)
+        with self._lock:
+            if self.runner is None:
+                self.runner = JobRunner(store, threads=threads, host=self.host, foreign=self.foreign,
+                                        maintenance=self.maintenance)
+                for kind, handler in self.handlers.items():
+                    self.runner.register(kind, handler)
+            runner = self.runner
+        return runner.start()
+
+    def wake(self) -> None:
+        """Have this process look for work now (a job was just submitted), starting it when it runs none yet."""
+        self.start().wake()
+
+    def _counted(self, kind: str, handler: Handler) -> Handler:
+        count = self._count
+        if count is None:
+            return handler
+
+        def run(step: Step) -> Any:
+            try:
+                result = handler(step)
+            except RetryLater:
+                count(kind, "retry")
+                raise
+            except Exception:
+                count(kind, "failed")
+                raise
+            count(kind, "done")
+            return result
+
+        return run

@@ -1,28 +1,6 @@
 """The one SQL layer of the fleet: a SQLite file (one machine) or a PostgreSQL database (a cluster's shared one).
 
-:class:`Database` is what the run index and the job store talk to. Their SQL
-is written once, in the subset both engines read the same way (``?``
-placeholders, ``INSERT … ON CONFLICT … DO UPDATE``, ``CASE``, ``LIKE``,
-``substr``, ``coalesce``); what differs is here and only here:
-
-- placeholders (``?`` → ``%s`` for psycopg);
-- the serialised write transaction (:meth:`Database.write`): SQLite's
-  ``BEGIN IMMEDIATE``, PostgreSQL's ``BEGIN`` + a transaction-level advisory
-  lock named after the store, so both give "one writer at a time" and a
-  claim never races;
-- column types of the schema (``{text_c}`` sorts by code point on both:
-  PostgreSQL's ``COLLATE "C"``);
-- the schema version (:meth:`Database.version`): ``PRAGMA user_version`` of
-  the SQLite file, a row of ``wikimem_schema`` on PostgreSQL;
-- the size of the store (:meth:`Database.size`);
-- a NUL character in a value (PostgreSQL's text cannot hold one): refused on both
-  engines, as :class:`~wikimem.errors.InvalidValue` (a filter with one is a 422, never a 500).
-
-SQLite connections are per thread and per process (a handle never crosses a
-fork); PostgreSQL's come from the process's pool of that database
-(:mod:`~wikimem.host.fleet.pgpool`: bounded, shared by every store, a
-dropped link retried once). ``psycopg`` is imported only when a
-``postgresql://`` URL is opened (``pip install 'wikimem[postgres]'``).
+Design notes: docs/explanation/operations.md (``wikimem/host/fleet/sql.py``).
 """
 
 from __future__ import annotations

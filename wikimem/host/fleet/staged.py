@@ -21,17 +21,16 @@ operator's mark, kept across syncs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from wikimem.host.instants import iso_instant
+from wikimem.format import instant_epoch, iso_instant
 from wikimem.host.owner_ids import Within, scope_prefixes
 
+from .runtypes import StagedRow
 from .sql import Database, prefix_match
 
-__all__ = ["StagedIndex", "StagedRow", "STAGED_PATH", "STATES"]
+__all__ = ["StagedIndex", "STAGED_PATH", "STATES"]
 
 STAGED_PATH = Path("index") / "staged.sqlite3"
 STATES = ("staged", "approved", "discarded", "expired", "gone")
@@ -48,31 +47,6 @@ _COLUMNS = ("owner, run, actor, source_conv, first, last, commits, changes, tip,
             "settled_commit, settled_at")
 
 
-def _epoch(iso: str) -> int:
-    return int(datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
-
-
-@dataclass
-class StagedRow:
-    """One staged run of one owner as the index holds it."""
-
-    owner: str
-    run: str
-    actor: str | None
-    source_conv: str | None
-    first: str
-    last: str
-    commits: int
-    changes: int
-    tip: str
-    state: str
-    held: bool
-    settled_by: str | None = None
-    settled_commit: str | None = None
-    settled_at: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _row(r: tuple) -> StagedRow:
@@ -115,7 +89,7 @@ class StagedIndex:
                     " changes = excluded.changes, tip = excluded.tip, state = 'staged', settled_by = NULL, "
                     "settled_commit = NULL, settled_at = NULL, held = CASE WHEN staged_runs.state = 'staged' "
                     "THEN staged_runs.held ELSE 0 END",
-                    (owner_id, r.run, r.actor, r.source_conv, _epoch(r.first), _epoch(r.last), r.commits,
+                    (owner_id, r.run, r.actor, r.source_conv, instant_epoch(r.first), instant_epoch(r.last), r.commits,
                      r.changes, r.tip))
             here = {r.run for r in runs}
             for (run,) in tx.rows("SELECT run FROM staged_runs WHERE owner = ? AND state = 'staged'", (owner_id,)):
@@ -131,7 +105,7 @@ class StagedIndex:
                 when = done.get("time")
                 tx.execute("UPDATE staged_runs SET state = ?, held = 0, settled_by = ?, settled_commit = ?, "
                            "settled_at = ? WHERE owner = ? AND run = ?",
-                           (state, by, done.get("commit"), _epoch(when) if when else None, owner_id, run))
+                           (state, by, done.get("commit"), instant_epoch(when) if when else None, owner_id, run))
 
     def known(self, owner_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         """``{owner: {run: tip}}`` of the staged rows of these owners (what a sweep compares with the disk)."""

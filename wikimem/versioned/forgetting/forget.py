@@ -1,34 +1,6 @@
 """Forgetting one item or diary entry of a memory folder, with its history.
 
-:class:`Forgetting` is held by the versioned store (``vstore.forgetting``)
-and run by :meth:`VersionedStore.forget` under the owner lock, once what a
-killed writer left is settled. One run:
-
-1. resolve the target (a diary entry's text is read from ``HEAD``, else from
-   history) and collect every text it ever held; none: nothing to forget;
-2. rewrite every ref's history without it (:mod:`wikimem.versioned.forgetting.rewrite`)
-   and put a marker commit on top (what, when, by whom; never the text);
-3. like any write, under the intent log (:mod:`wikimem.versioned.intent`;
-   the rewritten history synced and the log's old records wiped first):
-   the work tree's file first (through the folder's door), then — with a
-   remote — the tracking value noted as :data:`REPLACED` and the marker
-   pushed with compare-and-swap *replacing* the remote's ``main`` (a remote
-   that moved raises :class:`RemoteMoved`, nothing here moved), then
-   ``main`` moved by compare-and-swap and the other refs (tracking ref,
-   probation branches) to their rewritten commits;
-4. what the old history left: the history index deleted and rebuilt (the
-   old commits' touches as hints), ``journal.jsonl`` and the repair
-   quarantine scrubbed, the generation stamp changed (every process drops
-   what it cached of the folder on its next lookup), unreachable objects
-   pruned, the intent log wiped (its records hold the rounds' objects and
-   results: the forgotten text too).
-
-A run killed anywhere is finished by the next settle and call: killed
-after the push, the folder follows the replaced remote like any host
-would (:meth:`Forgetting.follow`); after ``main`` moved, the intent's
-recovery completes the write and the call finds the key's marker (a
-replay) and only rewrites the refs that did not follow; step 4 runs on
-every call.
+Design notes: docs/explanation/erasure.md (``wikimem/versioned/forgetting/forget.py``).
 """
 
 from __future__ import annotations
@@ -220,10 +192,7 @@ class Forgetting:
         record = self.intent.append([Step(new.decode(), head.decode(), blobs)], {})
         for path in paths:
             data = self.git.blob_at(new_tree, path)
-            if data is None:
-                self.door.remove(path, durable=False)
-            else:
-                self.door.write(path, data, durable=False)
+            self.door.put(path, data, durable=False)
         replica = self._replica()
         remote = "none"
         if replica is not None:

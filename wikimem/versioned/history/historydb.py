@@ -16,8 +16,9 @@ import os
 import sqlite3
 import threading
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
+
+from wikimem.format import iso_instant
 
 from ..messages import parse_trailers
 from ..objects import GitRepo, parents_first
@@ -45,8 +46,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
 
 
-def iso(ts: int) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+iso = iso_instant  # (what the history's callers name it)
 
 
 @dataclass

@@ -124,10 +124,7 @@ def switch_to(git: GitRepo, root: Path, new: bytes) -> list[str]:
         found = git.entry(new_tree, path)
         if found is not None and found[0] not in FILE_MODES:
             raise DamagedFolder(f"{path} of commit {new.decode()[:12]} is not a regular file (mode {found[0]:06o})")
-        if found is None:
-            door.remove(path)
-        else:
-            door.write(path, git.blob(found[1]))
+        door.put(path, None if found is None else git.blob(found[1]))
         written[path] = None if found is None else found[1]
     for top in _KEPT:
         found = git.entry(new_tree, top)

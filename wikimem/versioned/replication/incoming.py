@@ -1,26 +1,6 @@
 """What a remote sends is untrusted input: every new commit is checked before any ref moves to it.
 
-:func:`check_incoming` walks the commits reachable from a fetched head and
-not from what this folder already trusts (its ``main`` and tracking ref),
-and checks, the way ``receive.fsckObjects`` would and then some:
-
-- each commit and tree is well-formed (dulwich's ``check()``: sorted,
-  unique entries, no ``/``, ``.``, ``..``, ``.git`` or empty names);
-- the top tree holds only ``wiki/`` and ``diary/`` (folders),
-  ``characters/`` (one folder per character id, each holding only its own
-  ``wiki/`` and ``diary/``) and ``settings.json``, ``.gitignore``,
-  ``journal.jsonl`` (regular files);
-- ``wiki/`` and ``diary/`` hold only regular files (mode 100644 or 100755)
-  named as memory files (:func:`~wikimem.format.memory_path`), UTF-8, no
-  subfolders — never a symbolic link (120000) or a submodule (160000);
-- a memory file (and a ``journal.jsonl``, never read) is at most
-  :data:`~wikimem.limits.MAX_FILE_BYTES`, and ``settings.json`` a JSON object of at most
-  :data:`~wikimem.limits.MAX_SETTINGS_BYTES`.
-
-The first commit that breaks a rule refuses the whole fetch
-(:class:`~wikimem.errors.RemoteRefused`, naming the commit and the rule).
-Trees and blobs already checked are not read twice, so the cost is what is
-new, except for a clone, which reads its whole history once.
+Design notes: docs/explanation/replication-internals.md (``wikimem/versioned/replication/incoming.py``).
 """
 
 from __future__ import annotations

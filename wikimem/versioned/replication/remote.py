@@ -1,55 +1,18 @@
-"""Replication transport: one owner repository and its git remote, over the ordinary git protocols.
-
-``WIKIMEM_REMOTE`` is a URL template with ``{owner}`` standing for the
-owner's folder name (e.g. ``ssh://git@backup/wikimem/{owner}.git``,
-``https://git.example/wikimem/{owner}.git``, ``file:///mnt/replica/{owner}.git``
-or a plain absolute path). :func:`validate_template` checks it once;
-:func:`remote_url` fills it in.
-
-:class:`Remote` speaks to one remote repository with dulwich's client (the
-choice and its figures are in ``bench/cluster.py`` and the README):
-
-- :meth:`Remote.remote_head` — the remote's ``main`` (None while it is empty);
-- :meth:`Remote.create` — create the remote repository when the scheme
-  allows it (``file``: a bare repository; ``ssh``: ``git init --bare`` over
-  ssh; http(s) and git:// cannot: such servers must create on push or be
-  prepared by hand);
-- :meth:`Remote.fetch` — its objects into a local repository, plus the
-  remote-tracking ref ``refs/remotes/origin/main`` — once every new commit
-  passed :func:`~wikimem.versioned.replication.incoming.check_incoming` (the remote is
-  untrusted input: :class:`RemoteRefused` otherwise, and no ref moves; the
-  pack waits in a quarantine until then, so a refused object never reaches
-  the folder's object store: :mod:`~wikimem.versioned.replication.transfer`); the
-  remote's staged branches (``refs/heads/staged/<run>``, runs on probation)
-  come along, each checked the same way (one that fails is left out, logged),
-  and the local ones follow them (:func:`~wikimem.versioned.replication.stagedrefs.follow_remote`);
-- :meth:`Remote.push` — compare-and-swap: ``main`` (or, with ``name``, a
-  staged branch, which ``new=None`` deletes) moves only from the commit the
-  caller names. The client aborts before sending anything when the
-  advertised value differs, and git's receive-pack re-checks the old value
-  under its ref lock, so a push racing another one fails rather than
-  overwrites. Either way the caller gets :class:`RemoteMoved` with the
-  remote's head;
-- :meth:`Remote.clone` — a new working folder at the remote's ``main``
-  (a checked fetch, then the files written as a fast-forward writes them).
-
-Every operation is bounded in bytes received and in time (:class:`TransferLimits`: a remote that streams
-without end or drips is cut off and :class:`RemoteRefused`).
-Every failure to reach the remote is :class:`RemoteUnavailable` (retriable);
-a refusal by the server is :class:`RemoteRejected`; a repository that does
-not exist is :class:`RemoteMissing`. Credentials in a URL never appear in a
-message.
+"""Replication transport: :class:`Remote`, one owner's remote repository over the ordinary git protocols, with
+dulwich's client — its head, creation, a checked fetch, a compare-and-swap push, a clone, the erasure's replace
+and delete. Every failure to reach the remote is :class:`RemoteUnavailable` (retriable), a refusal by the
+server :class:`RemoteRejected`, a missing repository :class:`RemoteMissing`; credentials in a URL never appear
+in a message; every operation is bounded in bytes received and in time (``transfer.py``). The URL template is
+``urls.py``'s, refs and objects ``gitio.py``'s. How a fetch, a push and a clone keep the remote untrusted and
+racing pushes safe: docs/explanation/replication-internals.md.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 import shutil
-import stat
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.client import GitClient, HTTPProxyUnauthorized, HTTPUnauthorized, LocalGitClient
 from dulwich.errors import GitProtocolError, NotGitRepository, ObjectFormatException, SendPackError
-from dulwich.objects import S_ISGITLINK, ZERO_SHA
+from dulwich.objects import ZERO_SHA
 from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util.retry import Retry
@@ -72,78 +35,31 @@ from wikimem.errors import (
     RemoteUnavailable,
 )
 
-from ..objects import BRANCH, GitRepo, init_repo, oid, ref
+from ..objects import BRANCH, GitRepo, init_repo, oid
 from .catchup import switch_to
+from .gitio import (
+    TRACKING,
+    hexsha,
+    init_bare,
+    locked_ref_update,
+    new_objects,
+    opened,
+    peek,
+    refs_of,
+    set_tracking,
+    short,
+)
 from .incoming import check_incoming
 from .stagedrefs import STAGED, TRACKED, follow_remote, staged_tips, tracked_ref, validate_staged_run
 from .transfer import Meter, TransferLimits, metered_client, quarantine
+from .urls import SCHEMES, TemplateError, redact
 
 __all__ = ["Remote", "RemoteError", "RemoteUnavailable", "RemoteMoved", "RemoteRejected", "RemoteMissing",
-           "RemoteRefused", "TemplateError", "validate_template", "remote_url", "TRACKING", "SCHEMES", "set_tracking"]
+           "RemoteRefused"]
 
 log = logging.getLogger(__name__)
 
-TRACKING = ref(b"refs/remotes/origin/main")
-SCHEMES = ("file", "ssh", "git+ssh", "http", "https", "git")
 DEFAULT_TIMEOUT = 10.0
-_FOLDER_RE = re.compile(r"[a-z0-9@_~-][a-z0-9@_~.-]{0,254}")
-_FIELD_RE = re.compile(r"\{[^{}]*\}")
-
-
-class TemplateError(ValueError):
-    """``WIKIMEM_REMOTE`` is not a usable URL template."""
-
-
-def _redact(url: str) -> str:
-    """``url`` without a password (``https://user:secret@host`` → ``https://user:***@host``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, f"{parts.username}:***@{host}", parts.path, parts.query, parts.fragment))
-
-
-def validate_template(template: str) -> str:
-    """Return ``template`` if it is a usable ``WIKIMEM_REMOTE``, else raise :class:`TemplateError`."""
-    if not isinstance(template, str) or not template.strip():
-        raise TemplateError("WIKIMEM_REMOTE is empty")
-    template = template.strip()
-    fields = _FIELD_RE.findall(template)
-    if not fields or any(f != "{owner}" for f in fields) or template.count("{") != len(fields):
-        raise TemplateError(f"WIKIMEM_REMOTE must contain {{owner}} (and no other {{…}}): {_redact(template)!r}")
-    sample = template.replace("{owner}", "owner")
-    parts = urlsplit(sample)
-    scheme = parts.scheme.lower()
-    if not scheme:
-        if not sample.startswith("/"):
-            raise TemplateError(f"WIKIMEM_REMOTE must be a URL ({', '.join(SCHEMES)}) or an absolute path, "
-                                f"not {_redact(template)!r} (write scp-like host:path as ssh://host/path)")
-        return template
-    if scheme not in SCHEMES:
-        raise TemplateError(f"WIKIMEM_REMOTE scheme {scheme!r} is not one of {', '.join(SCHEMES)}")
-    if parts.query or parts.fragment:
-        raise TemplateError("WIKIMEM_REMOTE may not have a query or a fragment")
-    if "{owner}" in urlsplit(template).netloc:
-        raise TemplateError("{owner} must be in the path of WIKIMEM_REMOTE, not in the host")
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            raise TemplateError(f"a file:// WIKIMEM_REMOTE needs an absolute path (file:///…): {template!r}")
-    elif not parts.hostname:
-        raise TemplateError(f"WIKIMEM_REMOTE has no host: {_redact(template)!r}")
-    return template
-
-
-def remote_url(template: str, folder: str) -> str:
-    """The remote URL of the owner whose folder name is ``folder``."""
-    if not isinstance(folder, str) or not _FOLDER_RE.fullmatch(folder) or folder in (".", ".."):
-        raise ValueError(f"not an owner folder name: {folder!r}")
-    return validate_template(template).replace("{owner}", folder)
-
-
-def _hex(sha: bytes | None) -> str | None:
-    return None if sha is None or sha == ZERO_SHA else sha.decode("ascii")
 
 
 class Remote:
@@ -169,7 +85,7 @@ class Remote:
     @property
     def shown(self) -> str:
         """The URL without its password, for messages and logs."""
-        return _redact(self.url)
+        return redact(self.url)
 
     @property
     def path(self) -> str:
@@ -285,12 +201,12 @@ class Remote:
             if self.scheme == "file":  # a ref file to read: no need for git's upload-pack
                 target = Repo(self.path)
                 try:
-                    return _hex(_peek(target))
+                    return hexsha(peek(target))
                 finally:
                     target.close()
             # dulwich's GitClient.get_refs says bytes, yet every client encodes a str path itself (as since the start)
             refs = self.client().get_refs(self.path)  # type: ignore[arg-type]
-            return _hex(_refs(refs).get(BRANCH))
+            return hexsha(refs_of(refs).get(BRANCH))
 
     def create(self) -> bool:
         """Create the remote repository if this scheme allows it; True when it was created now."""
@@ -299,7 +215,7 @@ class Remote:
             if not folder.parent.is_dir():  # an unmounted replica disk must not become a folder on this one
                 raise RemoteUnavailable(f"create: {folder.parent} does not exist (is the replica mounted?)",
                                         self.shown)
-            return _init_bare(folder)
+            return init_bare(folder)
         if self.scheme in ("ssh", "git+ssh"):
             return self._ssh_init()
         return False  # http(s), git://: the server creates on push, or the operator prepares it
@@ -325,7 +241,7 @@ class Remote:
                     target.close()
             else:
                 # (a str path, as remote_head says)
-                found = _refs(self.client().get_refs(self.path))  # type: ignore[arg-type]
+                found = refs_of(self.client().get_refs(self.path))  # type: ignore[arg-type]
         return {name: sha.decode("ascii") for name, sha in found.items()
                 if name.startswith(STAGED) and sha and sha != ZERO_SHA}
 
@@ -346,9 +262,9 @@ class Remote:
             raise
 
     def _fetch(self, repo: Path | str | Repo) -> str | None:
-        with _opened(repo) as local, self._talking("fetch"), quarantine(local) as q:
+        with opened(repo) as local, self._talking("fetch"), quarantine(local) as q:
             def wants(refs, depth=None, **_):
-                found = _refs(refs)
+                found = refs_of(refs)
                 heads = [found.get(BRANCH)] + [v for k, v in found.items() if k.startswith(STAGED)]
                 return list(dict.fromkeys(h for h in heads if h and h != ZERO_SHA and h not in local.object_store))
 
@@ -359,7 +275,7 @@ class Remote:
                 abort()
                 raise
             commit()
-            found = _refs(result.refs)
+            found = refs_of(result.refs)
             head = found.get(BRANCH)
             if head is None or head == ZERO_SHA:
                 set_tracking(local, None)
@@ -384,8 +300,8 @@ class Remote:
             offered += 1
             try:
                 run = validate_staged_run(name[len(STAGED):].decode("ascii"))
-                check_incoming(store, sha, (head, _peek(local), _peek(local, TRACKING),
-                                            _peek(local, tracked_ref(run))), self.shown)
+                check_incoming(store, sha, (head, peek(local), peek(local, TRACKING),
+                                            peek(local, tracked_ref(run))), self.shown)
             except (UnicodeDecodeError, InvalidName, RemoteRefused) as exc:
                 log.error("%s: refused the remote's %s from %s: %s", local.path, name.decode("ascii", "replace"),
                           self.shown, exc)
@@ -397,7 +313,7 @@ class Remote:
         """The remote is untrusted input: every commit new to ``local`` is checked (in the quarantine ``store``)
         before a ref moves to it."""
         try:
-            check_incoming(store, head, (_peek(local), _peek(local, TRACKING)), self.shown)
+            check_incoming(store, head, (peek(local), peek(local, TRACKING)), self.shown)
         except RemoteRefused as exc:
             log.error("%s: refused the remote's main %s from %s: %s", local.path, head.decode("ascii"),
                       self.shown, exc)
@@ -419,14 +335,14 @@ class Remote:
         track = TRACKING if name == BRANCH else tracked_ref(name[len(STAGED):].decode("ascii"))
 
         def update_refs(refs):
-            current = _refs(refs).get(name)
+            current = refs_of(refs).get(name)
             current = None if current == ZERO_SHA else current
             if current != old:  # abort before a byte of the pack is sent
-                raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
-                                  head=_hex(current), expected=expected)
+                raise RemoteMoved(f"push: {self.shown} is at {short(current)}, not {short(old)}", self.shown,
+                                  head=hexsha(current), expected=expected)
             return {name: want}
 
-        with _opened(repo) as local, self._talking("push"):
+        with opened(repo) as local, self._talking("push"):
             if self.scheme == "file":
                 self._push_here(local, want, old, expected, name, base)
                 set_tracking(local, None if want == ZERO_SHA else want, track)
@@ -452,7 +368,7 @@ class Remote:
         if name == BRANCH:
             return self.remote_head()
         refs = self.client().get_refs(self.path)  # type: ignore[arg-type]
-        return _hex(_refs(refs).get(name))
+        return hexsha(refs_of(refs).get(name))
 
     def _push_here(self, local: Repo, want: bytes, old: bytes | None, expected: str | None, name=BRANCH,
                    base: bytes | None = None) -> None:
@@ -468,10 +384,10 @@ class Remote:
         target = Repo(self.path)
         try:
             target.object_store.fsync_object_files = True  # on the replica's disk before the ref moves
-            current = _peek(target, name)
+            current = peek(target, name)
             if current != old:
-                raise RemoteMoved(f"push: {self.shown} is at {_short(current)}, not {_short(old)}", self.shown,
-                                  head=_hex(current), expected=expected)
+                raise RemoteMoved(f"push: {self.shown} is at {short(current)}, not {short(old)}", self.shown,
+                                  head=hexsha(current), expected=expected)
             for obj in ([] if want == ZERO_SHA else new_objects(local.object_store, want, base)):
                 try:
                     obj.check()
@@ -487,9 +403,9 @@ class Remote:
                 def update():
                     return target.refs.set_if_equals(name, None if old is None else oid(old), oid(want))
             lock = Path(target.controldir()) / (name.decode("ascii") + ".lock")
-            if not _locked_ref_update(update, lock):
-                now = _peek(target, name)
-                raise RemoteMoved(f"push: {self.shown} moved during the push", self.shown, head=_hex(now),
+            if not locked_ref_update(update, lock):
+                now = peek(target, name)
+                raise RemoteMoved(f"push: {self.shown} moved during the push", self.shown, head=hexsha(now),
                                   expected=expected)
         finally:
             target.close()
@@ -525,30 +441,30 @@ class Remote:
         """Move the remote ``main`` from ``expected`` to ``new`` even when ``new`` does not descend from it (a
         history rewritten by a forget): the same compare-and-swap as :meth:`push`, without the fast-forward."""
         want, old = new.encode("ascii"), (expected.encode("ascii") if expected else None)
-        with _opened(repo) as local, self._talking("replace"):
+        with opened(repo) as local, self._talking("replace"):
             have = [oid(old)] if old is not None and oid(old) in local.object_store else []
             if self.scheme == "file":
                 target = Repo(self.path)
                 try:
-                    current = _peek(target)
+                    current = peek(target)
                     if current != old:
-                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
-                                          self.shown, head=_hex(current), expected=expected)
+                        raise RemoteMoved(f"replace: {self.shown} is at {short(current)}, not {short(old)}",
+                                          self.shown, head=hexsha(current), expected=expected)
                     target.object_store.add_pack_data(*local.object_store.generate_pack_data(have, [oid(want)]))
                     lock = Path(target.controldir()) / "refs" / "heads" / "main.lock"
-                    if not _locked_ref_update(lambda: target.refs.set_if_equals(
+                    if not locked_ref_update(lambda: target.refs.set_if_equals(
                             BRANCH, None if old is None else oid(old), oid(want)), lock):
                         raise RemoteMoved(f"replace: {self.shown} moved meanwhile", self.shown,
-                                          head=_hex(_peek(target)), expected=expected)
+                                          head=hexsha(peek(target)), expected=expected)
                 finally:
                     target.close()
             else:
                 def update_refs(refs):
-                    current = _refs(refs).get(BRANCH)
+                    current = refs_of(refs).get(BRANCH)
                     current = None if current == ZERO_SHA else current
                     if current != old:
-                        raise RemoteMoved(f"replace: {self.shown} is at {_short(current)}, not {_short(old)}",
-                                          self.shown, head=_hex(current), expected=expected)
+                        raise RemoteMoved(f"replace: {self.shown} is at {short(current)}, not {short(old)}",
+                                          self.shown, head=hexsha(current), expected=expected)
                     return {BRANCH: want}
 
                 def pack_data(_have, _want, *, ofs_delta=True, progress=None, **_):  # GeneratePackDataFunc
@@ -604,106 +520,6 @@ class Remote:
             raise RemoteUnavailable(f"{what}: ssh to {self.shown} failed: {done.stderr.strip()[-300:]}", self.shown)
         return done
 
-def new_objects(store, new: bytes, base: bytes | None) -> list:
-    """The objects of the commits after ``base`` up to ``new``: commits plus the trees and blobs they changed.
-
-    Our commits rebuild only the trees on changed paths, so the new objects of
-    a commit are those of its tree that its parent's tree lacks; walking them
-    costs what changed, not the size of the history (dulwich's generic
-    ``generate_pack_data`` walks every tree of every common commit). With
-    ``base`` None everything reachable from ``new`` is sent.
-    """
-    out: dict[bytes, object] = {}
-    todo, seen = [new], {base}
-    while todo:
-        cid = todo.pop()
-        if cid in seen:
-            continue
-        seen.add(cid)
-        commit = store[cid]
-        out[cid] = commit
-        parents = list(commit.parents)
-        parent_tree = store[parents[0]].tree if parents else None
-        _new_tree_objects(store, commit.tree, parent_tree, out)
-        todo.extend(parents)
-        if not parents and base is not None:
-            raise ValueError(f"{base.decode()} is not an ancestor of {new.decode()}: not a fast-forward")
-    return list(out.values())
-
-
-def _new_tree_objects(store, tree_id: bytes, old_id: bytes | None, out: dict) -> None:
-    """Add ``tree_id`` and what under it is not in the tree ``old_id`` (same place, parent commit)."""
-    if tree_id == old_id or tree_id in out:
-        return
-    tree = store[tree_id]
-    out[tree_id] = tree
-    old = {e.path: (e.mode, e.sha) for e in store[old_id].iteritems()} if old_id else {}
-    for entry in tree.iteritems():
-        before = old.get(entry.path)
-        if (before and before[1] == entry.sha) or entry.sha in out or S_ISGITLINK(entry.mode):
-            continue
-        if stat.S_ISDIR(entry.mode):
-            _new_tree_objects(store, entry.sha, before[1] if before and stat.S_ISDIR(before[0]) else None, out)
-        else:
-            out[entry.sha] = store[entry.sha]
-
-
-# A ref lock older than this was left by a killed process (an update holds it for milliseconds).
-STALE_LOCK_SECONDS = 10.0
-
-
-def _locked_ref_update(update, lock: Path, attempts: int = 40):
-    """Run a dulwich ref update; a ``.lock`` a killed writer left is removed once it is stale, a live one waited for."""
-    from dulwich.file import FileLocked
-
-    for _ in range(attempts):
-        try:
-            return update()
-        except FileLocked:
-            try:
-                if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
-                    lock.unlink()
-                    continue
-            except FileNotFoundError:
-                continue
-            time.sleep(0.05)
-    raise RemoteUnavailable(f"{lock} stays locked", "")
-
-
-def set_tracking(repo: Repo, value: bytes | None, name=TRACKING) -> None:
-    """Set (None: remove) a remote-tracking ref (``main``'s by default); best effort, as it is only what this
-    folder knows.
-
-    A tracking ref left behind is safe: the next push meets the remote at a
-    commit it already holds and moves the ref then (see ``Replica.push``).
-    """
-    lock = Path(repo.controldir()) / name.decode()
-    lock = lock.with_name(lock.name + ".lock")
-    try:
-        if value is None:
-            _locked_ref_update(lambda: repo.refs.remove_if_equals(name, None), lock)
-        else:
-            _locked_ref_update(lambda: repo.refs.__setitem__(name, oid(value)), lock)
-    except (RemoteUnavailable, OSError):
-        pass
-
-
-def _peek(repo: Repo, name=BRANCH) -> bytes | None:
-    try:
-        return repo.refs[name]
-    except KeyError:
-        return None
-
-
-def _refs(refs) -> dict:
-    """A plain dict of refs (dulwich returns a dict, or an LsRemoteResult/FetchPackResult wrapping one)."""
-    inner = getattr(refs, "refs", refs)
-    return dict(inner or {})
-
-
-def _short(sha: bytes | None) -> str:
-    return "nothing" if not sha else sha.decode("ascii")[:12]
-
 
 def _text(exc: BaseException) -> str:
     lines = getattr(exc, "stderr_lines", None)
@@ -711,24 +527,3 @@ def _text(exc: BaseException) -> str:
         return " ".join(x.decode("utf-8", "replace").strip() for x in lines)[-500:]
     parts = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in exc.args]
     return " ".join(parts)[-500:] or type(exc).__name__
-
-
-@contextmanager
-def _opened(repo: Path | str | Repo) -> Iterator[Repo]:
-    if isinstance(repo, Repo):
-        yield repo
-        return
-    local = Repo(str(repo))
-    try:
-        yield local
-    finally:
-        local.close()
-
-
-def _init_bare(path: Path) -> bool:
-    """A bare repository with ``main`` as HEAD and fsck on receive (for git servers that serve it later)."""
-    if (path / "HEAD").exists():
-        return False
-    path.mkdir(exist_ok=True)
-    init_repo(path, bare=True).close()
-    return True

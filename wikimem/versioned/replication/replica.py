@@ -27,7 +27,8 @@ from dulwich.repo import Repo
 
 from ..objects import BRANCH, GitRepo, oid, ref
 from .catchup import is_ancestor
-from .remote import TRACKING, Remote, RemoteMissing, RemoteMoved, RemoteRefused, RemoteUnavailable, set_tracking
+from .gitio import TRACKING, set_tracking
+from .remote import Remote, RemoteMissing, RemoteMoved, RemoteRefused, RemoteUnavailable
 
 __all__ = ["Replica", "ReplicationLagging", "MODES", "tracking", "folder_lag", "REPLACED", "replaced",
            "note_replaced"]

@@ -1,27 +1,6 @@
 """The erasure register and what erasing does to the host's databases (SQLite, or a cluster's PostgreSQL).
 
-:class:`ErasureRegister` keeps, in the jobs database (so that the hosts of
-a cluster sharing it all see it), one record per erasure or forget, named
-by a keyed digest of the owner id — never the id — with the places done so
-far, the receipt once finished, and the key itself (made once, random).
-Knowing an id, anyone holding the database can check whether that owner was
-erased; nobody can list which ids were. Records are deleted after the
-receipts' retention.
-
-Scrubbing leaves no copy of what it removed in a SQLite file: its
-connection zeroes freed space (``secure_delete``), then :func:`vacuum`
-rewrites the file whole and truncates its WAL. On PostgreSQL the tables are
-vacuumed; dead row versions stay in the server's files until it reuses the
-space (``VACUUM FULL`` to force it; docs/guides/erase.md says so).
-
-- :func:`erase_jobs` — the jobs of an owner deleted (their steps, turns and
-  results with them), its id masked in every other job's record (a bulk
-  rollback's per-owner results, a tenant prefix equal to it);
-- :func:`redact_job` — a job's parameters replaced (what a finished job keeps);
-- :func:`scrub_jobs` — a forgotten item's texts masked in the jobs of its
-  owner, the raw turns of the memorize runs that wrote it dropped;
-- :func:`erase_rows` — rows naming an owner deleted from a SQLite file of
-  the data root (the auth state's counters).
+Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erasure/register.py``).
 """
 
 from __future__ import annotations
@@ -37,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .sql import Database, Tx
+from ..sql import Database, Tx
 
 __all__ = ["ErasureRegister", "erase_jobs", "redact_job", "scrub_jobs", "erase_rows", "mask_id", "vacuum",
            "vacuum_file", "DEFAULT_RECEIPT_RETENTION"]

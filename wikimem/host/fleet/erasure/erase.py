@@ -1,41 +1,6 @@
 """Erasing an owner everywhere, and forgetting one of its items with its history, as durable jobs.
 
-:class:`Erasure` is held by the host (``host.erasure``). Both operations are
-one-step jobs (:mod:`wikimem.host.fleet.jobs`) whose handler runs its places
-one after the other, each idempotent, each noted in the erasure register
-(:mod:`wikimem.host.fleet.register`) once done: a process killed anywhere
-leaves a step that the next runner claims and finishes, and the receipt is
-assembled from the notes, so a killed and resumed job ends with the same
-receipt as one that ran through.
-
-**Erase** (kind ``erase-owner``), places in order:
-
-1. the owner's repository (renamed out of ``owners/`` under the owner lock,
-   then removed), its cache folder and any staging debris;
-2. the remote: its ``main`` replaced by the erasure tombstone (a host still
-   holding a copy drops it on its next look, see
-   :meth:`wikimem.versioned.forgetting.forget.Forgetting.follow`), then the repository
-   deleted where the transport can (``file://``, ``ssh`` with a shell, or the
-   operator's ``WIKIMEM_REMOTE_HOOK``); elsewhere the receipt says what the
-   server must do;
-3. the run index rows; 4. its jobs (turns, results) and its id in other
-   jobs' records; 5. the auth state's counters naming it; 6. the backup
-   folders made from the data root (``backups.json``), named in the receipt
-   as what remains: their next ``wikimem backup`` run purges the owner,
-   database copies included;
-7. the receipt stored under the keyed digest, and the job's own parameters
-   reduced to that digest.
-
-Every SQLite file touched is rewritten whole and its WAL truncated (no old
-copy of a row stays in free pages). The receipt names no owner id and holds
-no memory content.
-
-**Forget** (kind ``forget``): before the rewrite, the item's texts are masked
-in the owner's jobs and the raw turns of the runs that wrote it dropped; then
-:meth:`Owner.forget` (history rewritten, remote replaced, local objects
-pruned, caches and vector caches dropped), the run index rows of the owner
-made again, the remote pruned where the transport can; the job keeps the
-item's file and a salted digest of its name, never the name.
+Design notes: docs/explanation/erasure.md (``wikimem/host/fleet/erasure/erase.py``).
 """
 
 from __future__ import annotations
@@ -49,13 +14,18 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import Within, covers, encode_owner_id, scope_text, validate_owner_id, within_json
 
-from .jobtypes import RetryLater, Step
+from ..jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
+
+if TYPE_CHECKING:
+    from wikimem.host.owners import Owners
+
+    from ..runner import HostJobs
 
 __all__ = ["Erasure", "ERASE", "FORGET", "parse_target", "copy_time"]
 
@@ -96,19 +66,16 @@ def _described(target: dict[str, Any]) -> dict[str, Any]:
 class Erasure:
     """Erase owners and forget items (see the module docstring); built by the host with what it needs."""
 
-    def __init__(self, root: Path, *, jobs: Callable[[], Any], run_index: Any, owner: Callable[[str], Any],
-                 drop_local: Callable[[str], bool], replication: Any, wake: Callable[[], None],
+    def __init__(self, root: Path, owners: Owners, jobs: HostJobs, *, run_index: Any, replication: Any,
                  retention: float | None = None, staged_index: Any = None,
                  backups: Callable[[], dict[str, str]] | None = None):
         self.root = Path(root)
         self._backups = backups  # the backup folders made from the data root ({folder: last run}; host/backups.py)
         self.staged_index = staged_index  # runs on probation: the staged-run index (fleet/staged.py)
-        self._jobs = jobs
+        self.owners = owners
+        self.jobs = jobs
         self.run_index = run_index
-        self._owner = owner
-        self._drop_local = drop_local
         self.replication = replication
-        self._wake = wake
         self._retention = DEFAULT_RECEIPT_RETENTION if retention is None else float(retention)
         self._register: ErasureRegister | None = None
 
@@ -116,7 +83,7 @@ class Erasure:
     def register(self) -> ErasureRegister:
         """The erasure register, in the jobs database (a cluster's shared one: every host sees it)."""
         if self._register is None:
-            self._register = ErasureRegister(self._jobs().db, retention=self._retention)
+            self._register = ErasureRegister(self.jobs.store.db, retention=self._retention)
         return self._register
 
     # -- asking ------------------------------------------------------------------------
@@ -128,6 +95,10 @@ class Erasure:
     def erased(self, owner_id: str, since: float | None = None) -> bool:
         """Whether an erasure of ``owner_id`` started (after ``since``)."""
         return self.register.erased(owner_id, since)
+
+    def erased_copy(self, owner: Any) -> bool:
+        """Whether ``owner``'s erasure started after this host's copy of it was made (the copy must go)."""
+        return self.erased(owner.id, copy_time(owner.root))
 
     def receipt(self, owner_id: str) -> dict[str, Any] | None:
         """The receipt of the owner's erasure (None: never erased, or not finished)."""
@@ -142,10 +113,10 @@ class Erasure:
         digest = self.register.digest(owner_id)
         copy = self.register.begin(digest, ERASE, actor, copy_time(self.root / "owners" / encode_owner_id(owner_id)))
         params = {"erasure": digest, "actor": actor, "within": within_json(within)}
-        job, created = self._jobs().submit(ERASE, [{**params, "owner": owner_id}], params=params,
-                                           key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
-                                           tenant=scope_text(within))
-        self._wake()
+        job, created = self.jobs.store.submit(ERASE, [{**params, "owner": owner_id}], params=params,
+                                              key=f"{ERASE}\n{digest}\n{copy:.6f}", request=[ERASE, digest, copy],
+                                              tenant=scope_text(within))
+        self.jobs.wake()
         return job, created
 
     def submit_forget(self, owner_id: str, target: dict[str, Any], *, actor: str = "operator", within: Within = ""):
@@ -157,15 +128,15 @@ class Erasure:
         digest = "fg_" + hashlib.sha256(self.register.digest(named).encode()).hexdigest()[:32]
         params = {"owner": owner_id, "forget": digest, "target": _described(target), "actor": actor,
                   "within": within_json(within)}
-        job, created = self._jobs().submit(FORGET, [{**params, "target": target}], params=params,
-                                           key=f"{FORGET}\n{digest}", request=[FORGET, digest],
-                                           tenant=scope_text(within))
-        self._wake()
+        job, created = self.jobs.store.submit(FORGET, [{**params, "target": target}], params=params,
+                                              key=f"{FORGET}\n{digest}", request=[FORGET, digest],
+                                              tenant=scope_text(within))
+        self.jobs.wake()
         return job, created
 
     def job(self, job_id: str, *, within: Within = "") -> Any:
         """An erase or forget job a caller limited to owner prefix ``within`` may see (:class:`NotFound` else)."""
-        found = self._jobs().get(job_id)
+        found = self.jobs.store.get(job_id)
         owner = found.params.get("owner")
         scope = owner if isinstance(owner, str) else found.params.get("within", "")
         if found.kind not in (ERASE, FORGET) or not covers(within, scope if isinstance(scope, list) else str(scope)):
@@ -194,7 +165,7 @@ class Erasure:
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
         receipt = self.register.finish(digest, self._receipt(digest, ERASE, params.get("actor")))
-        redact_job(self._jobs().db, step.job, {k: params[k] for k in ("erasure", "actor", "within") if k in params})
+        redact_job(self.jobs.store.db, step.job, {k: params[k] for k in ("erasure", "actor", "within") if k in params})
         return receipt
 
     def _place(self, digest: str, place: str, act: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -207,7 +178,7 @@ class Erasure:
         return self.register.note(digest, {"place": place, "at": _iso(time.time()), **done})
 
     def _erase_local(self, owner_id: str, folder: str) -> dict[str, Any]:
-        self._drop_local(owner_id)
+        self.owners.drop_if_here(owner_id)
         for parent in (self.root / "owners", self.root / "cache"):
             shutil.rmtree(parent / folder, ignore_errors=True)
         staging = self.root / "staging"
@@ -217,29 +188,33 @@ class Erasure:
         return {"state": "removed: the repository with its history, its history index, vector caches and cache "
                          "folder"}
 
-    def _erase_remote(self, folder: str, owner_id: str, digest: str) -> dict[str, Any]:
+    def _on_remote(self, folder: str, act: Callable[[Any, Any], dict[str, Any]]) -> dict[str, Any]:
+        """``act(remote, replication)`` on the owner's remote: what it did, ``where`` (none without a remote)."""
         replication = self.replication
         if replication is None:
             return {"state": "no remote configured"}
+        return {"where": replication.shown(), **act(replication.remote(folder), replication)}
+
+    def _erase_remote(self, folder: str, owner_id: str, digest: str) -> dict[str, Any]:
         from wikimem.versioned import bury
 
-        remote = replication.remote(folder)
-        shown = replication.shown()
-        # First the marker (a keyed digest, no id): a host holding a copy, without the shared register, then
-        # tells the deleted repository from an outage and drops its copy.
-        marked = replication.mark_erased(owner_id, self.register.started(digest) or time.time(),
-                                         self.root / "staging")
-        marker = ({"marker": "left: a repository named by a keyed digest of the id, holding the erasure's time"}
-                  if marked else {"marker": "none (the server cannot create one): a host holding a copy drops it "
-                                            "from the tombstone, or from the register it shares"})
-        buried = bury(remote, self.root / "staging")
-        if buried == "absent":  # (never replicated, or deleted by a run of this job that was cut short)
-            return {"where": shown, "state": "deleted", **marker}
-        if remote.delete() or replication.run_hook("erase", remote.url):
-            return {"where": shown, "state": "deleted", **marker}
-        return {"where": shown, "state": "emptied: main replaced by the erasure tombstone (no text, no id)",
-                "remains": "delete the owner's repository on the git server (its old objects stay there until "
-                           "it is deleted or garbage-collected: git gc --prune=now)", **marker}
+        def erase(remote, replication) -> dict[str, Any]:
+            # First the marker (a keyed digest, no id): a host holding a copy, without the shared register, then
+            # tells the deleted repository from an outage and drops its copy.
+            marked = replication.mark_erased(owner_id, self.register.started(digest) or time.time(),
+                                             self.root / "staging")
+            marker = ({"marker": "left: a repository named by a keyed digest of the id, holding the erasure's time"}
+                      if marked else {"marker": "none (the server cannot create one): a host holding a copy drops it "
+                                                "from the tombstone, or from the register it shares"})
+            # absent: never replicated, or deleted by a run of this job that was cut short
+            if (bury(remote, self.root / "staging") == "absent" or remote.delete()
+                    or replication.run_hook("erase", remote.url)):
+                return {"state": "deleted", **marker}
+            return {"state": "emptied: main replaced by the erasure tombstone (no text, no id)",
+                    "remains": "delete the owner's repository on the git server (its old objects stay there until "
+                               "it is deleted or garbage-collected: git gc --prune=now)", **marker}
+
+        return self._on_remote(folder, erase)
 
     def _erase_run_index(self, owner_id: str) -> dict[str, Any]:
         self.run_index.forget(owner_id)
@@ -254,7 +229,7 @@ class Erasure:
         return {"state": "rows removed"}
 
     def _erase_jobs(self, owner_id: str, keep: str, digest: str) -> dict[str, Any]:
-        erase_jobs(self._jobs().db, owner_id, keep=keep, mask=digest)
+        erase_jobs(self.jobs.store.db, owner_id, keep=keep, mask=digest)
         return {"state": "its jobs removed (turns, results); its id replaced by the erasure digest in other jobs"}
 
     def _erase_auth(self, owner_id: str) -> dict[str, Any]:
@@ -287,7 +262,7 @@ class Erasure:
         if target.get("kind") == "wiki" and "name" not in target:  # reduced: the run was over
             return self.register.receipt(digest) or {"forget": digest, "kind": FORGET}
         owner_id, actor = params["owner"], params.get("actor") or "operator"
-        owner = self._owner(owner_id)
+        owner = self.owners.owner(owner_id)
         self.register.begin(digest, FORGET, actor)
         where = ({"file": target["file"], "name": target["name"]} if target["kind"] == "wiki" else
                  {"date": target["date"], "time_": target["time"], "index": target.get("index")})
@@ -295,7 +270,7 @@ class Erasure:
         def before(texts: set[str], runs: set[str]) -> None:
             from wikimem.versioned import PLACEHOLDER
 
-            scrub_jobs(self._jobs().db, owner_id, texts, runs, placeholder=PLACEHOLDER)
+            scrub_jobs(self.jobs.store.db, owner_id, texts, runs, placeholder=PLACEHOLDER)
 
         try:
             done = owner.forget(target["kind"], actor=actor, key=step.key, before=before, **where)
@@ -320,7 +295,7 @@ class Erasure:
         receipt = self.register.finish(digest, receipt)
         kept = {**params, "target": {**_described(target), **({"name_digest": digest} if target["kind"] == "wiki"
                                                               else {})}}
-        redact_job(self._jobs().db, step.job, kept)
+        redact_job(self.jobs.store.db, step.job, kept)
         return receipt
 
     def _reindex(self, owner) -> dict[str, Any]:
@@ -331,16 +306,14 @@ class Erasure:
     def _prune_remote(self, folder: str) -> dict[str, Any]:
         from wikimem.versioned import prune_remote
 
-        replication = self.replication
-        if replication is None:
-            return {"state": "no remote configured"}
-        remote = replication.remote(folder)
-        shown = replication.shown()
-        if prune_remote(remote) or replication.run_hook("prune", remote.url):
-            return {"where": shown, "state": "pruned: no unreachable object left"}
-        return {"where": shown, "state": "main replaced; the old objects are unreachable there",
-                "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "
-                           "repository on the git server: until then its old objects stay on its disk"}
+        def prune(remote, replication) -> dict[str, Any]:
+            if prune_remote(remote) or replication.run_hook("prune", remote.url):
+                return {"state": "pruned: no unreachable object left"}
+            return {"state": "main replaced; the old objects are unreachable there",
+                    "remains": "run git gc --prune=now (after git reflog expire --expire=now --all) on the owner's "
+                               "repository on the git server: until then its old objects stay on its disk"}
+
+        return self._on_remote(folder, prune)
 
     # -- housekeeping ---------------------------------------------------------------------------
 
@@ -348,31 +321,32 @@ class Erasure:
         """Receipts older than their retention deleted (the job runner's housekeeping)."""
         gone = self.register.prune()
         if gone:
-            vacuum(self._jobs().db, ("erasures",))
+            vacuum(self.jobs.store.db, ("erasures",))
         return gone
 
     def drop_erased(self, owner_id: str) -> None:
         """Drop this host's copy of an owner erased on another host, and — when this host's databases are its own
         (no shared PostgreSQL: the erasing host could not reach them) — every row they hold of it, as the erasure
         does: run index, staged-run index, jobs, auth state, each rewritten whole."""
-        self._drop_local(owner_id)
-        if self._jobs().db.postgres:
+        self.owners.drop_if_here(owner_id)
+        if self.jobs.store.db.postgres:
             return  # a shared database: the erasing host removed it there
         self._erase_run_index(owner_id)
         if self.staged_index is not None and not self.staged_index.shared:
             self._erase_staged_index(owner_id)
-        erase_jobs(self._jobs().db, owner_id, keep="", mask=self.digest(owner_id))
+        erase_jobs(self.jobs.store.db, owner_id, keep="", mask=self.digest(owner_id))
         self._erase_auth(owner_id)
 
-    def sweep(self, owners: Iterable[tuple[str, Path]]) -> list[str]:
-        """Drop this host's copies of owners erased on another host (a cluster's shared register names them,
-        after the copy was made); the ids dropped. Run by the job runner's housekeeping when the jobs database
-        is shared: a copy nobody looks up goes too."""
-        if not self._jobs().db.postgres:
+    def sweep(self, owners: Iterable[tuple[str, Path]] | None = None) -> list[str]:
+        """Drop this host's copies of owners (``(id, folder)``, default every one held here) erased on another
+        host (a cluster's shared register names them, after the copy was made); the ids dropped. Run by the job
+        runner's housekeeping when the jobs database is shared: a copy nobody looks up goes too."""
+        if not self.jobs.store.db.postgres:
             return []  # one data root: the erase job removed the copy itself
+        owners = self.owners.folders() if owners is None else owners
         dropped = []
         for owner_id, folder in owners:
-            if self.register.erased(owner_id, copy_time(folder)) and self._drop_local(owner_id):
+            if self.register.erased(owner_id, copy_time(folder)) and self.owners.drop_if_here(owner_id):
                 self.run_index.forget(owner_id)
                 dropped.append(owner_id)
         return dropped

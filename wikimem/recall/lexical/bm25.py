@@ -1,41 +1,12 @@
-"""Okapi BM25 over an inverted index that is updated in place.
+"""Okapi BM25 over an inverted index that is updated in place: :class:`BM25Index`.
 
-Scoring, for a query with term frequencies ``qtf`` and a document ``d``::
-
-    score(d) = Σ_t  qtf(t) · idf(t) · tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))
-
-with ``k1 = 1.5`` and ``b = 0.75``. The IDF variant is Lucene's::
-
-    idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-
-It is the Robertson–Spärck Jones weight shifted inside the logarithm so it
-is never negative: the classic ``ln((N − df + 0.5)/(df + 0.5))`` goes below
-zero for a term in more than half the documents, which would rank a document
-*lower* for matching the query (rank_bm25 patches that with an epsilon floor;
-this variant needs no patch and stays monotone in ``df``). A query term that
-occurs twice counts twice (``qtf``).
-
-The index is built for a memory that keeps changing:
-
-* documents are added and removed one at a time, in time proportional to
-  their own size — never a rebuild;
-* each term's postings are two ``array('i')`` (document slots and term
-  frequencies). Slots only grow, so postings stay sorted by slot and a
-  document's entry is found by bisection; a removed document's entries are
-  zeroed (tombstones) and swept once a term holds more dead than live ones;
-* impacts (the per-posting BM25 factor) are cached per term and reused until
-  the next change of the collection statistics; the caches are bounded
-  (least recently used terms dropped first, :data:`IMPACT_CACHE_BYTES_PER_DOC`)
-  so that a long-lived index does not grow with the vocabulary it is asked;
-* top-k in pure Python is term-at-a-time with MaxScore-style pruning: once
-  the terms still to come cannot lift a new document into the top k, only
-  documents already seen are updated; with numpy installed, large queries are
-  scored with arrays (:mod:`wikimem.recall.bm25_numpy`, imported lazily).
-
-Both paths add a document's contributions in the same term order with the
-same float operations, so they return the same scores bit for bit, and the
-same ranking: score descending, ties by key ascending. Keys must therefore be
-mutually comparable (the retrieval layer uses ``(file, name)`` tuples).
+``score(d) = Σ_t qtf(t)·idf(t)·tf(t,d)·(k1+1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))``, ``k1 = 1.5``,
+``b = 0.75``, Lucene's IDF (:func:`idf`, never negative). Documents are added and removed one at a time, in
+time proportional to their own size; a term's postings are :class:`~wikimem.recall.lexical.postings.Postings`; top-k
+is term-at-a-time with MaxScore-style pruning, or numpy arrays for large queries
+(:mod:`wikimem.recall.lexical.bm25_numpy`, imported lazily) — the same scores bit for bit, the same ranking (score
+descending, ties by key ascending: keys must be mutually comparable). Why, and the figures:
+docs/explanation/bm25.md.
 """
 
 from __future__ import annotations
@@ -44,26 +15,23 @@ import gc
 import heapq
 import importlib.util
 import math
-import threading
 from array import array
 from bisect import bisect_left
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
+from .postings import ImpactCaches, Postings
+
 __all__ = ["BM25Index", "K1", "B", "idf"]
 
 K1 = 1.5
 B = 0.75
-# Bound of the impact caches (estimated bytes): per indexed document, with a small floor.
-IMPACT_CACHE_BYTES_PER_DOC = 320
-IMPACT_CACHE_MIN_BYTES = 32 * 1024
-# Estimated bytes of one cached posting: a dict entry with its float, or four numpy cells
-# (bm25_numpy's impacts plus its slots/tf/length arrays, which are dropped with them).
-_PY_ENTRY_BYTES, NP_ENTRY_BYTES = 100, 32
+# Estimated bytes of one cached posting in the pure-Python cache: a dict entry with its float.
+_PY_ENTRY_BYTES = 100
 # A query whose postings hold at least this many entries is scored with
 # numpy when it is available; below it, interpreter overhead of numpy's
 # calls costs more than it saves.
@@ -92,28 +60,6 @@ def idf(n_docs: int, df: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-class _Postings:
-    """One term's postings: sorted slots, their term frequencies (0 = removed), caches."""
-
-    __slots__ = ("slots", "tfs", "df", "cache", "np_cache", "np_base")
-
-    def __init__(self, slots: array | None = None, tfs: array | None = None) -> None:
-        self.slots = slots if slots is not None else array("i")
-        self.tfs = tfs if tfs is not None else array("i")
-        self.df = 0
-        # Pure Python: (stats version, {slot: impact}, max impact).
-        self.cache: tuple | None = None
-        # numpy (see bm25_numpy): impacts per stats version, and the term's
-        # own arrays, valid until this term's postings change.
-        self.np_cache: tuple | None = None
-        self.np_base: tuple | None = None
-
-    def find(self, slot: int) -> int:
-        """Position of ``slot``, or -1."""
-        pos = bisect_left(self.slots, slot)
-        return pos if pos < len(self.slots) and self.slots[pos] == slot else -1
-
-
 @dataclass(frozen=True)
 class _Stats:
     """Collection statistics a query is scored with."""
@@ -127,11 +73,11 @@ class _Stats:
 class _Term:
     term: str
     weight: float  # qtf · idf
-    postings: _Postings | None
+    postings: Postings | None
     extra_tf: tuple  # tf of this term in each extra document (0 when absent)
 
     @property
-    def posted(self) -> _Postings:
+    def posted(self) -> Postings:
         """The postings of a term the index holds (what ranking keeps of a plan)."""
         assert self.postings is not None, self.term
         return self.postings
@@ -158,12 +104,10 @@ class BM25Index:
         self._keys: list = []  # slot -> key, None when removed
         self._terms: list = []  # slot -> tuple of distinct terms, None when removed
         self._dl = array("i")  # slot -> document length
-        self._postings: dict[str, _Postings] = {}
+        self._postings: dict[str, Postings] = {}
         self._total = 0  # sum of live document lengths
         self._version = 0  # bumped by every change: cached impacts are keyed by it
-        self._cached: OrderedDict[tuple[int, str], tuple[_Postings, int]] = OrderedDict()  # LRU of caches
-        self._cached_bytes = 0
-        self._cache_lock = threading.Lock()
+        self._caches = ImpactCaches()  # the bound on the impacts cached per term
 
     # -- contents ----------------------------------------------------------
 
@@ -205,7 +149,7 @@ class BM25Index:
         for term, tf in counts.items():
             p = vocab.get(term)
             if p is None:
-                p = vocab[term] = _Postings()
+                p = vocab[term] = Postings()
             p.slots.append(slot)
             p.tfs.append(tf)
             p.df += 1
@@ -262,7 +206,7 @@ class BM25Index:
         for term, (slots, tfs) in pending.items():
             p = vocab.get(term)
             if p is None:
-                p = vocab[term] = _Postings(array("i", slots), array("i", tfs))
+                p = vocab[term] = Postings(array("i", slots), array("i", tfs))
             else:
                 p.slots.extend(slots)  # new slots are larger than every existing one: still sorted
                 p.tfs.extend(tfs)
@@ -282,7 +226,7 @@ class BM25Index:
             if p.df == 0:
                 del self._postings[term]
             elif len(p.slots) - p.df > max(p.df, 8):
-                self._sweep(p)
+                p.compact()
         self._total -= self._dl[slot]
         self._keys[slot] = None
         self._terms[slot] = None
@@ -291,13 +235,6 @@ class BM25Index:
         if dead > 2 * len(self._slot_of) + RENUMBER_SLACK:
             self._renumber()
         return True
-
-    @staticmethod
-    def _sweep(p: _Postings) -> None:
-        live = [(s, tf) for s, tf in zip(p.slots, p.tfs) if tf]
-        p.slots = array("i", [s for s, _ in live])
-        p.tfs = array("i", [tf for _, tf in live])
-        p.cache = p.np_cache = p.np_base = None
 
     def _renumber(self) -> None:
         """Compact the slot space after many removals (order of slots is kept)."""
@@ -312,10 +249,7 @@ class BM25Index:
                 terms.append(self._terms[slot])
                 dl.append(self._dl[slot])
         for p in self._postings.values():
-            live = [(remap[s], tf) for s, tf in zip(p.slots, p.tfs) if tf]
-            p.slots = array("i", [s for s, _ in live])
-            p.tfs = array("i", [tf for _, tf in live])
-            p.cache = p.np_cache = p.np_base = None
+            p.compact(remap)
         self._keys, self._terms, self._dl = keys, terms, dl
         self._slot_of = {key: i for i, key in enumerate(keys)}
         self._version += 1
@@ -452,8 +386,25 @@ class BM25Index:
             return []
         size = sum(len(t.posted.slots) for t in terms)
         if self.use_numpy and size >= NUMPY_MIN_POSTINGS and self._numpy() is not None:
-            return self._np.rank(self, terms, stats, k)
+            columns = [(t.weight, *self._np_impacts(t.posted, stats)) for t in terms]
+            keys = self._keys
+            return [(keys[s], v) for s, v in self._np.rank(columns, len(keys), k)]
         return self._rank_python(terms, stats, k)
+
+    def _np_impacts(self, p: Postings, stats: _Stats):
+        """A term's slots (None: a dense row) and impacts as numpy arrays; cached until the statistics change
+        (its arrays until its postings do)."""
+        c = p.np_cache
+        if stats.version is not None and c is not None and c[0] == stats.version:
+            self._caches.touch(p, "np")
+            return c[1], c[2]
+        if p.np_base is None:
+            p.np_base = self._np.term_arrays(p.slots, p.tfs, self._dl, len(self._keys))
+        slots, imps = self._np.impacts(p.np_base, self.k1, self.b, stats.avgdl)
+        if stats.version is not None:
+            p.np_cache = (stats.version, slots, imps)
+            self._caches.remember(p, "np", len(imps) * self._np.ENTRY_BYTES, len(self._slot_of))
+        return slots, imps
 
     def warm(self) -> None:
         """Import now what a large query will need (numpy), so that the first one does not pay for it."""
@@ -513,54 +464,29 @@ class BM25Index:
             return [(keys[s], v) for s, v in acc.items() if v >= threshold]
         return [(keys[s], v) for s, v in acc.items()]
 
-    def _cached_impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float] | None:
+    def _cached_impacts(self, p: Postings, stats: _Stats) -> tuple[dict[int, float], float] | None:
         c = p.cache
         if stats.version is not None and c is not None and c[0] == stats.version:
-            self.touch_cache(p, "py")
+            self._caches.touch(p, "py")
             return c[1], c[2]
         return None
 
-    def _impacts(self, p: _Postings, stats: _Stats) -> tuple[dict[int, float], float]:
+    def _impacts(self, p: Postings, stats: _Stats) -> tuple[dict[int, float], float]:
         """A term's impacts by slot and their maximum; cached until the statistics change."""
         dl, avgdl, impact = self._dl, stats.avgdl, self._impact
         imps = {s: impact(tf, dl[s], avgdl) for s, tf in zip(p.slots, p.tfs) if tf}
         entry = (imps, max(imps.values(), default=0.0))
         if stats.version is not None:
             p.cache = (stats.version, imps, entry[1])
-            self.remember_cache(p, "py", len(imps) * _PY_ENTRY_BYTES)
+            self._caches.remember(p, "py", len(imps) * _PY_ENTRY_BYTES, len(self._slot_of))
         return entry
-
-    # -- the bound on the impact caches ----------------------------------------
-
-    def touch_cache(self, p: _Postings, kind: str) -> None:
-        """A cached impact set was used: it is the most recent now."""
-        with self._cache_lock:
-            if (id(p), kind) in self._cached:
-                self._cached.move_to_end((id(p), kind))
-
-    def remember_cache(self, p: _Postings, kind: str, nbytes: int) -> None:
-        """Account for a new cache on ``p`` (``py`` or ``np``); drop the least recent beyond the bound."""
-        budget = max(IMPACT_CACHE_MIN_BYTES, IMPACT_CACHE_BYTES_PER_DOC * len(self._slot_of))
-        with self._cache_lock:
-            old = self._cached.pop((id(p), kind), None)
-            if old is not None:
-                self._cached_bytes -= old[1]
-            self._cached[(id(p), kind)] = (p, nbytes)
-            self._cached_bytes += nbytes
-            while self._cached_bytes > budget and len(self._cached) > 1:
-                (_, dropped), (q, size) = self._cached.popitem(last=False)
-                if dropped == "py":
-                    q.cache = None
-                else:
-                    q.np_cache = q.np_base = None
-                self._cached_bytes -= size
 
     @property
     def cached_impact_bytes(self) -> int:
         """Estimated bytes held by the impact caches (kept under the bound)."""
-        return self._cached_bytes
+        return self._caches.bytes
 
-    def _add_seen_bisect(self, acc: dict[int, float], p: _Postings, w: float, stats: _Stats) -> None:
+    def _add_seen_bisect(self, acc: dict[int, float], p: Postings, w: float, stats: _Stats) -> None:
         slots, tfs, dl, avgdl, impact = p.slots, p.tfs, self._dl, stats.avgdl, self._impact
         n = len(slots)
         for s in acc:
