@@ -22,7 +22,7 @@ from .access import PAGE_SIZE, act, require_role
 from .blueprint import bp
 from .rendering import DiffBudget, current_zone, zoned
 
-SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
+SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix", "character")
 MEMORIZE = "memorize"  # the kind of a memorize job (Prefer: respond-async): its page is admin/memorize_job.html
 # Jobs with a page of their own elsewhere (the jobs list links there too).
 OTHER_JOB_PAGES = {"staged-approve": "admin.staged_job", "staged-discard": "admin.staged_job",
