@@ -18,12 +18,13 @@ from wikimem.errors import (
     InvalidValue,
     LLMNotConfigured,
     NotFound,
+    QuotaExceeded,
     RemoteError,
     RemoteMoved,
     ToolCallError,
 )
 from wikimem.format import SETTINGS_PATH, item_etag, normalize_ts, parse_settings, render_settings
-from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
+from wikimem.limits import MAX_LAYERS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_character_id, validate_character_id
 from wikimem.store import resolve_tz
@@ -666,13 +667,23 @@ class Owner:
 
     def target(self, ctx: WriteContext | None, layer: str | None = None) -> tuple[Target, WriteContext]:
         """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
-        write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
+        write always carries its run id; :class:`InvalidName` when that id cannot name a branch). A character's
+        layer is written only for a registered character, and a person holds at most :data:`MAX_LAYERS` layers."""
         ctx = WriteContext.of(ctx)
+        if layer is not None:
+            self._check_layer(layer)
         if not self.stages(ctx):
             return self.vstore.main.with_layer(layer), ctx
         ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
         assert ctx.run is not None
         return self.staging.branch(ctx.run, layer), ctx
+
+    def _check_layer(self, layer: str) -> None:
+        self.characters.writable(layer)  # (NotFound saying how to register it; NotPermitted once deleted)
+        held = self.vstore.layers()
+        if layer not in held and len(held) >= MAX_LAYERS:
+            raise QuotaExceeded(f"{self.id} holds the layers of {len(held)} characters already (at most {MAX_LAYERS}"
+                                "): a new character's layer is refused")
 
     def staged_runs(self) -> list[StagedRun]:
         """This owner's staged runs, oldest first."""
@@ -731,3 +742,5 @@ class _NoCharacters:
 
     def resolve(self, value: object):
         raise NotFound(f"no character {value!r}: characters are registered on a host (PUT /api/v1/characters/<id>)")
+
+    writable = resolve
