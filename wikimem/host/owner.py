@@ -57,7 +57,6 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 
 # Which layers of a folder a read covers (None in it: the shared layer); None: every layer (operators).
 Layers = tuple[str | None, ...] | None
-SHARED_ONLY: Layers = (None,)
 # Attempts of a write whose sync push found the remote moved (another host wrote this owner):
 # each failed attempt was rolled back and the folder caught up before the next one.
 MOVED_ATTEMPTS = 5
@@ -452,20 +451,21 @@ class Owner:
     # -- history -----------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                limit: int = 50, cursor: str | None = None, layers: Layers = SHARED_ONLY) -> HistoryPage:
+                limit: int = 50, cursor: str | None = None, layers: Layers = None) -> HistoryPage:
         """Commits, newest first, optionally of one RecallFile, one item or one run; of ``layers`` (None in it: the
-        shared layer; ``None``: every layer) and those that touched no item."""
+        shared layer; ``None``, the default: every layer — an edge that answers a caller passes what it may read)
+        and those that touched no item."""
         return self.vstore.history(file=file, item=item, run=run, limit=limit, cursor=cursor, layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.vstore.runs(limit)
 
-    def show_commit(self, point: str, layers: Layers = SHARED_ONLY) -> CommitDiff:
+    def show_commit(self, point: str, layers: Layers = None) -> CommitDiff:
         """One commit with its per-item diff, as a reader of ``layers`` sees it (:class:`NotFound` when it changed
         only layers left out)."""
         return self.vstore.show_commit(point, layers)
 
-    def diff(self, a: str, b: str = "HEAD", layers: Layers = SHARED_ONLY) -> CommitDiff:
+    def diff(self, a: str, b: str = "HEAD", layers: Layers = None) -> CommitDiff:
         """What changed between two points, item by item, in ``layers``."""
         return self.vstore.diff(a, b, layers)
 
