@@ -19,6 +19,7 @@ import zipfile
 from types import SimpleNamespace
 
 import pytest
+from docblocks import doc_block
 from fakes import FakeOpenAI
 from flask import request
 from werkzeug.serving import make_server
@@ -29,6 +30,7 @@ from wikimem.errors import NotPermitted
 from wikimem.host.access.tokens import append_token, mint_token
 
 ADMIN = "test-admin-" + secrets.token_hex(8)
+DOC_BASE = "http://127.0.0.1:8000"
 DAY = "2026-07-21"
 
 
@@ -87,7 +89,7 @@ def person(live, owner: str) -> Client:
 
 
 def test_reads_and_writes_go_to_the_layer_named_and_carry_it_where_the_api_reads_it(live):
-    c = person(live, "user:ann")
+    c = person(live, "user:amy")
     _, where = sent(live, lambda: c.add("people", "mia", "Ann's friend, in Kai's layer.", character="kai"))
     assert where == "body"
     value, where = sent(live, lambda: c.files(character="kai"))
@@ -230,3 +232,21 @@ def test_runs_and_bulk_rollback_select_one_characters_runs(live):
     assert a.get("places", "library", character="mira").content == "Mira's library."
     assert a.get("places", "home").content == "Shared."
     assert b.get("places", "cafe", character="kai").content == "Kai's café."  # outside the selection
+
+
+def test_the_guides_characters_example_works_as_written(live, tmp_path, monkeypatch):
+    code = doc_block("client-characters")
+    assert DOC_BASE in code
+    (tmp_path / "var" / "data").mkdir(parents=True)
+    (tmp_path / "var" / "data" / "admin-token").write_text(ADMIN + "\n")
+    monkeypatch.chdir(tmp_path)  # the example reads var/data/admin-token from the current folder
+    monkeypatch.setenv("KAI_TOKEN", live.kai_token)
+    monkeypatch.setenv("no_proxy", "*")
+    env: dict = {}
+    exec(compile(code.replace(DOC_BASE, live.base), "docs/guides/client.md", "exec"), env)
+    assert [i.content for i in env["kai_items"]] == ["Ann orders an oat latte."]
+    assert set(env["layers"]) == {("character", "kai"), ("shared", "kai")}
+    assert env["memo"].character == "kai" and env["memo"].facts and env["memo"].proposal is not None
+    assert {h.character for h in env["mine"].items} == {"kai"}
+    assert "bound to the character 'kai'" in env["refused"]
+    assert isinstance(env["plan"], dict) and "total" in env["plan"]
