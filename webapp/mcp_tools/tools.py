@@ -24,6 +24,7 @@ from webapp.params import etag_value
 from wikimem.host import Act, Ask, Host, Owner, validate_owner_id
 from wikimem.host import Caller as Asker
 from wikimem.limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS
+from wikimem.naming import MAX_OWNER_ID_LEN, MAX_PRESENT
 
 __all__ = ["CALLER", "Caller", "build_server", "TOOLS"]
 
@@ -38,6 +39,10 @@ Key = Annotated[str | None, Field(max_length=200, description="a retry with the 
 CharacterId = Annotated[str | None, Field(max_length=64, description="a registered character's id: its own layer "
                                           "of the owner's memory (default: the shared layer, or the character the "
                                           "token is bound to)")]
+ChannelId = Annotated[str | None, Field(max_length=MAX_OWNER_ID_LEN, description="where it was said: a channel id "
+                                        "(a group chat, e.g. discord:1234), or dm for a direct chat")]
+Present = Annotated[list[str] | None, Field(max_length=MAX_PRESENT, description="who was there: persons' owner ids "
+                                            "and characters as char:<id>, e.g. [\"user:ann\", \"char:kai\"]")]
 
 _INSTRUCTIONS = """Long-term memory of the people you talk with, one owner (e.g. user:ann) each: a wiki of
 facts (files of named items) and a diary of dated events. Call retrieve before you answer, with the user's

@@ -584,3 +584,12 @@ def _page(data: Mapping[str, Any], key: str) -> Page:
     """A :class:`Page` of a listing's answer: its entries under ``key``, ``next``, ``prev``, the rest in ``extra``."""
     extra = {k: v for k, v in data.items() if k not in (key, "next", "prev")}
     return Page(list(data[key]), data.get("next"), data.get("prev"), extra)
+
+
+def _ids(present: Iterable[str] | None) -> list[str] | None:
+    """``present`` as the API takes it: a JSON list (one string of ids separated by commas is split)."""
+    if present is None:
+        return None
+    if isinstance(present, str):
+        return [one.strip() for one in present.split(",") if one.strip()]
+    return list(present)
