@@ -13,14 +13,16 @@ from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
            "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS", "MAX_LAYERS",
-           "MAX_PERSONA_CHARS", "check_length"]
+           "MAX_PERSONA_CHARS", "MAX_CHANNEL_MESSAGES", "check_length"]
 
 # One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
 MAX_CONTENT_CHARS = 32_000
 # A retrieve query (or the transcript it is built from): what a prompt would ask about.
 MAX_QUERY_CHARS = 4_000
-# One memorize turn: what is sent to the model in one call.
+# One memorize turn: what is sent to the model in one call (a group turn's messages, speakers included, too).
 MAX_TURN_CHARS = 32_000
+# Messages of one group turn (POST /api/v1/channels/<channel>/memorize): one model call, one run.
+MAX_CHANNEL_MESSAGES = 200
 # One batch of ops is one commit under the owner's lock: this many ops, this much content in all.
 MAX_OPS = 200
 MAX_BATCH_CHARS = 256_000

@@ -8,6 +8,7 @@ from flask import jsonify
 
 from webapp.hosting import get_host
 from webapp.params import (
+    ROOM_FIELDS,
     WRITE_FIELDS,
     json_body,
     opt_bool,
@@ -19,6 +20,7 @@ from webapp.params import (
     prefers,
     query_str,
     req_str,
+    room_of,
 )
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
@@ -151,8 +153,8 @@ def retrieve(owner_id: str):
 @bp.post(OWNER + "/memorize")
 def memorize(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"turn", "character", "prompt", "ts", "tz"} | WRITE_FIELDS | STAGED, {"turn"})
-    when = {k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}
+    data = json_body({"turn", "character", "prompt", "ts", "tz"} | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"turn"})
+    when = {**{k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}, **room_of(data)}
     turn, prompt = req_str(data, "turn"), opt_str(data, "prompt")
     # memorize as a registered character (404 naming how to register one; a token bound to one: as it)
     asked = opt_str(data, "character", limit=200)

@@ -58,11 +58,14 @@ def list_jobs():
 
 @bp.get("/jobs/<job_id>")
 def get_job(job_id: str):
-    require("read")
+    principal = require("read")
     job = get_host().job(job_id)
     owner_id = job.params.get("owner")
     if owner_id and job.kind != "bulk-rollback":
         require("read", owner_id)
+    elif "persons" in job.params:  # a group turn: a token that reaches every person of it
+        if not job_visible(job.params, principal.within, kind=job.kind):
+            raise NotFound(f"no job {job_id!r}")
     elif not job_visible(job.params, require("admin").within):  # a bulk job: admins of its owners
         raise NotFound(f"no job {job_id!r}")
     return jsonify(job.to_dict())

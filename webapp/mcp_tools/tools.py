@@ -176,14 +176,16 @@ def memorize(owner: OwnerId,
                                                     "character (its layer; its facts proposed to the shared one); "
                                                     "default: the token's character, or the owner's setting")] = None,
              ts: When = None, tz: When = None, source_conv: Text = None, run: Text = None, actor: Text = None,
-             idempotency_key: Key = None) -> dict[str, Any]:
-    """Let the host's model write the diary entries and facts of one turn, as one run."""
+             idempotency_key: Key = None, channel: ChannelId = None, present: Present = None) -> dict[str, Any]:
+    """Let the host's model write the diary entries and facts of one turn, as one run (channel and present: where
+    the turn was said and who was there, on every diary entry)."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         host = _caller(ctx).host
         character = host.characters.resolve(character).id if character is not None else principal.character
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
-        when = {k: v for k, v in (("ts", ts), ("tz", tz)) if v is not None}
+        when: dict[str, Any] = {k: v for k, v in (("ts", ts), ("tz", tz), ("channel", channel), ("present", present))
+                                if v is not None}
         with _act(ctx, mem, principal, "memorize", ask) as act:
             result = mem.memorize(turn, character=character, ctx=act.ctx, **when)
             act.done(result.commit, run=result.run)

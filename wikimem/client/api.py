@@ -293,27 +293,31 @@ class Client:
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
                  prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                  source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                 staged: bool = False) -> Memorized:
+                 staged: bool = False, channel: str | None = None, present: Iterable[str] | None = None) -> Memorized:
         """Run the host's LLM over one turn; what it keeps (diary entries and facts) is written as one run.
 
         ``character``: a registered character's id (default: the token's, else the owner's setting): the diary
-        and facts go to its layer, the facts also to the shared layer by its policy (``proposal``). The request
-        lasts as long as the model thinks; :meth:`memorize_async` answers at once.
+        and facts go to its layer, the facts also to the shared layer by its policy (``proposal``). ``channel``
+        and ``present``: where the turn was said (``dm`` for a direct chat) and who was there, on every diary
+        entry. The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
         """
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None)
+                            run=run, actor=actor, staged=True if staged else None, channel=channel,
+                            present=_ids(present))
         data = self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True)
         return memorized(data)
 
     def memorize_async(self, turn: str, *, owner: str | None = None, character: str | None = None,
                        prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                        source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                       key: str | None = None, staged: bool = False) -> dict[str, Any]:
+                       key: str | None = None, staged: bool = False, channel: str | None = None,
+                       present: Iterable[str] | None = None) -> dict[str, Any]:
         """Memorize as a background job (``Prefer: respond-async``): the job, at once (``id``,
         ``state``, ``params.run``); follow it with :meth:`job` or :meth:`wait_job`. ``key`` is the
         Idempotency-Key (default: a new one, the same on every retry): the same key is the same job."""
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None)
+                            run=run, actor=actor, staged=True if staged else None, channel=channel,
+                            present=_ids(present))
         headers = {"Prefer": "respond-async", **({"Idempotency-Key": key} if key else {})}
         return self._call("POST", self._owner_path(owner) + "/memorize", body=body, write=True, headers=headers)
 

@@ -15,6 +15,7 @@ from .access import OwnerQuota
 from .assembly import make_host
 from .auditlog import AUDIT_LOGGER, audit, result_of
 from .backups import make_backup, restore_backup
+from .channels import ChannelResult, Channels, GroupTurn
 from .characters import Character, Characters, Migration, character_owner, slug_of
 from .config import (
     Config,
@@ -52,7 +53,7 @@ from .settings import SETTINGS_FIELDS, SHARED_WRITES
 __all__ = [
     "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
-    "Character", "Characters", "Migration", "character_owner", "slug_of",
+    "Character", "Characters", "Migration", "character_owner", "slug_of", "Channels", "GroupTurn", "ChannelResult",
     "Host", "HostParts", "make_host",
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",

@@ -16,6 +16,7 @@ from wikimem.errors import NotFound
 from wikimem.host.cluster import Peers, Replication, Settings
 from wikimem.host.fleet import (
     APPROVE_JOB,
+    CHANNEL_MEMORIZE,
     DISCARD_JOB,
     ERASE,
     FORGET,
@@ -31,6 +32,7 @@ from wikimem.host.fleet import (
     Probation,
     RunIndex,
     StagedIndex,
+    channel_handler,
     memorize_handler,
     staged_handler,
 )
@@ -38,6 +40,7 @@ from wikimem.host.fleet import handler as bulk_handler
 
 from .access import OwnerQuota
 from .backups import known_backups
+from .channels import Channels
 from .characters import Characters
 from .gate import Gate
 from .host import Host, HostParts
@@ -110,11 +113,14 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     if replicating is not None:
         replicating.erased = erasure.erased_copy
         replicating.resume(owners.owner, owners.folders)
+    # Group chats: a turn of several persons, each one's part filed in that person's folder (host/channels.py).
+    channels = Channels(owner=owners.owner, characters=characters, llm=llm, jobs=jobs, default_tz=default_tz)
     host = Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, gate, characters, metrics, retention,
                           name, replication=replicating, peers=peers, embedder=embedder, llm=llm, recall=recall,
-                          database=database, default_tz=default_tz))
+                          database=database, default_tz=default_tz, channels=channels))
     # What reads the host's own settings when it runs: the memorize retry (host.memorize_retry), the discarded runs.
     jobs.register(MEMORIZE, memorize_handler(host))
+    jobs.register(CHANNEL_MEMORIZE, channel_handler(host))
     jobs.maintenance.append(host.sweep_discarded)
     return host
 

@@ -10,8 +10,8 @@ sends its events to stderr (``wikimem token …``, ``wikimem operator …``).
 
 Actions (:data:`ACTIONS`): signing in and out, every memory write
 (``edit``, ``delete-item``, ``diary-append``, ``batch``, ``memorize``,
-``diary-tool``, ``settings``, ``create-owner``…) and undo, probation,
-deletion, erasure (the owner named by the erasure's keyed digest),
+``channel-memorize`` (a group turn, its persons named), ``diary-tool``,
+``settings``, ``create-owner``…) and undo, probation, deletion, erasure (the owner named by the erasure's keyed digest),
 forgetting (never the item's name), tokens and operator accounts. Events of
 changes come from one place, the host's gate (:mod:`wikimem.host.gate`).
 Results: ``ok``, ``refused`` (no right, a conflict, a refused value) or
@@ -32,7 +32,8 @@ ACTIONS = ("sign-in", "sign-out", "revert", "rollback", "restore", "bulk-rollbac
            "delete-owner", "token-mint", "token-revoke", "token-rotate", "operator-add", "operator-remove",
            "operator-role", "operator-passwd", "erase-owner", "forget",
            # memory writes, from every edge (the gate: wikimem/host/gate.py)
-           "create-owner", "diary-append", "batch", "memorize", "diary-tool", "settings", "approve", "discard",
+           "create-owner", "diary-append", "batch", "memorize", "channel-memorize", "diary-tool", "settings", "approve",
+           "discard",
            "hold", "bulk-approve", "bulk-discard", "repair", "sync", "restore-discarded",
            # the character registry (wikimem/host/characters.py)
            "character-put", "character-delete")

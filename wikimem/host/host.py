@@ -45,6 +45,7 @@ from .access import OwnerQuota
 from .archive import FORMATS, archive_markdown
 from .characters import Characters
 from .gate import Gate
+from .memorizing import check_room
 from .metrics import HostCollector, NullMetrics
 from .owner import Owner, OwnerStats
 from .owner_ids import Within, encode_owner_id, scope_prefixes, validate_owner_id
@@ -83,6 +84,7 @@ class HostParts:
     recall: Any = None  # wikimem.recall.RecallOptions for every index (None: the library's defaults)
     database: str | None = None
     default_tz: str | None = None
+    channels: Any = None  # the group chats (channels.py: Channels)
 
 
 class Host:
@@ -107,6 +109,7 @@ class Host:
         self.erasure = parts.erasure
         self.gate = parts.gate  # every change an edge asks for passes here: its context, staging, audit event
         self.characters = parts.characters  # the bot's characters, each defined in its own owner char:<id>
+        self.channels = parts.channels  # group chats: a turn of several persons filed in each one's folder
         self.metrics = parts.metrics
         self.retention = parts.retention  # how long idempotency results, jobs and receipts are kept
         self.name = parts.name
@@ -391,6 +394,7 @@ class Host:
         if not isinstance(turn, str):
             raise ValueError("turn must be a string")
         check_length(turn, MAX_TURN_CHARS, "turn")  # refused now, not when the job runs
+        memorize_kwargs.update(check_room(memorize_kwargs.pop("channel", None), memorize_kwargs.pop("present", None)))
         ctx = WriteContext.of(ctx, idempotency_key=key)
         given = {"run": ctx.run, "actor": ctx.actor, "source_conv": ctx.source_conv, "staged": ctx.staged or None}
         if ctx.idempotency_key is not None:  # the memorize's own key is the request's: bound as the route binds it

@@ -7,6 +7,7 @@ as one run — into the memorizing character's layer, the facts also to the shar
 - without one: both go to the shared layer, the facts as the host says (``WIKIMEM_MEMORIZE_FACTS``: ``direct``,
   ``staged`` or ``none``).
 
+``channel`` and ``present`` (where the turn was said, who was there; :func:`check_room`) go on every diary entry.
 One run id covers everything the turn wrote (a proposal is a commit of the same run on ``staged/<run>``), so one
 rollback (and discarding the proposal) undoes it. What the model answered that could not be written (a bad name,
 a fact for a file no memory file may have) is dropped and reported, never written.
@@ -17,8 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from wikimem.context import WriteContext
+from wikimem.context import WriteContext, digest, new_run_id
 from wikimem.models import DiaryItem, RecallItem
+from wikimem.naming import validate_channel_id, validate_present
 
 if TYPE_CHECKING:
     from wikimem.llm import Note, Reply
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from .characters import Character
     from .owner import Owner
 
-__all__ = ["MemorizeResult", "FACT_POLICIES", "memorize_turn", "replayed"]
+__all__ = ["MemorizeResult", "FACT_POLICIES", "memorize_turn", "replayed", "check_room", "run_for"]
 
 FACT_POLICIES = ("direct", "staged", "none")  # where facts reach the shared layer (a character's shared_writes too)
 
@@ -47,14 +49,18 @@ class MemorizeResult:
     dropped: list[dict[str, Any]] = field(default_factory=list)
     proposal: dict[str, Any] | None = None
     character: str | None = None
+    # A group turn's write (channels.py): its channel and the persons its answer reached (ids only), kept with
+    # each folder's result so that a retry knows which folders the first answer was for.
+    turn: dict[str, Any] | None = None
 
     def __iter__(self):
         return iter((self.entries, self.run, self.commit))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"entries": [asdict(e) for e in self.entries], "facts": [asdict(f) for f in self.facts],
-                "writes": self.writes, "dropped": self.dropped, "proposal": self.proposal,
-                "character": self.character, "run": self.run, "commit": self.commit, "replayed": self.replayed}
+        out = {"entries": [asdict(e) for e in self.entries], "facts": [asdict(f) for f in self.facts],
+               "writes": self.writes, "dropped": self.dropped, "proposal": self.proposal,
+               "character": self.character, "run": self.run, "commit": self.commit, "replayed": self.replayed}
+        return out if self.turn is None else {**out, "turn": self.turn}
 
     def stored(self) -> dict[str, Any]:
         """What a retry with the same idempotency key replays."""
@@ -66,7 +72,24 @@ def replayed(stored: dict) -> MemorizeResult:
     return MemorizeResult([DiaryItem(**e) for e in stored.get("entries", [])], stored.get("run", ""),
                           stored.get("commit"), True, [RecallItem(**f) for f in stored.get("facts", [])],
                           list(stored.get("writes", [])), list(stored.get("dropped", [])), stored.get("proposal"),
-                          stored.get("character"))
+                          stored.get("character"), stored.get("turn"))
+
+
+def check_room(channel: object = None, present: object = None) -> dict[str, Any]:
+    """A memorize's ``channel`` and ``present`` as keyword arguments (only those given), validated by the naming
+    rules (:class:`~wikimem.errors.InvalidName`, 422) before anything is asked or written."""
+    room: dict[str, Any] = {}
+    if channel is not None:
+        room["channel"] = validate_channel_id(channel)
+    if present is not None:
+        room["present"] = list(validate_present(present))
+    return room
+
+
+def run_for(ctx: WriteContext) -> str:
+    """The run id of a memorize whose context names none: from its idempotency key (a retry lands on the same run
+    and staged branch), else a new one."""
+    return ctx.run or (f"run_{digest('staged', ctx.idempotency_key)[:20]}" if ctx.idempotency_key else new_run_id())
 
 
 def _where(layer: str | None) -> str:
@@ -74,16 +97,17 @@ def _where(layer: str | None) -> str:
 
 
 def memorize_turn(owner: Owner, reply: Reply, *, character: Character | None, facts_policy: str,
-                  ctx: WriteContext, stamp: dict[str, Any]) -> MemorizeResult:
+                  ctx: WriteContext, stamp: dict[str, Any], turn: dict[str, Any] | None = None) -> MemorizeResult:
     """Write what ``reply`` holds (asked of the model already, outside the owner's lock) as one run: the main
     commit (the character's layer; the shared layer for a direct policy or without a character) and, for a staged
     policy, a proposal commit of the same run on the shared layer's staged branch. ``stamp``: the turn's ``ts``,
-    ``tz`` and ``source_conv`` for every entry and fact."""
+    ``tz`` and ``source_conv`` for every entry and fact, ``channel`` and ``present`` for every diary entry;
+    ``turn``: the group turn it is part of (:attr:`MemorizeResult.turn`)."""
     layer = character.id if character is not None else None
     policy = (character.shared_writes if character is not None else facts_policy) or "staged"
     target, ctx = owner.target(ctx, layer)  # main, or the run's staged branch when the whole write is on probation
     result = MemorizeResult(run=ctx.run or "", dropped=list(reply.dropped),
-                            character=character.id if character is not None else None)
+                            character=character.id if character is not None else None, turn=turn)
     if reply.facts and policy == "staged" and not ctx.staged:
         result.proposal = _propose(owner, reply, ctx, stamp)
     # (a run on probation as a whole carries its shared facts on its own branch: they are a proposal already)
@@ -115,7 +139,8 @@ def _write_main(owner: Owner, target: Target, reply: Reply, layer: str | None, s
                 return b.replay
             result.entries = [target.diary.append(n.content, date=_day(n, stamp), time=n.time or stamp.get("time"),
                                                   owner=owner.id, source_conv=stamp.get("source_conv"),
-                                                  ts=stamp.get("ts"), tz=stamp.get("tz")) for n in reply.diary]
+                                                  ts=stamp.get("ts"), tz=stamp.get("tz"), channel=stamp.get("channel"),
+                                                  present=stamp.get("present")) for n in reply.diary]
             result.writes = [{"kind": "diary", "layer": _where(layer), "staged": ctx.staged, "date": e.date,
                               "time": e.time} for e in result.entries]
             for store_layer, facts in ((layer, reply.facts), (None, shared_facts if layer is not None else [])):

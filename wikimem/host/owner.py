@@ -33,7 +33,7 @@ from .batchops import Op, check_content, parse_ops
 from .duplicates import check_duplicate
 from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
-from .memorizing import MemorizeResult, memorize_turn, replayed
+from .memorizing import MemorizeResult, check_room, memorize_turn, replayed, run_for
 from .metrics import NULL_METRICS, NullMetrics
 from .probation import StagingPolicy
 from .review import Review
@@ -320,6 +320,10 @@ class Owner:
         """A request's time zone, else the owner's, else the host's (``WIKIMEM_TZ``)."""
         return tz if tz is not None else self.settings().tz or self.default_tz
 
+    def time_zone(self, tz: Any = None) -> Any:
+        """The time zone a write of this owner files by: ``tz`` if given, else the owner's, else the host's."""
+        return self._tz(tz)
+
     def layer(self, character: str | None = None):
         """The plain store of a layer of this folder: the shared one, or ``character``'s (``characters/<id>/``)."""
         return self.store.layer(character)
@@ -534,8 +538,9 @@ class Owner:
         shared layer, the facts as the host's ``WIKIMEM_MEMORIZE_FACTS`` says (:mod:`wikimem.host.memorizing`).
         The LLM is asked before the owner's lock is taken (a slow model must not block other writers); a retry
         carrying the same idempotency key returns the first result without asking again. The run id defaults
-        to a new one, ``tz`` to the owner's. The actor is ``ctx.actor`` as for every other write. Unpacks as
-        ``entries, run_id, commit``.
+        to a new one, ``tz`` to the owner's. The actor is ``ctx.actor`` as for every other write. ``channel`` and
+        ``present`` (among ``append_kwargs``) go on every diary entry it writes (refused before the model is asked
+        when they are not ids). Unpacks as ``entries, run_id, commit``.
         """
         from wikimem.llm import extract
 
@@ -543,13 +548,13 @@ class Owner:
             raise LLMNotConfigured("memorize needs a chat endpoint: set WIKIMEM_LLM_URL and WIKIMEM_LLM_MODEL")
         if isinstance(turn, str):
             check_length(turn, MAX_TURN_CHARS, "turn")
+        room = check_room(append_kwargs.get("channel"), append_kwargs.get("present"))  # 422 before anything is asked
         # Bound to the request as sent: the run id made up here and the owner's defaults (which may
         # change between a request and its retry) are not part of what a retry must repeat.
         ctx = self.memorize_request(turn, character=character, prompt=prompt, ctx=ctx, **append_kwargs)
         who = self._memorize_as(character)
         tz = self._tz(append_kwargs.get("tz"))
-        run = ctx.run or self._run_for(ctx)
-        ctx = WriteContext.of(ctx, run=run)
+        ctx = WriteContext.of(ctx, run=run_for(ctx))
         check_duplicate(self, turn, ctx, character, prompt)  # the same turn moments ago, without a key: 409
         if ctx.idempotency_key is not None:
             target, keyed = self.target(ctx, who.id if who is not None else None)
@@ -558,7 +563,7 @@ class Owner:
                 return replayed(found)
         name = who.name if who is not None else (self.settings().character or "the assistant")
         stamp = {"ts": normalize_ts(append_kwargs.get("ts")), "tz": tz, "source_conv": ctx.source_conv,
-                 "date": append_kwargs.get("date"), "time": append_kwargs.get("time"), "turn": turn}
+                 "date": append_kwargs.get("date"), "time": append_kwargs.get("time"), "turn": turn, **room}
         today = datetime.fromisoformat(stamp["ts"]).astimezone(resolve_tz(tz)).date()
         reply = extract(self.llm, turn, character=name, persona=(who.persona or "") if who else "", person=self.id,
                         today=today, prompt=prompt)
@@ -652,14 +657,6 @@ class Owner:
                     self._staging = Staging(self.vstore)
         return self._staging
 
-    @staticmethod
-    def _run_for(ctx: WriteContext) -> str:
-        """A run id for a write that names none: from its idempotency key (a retry lands on the same branch), else
-        a new one."""
-        from wikimem.context import digest, new_run_id
-
-        return f"run_{digest('staged', ctx.idempotency_key)[:20]}" if ctx.idempotency_key else new_run_id()
-
     def stages(self, ctx: WriteContext | None) -> bool:
         """Whether a write with ``ctx`` goes on probation: asked for (``ctx.staged``), or the host's policy stages its
         actor (``WIKIMEM_STAGED_ACTORS``)."""
@@ -674,7 +671,7 @@ class Owner:
             self._check_layer(layer)
         if not self.stages(ctx):
             return self.vstore.main.with_layer(layer), ctx
-        ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
+        ctx = replace(ctx, staged=True, run=run_for(ctx))
         assert ctx.run is not None
         return self.staging.branch(ctx.run, layer), ctx
 

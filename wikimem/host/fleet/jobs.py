@@ -30,7 +30,7 @@ from .jobtypes import (
     JOBS_FILE,
     MAX_KEY,
     MAX_STEPS,
-    MEMORIZE,
+    RAW_TEXT,
     Job,
     JobPage,
     JobQuery,
@@ -412,20 +412,36 @@ class JobStore:
         return gone
 
     def forget_turns(self, *, now: float | None = None) -> int:
-        """Drop the raw turn of memorize steps finished more than ``limits.turn_keep`` seconds ago (their result
-        stays); how many."""
+        """Drop the raw conversation (:data:`RAW_TEXT`: a memorize's turn, a group turn's messages and the model's
+        answer) of steps finished more than ``limits.turn_keep`` seconds ago (their result stays); how many."""
         cutoff = (time.time() if now is None else now) - self.limits.turn_keep
         dropped = 0
         with self.db.write() as tx:
-            rows = tx.rows("SELECT s.job, s.n, s.params FROM steps s JOIN jobs j ON j.id = s.job "
-                           "WHERE j.kind = ? AND s.state IN ('done', 'failed', 'cancelled') AND s.finished < ? "
-                           "AND s.params LIKE ?", (MEMORIZE, cutoff, '%"turn":%'))
-            for job_id, n, params in rows:
-                kept = {k: v for k, v in json.loads(params).items() if k != "turn"}
-                kept["turn_dropped"] = True
-                tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(kept), job_id, n))
-                dropped += 1
+            for kind, fields in RAW_TEXT.items():
+                rows = tx.rows("SELECT s.job, s.n, s.params FROM steps s JOIN jobs j ON j.id = s.job "
+                               "WHERE j.kind = ? AND s.state IN ('done', 'failed', 'cancelled') AND s.finished < ? "
+                               "AND s.params LIKE ?", (kind, cutoff, f'%"{fields[0]}":%'))
+                for job_id, n, params in rows:
+                    kept = {k: v for k, v in json.loads(params).items() if k not in fields}
+                    kept["turn_dropped"] = True
+                    tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(kept), job_id, n))
+                    dropped += 1
         return dropped
+
+    def checkpoint(self, step: Step, name: str, value: Any) -> Any:
+        """Keep ``value`` in ``step``'s parameters under ``name``, unless one is kept there already; the value kept.
+        What a step decided before its first effect (a model's answer) is found in ``step.params`` by its next
+        run, so a step cut short ends as it began."""
+        with self.db.write() as tx:
+            row = tx.one("SELECT params FROM steps WHERE job = ? AND n = ?", (step.job, step.n))
+            if row is None:
+                raise NotFound(f"no step {step.n} of job {step.job!r}")
+            params = json.loads(row[0])
+            if name in params:
+                return params[name]
+            params[name] = value
+            tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(params), step.job, step.n))
+        return value
 
     def maintain(self) -> dict[str, int]:
         """The periodic housekeeping: old jobs pruned, old turns dropped, the size budget kept."""

@@ -69,6 +69,9 @@ def scope_of(kind: str, params: Mapping[str, Any]) -> tuple[str, str | None]:
     owner = params.get("owner")
     if isinstance(owner, str) and kind != "bulk-rollback":
         return owner, owner
+    persons = params.get("persons")
+    if isinstance(persons, list) and persons:  # a group turn: the prefix its persons share
+        return os.path.commonprefix([str(p) for p in persons]), None
     from wikimem.host.owner_ids import prefixes_of, reaches
 
     within = prefixes_of(params.get("within") or "")

@@ -20,7 +20,7 @@ from .jobtypes import MEMORIZE, Handler, Job, RetryLater, Step
 if TYPE_CHECKING:
     from .jobs import JobStore
 
-__all__ = ["MEMORIZE", "submit_memorize", "memorize_handler", "MemorizeRetry"]
+__all__ = ["MEMORIZE", "submit_memorize", "memorize_handler", "MemorizeRetry", "model_retry"]
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,19 @@ def memorize_handler(host: Any, retry: MemorizeRetry | None = None) -> Handler:
         except StoreBusy as exc:
             raise RetryLater(str(exc), delay=1.0) from None
         except LLMError as exc:
-            policy = retry or getattr(host, "memorize_retry", None) or MemorizeRetry()
-            delay = policy.delay(exc, step.attempt)
-            if delay is not None:
-                raise RetryLater(f"the model is unavailable, run {step.attempt} of {1 + len(policy.delays)}: {exc}",
-                                 delay=delay) from None
+            model_retry(retry or getattr(host, "memorize_retry", None), exc, step)
             # failed for good: a new request for this turn is no duplicate of this one
             forget_turn(target, turn, ctx, params.get("character"), params.get("prompt"))  # (as memorize noted it)
             raise
 
     return run
+
+
+def model_retry(retry: MemorizeRetry | None, exc: Exception, step: Step) -> None:
+    """Raise :class:`RetryLater` when the model's error ``exc`` is worth another run of ``step`` (``retry``'s bounds,
+    default :class:`MemorizeRetry`); return when the step fails for good."""
+    policy = retry or MemorizeRetry()
+    delay = policy.delay(exc, step.attempt)
+    if delay is not None:
+        raise RetryLater(f"the model is unavailable, run {step.attempt} of {1 + len(policy.delays)}: {exc}",
+                         delay=delay) from None

@@ -278,12 +278,16 @@ class Fleet:
 
 def job_visible(params: dict, within: Within, *, admin: bool = True, kind: str | None = None) -> bool:
     """Whether a caller limited to owner prefix ``within`` may see a job: one owner's job (``params["owner"]``)
-    when that owner is under the prefix; a job over many owners (``params["within"]``, the prefix it was made
-    over) when that prefix is under the caller's, and only for an ``admin``."""
-    from wikimem.host.owner_ids import covers
+    when that owner is under the prefix; a group turn's (``params["persons"]``) when every person is; a job over
+    many owners (``params["within"]``, the prefix it was made over) when that prefix is under the caller's, and
+    only for an ``admin``."""
+    from wikimem.host.owner_ids import covers, reaches
 
     owner = params.get("owner")
     if owner is not None and kind != JOB_KIND:
         return covers(within, str(owner))
+    persons = params.get("persons")
+    if isinstance(persons, list) and kind != JOB_KIND:
+        return all(reaches(within, str(p)) for p in persons)
     made_over = params.get("within", "")
     return admin and covers(within, made_over if isinstance(made_over, list) else str(made_over))
