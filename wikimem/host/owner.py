@@ -495,9 +495,26 @@ class Owner:
 
         Conflicts raise :class:`~wikimem.errors.Conflict` unless ``force``
         (a restore has none: it makes the memory equal to its target).
-        An unknown ``kind`` raises ``ValueError``.
+        An unknown ``kind`` raises ``ValueError``. A rollback also withdraws
+        what the run still proposes on probation (:meth:`withdraw_proposals`).
         """
-        return self.write_attempts(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
+        try:
+            done = self.write_attempts(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
+        except NotFound:  # a run that only proposed: its rollback is the withdrawal
+            withdrawn = self.withdraw_proposals([target], ctx=ctx) if kind == "rollback" else []
+            if not withdrawn:
+                raise
+            return withdrawn[-1]
+        if kind == "rollback":
+            self.withdraw_proposals([target], ctx=ctx)
+        return done
+
+    def withdraw_proposals(self, runs: list[str], *, ctx: WriteContext | None = None) -> list[Committed]:
+        """Discard the staged runs among ``runs`` (a rolled-back run's proposals to the shared layer go with it;
+        kept as discarded runs, so they can be restored): one commit each, ``ctx.actor`` as who."""
+        pending = self.staging.tips()
+        plain = replace(WriteContext.of(ctx), idempotency_key=None)  # (the key names the rollback, not these)
+        return [self.discard_staged(run, ctx=plain, reason="rolled back") for run in runs if run in pending]
 
     # -- writing -----------------------------------------------------------
 
