@@ -37,9 +37,13 @@ def arr(items: dict) -> dict:
 
 WRITE = {"run": {**NSTR, "maxLength": 200}, "actor": {**NSTR, "maxLength": 200},
           "source_conv": {**NSTR, "maxLength": 200}}
+LAYER_DOC = ("a registered character's id: its own layer of the person's memory (characters/<id>/); without it, "
+             "the shared layer; a token bound to a character reaches only its own (403)")
 STAGED = {"staged": {"type": "boolean", "description": "put the write on probation: onto the branch "
                       "staged/<run> (run: the body's, else one made from the Idempotency-Key or new), not main; "
-                      "the host's policy may stage it anyway (WIKIMEM_STAGED_ACTORS, WIKIMEM_STAGED_TOKENS)"}}
+                      "the host's policy may stage it anyway (WIKIMEM_STAGED_ACTORS, WIKIMEM_STAGED_TOKENS); "
+                      "a character's write to the shared layer is a proposal by its shared_writes policy"},
+          "character": {**NSTR, "maxLength": 64, "description": LAYER_DOC}}
 APPEND = {"ts": {**NSTR, "maxLength": 64}, "date": {**NSTR, "maxLength": 64},
            "time": {**NSTR, "maxLength": 64}, "tz": {**NSTR, "maxLength": 64}}
 
