@@ -38,8 +38,8 @@ def wikitext_for(owner, character: str | None = None) -> WikiText:
         return character is not None and owner.has_item(link.file, link.name, character)
 
     def href(link: WikiLink) -> str:
-        where = {"character": character} if in_layer(link) else {}
-        return url_for("admin.item", owner_id=owner.id, file=link.file, name=link.name, **where)
+        where = character if in_layer(link) else None  # (url_for leaves a None argument out)
+        return url_for("admin.item", owner_id=owner.id, file=link.file, name=link.name, character=where)
 
     return WikiText(lambda link: in_layer(link) or owner.has_item(link.file, link.name), href)
 

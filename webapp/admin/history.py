@@ -53,8 +53,9 @@ def run(owner_id: str, run: str):
     if not page.entries:
         raise NotFound(f"no run {run!r} in the history of {owner_id!r}")
     diffs = [owner.show_commit(e.id, EVERY) for e in page.entries]  # each commit's per-item diff, every layer
+    proposal = next((r for r in owner.staged_runs() if r.run == run), None)  # its proposal to the shared layer
     return render_template("admin/run.html", owner=owner, run=run, diffs=diffs, next_cursor=page.next,
-                           marks=owner.review.history_marks(page.entries), inline_diff=DiffBudget())
+                           proposal=proposal, marks=owner.review.history_marks(page.entries), inline_diff=DiffBudget())
 
 
 @bp.get("/owners/<owner_id>/commits/<commit>")

@@ -83,7 +83,7 @@ def character_or_404(raw: str | None, known: Iterable[str], where: str) -> str |
 
 def _choices(layers: list[str], registry: dict[str, Any], registered: bool) -> list[LayerChoice]:
     ids = set(layers) | ({c for c, found in registry.items() if not found.deleted} if registered else set())
-    out = [LayerChoice(None, "Shared")]
+    out = [LayerChoice(None, "Shared only" if registered else "Shared")]
     for character in sorted(ids):
         found = registry.get(character)
         out.append(LayerChoice(character, found.name if found is not None else character,
