@@ -186,3 +186,18 @@ def test_a_reviewer_may_look_at_every_layer(app):
     for path, query in LAYER_PAGES.values():
         page(client, BASE + path, character="kai", **query)
     assert 'id="new-item"' not in page(client, BASE)
+
+
+def test_a_deleted_characters_layer_stays_readable_and_says_so(app):
+    from webapp.hosting import get_host
+
+    with app.app_context():
+        get_host().characters.delete("mira")
+    client = client_as(app)
+    text = page(client, BASE, character="mira", file="secrets")
+    assert "MAGENTA" in text
+    switch = re.search(r'<nav class="layer-switch".*?</nav>', text, re.S).group(0)
+    assert re.search(r'data-layer="mira"[^>]*>Mira <span class="badge">deleted</span>', switch, re.S)
+    recall = page(client, BASE + "/search", q="code word", character="mira")  # what its layer held, still
+    assert "MAGENTA" in recall and '<option value="mira" selected>Mira (deleted)</option>' in recall
+    assert "deleted" in page(client, "/admin/characters/mira")
