@@ -22,8 +22,9 @@ from wikimem.host import RunQuery, make_host
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared world of a layered person
 from fakes import ScriptedLLM  # noqa: E402
 from layered_world import MEMORIZE_REPLY, MEMORIZED_DIARY, MEMORIZED_FACT, PERSON, memorize_as, seed_layers  # noqa: E402
+from test_admin_characters import PASSWORD, client_as, csrf  # noqa: E402  (signing in, as the layer pages' tests do)
+from test_admin_characters import page as text_of  # noqa: E402
 
-PASSWORD = "correct horse battery staple"
 PERSONS = (PERSON, "user:bob", "user:cy")
 
 
@@ -43,26 +44,6 @@ def world(tmp_path):
     yield app, runs
     with app.app_context():
         get_host().start_jobs().stop()
-
-
-def csrf(text: str) -> str:
-    found = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', text)
-    assert found
-    return found.group(1)
-
-
-def client_as(app, who: str | None = None):
-    client = app.test_client()
-    form = {"token": ADMIN} if who is None else {"username": who, "password": PASSWORD}
-    assert client.post("/login", data={"csrf_token": csrf(client.get("/login").get_data(as_text=True)),
-                                       **form}).status_code == 302
-    return client
-
-
-def text_of(client, url: str, status: int = 200, **query) -> str:
-    r = client.get(url, query_string=query)
-    assert r.status_code == status, r.get_data(as_text=True)[:2000]
-    return r.get_data(as_text=True)
 
 
 def wait_done(client, url: str) -> str:
