@@ -201,3 +201,18 @@ def test_a_deleted_characters_layer_stays_readable_and_says_so(app):
     recall = page(client, BASE + "/search", q="code word", character="mira")  # what its layer held, still
     assert "MAGENTA" in recall and '<option value="mira" selected>Mira (deleted)</option>' in recall
     assert "deleted" in page(client, "/admin/characters/mira")
+
+
+def test_recall_as_a_registered_character_without_a_layer_here(app):
+    from webapp.hosting import get_host
+    from wikimem.context import WriteContext
+
+    with app.app_context():
+        get_host().characters.put("nova", name="Nova")
+        get_host().owner("char:nova").add("self", "who", "Nova guards the lighthouse.", ctx=WriteContext(actor="t"))
+    client = client_as(app)
+    text = page(client, BASE + "/search", q="lighthouse sea", character="nova")
+    assert "Nova guards the lighthouse." in text and "Ann lives by the sea." in text
+    assert 'class="layer-choice active no-layer"' in text and not any(s in text for s in SECRETS.values())
+    assert '<option value="nova"' not in page(client, BASE + "/search")  # offered where it has a layer, or asked for
+    page(client, BASE, status=404, character="nova")  # no layer of it to show

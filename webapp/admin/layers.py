@@ -2,7 +2,7 @@
 
 :func:`layer_switch` reads the ``character`` parameter of a Wiki, Diary, Search or History page against the
 person's folder: blank is the shared layer (as before layers), a character with a layer in the folder (or, where
-``registered`` says so, any registered character: recall as one) is that layer, ``*`` on History every layer;
+``registered`` says so, a registered character not deleted: recall as one without a layer here) is that layer, ``*`` on History every layer;
 anything else — a malformed id, a character the folder and the registry do not know — is not found.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from webapp.hosting import get_host
 from wikimem.errors import NotFound
@@ -81,24 +80,34 @@ def character_or_404(raw: str | None, known: Iterable[str], where: str) -> str |
     return text
 
 
-def _choices(layers: list[str], registry: dict[str, Any], registered: bool) -> list[LayerChoice]:
-    ids = set(layers) | ({c for c, found in registry.items() if not found.deleted} if registered else set())
-    out = [LayerChoice(None, "Shared only" if registered else "Shared")]
-    for character in sorted(ids):
-        found = registry.get(character)
-        out.append(LayerChoice(character, found.name if found is not None else character,
-                               bool(found is not None and found.deleted), character in layers))
-    return out
+def _definition(character: str):
+    """The registered character (deleted ones too), or None."""
+    try:
+        return get_host().characters.get(character)
+    except NotFound:
+        return None
+
+
+def _choice(character: str, layers: list[str]) -> LayerChoice:
+    found = _definition(character)
+    return LayerChoice(character, found.name if found is not None else character,
+                       bool(found is not None and found.deleted), character in layers)
 
 
 def layer_switch(owner, args, endpoint: str, *, keep: Iterable[str] = (), every: bool = False,
                  registered: bool = False, title: str = "Layer") -> LayerSwitch:
     """The switch of ``endpoint`` for ``owner`` as ``args`` ask (see the module's docstring); ``keep``: the
-    arguments a switch carries to the other layer's page; ``every``: offer every layer at once (History)."""
-    registry = {c.id: c for c in get_host().characters.list(deleted=True)}
+    arguments a switch carries to the other layer's page; ``every``: offer every layer at once (History).
+
+    The choices are the folder's layers (one registry lookup each, never the whole registry: a host may hold a
+    thousand characters); with ``registered``, a registered character the request names is one too."""
     layers = owner.layers()
-    choices = _choices(layers, registry, registered)
     raw = (args.get("character") or "").strip()
+    extra = raw if registered and is_character_id(raw) and raw not in layers else None
+    if extra is not None and ((found := _definition(extra)) is None or found.deleted):
+        extra = None
+    choices = [LayerChoice(None, "Shared only" if registered else "Shared"),
+               *(_choice(c, layers) for c in sorted({*layers, *([extra] if extra else [])}))]
     current = ALL_LAYERS if every and raw == ALL_LAYERS else \
         character_or_404(raw, [c.id for c in choices if c.id], f"the folder of {owner.id!r}")
     if every and len(choices) > 1:
