@@ -137,7 +137,8 @@ def parse_day(data: bytes | None, date: str) -> list[DiaryItem]:
     """The entries of a day file (None = no file), in file order."""
     if data is None:
         return []
-    return [DiaryItem(date, b.heading, b.content, b.owner, b.source_conv, b.ts) for b in parse_blocks(decode(data))]
+    return [DiaryItem(date, b.heading, b.content, b.owner, b.source_conv, b.ts, b.channel, b.present)
+            for b in parse_blocks(decode(data))]
 
 
 def _sort_keys(entries: list[DiaryItem]) -> list[str]:
@@ -160,13 +161,13 @@ def render_day(date: str, entries: list[DiaryItem]) -> bytes | None:
     """The bytes of a day file holding ``entries`` sorted by time (stable); None when there are none."""
     if not entries:
         return None
-    blocks = [Block(e.time, e.content, e.owner, e.source_conv, e.ts) for e in sort_day(entries)]
+    blocks = [Block(e.time, e.content, e.owner, e.source_conv, e.ts, e.channel, e.present) for e in sort_day(entries)]
     return render_blocks(date, blocks).encode("utf-8")
 
 
 def entry_key(entry: DiaryItem) -> tuple:
     """What tells two diary entries apart when a day is compared (heading, content, provenance)."""
-    return (entry.time, entry.content, entry.owner, entry.source_conv, entry.ts)
+    return (entry.time, entry.content, entry.owner, entry.source_conv, entry.ts, entry.channel, entry.present)
 
 
 # -- settings ----------------------------------------------------------------------

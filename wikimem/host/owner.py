@@ -18,12 +18,13 @@ from wikimem.errors import (
     InvalidValue,
     LLMNotConfigured,
     NotFound,
+    QuotaExceeded,
     RemoteError,
     RemoteMoved,
     ToolCallError,
 )
 from wikimem.format import SETTINGS_PATH, item_etag, normalize_ts, parse_settings, render_settings
-from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
+from wikimem.limits import MAX_LAYERS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_character_id, validate_character_id
 from wikimem.store import resolve_tz
@@ -56,7 +57,6 @@ __all__ = ["Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS
 
 # Which layers of a folder a read covers (None in it: the shared layer); None: every layer (operators).
 Layers = tuple[str | None, ...] | None
-SHARED_ONLY: Layers = (None,)
 # Attempts of a write whose sync push found the remote moved (another host wrote this owner):
 # each failed attempt was rolled back and the folder caught up before the next one.
 MOVED_ATTEMPTS = 5
@@ -451,20 +451,21 @@ class Owner:
     # -- history -----------------------------------------------------------
 
     def history(self, *, file: str | None = None, item: str | None = None, run: str | None = None,
-                limit: int = 50, cursor: str | None = None, layers: Layers = SHARED_ONLY) -> HistoryPage:
+                limit: int = 50, cursor: str | None = None, layers: Layers = None) -> HistoryPage:
         """Commits, newest first, optionally of one RecallFile, one item or one run; of ``layers`` (None in it: the
-        shared layer; ``None``: every layer) and those that touched no item."""
+        shared layer; ``None``, the default: every layer — an edge that answers a caller passes what it may read)
+        and those that touched no item."""
         return self.vstore.history(file=file, item=item, run=run, limit=limit, cursor=cursor, layers=layers)
 
     def runs(self, limit: int = 50) -> list[dict]:
         return self.vstore.runs(limit)
 
-    def show_commit(self, point: str, layers: Layers = SHARED_ONLY) -> CommitDiff:
+    def show_commit(self, point: str, layers: Layers = None) -> CommitDiff:
         """One commit with its per-item diff, as a reader of ``layers`` sees it (:class:`NotFound` when it changed
         only layers left out)."""
         return self.vstore.show_commit(point, layers)
 
-    def diff(self, a: str, b: str = "HEAD", layers: Layers = SHARED_ONLY) -> CommitDiff:
+    def diff(self, a: str, b: str = "HEAD", layers: Layers = None) -> CommitDiff:
         """What changed between two points, item by item, in ``layers``."""
         return self.vstore.diff(a, b, layers)
 
@@ -666,13 +667,23 @@ class Owner:
 
     def target(self, ctx: WriteContext | None, layer: str | None = None) -> tuple[Target, WriteContext]:
         """Where a write goes — ``main`` (the versioned store) or its run's staged branch — and its context (a staged
-        write always carries its run id; :class:`InvalidName` when that id cannot name a branch)."""
+        write always carries its run id; :class:`InvalidName` when that id cannot name a branch). A character's
+        layer is written only for a registered character, and a person holds at most :data:`MAX_LAYERS` layers."""
         ctx = WriteContext.of(ctx)
+        if layer is not None:
+            self._check_layer(layer)
         if not self.stages(ctx):
             return self.vstore.main.with_layer(layer), ctx
         ctx = replace(ctx, staged=True, run=ctx.run or self._run_for(ctx))
         assert ctx.run is not None
         return self.staging.branch(ctx.run, layer), ctx
+
+    def _check_layer(self, layer: str) -> None:
+        self.characters.writable(layer)  # (NotFound saying how to register it; NotPermitted once deleted)
+        held = self.vstore.layers()
+        if layer not in held and len(held) >= MAX_LAYERS:
+            raise QuotaExceeded(f"{self.id} holds the layers of {len(held)} characters already (at most {MAX_LAYERS}"
+                                "): a new character's layer is refused")
 
     def staged_runs(self) -> list[StagedRun]:
         """This owner's staged runs, oldest first."""
@@ -731,3 +742,5 @@ class _NoCharacters:
 
     def resolve(self, value: object):
         raise NotFound(f"no character {value!r}: characters are registered on a host (PUT /api/v1/characters/<id>)")
+
+    writable = resolve

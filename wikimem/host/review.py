@@ -113,11 +113,11 @@ class Review:
                        actor: str | None = None, action: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = 50, cursor: str | None = None,
                        after: str | None = None, at: str | None = None,
-                       layers: tuple[str | None, ...] | None = (None,)) -> HistoryPage:
+                       layers: tuple[str | None, ...] | None = None) -> HistoryPage:
         """Commits newest first, filtered by file, item, run, actor, action and time (``since``/``until``:
         a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
         (a date or time: the page that starts with the newest commit made by then); of ``layers`` (None in
-        it: the shared layer, the default; ``None``: every layer) and the commits that touched no item."""
+        it: the shared layer; ``None``, the default: every layer) and the commits that touched no item."""
         before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
         moment = parse_instant(at, "at", end_of_day=True)  # None when blank (a blank ``at`` jumps nowhere)
         if moment is not None:

@@ -178,7 +178,7 @@ class DiaryIndex:
                 self.bm25.add(key, tokenize(item_text(item), use_jieba=self.use_jieba))
                 self._by_hash.setdefault(content_hash(embed_text(item.name, item.content)), set()).add(key)
                 changed = True
-            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
+            elif _meta(before) != _meta(item):
                 changed = True
             self._items[key] = item
         if entries:
@@ -194,6 +194,10 @@ class DiaryIndex:
             keys.discard(key)
             if not keys:
                 del self._by_hash[digest]
+
+
+def _meta(item: RecallItem) -> tuple:
+    return item.owner, item.source_conv, item.ts, item.channel, item.present
 
 
 def _day(name: str) -> str | None:

@@ -18,10 +18,12 @@ __all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query"]
 
 
 def _item_dict(item: RecallItem, kind: str) -> dict[str, Any]:
-    out = {"file": item.file, "name": item.name, "content": item.content,
-           "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
+    out: dict[str, Any] = {"file": item.file, "name": item.name, "content": item.content,
+                           "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
     if kind == "diary":  # as the diary routes name an entry; file and name stay for older readers
         out.update(date=item.file, time=item.name)
+        if item.channel is not None or item.present:
+            out.update(channel=item.channel, present=list(item.present))
     return out
 
 

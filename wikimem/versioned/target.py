@@ -12,7 +12,7 @@ exist only here (``tests/unit/test_architecture.py`` holds it so).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from typing import Protocol
@@ -187,15 +187,18 @@ class Target:
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
                      time: str | None = None, tz=None, owner: str | None = None,
-                     ctx: WriteContext | None = None) -> Committed:
-        """Append a diary entry as one commit."""
-        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner)
+                     ctx: WriteContext | None = None, channel: str | None = None,
+                     present: Iterable[str] | str | None = None) -> Committed:
+        """Append a diary entry as one commit (``channel``/``present``: :meth:`wikimem.Diary.append`)."""
+        room = () if channel is None and present is None else (channel, present if present is None
+                                                                 else list(present))
+        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner, *room)
         with self.batch(ctx, kind=self._kind("diary")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
                 return Committed(DiaryItem(**value) if value else None, b.commit, True)
             entry = self.diary.append(content, ts=ts, date=date, time=time, tz=tz, owner=owner,
-                                      source_conv=ctx.source_conv)
+                                      source_conv=ctx.source_conv, channel=channel, present=present)
             b.result = {"value": asdict(entry)}
         return Committed(entry, b.commit)
 
