@@ -411,12 +411,12 @@ class RunIndex:
 
 
 def _newer_than(owner: Owner, known: str | None, limit: int | None = None) -> tuple[list, bool]:
-    """``(entries newer than known, newest first; whether known was reached)``: the owner's history of every layer
-    walked back (``limit``: at most that many entries)."""
+    """``(entries newer than known, newest first; whether known was reached)``: the owner's history walked back
+    (``limit``: at most that many entries)."""
     new: list = []
     cursor, size = None, 8  # usually only the commit just made is new: start small
-    while True:  # (layers=None: a character's run — its layer alone — is a run of the person too)
-        page = owner.history(limit=size if limit is None else min(size, limit), cursor=cursor, layers=None)
+    while True:
+        page = owner.history(limit=size if limit is None else min(size, limit), cursor=cursor)
         for entry in page.entries:
             if entry.id == known:
                 return new, True
