@@ -1,9 +1,10 @@
 """The layer switch of a person's pages (SPEC §11): the shared layer, or one character's (``?character=kai``).
 
 :func:`layer_switch` reads the ``character`` parameter of a Wiki, Diary, Search or History page against the
-person's folder: blank is the shared layer (as before layers), a character with a layer in the folder (or, where
-``registered`` says so, a registered character not deleted: recall as one without a layer here) is that layer, ``*`` on History every layer;
-anything else — a malformed id, a character the folder and the registry do not know — is not found.
+person's folder: blank is the shared layer (as before layers); a character with a layer in the folder is that
+layer (on the recall page, also a registered character not deleted: recall as one without a layer here); ``*`` on
+History is every layer; anything else — a malformed id, a character the folder and the registry do not know — is
+not found.
 """
 
 from __future__ import annotations
