@@ -84,7 +84,7 @@ def test_settings_are_read_written_and_committed(world):
                            json={"tz": "Asia/Shanghai", "character": "Elaina", "run": "setup"})
     assert put.status_code == 200, put.get_json()
     body = put.get_json()
-    assert body["settings"] == {"tz": "Asia/Shanghai", "character": "Elaina"} and body["commit"]
+    assert body["settings"] == {"tz": "Asia/Shanghai", "character": "Elaina", "dm_with_others": None} and body["commit"]
     assert world.client.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"]["tz"] == "Asia/Shanghai"
     # One commit in the owner's history, with the file in the tree and a readable message.
     assert _git(world, "log", "-1", "--format=%s%n%b").startswith("settings: character=Elaina, tz=Asia/Shanghai")

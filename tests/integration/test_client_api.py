@@ -285,7 +285,7 @@ def test_jobs_settings_replication_and_probes(live):
     c.create_owner()
     assert c.settings() == {"tz": None, "character": None, "dm_with_others": None}
     written = c.set_settings(tz="Asia/Shanghai", character="Elaina")
-    assert written.commit and c.settings() == {"tz": "Asia/Shanghai", "character": "Elaina"}
+    assert written.commit and c.settings() == {"tz": "Asia/Shanghai", "character": "Elaina", "dm_with_others": None}
     assert c.set_settings(character=None).value == {"tz": "Asia/Shanghai", "character": None, "dm_with_others": None}
     job = c.memorize_async("user: I adopted a cat", run="run_cat")
     assert c.job(job["id"])["id"] == job["id"]
