@@ -8,19 +8,18 @@ from flask import jsonify
 
 from webapp.hosting import get_host
 from webapp.params import (
-    ROOM_FIELDS,
     WRITE_FIELDS,
     json_body,
     opt_bool,
     opt_int,
     opt_number,
+    opt_room,
     opt_str,
     opt_str_list,
     point,
     prefers,
     query_str,
     req_str,
-    room_of,
 )
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
@@ -127,7 +126,8 @@ def batch(owner_id: str):
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character",
+             "channel", "present"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -146,6 +146,7 @@ def retrieve(owner_id: str):
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
         include_staged=as_of is None and include_staged(data), character=recall_as(data),
+        **opt_room(data),
     )
     return jsonify(result.to_dict())
 
@@ -153,8 +154,9 @@ def retrieve(owner_id: str):
 @bp.post(OWNER + "/memorize")
 def memorize(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"turn", "character", "prompt", "ts", "tz"} | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"turn"})
-    when = {**{k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}, **room_of(data)}
+    data = json_body({"turn", "character", "prompt", "ts", "tz", "channel", "present"} | WRITE_FIELDS | STAGED,
+                     {"turn"})
+    when = {**{k: v for k in ("ts", "tz") if (v := opt_str(data, k, limit=64))}, **opt_room(data)}
     turn, prompt = req_str(data, "turn"), opt_str(data, "prompt")
     # memorize as a registered character (404 naming how to register one; a token bound to one: as it)
     asked = opt_str(data, "character", limit=200)
