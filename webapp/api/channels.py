@@ -2,9 +2,12 @@
 
 - ``POST /channels/<channel>/memorize``: one group turn, each person's part filed in that person's folder only, as
   one run (:class:`wikimem.host.Channels`); with ``Prefer: respond-async`` (or ``"async": true``), a job.
+- ``POST /channels/<channel>/context``: what the persons present left, as a character recalls it in this room, from
+  every present person's folder under one limit and one budget.
 
 A token must reach every person the turn names (403 before anything is asked or written); the turn is memorized as
-a registered character (``character``, else the one the token is bound to).
+a registered character (``character``, else the one the token is bound to). The context asks the same of every
+person present, for reading.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ from flask import jsonify
 
 from webapp.auth import require
 from webapp.hosting import get_host
-from webapp.params import WRITE_FIELDS, json_body, opt_bool, opt_str, prefers
+from webapp.params import WRITE_FIELDS, json_body, opt_bool, opt_int, opt_room, opt_str, prefers
 from webapp.requestid import current_request_id
-from wikimem.host import BadRequest, GroupTurn
+from wikimem.host import BadRequest, GroupTurn, persons_of
 
-from .blueprint import STAGED, act, bp, caller
+from .blueprint import STAGED, act, bp, caller, recall_as
 
 CHANNEL = "/channels/<channel>"
 _MEMORIZE = {"messages", "prompt", "ts", "tz", "async"} | WRITE_FIELDS | STAGED
+_CONTEXT = {"present", "character", "query", "limit", "budget_tokens", "budget_strict", "explain", "days"}
 
 
 def group_turn(channel: str, data: dict) -> GroupTurn:
@@ -59,3 +63,19 @@ def channel_memorize(channel: str):
         result = channels.memorize(turn, ctx=a.ctx, **options)
         a.done(run=result.run)
     return jsonify(result.to_dict())
+
+
+@bp.post(CHANNEL + "/context")
+def channel_context(channel: str):
+    require("read")
+    data = json_body(_CONTEXT, {"present"})
+    present = opt_room(data)["present"]
+    for person in persons_of(present):  # every person present, before any folder is read
+        require("read", person)
+    limit, days = opt_int(data, "limit"), opt_int(data, "days")
+    found = get_host().channels.context(
+        channel, present, character=recall_as(data), query=opt_str(data, "query"),
+        limit=10 if limit is None else limit, budget_tokens=opt_int(data, "budget_tokens", minimum=1),
+        budget_strict=opt_bool(data, "budget_strict", False), explain=opt_bool(data, "explain", False),
+        days=7 if days is None else days)
+    return jsonify(found.to_dict())

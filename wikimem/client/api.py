@@ -588,6 +588,35 @@ class Client:
         data = self._call("DELETE", f"/characters/{_q(character)}", write=True)
         return Written(data["character"], data.get("commit"), False)
 
+    # -- channels (group chats) ---------------------------------------------------------
+
+    def channel_memorize(self, channel: str, messages: Iterable[Mapping[str, str] | tuple[str, str]], *,
+                         character: str | None = None, prompt: str | None = None, ts: str | None = None,
+                         tz: str | None = None, source_conv: str | None = None, run: str | None = None,
+                         actor: str | None = None, staged: bool = False, key: str | None = None,
+                         background: bool = False) -> dict[str, Any]:
+        """Memorize one group turn (``messages``: ``{"speaker", "content"}`` or ``(speaker, content)``, speakers as
+        person owner ids and ``char:<id>``): each person's part in that person's folder, as one run; the answer
+        names each person's writes and the ``unknown_speakers``. ``background``: a job, at once (follow it with
+        :meth:`wait_job`). ``key``: the Idempotency-Key (default: a new one, the same on every retry)."""
+        turn = [dict(m) if isinstance(m, Mapping) else {"speaker": m[0], "content": m[1]} for m in messages]
+        body = self._fields(messages=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
+                            run=run, actor=actor, staged=True if staged else None)
+        headers = {**({"Prefer": "respond-async"} if background else {}), **({"Idempotency-Key": key} if key else {})}
+        return self._call("POST", f"/channels/{_q(channel)}/memorize", body=body, write=True, headers=headers)
+
+    def channel_context(self, channel: str, present: Iterable[str], *, character: str | None = None,
+                        query: str | None = None, limit: int | None = None, budget_tokens: int | None = None,
+                        budget_strict: bool = False, explain: bool = False, days: int | None = None) -> dict[str, Any]:
+        """The channel's context for who is ``present``, as ``character`` recalls it (default: the token's): every
+        present person's folder asked with the room's rules, under one ``limit`` and one ``budget_tokens``; each of
+        ``items`` names its ``person``; ``unknown``: persons without a folder. Without ``query``: the channel's
+        diary entries of the last ``days`` days (default 7), newest first."""
+        body = self._fields(present=_ids(present), character=character, query=query, limit=limit,
+                            budget_tokens=budget_tokens, budget_strict=budget_strict or None,
+                            explain=explain or None, days=days)
+        return self._call("POST", f"/channels/{_q(channel)}/context", body=body)
+
 
 def _page(data: Mapping[str, Any], key: str) -> Page:
     """A :class:`Page` of a listing's answer: its entries under ``key``, ``next``, ``prev``, the rest in ``extra``."""

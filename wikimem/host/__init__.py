@@ -48,12 +48,14 @@ from .owner_ids import (
     within_of,
 )
 from .review import HISTORY_FILTERS
+from .roomcontext import ChannelContext, persons_of
 from .settings import SETTINGS_FIELDS, SHARED_WRITES
 
 __all__ = [
     "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
     "Character", "Characters", "Migration", "character_owner", "slug_of", "Channels", "GroupTurn", "ChannelResult",
+    "ChannelContext", "persons_of",
     "Host", "HostParts", "make_host",
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",

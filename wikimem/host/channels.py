@@ -3,7 +3,8 @@
 - :func:`parse_messages`, :class:`GroupTurn`: a group turn as sent (``[{speaker, content}]``), checked once;
 - :class:`Channels` (held as ``host.channels``): :meth:`~Channels.turn` checks a request, :meth:`~Channels.memorize`
   files a turn now, :meth:`~Channels.submit` as a job (:mod:`wikimem.host.fleet.channeljob`);
-- :class:`ChannelResult`: what a group turn wrote, person by person.
+- :class:`ChannelResult`: what a group turn wrote, person by person;
+- :meth:`~Channels.context`: the channel's context across the persons present (:mod:`.roomcontext`).
 
 Memorizing a turn asks the model once (:func:`wikimem.llm.extract` with the turn's persons: each element names its
 ``"person"``) and files what each person said or did into that person's folder only — the memorizing character's
@@ -32,6 +33,7 @@ from wikimem.timeparse import resolve_tz
 from .duplicates import check_duplicate, forget_turn
 from .memorizing import MemorizeResult, memorize_turn, replayed, run_for
 from .owner_ids import validate_owner_id
+from .roomcontext import ChannelContext, channel_context
 
 if TYPE_CHECKING:
     from wikimem.llm import Reply
@@ -229,6 +231,13 @@ class Channels:
             else:
                 result.persons.append(_person_result(person.id, None))
         return result
+
+    def context(self, channel: Any, present: Any, *, character: str | None = None, **options: Any) -> ChannelContext:
+        """The channel's context for who is ``present``, as ``character`` recalls it: every present person's folder
+        asked with the same room, under one limit and one budget (:func:`~wikimem.host.roomcontext.channel_context`;
+        ``options``: ``query``, ``limit``, ``budget_tokens``, ``budget_strict``, ``explain``, ``days``)."""
+        who = self._characters.resolve(character).id if character is not None else None
+        return channel_context(self._owner, channel, present, character=who, **options)
 
     def forget(self, turn: GroupTurn, *, ctx: WriteContext, prompt: str | None = None) -> None:
         """Drop the records of a turn whose memorize failed for good (a job): a new request for it is no duplicate."""

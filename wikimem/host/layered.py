@@ -17,7 +17,7 @@ from typing import Any
 
 from wikimem.recall import RetrievalResult, RetrievedItem, Room, cut, est_tokens, item_text
 
-__all__ = ["Source", "retrieve_layers", "mark_staged", "SHARED", "CHARACTER", "PROFILE"]
+__all__ = ["Source", "retrieve_layers", "hit_groups", "mark_staged", "SHARED", "CHARACTER", "PROFILE"]
 
 SHARED, CHARACTER, PROFILE = "shared", "character", "profile"
 _ORDER = {CHARACTER: 0, SHARED: 1, PROFILE: 2}  # who goes first among entries of equal score
@@ -34,7 +34,7 @@ class Source:
     room: Room | None = field(default=None, compare=False)  # where the answer is read, as this layer sees it
 
 
-def _groups(items: list[RetrievedItem]) -> list[list[RetrievedItem]]:
+def hit_groups(items: list[RetrievedItem]) -> list[list[RetrievedItem]]:
     """Each hit with the link entries its index injected right after it."""
     out: list[list[RetrievedItem]] = []
     for entry in items:
@@ -98,7 +98,7 @@ def retrieve_layers(sources: list[Source], query: str, *, limit: int = 10, budge
     shared = next((s for s in sources if s.layer == SHARED), None)
     ranked = []
     for source, result in results:
-        for position, group in enumerate(_groups(result.items)):
+        for position, group in enumerate(hit_groups(result.items)):
             score = group[0].score
             ranked.append(((score is None, -(score or 0.0), _ORDER.get(source.layer, 3), position), source, group))
     ranked.sort(key=lambda r: r[0])
