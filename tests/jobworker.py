@@ -14,7 +14,11 @@ Opens the data root's job store and runs, until killed:
 - ``memorize`` steps: the host's real handler (:func:`memorize_handler`)
   over ``DATA_ROOT`` with the chat endpoint ``WIKIMEM_LLM_URL``; with
   ``--die-after-memorize`` the process SIGKILLs itself after the first
-  memorize step returned (its commit made, the step not marked done).
+  memorize step returned (its commit made, the step not marked done);
+- ``channel-memorize`` steps: the host's real handler (:func:`channel_handler`);
+  with ``--die-after-folder`` the process SIGKILLs itself right after the
+  group turn's first folder was written (the others not yet, the step not
+  marked done), once per data root.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikimem.host.fleet import JobRunner, JobStore, Step, memorize_handler  # noqa: E402
+from wikimem.host.fleet import JobRunner, JobStore, Step, channel_handler, memorize_handler  # noqa: E402
 
 
 def _log(root: Path, line: str) -> None:
@@ -67,6 +71,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--die-after-effect", type=int, default=None)
     ap.add_argument("--die-after-memorize", action="store_true")
+    ap.add_argument("--die-after-folder", action="store_true")
     args = ap.parse_args()
 
     runner = JobRunner(JobStore.at(args.root), threads=args.threads, lease=args.lease, poll=0.05)
@@ -86,7 +91,27 @@ def main() -> None:
             return result
 
         runner.register("memorize", memorize_then_maybe_die)
+        runner.register("channel-memorize", channel_handler(host))
+        if args.die_after_folder:
+            die_after_first_folder(args.root)
     serve_until_sigterm(runner)
+
+
+def die_after_first_folder(root: Path) -> None:
+    """SIGKILL this process once a group turn's first folder is written (once per data root: a marker file)."""
+    import wikimem.host.channels as channels
+
+    write = channels.memorize_turn
+
+    def write_then_die(person, *args, **kwargs):
+        result = write(person, *args, **kwargs)
+        _log(root, f"folder {person.id} {os.getpid()}")
+        if not (root / "died").exists():
+            (root / "died").touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    channels.memorize_turn = write_then_die
 
 
 def serve_until_sigterm(runner: JobRunner) -> None:

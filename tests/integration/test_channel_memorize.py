@@ -7,12 +7,17 @@ that answers badly keeps nothing; retries replay."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from apiworld import ADMIN, auth
+from fakes import FakeOpenAI
+from gunicorn_env import stop_process, wait_for
 
 from wikimem import MemoryStore
 from wikimem.host import encode_owner_id
@@ -137,6 +142,8 @@ def test_one_bulk_rollback_of_the_run_removes_the_turn_from_every_folder(group):
         day = client.get(f"/api/v1/owners/{person}/diary/{DAY}?character=kai", headers=auth(ADMIN)).get_json()
         assert day["entries"] == [], (person, day)
         assert "driving" not in layer_text(data, person) and "Berlin" not in layer_text(data, person)
+        staged = client.get(f"/api/v1/owners/{person}/staged", headers=auth(ADMIN)).get_json()["runs"]
+        assert staged == [], (person, staged)  # its proposals to the shared layer are withdrawn too
 
 
 def test_facts_are_proposed_to_each_persons_shared_layer_by_the_characters_policy(group):
@@ -344,3 +351,62 @@ def test_a_finished_jobs_conversation_is_dropped_after_a_while(group, llm):
         assert store.forget_turns(now=time.time() + 3600) == 1
         (params,) = [json.loads(p) for (p,) in store.db.rows("SELECT params FROM steps")]
     assert "messages" not in params and "reply" not in params and params["turn_dropped"] is True
+
+
+# -- a worker killed mid-job ----------------------------------------------------------------------------------------
+
+WORKER = Path(__file__).resolve().parents[1] / "jobworker.py"
+
+
+def _git_subjects(data: Path, person: str) -> list[str]:
+    out = subprocess.run(["git", "-C", str(folder(data, person)), "log", "--format=%s"], check=True,
+                         capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
+@pytest.mark.slow
+def test_a_group_turn_job_killed_between_two_folders_is_finished_by_the_next_process_without_duplicates(tmp_path):
+    """The worker dies right after the first person's folder is written: the next process runs the step again from
+    the answer the job kept (no second model call), replays the written folder and writes the other, once each."""
+    from wikimem.host import make_host
+    from wikimem.host.fleet import JobStore, submit_channel_memorize
+
+    data = tmp_path / "data"
+    host = make_host(data)
+    host.characters.put("kai", name="Kai")
+    for person in (ANN, BOB):
+        host.create_owner(person)
+    jobs = JobStore.at(data)
+    with FakeOpenAI() as llm:
+        llm.reply_fn = lambda messages: answer()
+        job, _ = submit_channel_memorize(jobs, {"channel": "g1", "character": "kai", "messages": TURN},
+                                         persons=[ANN, BOB, ZED], key="turn-killed", ts=TS)
+        env = dict(os.environ, WIKIMEM_LLM_URL=llm.url)
+        first = subprocess.Popen([sys.executable, str(WORKER), str(data), "--lease", "30", "--die-after-folder"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert first.wait(timeout=60) == -signal.SIGKILL, first.stderr.read() if first.stderr else ""
+        finally:
+            stop_process(first)
+        assert jobs.get(job.id).state == "running" and llm.chat_calls == 1
+        (written,) = [line.split()[1] for line in (data / "effects.log").read_text().splitlines()]
+        other = BOB if written == ANN else ANN
+        assert any("memorize" in s for s in _git_subjects(data, written))
+        assert not any("memorize" in s for s in _git_subjects(data, other))  # the kill came between the folders
+        second = subprocess.Popen([sys.executable, str(WORKER), str(data), "--lease", "30"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert second.stdout is not None and second.stdout.readline().strip() == "ready"
+            done = wait_for(lambda: (j := jobs.get(job.id)).state in ("done", "failed") and j, 60, "the job")
+        finally:
+            stop_process(second)
+        assert llm.chat_calls == 1  # the second run wrote from the answer the job kept
+    assert done.state == "done", done.results
+    result = done.results[0]["result"]
+    by = {p["person"]: p for p in result["persons"]}
+    assert by[written]["replayed"] is True and by[other]["replayed"] is False and by[other]["entries"]
+    assert result["run"] == done.params["run"] and result["unknown_speakers"] == [ZED]
+    for person, event in ((ANN, ANN_EVENT), (BOB, BOB_EVENT)):
+        assert sum("memorize" in s for s in _git_subjects(data, person)) == 1, _git_subjects(data, person)
+        (entry,) = MemoryStore(folder(data, person) / "characters" / "kai").diary.day(DAY)
+        assert (entry.content, entry.channel) == (event, "g1")
