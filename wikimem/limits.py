@@ -13,7 +13,7 @@ from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
            "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS", "MAX_LAYERS",
-           "MAX_PERSONA_CHARS", "MAX_CHANNEL_MESSAGES", "check_length"]
+           "MAX_PERSONA_CHARS", "MAX_CHANNEL_MESSAGES", "MAX_CONTEXT_DAYS", "check_length"]
 
 # One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
 MAX_CONTENT_CHARS = 32_000
@@ -23,6 +23,8 @@ MAX_QUERY_CHARS = 4_000
 MAX_TURN_CHARS = 32_000
 # Messages of one group turn (POST /api/v1/channels/<channel>/memorize): one model call, one run.
 MAX_CHANNEL_MESSAGES = 200
+# How far back a channel's recent context reaches (POST /api/v1/channels/<channel>/context without a query), in days.
+MAX_CONTEXT_DAYS = 366
 # One batch of ops is one commit under the owner's lock: this many ops, this much content in all.
 MAX_OPS = 200
 MAX_BATCH_CHARS = 256_000

@@ -185,7 +185,8 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert client.put("/api/v1/owners/user:ann", headers=auth).status_code == 201
         order = ["put_character", "set_settings", "put_item", "diary_append", "diary_tool", "batch", "retrieve",
-                 "memorize", "delete_item", "revert", "restore", "rollback", "bulk_rollback", "peer_revoked",
+                 "memorize", "channel_memorize", "channel_context", "delete_item", "revert", "restore", "rollback",
+                 "bulk_rollback", "peer_revoked",
                  "hold_staged_run", "approve_staged", "discard_staged", "discard_staged_run", "approve_staged_run",
                  "forget", "erase_owner"]
         assert sorted(order) == sorted(requests)
@@ -195,7 +196,8 @@ def test_the_request_examples_are_accepted_by_the_app(tmp_path):
         for op_id in order:
             method, path, examples = requests[op_id]
             url = ("/" if op_id in PROBES else "/api/v1") + path.replace("{owner_id}", "user:ann").replace(
-                "{file}", "people").replace("{name}", "mia").replace("{run}", "run_v7_1").replace("{character}", "kai")
+                "{file}", "people").replace("{name}", "mia").replace("{run}", "run_v7_1").replace(
+                "{character}", "kai").replace("{channel}", "discord:1234")
             for name, body in examples:
                 if op_id == "rollback" and name == "apply":
                     continue  # the force case rolls run_1 back first

@@ -69,7 +69,9 @@ def channel_memorize(channel: str):
 def channel_context(channel: str):
     require("read")
     data = json_body(_CONTEXT, {"present"})
-    present = opt_room(data)["present"]
+    present = opt_room(data).get("present")
+    if present is None:
+        raise BadRequest('present must be a list of who is in the room (e.g. ["user:ann", "char:kai"])')
     for person in persons_of(present):  # every person present, before any folder is read
         require("read", person)
     limit, days = opt_int(data, "limit"), opt_int(data, "days")

@@ -66,6 +66,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/characters/{character}"): "character",
     ("put", "/characters/{character}"): "put_character",
     ("delete", "/characters/{character}"): "delete_character",
+    ("post", "/channels/{channel}/memorize"): "channel_memorize",
+    ("post", "/channels/{channel}/context"): "channel_context",
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -169,6 +171,33 @@ _CHARACTER_EXAMPLES: dict[str, dict[str, Any]] = {
                       "200": {"character": {**_EX_KAI, "shared_writes": "direct", "head": _C2}, "commit": _C2,
                               "created": False}},
     "delete_character": {"200": {"character": {**_EX_KAI, "deleted": True, "head": _C2}, "commit": _C2}},
+}
+_G1 = {"channel": "discord:1234", "present": ["user:ann", "char:kai", "user:bob"]}
+_EX_G1_ENTRY = {"date": "2026-07-21", "time": "15:02", "content": "Ann told the group she passed her driving test.",
+                "owner": "user:ann", "source_conv": "conv_g1", "ts": "2026-07-21T07:02:00Z", **_G1}
+_CHANNEL_EXAMPLES: dict[str, dict[str, Any]] = {
+    "channel_memorize": {
+        "request": {"character": "kai", "source_conv": "conv_g1", "messages": [
+            {"speaker": "user:ann", "content": "I passed my driving test today!"},
+            {"speaker": "char:kai", "content": "Congratulations, Ann!"},
+            {"speaker": "user:bob", "content": "Nice one."}]},
+        "200": {**_G1, "character": "kai", "run": "run_20260721T070200Z_8d1e", "unknown_speakers": ["user:bob"],
+                "persons": [{"person": "user:ann", "entries": [_EX_G1_ENTRY], "facts": [],
+                             "writes": [{"kind": "diary", "layer": "character", "staged": False,
+                                         "date": "2026-07-21", "time": "15:02"}],
+                             "proposal": None, "commit": _C3, "replayed": False}],
+                "dropped": [], "replayed": False},
+        "202": {**_EX_MEMORIZE_JOB, "kind": "channel-memorize",
+                "params": {"channel": "discord:1234", "character": "kai", "persons": ["user:ann", "user:bob"],
+                           "run": "run_20260721T070200Z_8d1e"}}},
+    "channel_context": {
+        "request": {"present": ["user:ann", "char:kai"], "character": "kai", "query": "driving test",
+                    "budget_tokens": 300},
+        "200": {"channel": "discord:1234", "character": "kai", "present": ["user:ann", "char:kai"],
+                "query": "driving test", "budget_tokens": 300, "budget_used": 12, "unknown": [],
+                "items": [{**_EX_HIT, "person": "user:ann", "kind": "diary", "matched_terms": ["driving"],
+                           "tokens_est": 12, "layer": "character", "character": "kai",
+                           "item": {"file": "2026-07-21", "name": "15:02", **_EX_G1_ENTRY}}]}},
 }
 _STAGED_EXAMPLES: dict[str, dict[str, Any]] = {
     "staged_runs": {"200": {"runs": [{"run": "run_v7_1", "actor": "memorize-v7", "actors": ["memorize-v7"],
@@ -338,4 +367,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                               "updated": _EX_WHEN["created"], "finished": None}},
     **_STAGED_EXAMPLES,
     **_CHARACTER_EXAMPLES,
+    **_CHANNEL_EXAMPLES,
 }

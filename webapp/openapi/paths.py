@@ -14,6 +14,7 @@ from wikimem.limits import (
     MAX_TURN_CHARS,
 )
 
+from .channels import channel_paths
 from .schema import (
     APPEND,
     CONTENT,
@@ -219,6 +220,7 @@ def all_paths() -> dict[str, dict]:
                                       description="respond-async: answer 202 at once, run as a job")],
             body=body({"turn": {"type": "string", "maxLength": MAX_TURN_CHARS},
                         "prompt": NSTR, "ts": APPEND["ts"], "tz": APPEND["tz"], **WRITE, **STAGED,
+                        "channel": ROOM["channel"], "present": {**ROOM["present"], "nullable": True},
                         "character": {**NSTR, "maxLength": 200, "description": "memorize as this registered "
                                       "character (404 naming how to register a name that is not one)"}}, ["turn"]),
             tag="memorize")},
@@ -275,6 +277,7 @@ def all_paths() -> dict[str, dict]:
         **_erasure_paths(owner),
         **_staged_paths(),
         **_character_paths(),
+        **channel_paths(),
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import BadRequest, InvalidValue, NotFound
-from wikimem.limits import MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, check_length
+from wikimem.limits import MAX_CONTEXT_DAYS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, check_length
 from wikimem.naming import validate_channel_id, validate_present
 from wikimem.recall import RetrievedItem, cut
 from wikimem.timeparse import resolve_tz
@@ -33,9 +33,8 @@ from .layered import PROFILE, hit_groups
 if TYPE_CHECKING:
     from .owner import Owner
 
-__all__ = ["ChannelContext", "channel_context", "persons_of", "MAX_CONTEXT_DAYS"]
+__all__ = ["ChannelContext", "channel_context", "persons_of"]
 
-MAX_CONTEXT_DAYS = 366  # how far back "recent" may reach
 _CHARACTER = "char:"
 Groups = list[tuple[str | None, list[RetrievedItem]]]  # (whose folder, a hit and the links it brought)
 
