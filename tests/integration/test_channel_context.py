@@ -21,14 +21,15 @@ URL = "/api/v1/channels/g1/context"
 @pytest.fixture
 def room(tmp_path, llm):
     """Characters kai and mira; persons ann and bob; a direct chat ann–kai (the secret) and a group turn in g1 (ann,
-    bob, kai) with two events each; tokens ``reader`` (every owner) and ``ann-only`` (prefix user:ann)."""
+    bob, kai) with two events each; tokens ``reader`` (every owner), ``ann-only`` (prefix user:ann) and ``kai-bot``
+    (bound to kai)."""
     from webapp import create_app
     from wikimem.host.access.tokens import append_token, mint_token
 
     tokens = tmp_path / "tokens.jsonl"
     secrets = {}
-    for name, prefix in (("reader", ""), ("ann-only", ANN)):
-        secret, entry = mint_token(name, ["read", "write"], prefix)
+    for name, prefix, character in (("reader", "", None), ("ann-only", ANN, None), ("kai-bot", "", "kai")):
+        secret, entry = mint_token(name, ["read", "write"], prefix, character=character)
         append_token(tokens, entry)
         secrets[name] = secret
     app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
@@ -128,6 +129,14 @@ def test_persons_outside_the_tokens_prefixes_are_refused_and_unknown_ones_report
     body = context(client, {"present": [ANN, ZED, "char:kai"], "character": "kai", "query": "dog"},
                    secrets["reader"])
     assert body["unknown"] == [ZED] and {p for p, _ in texts(body)} == {ANN}
+
+
+def test_a_token_bound_to_a_character_recalls_as_it_and_never_as_another(room):
+    client, secrets = room
+    body = context(client, {"present": [ANN, BOB, "char:kai"], "query": "dog", "limit": 50}, secrets["kai-bot"])
+    assert body["character"] == "kai" and len(body["items"]) == 4
+    r = client.post(URL, headers=auth(secrets["kai-bot"]), json={"present": [ANN], "character": "mira"})
+    assert r.status_code == 403, r.get_json()
 
 
 @pytest.mark.parametrize("url, body, status, words", [
