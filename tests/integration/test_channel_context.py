@@ -10,6 +10,7 @@ import json
 
 import pytest
 from apiworld import ADMIN, auth
+from channelworld import group_app
 
 ANN, BOB, ZED = "user:ann", "user:bob", "user:zed"
 SECRET = "Ann confided that she is secretly afraid of dogs."
@@ -23,23 +24,8 @@ def room(tmp_path, llm):
     """Characters kai and mira; persons ann and bob; a direct chat ann–kai (the secret) and a group turn in g1 (ann,
     bob, kai) with two events each; tokens ``reader`` (every owner), ``ann-only`` (prefix user:ann) and ``kai-bot``
     (bound to kai)."""
-    from webapp import create_app
-    from wikimem.host.access.tokens import append_token, mint_token
-
-    tokens = tmp_path / "tokens.jsonl"
-    secrets = {}
-    for name, prefix, character in (("reader", "", None), ("ann-only", ANN, None), ("kai-bot", "", "kai")):
-        secret, entry = mint_token(name, ["read", "write"], prefix, character=character)
-        append_token(tokens, entry)
-        secrets[name] = secret
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "TOKENS_FILE": str(tokens), "LLM_URL": llm.url, "LLM_MODEL": "fake-chat"})
-    client = app.test_client()
-    for character in ("kai", "mira"):
-        assert client.put(f"/api/v1/characters/{character}", headers=auth(ADMIN),
-                          json={"name": character.title()}).status_code == 201
-    for person in (ANN, BOB):
-        assert client.put(f"/api/v1/owners/{person}", headers=auth(ADMIN)).status_code == 201
+    client, secrets = group_app(tmp_path, llm, {"reader": ("", None), "ann-only": (ANN, None),
+                                                 "kai-bot": ("", "kai")})
     llm.reply_fn = lambda messages: json.dumps({"diary": [{"content": SECRET}]})
     r = client.post(f"/api/v1/owners/{ANN}/memorize", headers=auth(ADMIN),
                     json={"turn": "ann: promise you keep it: I'm afraid of dogs", "character": "kai",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from apiworld import ADMIN, auth
+from channelworld import group_app
 from fakes import FakeOpenAI
 from gunicorn_env import stop_process, wait_for
 
@@ -49,24 +50,8 @@ def group(tmp_path, llm):
     """The app with a chat model, the character kai (facts proposed), persons ann and bob, and tokens: ``writer``
     (every owner), ``ann-only`` (prefix user:ann), ``both`` (prefixes user:ann and user:bob), ``mira-bot`` (bound
     to the character mira)."""
-    from webapp import create_app
-    from wikimem.host.access.tokens import append_token, mint_token
-
-    tokens = tmp_path / "tokens.jsonl"
-    secrets = {}
-    for name, prefix, character in (("writer", "", None), ("ann-only", ANN, None), ("both", [ANN, BOB], None),
-                                    ("mira-bot", "", "mira")):
-        secret, entry = mint_token(name, ["read", "write"], prefix, character=character)
-        append_token(tokens, entry)
-        secrets[name] = secret
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "TOKENS_FILE": str(tokens), "LLM_URL": llm.url, "LLM_MODEL": "fake-chat"})
-    client = app.test_client()
-    for character in ("kai", "mira"):
-        assert client.put(f"/api/v1/characters/{character}", headers=auth(ADMIN),
-                          json={"name": character.title()}).status_code == 201
-    for person in (ANN, BOB):
-        assert client.put(f"/api/v1/owners/{person}", headers=auth(ADMIN)).status_code == 201
+    client, secrets = group_app(tmp_path, llm, {"writer": ("", None), "ann-only": (ANN, None),
+                                                 "both": ([ANN, BOB], None), "mira-bot": ("", "mira")})
     llm.reply_fn = lambda messages: answer()
     return client, secrets, tmp_path / "data"
 

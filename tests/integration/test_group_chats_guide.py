@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from apiworld import ADMIN, auth
+from channelworld import group_app
 from docblocks import doc_block
 
 DOC_BASE = "http://127.0.0.1:8000"
@@ -23,15 +24,9 @@ def _answer(messages) -> str:
 
 @pytest.fixture
 def app(tmp_path, llm):
-    from webapp import create_app
-
     llm.reply_fn = _answer
-    app = create_app({"TESTING": True, "DATA_ROOT": str(tmp_path / "data"), "ADMIN_TOKEN": ADMIN,
-                      "LLM_URL": llm.url, "LLM_MODEL": "fake-chat"})
-    client = app.test_client()
-    assert client.put("/api/v1/characters/kai", headers=auth(ADMIN), json={"name": "Kai"}).status_code == 201
-    for person in (ANN, BOB):
-        assert client.put(f"/api/v1/owners/{person}", headers=auth(ADMIN)).status_code == 201
+    client, _ = group_app(tmp_path, llm, {})
+    app = client.application
     return app
 
 
