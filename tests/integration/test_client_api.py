@@ -182,6 +182,10 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("put_character", lambda: c.put_character("kai", "Kai", persona="A barista.").commit),
         ("characters", lambda: [ch["id"] for ch in c.characters()] == ["kai"]),
         ("character", lambda: c.character("kai")["persona"] == "A barista."),
+        ("channel_memorize", lambda: c.channel_memorize("g1", [("user:walk", "hi"), ("char:kai", "hello")],
+                                                        character="kai")["unknown_speakers"] == ["user:walk"]),
+        ("channel_context", lambda: c.channel_context("g1", ["user:walk", "char:kai"],
+                                                      character="kai")["unknown"] == ["user:walk"]),
         ("delete_character", lambda: c.delete_character("kai").value["deleted"] is True),
     ]
     called = set()
