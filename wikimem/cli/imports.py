@@ -165,9 +165,6 @@ def cmd_rollback(args) -> int:
     with host.gate.act(_caller(), "import-rollback", person, Ask(), run=args.run) as act:
         done = host.imports.roll_back(person, args.run, ctx=act.ctx)
         act.done(done["commit"], discarded=done["discarded"])
-    if done["commit"] is None and done["discarded"] is None:
-        print(f"wikimem: run {args.run} wrote nothing on {person.id}", file=sys.stderr)
-        return EXIT_ERROR
     _print(done)
     return EXIT_OK
 

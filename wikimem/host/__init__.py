@@ -39,6 +39,8 @@ from .imports import (
     ChatPreview,
     Imports,
     PersonImported,
+    base64_size,
+    decode_base64,
     owner_of_file,
 )
 from .instants import parse_instant
@@ -65,7 +67,7 @@ __all__ = [
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
     "Character", "Characters", "Migration", "character_owner", "slug_of",
     "Imports", "CardImported", "CardPlan", "ChatPreview", "PersonImported", "owner_of_file", "BUNDLE_SUFFIX",
-    "IMPORT_ACTOR", "SUPPORTED_CARDS",
+    "IMPORT_ACTOR", "SUPPORTED_CARDS", "decode_base64", "base64_size",
     "Host", "HostParts", "make_host",
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",

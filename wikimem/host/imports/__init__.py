@@ -12,11 +12,12 @@ character, a person moves between hosts as one file, and what a character knows 
 from __future__ import annotations
 
 from .cardimport import IMPORT_ACTOR, CardPlan
-from .cards import SUPPORTED_CARDS, Card, read_card
+from .cards import SUPPORTED_CARDS, Card, base64_size, decode_base64, read_card
 from .chatimport import ChatPreview, chat_handler
 from .chats import Chat, read_chat
 from .portable import BUNDLE_SUFFIX, PersonImported, owner_of_file
 from .service import CardImported, Imports
 
-__all__ = ["Imports", "CardImported", "CardPlan", "Card", "read_card", "SUPPORTED_CARDS", "Chat", "read_chat",
-           "ChatPreview", "chat_handler", "PersonImported", "owner_of_file", "BUNDLE_SUFFIX", "IMPORT_ACTOR"]
+__all__ = ["Imports", "CardImported", "CardPlan", "Card", "read_card", "SUPPORTED_CARDS", "decode_base64",
+           "base64_size", "Chat", "read_chat", "ChatPreview", "chat_handler", "PersonImported", "owner_of_file",
+           "BUNDLE_SUFFIX", "IMPORT_ACTOR"]

@@ -23,7 +23,7 @@ from wikimem.limits import MAX_CARD_BYTES, MAX_CARD_JSON_BYTES, MAX_LOREBOOK_ENT
 
 from .png import SIGNATURE, text_chunks
 
-__all__ = ["Card", "LoreEntry", "read_card", "parse_json", "SUPPORTED_CARDS"]
+__all__ = ["Card", "LoreEntry", "read_card", "parse_json", "decode_base64", "base64_size", "SUPPORTED_CARDS"]
 
 SPECS = {"chara_card_v2": 2, "chara_card_v3": 3}
 SUPPORTED_CARDS = ("Character Card V2 (spec chara_card_v2, spec_version 2.x) and V3 (spec chara_card_v3, "
@@ -130,8 +130,7 @@ def read_card(raw: bytes) -> Card:
     warnings: list[str] = []
     source = "json"
     if bytes(raw[:8]) == SIGNATURE:
-        encoded_limit = 4 * (MAX_CARD_JSON_BYTES // 3 + 1) + 64 * 1024  # base64, with room for line breaks
-        chunks = text_chunks(bytes(raw), ("ccv3", "chara"), encoded_limit)
+        chunks = text_chunks(bytes(raw), ("ccv3", "chara"), base64_size(MAX_CARD_JSON_BYTES))
         if not chunks:
             raise BadImport(f"the PNG carries no character card (no chara or ccv3 text chunk); this host reads "
                             f"{SUPPORTED_CARDS}")
@@ -143,13 +142,26 @@ def read_card(raw: bytes) -> Card:
 
 
 def _unbase64(text: str, keyword: str) -> bytes:
-    compact = _WHITESPACE.sub(b"", text.encode("latin-1"))
+    return decode_base64(text, f"the PNG's {keyword} chunk", MAX_CARD_JSON_BYTES)
+
+
+def base64_size(limit: int) -> int:
+    """How long the base64 text of ``limit`` bytes may be (with room for line breaks)."""
+    return 4 * (limit // 3 + 1) + limit // 48 + 1024
+
+
+def decode_base64(text: str | bytes, what: str, limit: int) -> bytes:
+    """The bytes of a base64 text (standard alphabet, padded; line breaks allowed) of at most ``limit`` bytes:
+    its length is checked before it is decoded (TooLarge), its alphabet strictly (BadImport)."""
+    raw = text.encode("latin-1", "replace") if isinstance(text, str) else bytes(text)
+    if len(raw) > base64_size(limit):
+        raise TooLarge(f"{what} is {len(raw):,} characters of base64; at most {limit:,} bytes are read")
     try:
-        decoded = base64.b64decode(compact, validate=True)
+        decoded = base64.b64decode(_WHITESPACE.sub(b"", raw), validate=True)
     except (binascii.Error, ValueError):
-        raise BadImport(f"the PNG's {keyword} chunk is not base64") from None
-    if len(decoded) > MAX_CARD_JSON_BYTES:
-        raise TooLarge(f"the card in the PNG is {len(decoded):,} bytes of JSON; at most {MAX_CARD_JSON_BYTES:,}")
+        raise BadImport(f"{what} is not base64") from None
+    if len(decoded) > limit:
+        raise TooLarge(f"{what} is {len(decoded):,} bytes; at most {limit:,} are read")
     return decoded
 
 

@@ -17,7 +17,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import StoreBusy
+from wikimem.errors import NotFound, StoreBusy
 from wikimem.format import normalize_content
 from wikimem.limits import MAX_CONTENT_CHARS, MAX_FILE_BYTES
 
@@ -178,10 +178,12 @@ def roll_back(person: Owner, run: str, ctx: WriteContext) -> dict[str, Any]:
     """Undo an import's run on ``person``: its commits on main rolled back (one commit), its proposal to the
     shared layer (the run's staged branch) discarded."""
     commit = None
-    if person.history(run=run, limit=1, layers=None).entries:
+    if person.history(run=run, limit=1, layers=None).entries and not person.review.run_rolled_back_by(run):
         commit = person.undo("rollback", run, ctx=ctx).commit
     discarded = None
     if any(s.run == run for s in person.staged_runs()):
         discarded = person.discard_staged(run, ctx=ctx, reason="import rolled back").commit
+    if commit is None and discarded is None:
+        raise NotFound(f"run {run!r} wrote nothing on {person.id} (or was undone already)")
     return {"run": run, "commit": commit, "discarded": discarded}
 

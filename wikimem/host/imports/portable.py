@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from wikimem.errors import BadImport, Conflict, TooLarge
 from wikimem.limits import MAX_PERSON_BYTES
@@ -25,9 +27,10 @@ from ..owner_ids import decode_owner_id, validate_owner_id
 if TYPE_CHECKING:
     from ..owners import Owners
 
-__all__ = ["PersonImported", "import_person", "owner_of_file", "BUNDLE_SUFFIX"]
+__all__ = ["PersonImported", "import_person", "received", "owner_of_file", "BUNDLE_SUFFIX"]
 
 BUNDLE_SUFFIX = ".bundle"
+_CHUNK = 1 << 20
 
 
 @dataclass
@@ -45,6 +48,25 @@ class PersonImported:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@contextmanager
+def received(stream: BinaryIO, staging: Path) -> Iterator[Path]:
+    """A stream (an upload) copied into a file of ``staging``, at most :data:`~wikimem.limits.MAX_PERSON_BYTES`
+    (TooLarge past it); the file goes when the block ends."""
+    staging.mkdir(parents=True, exist_ok=True)
+    path = staging / f"upload-{secrets.token_hex(6)}{BUNDLE_SUFFIX}"
+    try:
+        size = 0
+        with open(path, "xb") as out:
+            while chunk := stream.read(_CHUNK):
+                size += len(chunk)
+                if size > MAX_PERSON_BYTES:
+                    raise TooLarge(f"the person's file is over {MAX_PERSON_BYTES:,} bytes")
+                out.write(chunk)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def owner_of_file(name: str) -> str:

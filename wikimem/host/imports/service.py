@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from wikimem.context import WriteContext, digest, new_run_id
 from wikimem.errors import LLMNotConfigured, NotFound
@@ -20,7 +20,7 @@ from .cards import read_card
 from .chatimport import ChatPreview, keep_transcript, preview_chat, roll_back, submit_chat
 from .chats import Chat, read_chat
 from .lorebook import CARD_FILE, LOREBOOK_FILE, rebuild_card
-from .portable import PersonImported, import_person
+from .portable import PersonImported, import_person, received
 from .worldinfo import data_bank, world_info
 
 if TYPE_CHECKING:
@@ -140,9 +140,13 @@ class Imports:
         assert self._export is not None, "Imports built without the host's export"
         return self._export(owner_id, "bundle", by)
 
-    def import_person(self, owner_id: str, source: Path, *, replace: bool = False) -> PersonImported:
-        """Make ``owner_id`` from a portable file (see :mod:`.portable`)."""
-        return import_person(self.owners, owner_id, source, replace=replace, registered=self.characters.exists)
+    def import_person(self, owner_id: str, source: Path | BinaryIO, *, replace: bool = False) -> PersonImported:
+        """Make ``owner_id`` from a portable file, a path or a stream (copied to the staging folder first, at most
+        :data:`~wikimem.limits.MAX_PERSON_BYTES`); see :mod:`.portable`."""
+        if isinstance(source, Path):
+            return import_person(self.owners, owner_id, source, replace=replace, registered=self.characters.exists)
+        with received(source, self.owners.staging_dir) as path:
+            return import_person(self.owners, owner_id, path, replace=replace, registered=self.characters.exists)
 
     # -- memories back to the companion world ------------------------------------------------------
 
