@@ -43,8 +43,9 @@ CLIENT_NAMES: dict[str, str | None] = {
 
 
 _CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
-    "name": "Kai", "description": "A barista who surfs.", "personality": "", "character_book": {"extensions": {}, "entries": [
-        {"keys": ["oat milk"], "content": "Keeps oat milk.", "extensions": {}, "enabled": True, "insertion_order": 1}]}}}
+    "name": "Kai", "description": "A barista who surfs.", "personality": "", "character_book": {
+        "extensions": {}, "entries": [{"keys": ["oat milk"], "content": "Keeps oat milk.", "extensions": {},
+                                       "enabled": True, "insertion_order": 1}]}}}
 _CHAT = "\n".join(json.dumps(line) for line in (
     {"user_name": "Ann", "character_name": "Kai"},
     {"name": "Ann", "is_user": True, "mes": "I switched to oat milk", "send_date": "2026-07-20T09:00:00Z"},

@@ -190,7 +190,7 @@ def test_a_card_kept_item_by_item_is_the_same_card_again(make):
 def test_every_entry_keeps_its_keys_content_and_state_in_its_item():
     found = read_card(json.dumps(v2_card()).encode())
     items = entry_items(found.entries)
-    assert [p.name for p in items] == ["Dragons", "Elaina the witch", "Old war (off)", "entry 4", "tea"]
+    assert [p.name for p in items] == ["Dragons", "Elaina the witch", "Old war (off)", "entry 3", "tea"]
     for planned, entry in zip(items, found.entries):
         back = item_entry(normalize_content(planned.content))
         assert back == entry.fields

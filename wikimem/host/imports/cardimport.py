@@ -1,5 +1,6 @@
 """A card becomes a character: :func:`plan_card` (which id, what changes: the preview) and :func:`apply_card`
-(one commit in the character's profile ``char:<id>``: its definition, its lorebook and card items).
+(one commit in the character's profile ``char:<id>``: its definition, its lorebook and card items; the card's
+other fields in the profile's ``card`` layer, see :mod:`.lorebook`).
 
 The id comes from the card's name through the id rules (:func:`~wikimem.host.characters.slug_of`); when a
 character of another name holds it, ``-2``, ``-3``… are tried; a character of the same name is the same one,
@@ -22,7 +23,7 @@ from wikimem.naming import validate_character_id
 from ..characters import Character, character_owner, slug_of
 from ..settings import CHARACTER_PREFIX, DEFINITION, check_definition, settings_record
 from .cards import Card
-from .lorebook import CARD_FILE, LOREBOOK_FILE, Planned, entry_items, field_items
+from .lorebook import CARD_FILE, CARD_LAYER, LOREBOOK_FILE, Planned, entry_items, field_items
 
 if TYPE_CHECKING:
     from ..owner import Owner
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["CardPlan", "plan_card", "apply_card", "IMPORT_ACTOR"]
 
 IMPORT_ACTOR = "import"  # the actor of every import's commits (who asked is in the audit event)
-_FILES = (LOREBOOK_FILE, CARD_FILE)
+_FILES = ((None, LOREBOOK_FILE), (CARD_LAYER, CARD_FILE))  # (layer, file) of what an import writes
 
 
 @dataclass
@@ -43,9 +44,9 @@ class CardPlan:
     before: dict[str, Any] | None
     definition: dict[str, Any]
     puts: list[Planned] = field(default_factory=list)
-    removes: list[tuple[str, str]] = field(default_factory=list)
+    removes: list[tuple[str | None, str, str]] = field(default_factory=list)  # (layer, file, name)
     unchanged: int = 0
-    known: set[tuple[str, str]] = field(default_factory=set)  # the items the profile holds now
+    known: set[tuple[str | None, str, str]] = field(default_factory=set)  # the items the profile holds now
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -53,17 +54,17 @@ class CardPlan:
         return bool(self.puts or self.removes) or self.before != self.definition
 
     def to_dict(self) -> dict[str, Any]:
-        added = [p for p in self.puts if (p.file, p.name) not in self.known]
-        changed = [p for p in self.puts if (p.file, p.name) in self.known]
+        added = [p for p in self.puts if p.key not in self.known]
+        changed = [p for p in self.puts if p.key in self.known]
         return {"character": self.character, "owner": character_owner(self.character), "created": self.created,
                 "changes": self.changes, "definition": {"before": self.before, "after": self.definition},
-                "items": {"added": [_shown(p) for p in added], "changed": [_shown(p) for p in changed],
-                          "removed": [{"file": f, "name": n} for f, n in self.removes], "unchanged": self.unchanged},
+                "items": {"added": [_shown(*p.key) for p in added], "changed": [_shown(*p.key) for p in changed],
+                          "removed": [_shown(*k) for k in self.removes], "unchanged": self.unchanged},
                 "card": self.card.summary(), "warnings": [*self.card.warnings, *self.warnings]}
 
 
-def _shown(planned: Planned) -> dict[str, str]:
-    return {"file": planned.file, "name": planned.name}
+def _shown(layer: str | None, file: str, name: str) -> dict[str, str]:
+    return {"file": file, "name": name, **({"layer": layer} if layer else {})}
 
 
 def plan_card(card: Card, characters: Any, owner_of: Any, ids: list[str], *, character: str | None = None,
@@ -120,17 +121,18 @@ def _plan_items(plan: CardPlan, owner_of: Any) -> None:
     wanted = entry_items(plan.card.entries) + field_items(plan.card)
     try:
         profile = owner_of(character_owner(plan.character))
-        current = {(i.file, i.name): i.content for f in _FILES for i in profile.store.items(f)}
+        current = {(layer, i.file, i.name): i.content for layer, file in _FILES
+                   for i in profile.store.layer(layer).items(file)}
     except NotFound:
         current = {}
     plan.known = set(current)
-    keys = {(p.file, p.name) for p in wanted}
+    keys = {p.key for p in wanted}
     for item in wanted:
-        if current.get((item.file, item.name)) == item.content:
+        if current.get(item.key) == item.content:
             plan.unchanged += 1
         else:
             plan.puts.append(item)
-    plan.removes = sorted(k for k in current if k not in keys)
+    plan.removes = sorted((k for k in current if k not in keys), key=lambda k: (k[0] or "", k[1], k[2]))
 
 
 def apply_card(profile: Owner, plan: CardPlan, ctx: WriteContext) -> str | None:
@@ -148,10 +150,10 @@ def apply_card(profile: Owner, plan: CardPlan, ctx: WriteContext) -> str | None:
                 return b.commit
             if plan.created or plan.before != plan.definition:
                 _put_definition(profile, {**plan.definition, "deleted": False, "updated": utc_now()})
-            for file, name in plan.removes:
-                main.store.remove(file, name, owner=profile.id)
+            for layer, file, name in plan.removes:
+                main.store.layer(layer).remove(file, name, owner=profile.id)
             for item in plan.puts:
-                main.store.add(item.file, item.name, item.content, owner=profile.id)
+                main.store.layer(item.layer).add(item.file, item.name, item.content, owner=profile.id)
             b.result = {"character": plan.character}
         return b.commit
 

@@ -1,11 +1,13 @@
 """How a card lives in a character's profile (``char:<id>``), item by item, and back: the round-trippable form.
 
 - ``wiki/lorebook.md``: one item per ``character_book`` entry, named by its comment (else its name, else
-  ``entry N``), its content first, then one last line ``<!-- lorebook: {…} -->`` holding every other field
+  ``entry <id>``), its content first, then one last line ``<!-- lorebook: {…} -->`` holding every other field
   of the entry as the card has it (``keys``, ``secondary_keys``, ``enabled`` — a disabled entry stays
   ``false`` —, ``insertion_order``, ``extensions``…) as one line of JSON; :func:`entry_items`,
   :func:`item_entry`;
-- ``wiki/card.md``: every other field of the card, one item per field of ``data`` (a text as it is; anything
+- ``characters/card/wiki/card.md`` (a layer of the profile's folder of its own, :data:`CARD_LAYER`, so that a
+  retrieve as the character never ranks the card's greetings and examples): every other field of the card,
+  one item per field of ``data`` (a text as it is; anything
   else, or a text the store would change, as one line of JSON in a ```` ```json ```` fence, in parts past the
   item size), ``card spec`` (spec and version), ``card top level`` (what the card held beside ``data``),
   ``other data fields`` (fields whose name cannot name an item); :func:`field_items`, :func:`rebuild_card`.
@@ -29,11 +31,12 @@ from wikimem.naming import sanitize_item_name
 
 from .cards import Card, LoreEntry
 
-__all__ = ["LOREBOOK_FILE", "CARD_FILE", "Planned", "json_line", "entry_items", "item_entry", "field_items",
-           "rebuild_card", "item_name"]
+__all__ = ["LOREBOOK_FILE", "CARD_FILE", "CARD_LAYER", "Planned", "json_line", "entry_items", "item_entry",
+           "field_items", "rebuild_card", "item_name"]
 
 LOREBOOK_FILE = "lorebook"
 CARD_FILE = "card"
+CARD_LAYER = "card"  # the layer of the profile's folder that keeps the card's other fields (never recalled)
 SPEC_ITEM, TOP_ITEM, OTHER_ITEM = "card spec", "card top level", "other data fields"
 _BLOCK_RE = re.compile(r"(?:\A|\n)<!-- lorebook: (\{.*\}) -->\Z")
 _FENCE_RE = re.compile(r"```json(?: part (\d+)/(\d+))?\n(.*)\n```", re.S)
@@ -47,11 +50,17 @@ _ESCAPE_RE = re.compile("[" + re.escape("".join(_ESCAPES)) + "]")
 
 @dataclass(frozen=True)
 class Planned:
-    """One item an import writes: where, its name, its content."""
+    """One item an import writes: where (its file, in ``layer``: None for the folder's shared layer), its name,
+    its content."""
 
     file: str
     name: str
     content: str
+    layer: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.layer, self.file, self.name)
 
 
 def json_line(value: Any) -> str:
@@ -92,9 +101,16 @@ def entry_items(entries: Sequence[LoreEntry]) -> list[Planned]:
     taken: set[str] = set()
     out = []
     for entry in entries:
-        name = _unique(item_name(entry.title, f"entry {entry.index + 1}"), taken)
+        name = _unique(item_name(entry.title, _numbered(entry)), taken)
         out.append(Planned(LOREBOOK_FILE, name, _entry_content(entry)))
     return out
+
+
+def _numbered(entry: LoreEntry) -> str:
+    """The name of an entry with nothing to name it by: ``entry <its id>`` (stable when others come and go),
+    else ``entry <its place, from 1>``."""
+    ident = entry.fields.get("id")
+    return f"entry {ident}" if isinstance(ident, int) and not isinstance(ident, bool) else f"entry {entry.index + 1}"
 
 
 def _entry_content(entry: LoreEntry) -> str:
@@ -130,7 +146,7 @@ def item_entry(content: str) -> dict[str, Any] | None:
 # -- the card's other fields --------------------------------------------------------------------------
 
 def field_items(card: Card) -> list[Planned]:
-    """The items of ``wiki/card.md``: every field of the card but the lorebook's entries."""
+    """The items of the card file (in :data:`CARD_LAYER`): every field of the card but the lorebook's entries."""
     fields = card.other_fields()
     named = {k: v for k, v in fields.items() if _FIELD_RE.fullmatch(k)}
     other = {k: v for k, v in fields.items() if k not in named}
@@ -144,9 +160,10 @@ def field_items(card: Card) -> list[Planned]:
     for name, value in values:
         parts = _contents(value, force_json=name in (SPEC_ITEM, OTHER_ITEM, TOP_ITEM))
         if len(parts) == 1:
-            out.append(Planned(CARD_FILE, name, parts[0]))
+            out.append(Planned(CARD_FILE, name, parts[0], CARD_LAYER))
         else:
-            out += [Planned(CARD_FILE, f"{name} (part {i} of {len(parts)})", p) for i, p in enumerate(parts, 1)]
+            out += [Planned(CARD_FILE, f"{name} (part {i} of {len(parts)})", p, CARD_LAYER)
+                    for i, p in enumerate(parts, 1)]
     return out
 
 

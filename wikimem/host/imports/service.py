@@ -19,7 +19,7 @@ from .cardimport import IMPORT_ACTOR, CardPlan, apply_card, plan_card
 from .cards import read_card
 from .chatimport import ChatPreview, keep_transcript, preview_chat, roll_back, submit_chat
 from .chats import Chat, read_chat
-from .lorebook import CARD_FILE, LOREBOOK_FILE, rebuild_card
+from .lorebook import CARD_FILE, CARD_LAYER, LOREBOOK_FILE, rebuild_card
 from .portable import PersonImported, import_person, received
 from .worldinfo import data_bank, world_info
 
@@ -75,11 +75,11 @@ class Imports:
     def card_of(self, character: str) -> dict[str, Any]:
         """The card a character's profile holds (its card and lorebook files), as the card was imported."""
         profile = self.owners.owner(character_owner(character))
-        items = profile.store
-        if not items.items(CARD_FILE) and not items.items(LOREBOOK_FILE):
+        fields = profile.store.layer(CARD_LAYER).items(CARD_FILE)
+        if not fields:
             raise NotFound(f"character {character!r} was not imported from a card")
-        return rebuild_card([(i.name, i.content) for i in items.items(CARD_FILE)],
-                            [(i.name, i.content) for i in items.items(LOREBOOK_FILE)])
+        return rebuild_card([(i.name, i.content) for i in fields],
+                            [(i.name, i.content) for i in profile.store.items(LOREBOOK_FILE)])
 
     # -- chats ---------------------------------------------------------------------------------------
 
