@@ -70,7 +70,7 @@ def received(stream: BinaryIO, staging: Path) -> Iterator[Path]:
 
 
 def owner_of_file(name: str) -> str:
-    """The owner id a portable file's name gives (``user%3Aann.bundle`` → ``user:ann``); BadImport otherwise."""
+    """The owner id a portable file's name gives (``user_3aann.bundle`` → ``user:ann``); BadImport otherwise."""
     stem = Path(name).name
     stem = stem[:-len(BUNDLE_SUFFIX)] if stem.endswith(BUNDLE_SUFFIX) else stem
     found = decode_owner_id(stem)
