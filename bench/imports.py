@@ -27,18 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from cardfiles import lore_entry, long_chat, v2_card  # noqa: E402
+from cardfiles import long_chat, lore_entry, stand_in_reply, v2_card  # noqa: E402
 from fakes import FakeOpenAI  # noqa: E402
 
 from wikimem.context import WriteContext  # noqa: E402
 from wikimem.host import make_host  # noqa: E402
 from wikimem.llm import ChatClient  # noqa: E402
-
-
-def reply(messages) -> str:
-    said = [line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines() if line.startswith("Ann: ")]
-    facts = [{"file": "tea", "name": f"tea {s.split()[-1].strip('.')}", "content": s} for s in said if "tea" in s]
-    return json.dumps({"diary": [{"content": f"Ann said: {s}"} for s in said], "facts": facts[:1]})
 
 
 def bench_chat(messages: int, llm: FakeOpenAI) -> list[tuple[str, float, int, int]]:
@@ -99,7 +93,7 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=20, help="lorebook entries per card")
     args = ap.parse_args()
     with FakeOpenAI() as llm:
-        llm.reply_fn = reply
+        llm.reply_fn = stand_in_reply
         chat = bench_chat(args.messages, llm)
     print(f"## A {args.messages:,}-message chat, stand-in model on 127.0.0.1\n")
     print("| how | seconds | model calls | turns | ms per turn | × reference |\n|---|---:|---:|---:|---:|---:|")

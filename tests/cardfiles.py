@@ -9,7 +9,8 @@
   :func:`chunk` — one chunk, to build broken ones;
 - :func:`chat_lines` / :func:`chat_file` — a chat of several days as SillyTavern writes it: a header line, the
   character's greeting, user and character messages with ``send_date`` in SillyTavern's forms, swipes (the chosen
-  one in ``mes``), and system messages (``is_system``, and a narrator's ``extra.type``).
+  one in ``mes``), and system messages (``is_system``, and a narrator's ``extra.type``); :func:`long_chat`;
+- :func:`stand_in_reply` — what the stand-in chat model (tests/fakes.py) answers to memorize a turn of them.
 """
 
 from __future__ import annotations
@@ -155,3 +156,14 @@ def long_chat(messages: int, *, start: int = 1715540000, step: int = 600) -> byt
         text = f"message {i}: " + (f"I like tea number {i}." if user else f"Noted {i}.")
         lines.append(message("Ann" if user else "Kai", user, text, (start + i * step) * 1000))
     return chat_file(lines)
+
+
+def stand_in_reply(messages: list[dict]) -> str:
+    """The stand-in model's memorize reply: a diary entry ``Ann told me: …`` per line Ann says in the turn, a fact
+    when she names her cat, and one when she numbers her tea (``I like tea number 7.``)."""
+    turn = messages[-1]["content"]
+    said = [line.split(": ", 1)[1] for line in turn.splitlines() if line.startswith("Ann: ")]
+    facts = [{"file": "people", "name": "mia", "content": "Ann's cat is named Mia."}] if "cat named Mia" in turn else []
+    facts += [{"file": "tea", "name": f"tea {s.split()[-1].strip('.')}", "content": s} for s in said
+              if "tea number" in s][:1]
+    return json.dumps({"diary": [{"content": f"Ann told me: {s}"} for s in said], "facts": facts})

@@ -7,10 +7,8 @@ the chat three days of SillyTavern's JSONL with swipes and system messages (test
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from cardfiles import card_png, chat_file, v2_card
+from cardfiles import card_png, chat_file, stand_in_reply, v2_card
 from fakes import FakeOpenAI
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
@@ -20,15 +18,10 @@ pytestmark = pytest.mark.browser
 WIDTHS = {"laptop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
-def reply(messages) -> str:
-    said = [line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines() if line.startswith("Ann: ")]
-    return json.dumps({"diary": [{"content": f"Ann told me: {s}"} for s in said]})
-
-
 @pytest.fixture
 def import_world(request, monkeypatch):
     with FakeOpenAI() as llm:
-        llm.reply_fn = reply
+        llm.reply_fn = stand_in_reply
         monkeypatch.setenv("WIKIMEM_LLM_URL", llm.url)
         monkeypatch.setenv("WIKIMEM_LLM_MODEL", "fake-chat")
         yield request.getfixturevalue("world"), llm

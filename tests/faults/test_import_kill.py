@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cardfiles import long_chat, v2_card
+from cardfiles import long_chat, stand_in_reply, v2_card
 from fakes import FakeOpenAI
 from gunicorn_env import stop_process as stop
 from gunicorn_env import wait_for
@@ -33,12 +33,6 @@ pytestmark = pytest.mark.slow
 WORKER = Path(__file__).resolve().parents[1] / "jobworker.py"
 TURNS = 12
 KILL_AT = 6  # the model call the worker is killed in
-
-
-def reply(messages) -> str:
-    said = [line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines() if line.startswith("Ann: ")]
-    facts = [{"file": "tea", "name": s.split()[-1].strip("."), "content": s} for s in said if "tea number" in s]
-    return json.dumps({"diary": [{"content": f"Ann said: {s}"} for s in said], "facts": facts[:1]})
 
 
 def layer_state(owner) -> tuple[dict, dict]:
@@ -57,7 +51,7 @@ def prepared(root: Path, url: str):
 def test_a_killed_import_resumes_to_the_same_end_without_duplicates(tmp_path):
     chat = long_chat(TURNS * 2)
     with FakeOpenAI() as llm:
-        llm.reply_fn = reply
+        llm.reply_fn = stand_in_reply
         # The reference: the same chat, imported without a kill.
         ref_host, ref_ann = prepared(tmp_path / "ref", llm.url)
         job, _, _ = ref_host.imports.import_chat(ref_ann, "kai", chat, tz="UTC")
@@ -71,7 +65,7 @@ def test_a_killed_import_resumes_to_the_same_end_without_duplicates(tmp_path):
             calls[0] += 1
             if calls[0] == KILL_AT:
                 release.wait(30)  # the worker asking is killed meanwhile
-            return reply(messages)
+            return stand_in_reply(messages)
 
         llm.reply_fn = blocking
         root = tmp_path / "data"

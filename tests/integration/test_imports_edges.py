@@ -11,8 +11,7 @@ import re
 
 import pytest
 from apiworld import ADMIN, auth, finished_job
-from cardfiles import card_png, chat_file, v2_card, v3_card
-from fakes import FakeOpenAI
+from cardfiles import card_png, chat_file, stand_in_reply, v2_card, v3_card
 
 from webapp import create_app
 from webapp.hosting import get_host
@@ -23,20 +22,9 @@ C = "/api/v1"
 TZ = "Europe/Berlin"
 
 
-def reply(messages) -> str:
-    said = [line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines() if line.startswith("Ann: ")]
-    return json.dumps({"diary": [{"content": f"Ann told me: {s}"} for s in said]})
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as fake:
-        fake.reply_fn = reply
-        yield fake
-
-
 @pytest.fixture
 def app(tmp_path, llm, capsys):
+    llm.reply_fn = stand_in_reply
     tokens = tmp_path / "tokens.jsonl"
     secrets = {}
     for name, args in (("writer", ["--scope", "read", "--scope", "write"]),
@@ -276,6 +264,7 @@ def test_a_card_over_the_upload_limit_of_a_stranger_is_not_read(app):
 # -- the command line ---------------------------------------------------------------------------------
 
 def test_the_command_line_imports_a_card_and_a_chat_and_exports_them(tmp_path, llm, capsys, monkeypatch, caplog):
+    llm.reply_fn = stand_in_reply
     data = str(tmp_path / "data")
     monkeypatch.setenv("WIKIMEM_LLM_URL", llm.url)
     monkeypatch.setenv("WIKIMEM_LLM_MODEL", "fake-chat")

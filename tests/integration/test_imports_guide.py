@@ -9,15 +9,12 @@ import os
 import re
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from cardfiles import card_png, chat_file, v2_card
+from cardfiles import card_png, chat_file, stand_in_reply, v2_card
 from docblocks import doc_block
-from fakes import FakeOpenAI
-from gunicorn_env import free_port, json_call, stop_process
+from gunicorn_env import json_call, wikimem_serve
 
 pytestmark = pytest.mark.slow
 
@@ -31,37 +28,15 @@ def bash(script: str, folder: Path, env: dict) -> str:
     return done.stdout
 
 
-def reply(messages) -> str:
-    said = [line.split(": ", 1)[1] for line in messages[-1]["content"].splitlines() if line.startswith("Ann: ")]
-    return json.dumps({"diary": [{"content": f"Ann told me: {s}"} for s in said]})
-
-
 @pytest.fixture
-def served(tmp_path):
-    with FakeOpenAI() as llm:
-        llm.reply_fn = reply
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
-        env.update(WIKIMEM_DATA=str(tmp_path / "data"), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_LLM_URL=llm.url,
-                   WIKIMEM_LLM_MODEL="fake-chat", WIKIMEM_TZ="Europe/Berlin",
-                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
-        port = free_port()
-        log = open(tmp_path / "serve.log", "wb")  # closed below
-        proc = subprocess.Popen([sys.executable, "-m", "wikimem", "serve", "--bind", f"127.0.0.1:{port}"], env=env,
-                                cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-            try:
-                with opener.open(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        try:
-            yield tmp_path, {**env, "WIKIMEM": f"http://127.0.0.1:{port}", "TOKEN": TOKEN}, port
-        finally:
-            stop_process(proc)
-            log.close()
+def served(tmp_path, llm):
+    llm.reply_fn = stand_in_reply
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
+    env.update(WIKIMEM_DATA=str(tmp_path / "data"), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_LLM_URL=llm.url,
+               WIKIMEM_LLM_MODEL="fake-chat", WIKIMEM_TZ="Europe/Berlin",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    with wikimem_serve(tmp_path, env) as port:
+        yield tmp_path, {**env, "WIKIMEM": f"http://127.0.0.1:{port}", "TOKEN": TOKEN}, port
 
 
 def _objects(text: str) -> list:

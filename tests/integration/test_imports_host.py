@@ -13,8 +13,7 @@ import subprocess
 import time
 
 import pytest
-from cardfiles import chat_file, lore_entry, v2_card, v3_card
-from fakes import FakeOpenAI
+from cardfiles import chat_file, lore_entry, stand_in_reply, v2_card, v3_card
 
 from wikimem.context import WriteContext
 from wikimem.errors import BadImport, Conflict, InvalidName, LLMNotConfigured, NotFound
@@ -24,23 +23,9 @@ from wikimem.llm import ChatClient
 TZ = "Europe/Berlin"
 
 
-def reply(messages) -> str:
-    """The stand-in model: one diary entry per person's line of the turn; a fact when a cat is named."""
-    turn = messages[-1]["content"]
-    said = [line.split(": ", 1)[1] for line in turn.splitlines() if line.startswith("Ann: ")]
-    facts = [{"file": "people", "name": "mia", "content": "Ann's cat is named Mia."}] if "cat named Mia" in turn else []
-    return json.dumps({"diary": [{"content": f"Ann told me: {s}"} for s in said], "facts": facts})
-
-
-@pytest.fixture
-def llm():
-    with FakeOpenAI() as fake:
-        fake.reply_fn = reply
-        yield fake
-
-
 @pytest.fixture
 def host(tmp_path, llm):
+    llm.reply_fn = stand_in_reply
     return make_host(tmp_path / "data", llm=ChatClient(llm.url, "fake-chat", timeout=30))
 
 

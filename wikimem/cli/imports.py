@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from wikimem.host import IMPORT_ACTOR, SHARED_WRITES, Ask, Caller, character_owner, owner_of_file
 
-from . import EXIT_ERROR, EXIT_OK, Parser, open_host
-from .erase import cli_actor
+from . import EXIT_OK, Parser, open_host
+from .erase import cli_actor, finish_job
 
 _DATA_HELP = "data root of the host (default: $WIKIMEM_DATA or ./data)"
 
@@ -119,31 +118,20 @@ def cmd_chat(args) -> int:
         act.done(job=job.id, run=job.params.get("run"), turns=preview.turns)
     print(f"import {job.id}: {preview.turns} turns over {len(preview.days)} day(s), run {job.params.get('run')}",
           file=sys.stderr)
-    return _wait(host, job.id, args.timeout)
+    return finish_job(host, job.id, args.timeout, _progress())
 
 
-def _wait(host, job_id: str, timeout: float) -> int:
-    """Run the import job here until it is over (a host's workers would, too); print its result."""
-    runner, deadline, shown = host.start_jobs(), time.monotonic() + timeout, -1
-    while True:
-        found = host.imports.chat_job(job_id)
-        step = found.results[0] if found.results else {}
-        done = (step.get("result") or {}).get("done", 0)
-        if done != shown and found.state == "running":
-            print(f"  {done} of {found.params.get('turns')} turns", file=sys.stderr)
-            shown = done
-        if found.state not in ("queued", "running"):
-            break
-        if time.monotonic() > deadline:
-            print(f"wikimem: {job_id} still {found.state}; the host's workers finish it", file=sys.stderr)
-            return EXIT_ERROR
-        runner.wake()
-        time.sleep(0.2)
-    if found.state != "done":
-        print(f"wikimem: {job_id} {found.state}: {step.get('error', {}).get('message', '')}", file=sys.stderr)
-        return EXIT_ERROR
-    _print(step.get("result"))
-    return EXIT_OK
+def _progress():
+    """What the command prints of a running import: each new count of turns done."""
+    shown = [-1]
+
+    def told(job) -> None:
+        done = ((job.results[0] if job.results else {}).get("result") or {}).get("done", 0)
+        if done != shown[0] and job.state == "running":
+            print(f"  {done} of {job.params.get('turns')} turns", file=sys.stderr)
+            shown[0] = done
+
+    return told
 
 
 def cmd_person(args) -> int:
