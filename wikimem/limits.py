@@ -12,7 +12,7 @@ from __future__ import annotations
 from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
-           "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS",
+           "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS", "MAX_LAYERS",
            "MAX_PERSONA_CHARS", "MAX_CARD_BYTES", "MAX_CARD_JSON_BYTES", "MAX_PNG_CHUNKS", "MAX_LOREBOOK_ENTRIES",
            "MAX_CHAT_BYTES", "MAX_CHAT_LINE_BYTES", "MAX_CHAT_MESSAGES", "MAX_PERSON_BYTES", "check_length"]
 
@@ -41,6 +41,8 @@ MAX_STAGED_RUNS = 100
 # Characters one host registers (not counting deleted ones): each is an owner (char:<id>) that listing the
 # registry opens, and a folder in the persons it talks with. Beyond: 422, delete one first.
 MAX_CHARACTERS = 1_000
+# Characters' layers one person's folder holds at most (characters/<id>/): every write checks its hand edits in each.
+MAX_LAYERS = 64
 # A character's persona (its definition, in its owner's settings.json, sent with every memorize prompt).
 MAX_PERSONA_CHARS = 8_000
 

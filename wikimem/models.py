@@ -19,6 +19,12 @@ class RecallItem:
     owner: str | None = None
     source_conv: str | None = None
     ts: str | None = None
+    # Where a diary entry was said and who was there (None / () for wiki items and entries without them).
+    channel: str | None = None
+    present: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.present = tuple(self.present or ())
 
     @property
     def links(self) -> list[WikiLink]:
@@ -27,7 +33,8 @@ class RecallItem:
 
 @dataclass
 class DiaryItem:
-    """One diary event: a ``## HH:MM`` section of ``diary/YYYY-MM-DD.md``."""
+    """One diary event: a ``## HH:MM`` section of ``diary/YYYY-MM-DD.md``; ``channel`` and ``present``: where it
+    was said (``dm`` = a direct chat) and who was there (owner ids and ``char:<character>``), when known."""
 
     date: str
     time: str
@@ -35,6 +42,11 @@ class DiaryItem:
     owner: str | None = None
     source_conv: str | None = None
     ts: str | None = None
+    channel: str | None = None
+    present: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.present = tuple(self.present or ())  # a list from JSON (a job's or a replay's record) reads the same
 
     @property
     def links(self) -> list[WikiLink]:
@@ -50,4 +62,6 @@ def as_recall_item(entry: DiaryItem) -> RecallItem:
         owner=entry.owner,
         source_conv=entry.source_conv,
         ts=entry.ts,
+        channel=entry.channel,
+        present=entry.present,
     )

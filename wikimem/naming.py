@@ -14,7 +14,9 @@ from datetime import date as _date
 
 from .errors import InvalidName
 
-__all__ = ["validate_file", "validate_character_id", "is_character_id", "MAX_CHARACTER_ID_LEN", "sanitize_item_name",
+__all__ = ["validate_file", "validate_character_id", "validate_channel_id", "validate_present", "OWNER_ID_RE",
+           "MAX_OWNER_ID_LEN", "MAX_PRESENT", "DM_CHANNEL", "is_character_id", "MAX_CHARACTER_ID_LEN",
+           "sanitize_item_name",
            "validate_date", "validate_time", "is_valid_time", "safe_stem", "validate_provenance", "unsafe_chars",
            "is_unsafe", "UNSAFE_CATEGORIES", "MAX_FILE_LEN", "MAX_ITEM_NAME_LEN", "MAX_PROVENANCE_LEN"]
 
@@ -121,6 +123,54 @@ def validate_character_id(value: object) -> str:
                           "'_' and '-' (not first), e.g. 'kai' or 'elaina_v2'")
     assert isinstance(value, str)
     return value
+
+
+# Owner ids (``user:xnne``) and channel ids (``g1``, ``discord:1234``): letters, digits and ``._:@-``, 1-128
+# characters, the first a letter or a digit (an id like "--help" or ".x" reads as an option or a hidden file).
+# The host's owner ids (:mod:`wikimem.host.owner_ids`) use this rule.
+MAX_OWNER_ID_LEN = 128
+OWNER_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+# Who was in the room when a diary entry was said: at most this many ids (persons and ``char:`` characters).
+MAX_PRESENT = 64
+# The channel of a direct chat (one person, one character).
+DM_CHANNEL = "dm"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "…")
+    return type(value).__name__
+
+
+def validate_channel_id(value: object) -> str:
+    """Return ``value`` if it is a channel id (validated like an owner id; ``dm`` is a direct chat), else
+    :class:`InvalidName`."""
+    if not isinstance(value, str) or not OWNER_ID_RE.fullmatch(value):
+        raise InvalidName(f"invalid channel id {_shown(value)}: use 1-{MAX_OWNER_ID_LEN} letters, digits or ._:@-, "
+                          f"starting with a letter or a digit (e.g. g1, discord:1234, or {DM_CHANNEL} for a direct "
+                          "chat)")
+    return value
+
+
+def validate_present(value: object) -> tuple[str, ...]:
+    """Who was (or is) in the room: a list of ids (persons' owner ids and ``char:<character>``), or one string of
+    them separated by commas; as a tuple in the given order, repeats dropped, or :class:`InvalidName`. At most
+    :data:`MAX_PRESENT` ids."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise InvalidName(f"present must be a list of ids, got {type(value).__name__}")
+    if len(value) > MAX_PRESENT:
+        raise InvalidName(f"present names {len(value)} ids; at most {MAX_PRESENT}")
+    out: dict[str, None] = {}
+    for one in value:
+        if not isinstance(one, str) or not OWNER_ID_RE.fullmatch(one):
+            raise InvalidName(f"invalid id in present {_shown(one)}: a person's owner id (user:ann) or a character "
+                              "as char:<character>")
+        if one.startswith("char:"):
+            validate_character_id(one[5:])
+        out[one] = None
+    return tuple(out)
 
 
 def sanitize_item_name(name: str) -> str:

@@ -13,3 +13,10 @@ ADMIN_TOKEN = "browser-test-admin-token-0123456789"
 OPERATOR = ("carol", "correct horse battery staple", "user:x")
 LAPTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
+
+
+def open_filters(page) -> None:
+    """Unfold the History filters, as an operator on a phone taps "Filters" (a laptop shows them open)."""
+    fold = page.locator("details.filters-fold")
+    if fold.count() and not fold.evaluate("d => d.open"):
+        page.click("details.filters-fold > summary")

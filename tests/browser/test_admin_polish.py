@@ -15,6 +15,7 @@ from wikimem.context import WriteContext
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
+from browser_env import open_filters
 from browser_seed import BAD_RUN, OWNER
 
 pytestmark = pytest.mark.browser
@@ -121,6 +122,7 @@ def test_a_placeholder_does_not_look_like_a_value(world, operator_page, screensh
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         empty, filled = page.locator("#f-file"), page.locator("#f-item")
         expect(empty).to_have_value("")
         expect(empty).to_have_attribute("placeholder", "e.g. preferences")

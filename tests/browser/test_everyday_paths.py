@@ -21,6 +21,7 @@ import pytest
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
+from browser_env import open_filters
 from browser_seed import BAD_RUN, BAD_WORDS, OWNER  # noqa: E402
 
 from webapp.session import account_line  # noqa: E402
@@ -57,12 +58,13 @@ def test_the_action_filter_finds_memorize_commits(world, operator_page, screensh
     with FakeOpenAI() as fake:
         owner.llm = ChatClient(fake.url, "fake-chat")
         fake.replies.append(json.dumps([{"content": "Watched the sunset at the sea."}]))
-        owner.memorize("user: we watched the sunset", character="Elaina", ctx=WriteContext(run="run_sunset"))
+        owner.memorize("user: we watched the sunset", ctx=WriteContext(run="run_sunset", actor="Elaina"))
         fake.replies.append(json.dumps([{"content": "Ate noodles."}, {"content": "Plans a trip."}]))
-        owner.memorize("user: noodles, then plans", character="Elaina", ctx=WriteContext(run="run_noodles"))
+        owner.memorize("user: noodles, then plans", ctx=WriteContext(run="run_noodles", actor="Elaina"))
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         page.select_option("#f-action", "memorize")
         page.click("form.history-filters button[type=submit]")
         expect(page.locator("section.card")).to_have_count(2)
@@ -83,6 +85,7 @@ def test_times_follow_the_browsers_zone_and_a_zone_the_operator_picks(world, ope
     for width in WIDTHS:
         page = operator_page(width, timezone_id="Asia/Tokyo")
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         expect(page.locator("#zone-link .zone-name")).to_have_text("Asia/Tokyo")
         expect(page.locator("label[for=f-since]")).to_have_text("From (day, Asia/Tokyo)")
         first = page.locator("time.instant").first
@@ -121,6 +124,7 @@ def test_a_history_day_filter_is_the_operators_day(world, operator_page, screens
         page.fill("#zone-name", zone)
         page.click("#zone-save")
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         page.fill("#f-since", day)
         page.fill("#f-until", day)
         page.click("form.history-filters button[type=submit]")
@@ -260,6 +264,7 @@ def test_history_cards_say_things_once_and_open_their_changes_in_place(world, op
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         card = page.locator("section.card").filter(has=page.locator(f"a.run-link:text-is('{BAD_RUN}')"))
         expect(card).to_have_count(1)
         expect(card.locator("time.instant")).to_have_count(1)

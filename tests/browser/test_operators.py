@@ -14,6 +14,7 @@ from wikimem.context import WriteContext
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])").expect
 
+from browser_env import open_filters
 from browser_seed import BAD_RUN, BAD_WORDS, OTHER, OWNER
 
 pytestmark = pytest.mark.browser
@@ -127,6 +128,7 @@ def test_history_marks_the_rolled_back_run_and_links_both_ways(world, operator_p
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         group = page.locator("section.run", has=page.locator(f"a.run-link:text-is('{BAD_RUN}')"))
         expect(group.locator(".undone").first).to_contain_text(f"rolled back by {rollback[:10]}")
         undo_row = page.locator("section.card", has=page.locator(f"a.commit-link:text-is('{rollback[:10]}')"))
@@ -144,6 +146,7 @@ def test_history_filters_compare_and_jump(world, operator_page, screenshots):
     for width in WIDTHS:
         page = operator_page(width)
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         page.fill("#f-actor", "operator")
         page.click("form.history-filters button[type=submit]")
         expect(page.locator("li.commit")).to_have_count(1)
@@ -152,6 +155,7 @@ def test_history_filters_compare_and_jump(world, operator_page, screenshots):
         expect(page.locator("li.commit")).to_have_count(2)
         # compare: from the first commit to the newest
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         commits = page.locator("li.commit")
         commits.last.locator("input[name=from]").check()
         commits.first.locator("input[name=to]").check()
@@ -161,6 +165,7 @@ def test_history_filters_compare_and_jump(world, operator_page, screenshots):
         page.screenshot(path=screenshots / f"ops-compare-{width}.png", full_page=True)
         # jump to a date before anything happened: nothing; to today: the newest page
         page.goto(owner_url(world, "/history"))
+        open_filters(page)
         page.fill("#jump", "2001-01-01")
         page.click("#jump-go")
         expect(page.locator(".notice")).to_contain_text("at or before 2001-01-01")
@@ -173,6 +178,7 @@ def test_history_pages_newer_and_older(world, operator_page):
         owner.vstore.add("notes", f"n{i}", f"note {i}", owner=OWNER, ctx=WriteContext(actor="bot"))
     page = operator_page("laptop")
     page.goto(owner_url(world, "/history"))
+    open_filters(page)
     first = page.locator("a.commit-link").first.inner_text()
     page.locator("nav.pager a.older").first.click()
     expect(page.locator("a.commit-link").first).not_to_have_text(first)

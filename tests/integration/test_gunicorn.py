@@ -268,7 +268,7 @@ def test_memorize_through_gunicorn_is_one_run_and_one_commit(host, client, llm):
     assert status == 200 and first["run"] == "run_g" and len(first["entries"]) == 2
     status, again = _raw(host.base, "POST", path, token=token, body=body, headers=headers)  # a retry
     assert status == 200 and again["commit"] == first["commit"]
-    assert llm.chat_calls == 1 and "Elaina" in llm.chat_messages[0][0]["content"]
+    assert llm.chat_calls == 1 and "the assistant" in llm.chat_messages[0][0]["content"]
     assert _commits(data, owner) == before + 1
     history = client.history(owner=owner, run="run_g").entries
     assert [h["id"] for h in history] == [first["commit"]] and history[0]["actor"] == "admin"  # the token's name

@@ -131,7 +131,7 @@ def test_memorize_killed_while_the_model_thinks_is_finished_by_the_next_process(
     with FakeOpenAI() as llm:
         llm.reply_fn = reply
         job, _ = submit_memorize(jobs, "user:ann", "user: 上周三我们去了海边", key="turn-1",
-                                 ts="2026-07-23T10:00:00+08:00", tz="Asia/Shanghai", character="Elaina")
+                                 ts="2026-07-23T10:00:00+08:00", tz="Asia/Shanghai")
         env = {"WIKIMEM_LLM_URL": llm.url}
         first = start_worker(root, "--lease", "30", env=env)
         try:
@@ -158,7 +158,7 @@ def test_memorize_killed_after_its_commit_is_replayed_not_written_twice(owner_ro
     jobs = JobStore.at(root)
     with FakeOpenAI() as llm:
         llm.reply_fn = lambda messages: json.dumps([{"content": "她开始学冲浪了。"}], ensure_ascii=False)
-        job, _ = submit_memorize(jobs, "user:ann", "user: 我开始学冲浪了", character="Elaina")
+        job, _ = submit_memorize(jobs, "user:ann", "user: 我开始学冲浪了")
         env = {"WIKIMEM_LLM_URL": llm.url}
         first = subprocess.Popen([sys.executable, str(WORKER), str(root), "--lease", "30", "--die-after-memorize"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

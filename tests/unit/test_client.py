@@ -22,6 +22,7 @@ from wikimem.client import (
     Client,
     ClientError,
     ConflictError,
+    ForbiddenError,
     InvalidValueError,
     NotFoundError,
     PreconditionFailedError,
@@ -29,7 +30,7 @@ from wikimem.client import (
     ServerError,
     TransportError,
 )
-from wikimem.errors import InvalidName, InvalidValue, NotFound, WikimemError
+from wikimem.errors import InvalidName, InvalidValue, NotFound, NotPermitted, WikimemError
 from wikimem.models import DiaryItem, RecallItem
 from wikimem.recall.index import RetrievalResult, RetrievedItem
 
@@ -270,6 +271,17 @@ def test_not_found_is_a_library_not_found(server, client):
     exc = info.value
     assert isinstance(exc, NotFoundError) and isinstance(exc, ClientError) and isinstance(exc, WikimemError)
     assert str(exc) == "404 not_found: no item 'sea' in 'prefs'"
+
+
+def test_forbidden_is_the_librarys_not_permitted(server, client):
+    """A character's token reaching another character's layer: 403, raised as ``NotPermitted`` (a PermissionError)."""
+    server.script = [err(403, "forbidden", "this token is bound to the character 'kai'")]
+    with pytest.raises(NotPermitted) as info:
+        client.items(character="mira", owner="user:ann")
+    assert isinstance(info.value, ForbiddenError) and isinstance(info.value, PermissionError)
+    assert str(info.value) == "403 forbidden: this token is bound to the character 'kai'"
+    assert server.requests[0]["path"] == "/api/v1/owners/user%3Aann/items?character=mira"
+    assert len(server.requests) == 1  # an answer, not retried
 
 
 def test_conflict_carries_the_conflicts(server, client):

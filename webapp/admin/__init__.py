@@ -8,7 +8,11 @@ each view module registers its routes on it.
 
 from __future__ import annotations
 
+<<<<<<< HEAD
 from . import actions, edits, erasure, history, imports, jobs, owners, prefs, runs, search, staged  # noqa: F401
+=======
+from . import actions, characters, edits, erasure, history, jobs, owners, prefs, runs, search, staged  # noqa: F401  (routes on bp)
+>>>>>>> main
 from .blueprint import bp
 
 __all__ = ["bp"]

@@ -43,8 +43,9 @@ def forget(owner_id: str):
     """Forget one wiki item (``file``, ``name``) or diary entry (``date``, ``time``, ``index``) with its history."""
     principal = require("admin", owner_id)
     validate_owner_id(owner_id)
-    data = json_body({"file", "name", "date", "time", "index", "actor"})
-    target: dict[str, str | int | None] = {k: opt_str(data, k, limit=200) for k in ("file", "name", "date", "time")}
+    data = json_body({"file", "name", "date", "time", "index", "actor", "character"})
+    target: dict[str, str | int | None] = {k: opt_str(data, k, limit=200)
+                                           for k in ("file", "name", "date", "time", "character")}
     target["index"] = opt_int(data, "index", minimum=0, maximum=1000)
     chosen = {k: v for k, v in target.items() if v is not None}
     with act(owner_id, "forget", data, target=chosen) as a:

@@ -27,7 +27,7 @@ from .blueprint import act, bp
 
 __all__ = ["SELECTION_FIELDS"]
 
-SELECTION_FIELDS = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
+SELECTION_FIELDS = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix", "character")
 
 
 def query_of(values: dict) -> RunQuery:

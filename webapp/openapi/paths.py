@@ -23,11 +23,13 @@ from .schema import (
     HDR_IDEM,
     HDR_IF_MATCH,
     HDR_IF_NONE_MATCH,
+    LAYER_DOC,
     NAME,
     NSTR,
     OWNER,
     OWNER_ID_PATTERN,
     POINT,
+    ROOM,
     STAGED,
     TIME,
     UNREACHABLE,
@@ -41,6 +43,9 @@ from .schema import (
     param,
     ref,
 )
+
+# The character's layer a read addresses (none: the shared layer).
+LAYER_Q = param("character", "query", {"type": "string", "maxLength": 64}, description=LAYER_DOC)
 
 
 def all_paths() -> dict[str, dict]:
@@ -105,15 +110,16 @@ def all_paths() -> dict[str, dict]:
                                  "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
                                  "application/x-git-bundle": {"schema": {"type": "string", "format": "binary"}}}},
              "default": ok({})["default"]},
-            params=[param("format", "query", {"type": "string", "enum": ["zip", "tar", "bundle"]})], tag="owners")},
+            params=[param("format", "query", {"type": "string", "enum": ["zip", "tar", "bundle"]}), LAYER_Q],
+            tag="owners")},
         owner + "/files": {"parameters": [OWNER], "get": op("RecallFile names", "read", ok(
-            obj({"files": arr({"type": "string"})}, ["files"])))},
+            obj({"files": arr({"type": "string"})}, ["files"])), params=[LAYER_Q])},
         owner + "/items": {"parameters": [OWNER], "get": op("items, of one file (404 if none) or all", "read", ok(
             obj({"items": arr(ref("Item"))}, ["items"])),
-            params=[param("file", "query", {"type": "string", "maxLength": 128})])},
+            params=[param("file", "query", {"type": "string", "maxLength": 128}), LAYER_Q])},
         item: {
             "parameters": [OWNER, FILE, NAME],
-            "get": op("one item", "read", ok(obj({"item": ref("Item")}, ["item"]), etag=True)),
+            "get": op("one item", "read", ok(obj({"item": ref("Item")}, ["item"]), etag=True), params=[LAYER_Q]),
             "put": op("add or update an item (201 when it is new, 200 when it replaced one; empty content is "
                        "refused with 422; If-None-Match: * adds it only if it does not exist, else 412)", "write", {
                            **ok(committed("item", ref("Item")), "201", "created", etag=True),
@@ -131,12 +137,12 @@ def all_paths() -> dict[str, dict]:
                                                        ["content"])),
             "get": op("diary events of a window of days", "read", ok(entries),
                        params=[param("start", "query", DATE, required=True),
-                               param("end", "query", DATE, required=True)]),
+                               param("end", "query", DATE, required=True), LAYER_Q]),
         },
         owner + "/diary/dates": {"parameters": [OWNER], "get": op("days with a diary file", "read", ok(
-            obj({"dates": arr({"type": "string"})}, ["dates"])))},
+            obj({"dates": arr({"type": "string"})}, ["dates"])), params=[LAYER_Q])},
         owner + "/diary/{day}": {"parameters": [OWNER, param("day", "path", DATE)],
-                                 "get": op("one day's diary events", "read", ok(entries))},
+                                 "get": op("one day's diary events", "read", ok(entries), params=[LAYER_Q])},
         owner + "/batch": {"parameters": [OWNER], "post": op(
             "several writes as one commit", "write",
             ok(obj({"results": arr({"type": "object"}), "commit": NSTR, "replayed": {"type": "boolean"}},
@@ -152,7 +158,17 @@ def all_paths() -> dict[str, dict]:
                         "message": {**NSTR, "maxLength": 200}, **WRITE, **STAGED}, ["ops"]))},
         owner + "/retrieve": {"parameters": [OWNER], "post": op(
             "the memories that belong in the prompt", "read", ok(ref("RetrievalResult")),
-            body=body({"include_staged": {"type": "boolean", "description": "read the owner's staged runs too "
+            body=body({"character": {**NSTR, "maxLength": 64, "description": "recall as this character: its layer, "
+                                      "the shared layer and its profile, ranked as one list (each hit says its layer "
+                                      "and character); default: the character the token is bound to"},
+                        "channel": {**NSTR, "pattern": OWNER_ID_PATTERN,
+                                    "description": "where the answer will be read (dm: a direct chat; another id: "
+                                                   "a group, with others present unless `present` says who)"},
+                        "present": {**ROOM["present"], "nullable": True,
+                                    "description": "who is in the room now (owner ids, char:<character>): what "
+                                                   "was said in a direct chat is left out when anyone else is, "
+                                                   "unless the person's dm_with_others setting allows it"},
+                        "include_staged": {"type": "boolean", "description": "read the owner's staged runs too "
                                            "(each hit then says whether it is staged); default: the token's "
                                            "(WIKIMEM_STAGED_READ_TOKENS), else false; not with as_of"},
                         "query": {"type": "string", "maxLength": MAX_QUERY_CHARS,
@@ -188,11 +204,14 @@ def all_paths() -> dict[str, dict]:
                                                              "0: none (default: WIKIMEM_RECENCY_HALF_LIFE)"}}),
             tag="retrieval")},
         owner + "/memorize": {"parameters": [OWNER], "post": op(
-            "run the configured LLM over a turn and write its diary entries as one run; with "
+            "run the configured LLM over a turn and write its diary entries and facts as one run (as a registered "
+            "character: into its layer, its facts proposed to the shared layer by its shared_writes); with "
             "`Prefer: respond-async`, 202 and a job to poll at its Location (the same Idempotency-Key is "
             "the same job)", "write",
-            {**ok(obj({"entries": arr(ref("DiaryItem")), "run": {"type": "string"}, "commit": NSTR},
-                        ["run"])),
+            {**ok(obj({"entries": arr(ref("DiaryItem")), "facts": arr(ref("Item")),
+                       "writes": arr({"type": "object"}), "dropped": arr({"type": "object"}),
+                       "proposal": {"type": "object", "nullable": True}, "character": NSTR,
+                       "run": {"type": "string"}, "commit": NSTR}, ["run"])),
              "202": {"description": "accepted as a background job (Prefer: respond-async)",
                      "headers": {"Location": {"schema": {"type": "string"}, "description": "/api/v1/jobs/<id>"},
                                  "Preference-Applied": {"schema": {"type": "string"}}},
@@ -200,8 +219,9 @@ def all_paths() -> dict[str, dict]:
             params=[HDR_IDEM, param("Prefer", "header", {"type": "string"},
                                       description="respond-async: answer 202 at once, run as a job")],
             body=body({"turn": {"type": "string", "maxLength": MAX_TURN_CHARS},
-                        "character": {**NSTR, "maxLength": 200},
-                        "prompt": NSTR, "ts": APPEND["ts"], "tz": APPEND["tz"], **WRITE, **STAGED}, ["turn"]),
+                        "prompt": NSTR, "ts": APPEND["ts"], "tz": APPEND["tz"], **WRITE, **STAGED,
+                        "character": {**NSTR, "maxLength": 200, "description": "memorize as this registered "
+                                      "character (404 naming how to register a name that is not one)"}}, ["turn"]),
             tag="memorize")},
         owner + "/diary-tool": {"parameters": [OWNER], "post": op(
             "handle the agent's append_diary tool call (400 carries the message for the agent)", "write",
@@ -251,7 +271,7 @@ def all_paths() -> dict[str, dict]:
                     param("since", "query", TIME), param("until", "query", TIME),
                     param("at", "query", TIME),
                     param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
-                    param("cursor", "query", Q), param("after", "query", Q)], tag="history")},
+                    param("cursor", "query", Q), param("after", "query", Q), LAYER_Q], tag="history")},
         **_operator_paths(),
         **_erasure_paths(owner),
         **_staged_paths(),
@@ -260,12 +280,13 @@ def all_paths() -> dict[str, dict]:
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),
-                      "patch": {"type": "string"}}, ["changes"])), tag="history")},
+                      "patch": {"type": "string"}}, ["changes"])), params=[LAYER_Q], tag="history")},
         owner + "/diff": {"parameters": [OWNER], "get": op(
             "per-item diff between two points", "read",
             ok(obj({"entry": {"nullable": True}, "changes": arr(ref("ItemChange")),
                       "patch": {"type": "string"}}, ["changes"])),
-            params=[param("from", "query", POINT, required=True), param("to", "query", POINT)], tag="history")},
+            params=[param("from", "query", POINT, required=True), param("to", "query", POINT), LAYER_Q],
+            tag="history")},
         owner + "/revert": {"parameters": [OWNER], "post": op(
             "undo one commit, item by item (409 lists conflicts unless forced)", "admin", deepcopy(operation),
             params=[HDR_IDEM], body=point_body("commit", POINT), tag="history")},
@@ -319,7 +340,8 @@ def _probe_paths() -> dict[str, dict]:
 _SELECTION = {"run": {**NSTR, "maxLength": 200}, "actor": {**NSTR, "maxLength": 200},
               "source_conv": {**NSTR, "maxLength": 200}, "action": {**NSTR, "maxLength": 64},
               "since": {**TIME, "nullable": True}, "until": {**TIME, "nullable": True},
-              "owner_prefix": {**NSTR, "maxLength": 128}}
+              "owner_prefix": {**NSTR, "maxLength": 128},
+              "character": {**NSTR, "maxLength": 64, "description": "runs that wrote this character's layer"}}
 _RUNS_DOC = ("Runs of every owner the token reaches (a commit without a run id is a run of its own), newest "
              "last commit first. A run matches the time window when its commits overlap it. The order (last "
              "time, owner, run) is global and the cursor is that key, so a gatherer can ask every host of a "

@@ -10,7 +10,9 @@ the current folder), or a host owner's folder: ``--owner ID`` under ``--data
 ROOT`` (or ``$WIKIMEM_DATA``, or ``./data``), i.e. ``ROOT/owners/<encoded id>``.
 These global options are accepted before or after the command, the same for
 every command (:func:`build_parser`); a command that has an option of the
-same name for itself (``cluster verify --owner``) keeps its own.
+same name for itself (``cluster verify --owner``) keeps its own. ``--character
+ID`` addresses a character's layer of the folder (``characters/ID/``, SPEC
+§11): only the commands marked ``layered=True`` in their defaults take it.
 
 Settings come from :mod:`wikimem.host.config` (the environment, then the
 command's flags): :func:`read_setting` for one of them, :func:`open_host` (and
@@ -29,7 +31,7 @@ from typing import Any
 from wikimem import __version__
 from wikimem.errors import WikimemError
 
-__all__ = ["main", "store_root", "read_setting", "host_config", "open_host", "open_owner", "Parser",
+__all__ = ["main", "store_root", "layer_of", "read_setting", "host_config", "open_host", "open_owner", "Parser",
            "EXIT_OK", "EXIT_NOT_FOUND", "EXIT_ERROR", "GLOBAL_OPTIONS", "is_global_copy"]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -77,6 +79,9 @@ GLOBAL_OPTIONS = (
     (("--store", "-s"), "store", "DIR", "memory folder (default: $WIKIMEM_STORE or the current folder)"),
     (("--owner",), "owner", "ID", "a host owner's memory folder instead, by owner id (e.g. user:xnne)"),
     (("--data",), "data_root", "ROOT", "the host's data root for --owner (default: $WIKIMEM_DATA or ./data)"),
+    (("--character",), "layer", "ID",
+     "a character's layer (characters/ID/) instead of the shared one (ls, show, grep, graph, explain, log, diff); "
+     "runs, bulk-rollback: the runs that wrote it"),
 )
 
 
@@ -124,6 +129,15 @@ def store_root(args: argparse.Namespace) -> Path:
                              f"create it with PUT /api/v1/owners/<id>, or give --data ROOT")
         return root
     return Path(args.store or read_setting("STORE"))
+
+
+def layer_of(args: argparse.Namespace) -> str | None:
+    """The character id ``--character`` names (None: the shared layer); :class:`~wikimem.errors.InvalidName` when
+    it is not one."""
+    from wikimem.naming import validate_character_id
+
+    layer = getattr(args, "layer", None)
+    return validate_character_id(layer) if layer is not None else None
 
 
 def read_setting(key: str) -> Any:
@@ -195,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
+    if getattr(args, "layer", None) is not None and not getattr(args, "layered", False):
+        takers = ", ".join(c.prog.removeprefix("wikimem ") for c in parser.every_command() if c.get_default("layered"))
+        parser.error(f"`wikimem {args.command}` takes no --character (these do: {takers})")
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `wikimem ls | head` (an OSError: before the clause below)

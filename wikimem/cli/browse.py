@@ -5,7 +5,8 @@ FILE [NAME]`` — a RecallFile or one item exactly as the file stores it;
 ``grep PATTERN [-i]`` — ``file:name:line`` for every matching line (a name
 match as ``file:name:## name``; diary entries as ``date:HH:MM:line``);
 ``graph [--format mermaid|json]`` — the wiki-link graph. Exit codes 0 ok,
-1 not found / no match, 2 usage or store error.
+1 not found / no match, 2 usage or store error. ``--character ID`` reads the
+folder's layer ``characters/ID/`` (the plain library's store of it) instead.
 """
 
 from __future__ import annotations
@@ -18,44 +19,50 @@ from wikimem.format import render_wiki
 from wikimem.linkgraph import link_graph
 from wikimem.store import MemoryStore
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, store_root
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, layer_of, store_root
 
 # What makes a folder a memory folder: any of these in it (or nothing at all: an empty one).
 _MARKERS = ("wiki", "diary", ".git", "journal.jsonl")
 
 
 def open_store(args) -> MemoryStore:
-    """The store of the command's memory folder; ``ValueError`` (exit 2) if there is none."""
+    """The store of the command's memory folder, or of its layer ``--character ID``; ``ValueError`` (exit 2) if
+    there is none."""
     root = store_root(args)
+    layer = layer_of(args)
     if not root.is_dir():
         raise ValueError(f"memory folder not found: {root}")
     if not any((root / m).exists() for m in _MARKERS) and any(root.iterdir()):
         shown = "the current folder" if str(root) == "." else str(root)
         raise ValueError(f"{shown} is not a memory folder (it has no wiki/ or diary/); "
                          "give --store DIR (or set WIKIMEM_STORE), or --owner ID --data ROOT for a host owner")
-    return MemoryStore(root)
+    if layer is None:
+        return MemoryStore(root)
+    if not (root / "characters" / layer).is_dir():
+        raise ValueError(f"no layer of the character {layer!r} in {root} (no characters/{layer}/ folder)")
+    return MemoryStore(root).layer(layer)
 
 
 def register(sub) -> None:
     p = sub.add_parser("ls", help="list RecallFiles with their item counts, or the items of one")
     p.add_argument("file", nargs="?")
-    p.set_defaults(handler=cmd_ls)
+    p.set_defaults(handler=cmd_ls, layered=True)
 
     p = sub.add_parser("show", help="print a RecallFile or one item as the file stores it "
                                     "(FILE NAME, FILE/NAME or FILE:NAME)")
     p.add_argument("file")
     p.add_argument("name", nargs="?")
-    p.set_defaults(handler=cmd_show)
+    p.set_defaults(handler=cmd_show, layered=True)
 
     p = sub.add_parser("grep", help="search item names and contents (and the diary) with a regular expression")
     p.add_argument("pattern")
     p.add_argument("-i", "--ignore-case", action="store_true")
-    p.set_defaults(handler=cmd_grep)
+    p.set_defaults(handler=cmd_grep, layered=True)
 
     p = sub.add_parser("graph", help="the wiki-link graph: which item links where, which links dangle")
     p.add_argument("--format", choices=("mermaid", "json"), default="mermaid",
                    help="mermaid (paste into any markdown renderer, the default) or JSON {nodes, edges}")
-    p.set_defaults(handler=cmd_graph)
+    p.set_defaults(handler=cmd_graph, layered=True)
 
 
 def cmd_ls(args) -> int:

@@ -10,6 +10,10 @@ used N / LIMIT``, what was dropped) and the unresolved links; ``no results``
 A host owner (``--owner``) is opened through the configured host and searched
 with the host's recall settings and embedder (``WIKIMEM_TOKENIZER``,
 ``WIKIMEM_DIARY_RECALL`` …), as the API would; the flags given override them.
+``--character ID`` recalls as that character, as the API's retrieve does (its
+layer, the shared layer and its profile ranked as one, each entry marked with
+its layer; the host's recall settings then hold); in a ``--store`` folder it
+searches the layer folder ``characters/ID/`` alone.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import argparse
 
 from wikimem.recall import MemoryIndex, RetrievalResult, RetrievedItem
 
-from . import EXIT_NOT_FOUND, EXIT_OK, open_owner
+from . import EXIT_NOT_FOUND, EXIT_OK, layer_of, open_owner
 from .browse import open_store
 
 
@@ -43,7 +47,7 @@ def register(sub) -> None:
     p.add_argument("--stopwords", action="store_true", default=None,
                    help="drop function words from the query terms "
                         "(a host owner: on unless $WIKIMEM_QUERY_STOPWORDS=off)")
-    p.set_defaults(handler=cmd_explain)
+    p.set_defaults(handler=cmd_explain, layered=True)
 
 
 def _positive_days(text: str) -> float:
@@ -91,11 +95,17 @@ def _index(args) -> MemoryIndex:
 
 
 def cmd_explain(args) -> int:
-    index = _index(args)
-    result = index.retrieve(args.query, limit=args.limit, budget_tokens=args.budget,
-                            expand_links=not args.no_links, explain=True,
-                            time_range=args.time_range, tz=args.tz, diary=args.diary,
-                            recency_half_life=args.recency_half_life)
+    options = {"limit": args.limit, "budget_tokens": args.budget, "expand_links": not args.no_links, "explain": True,
+               "time_range": args.time_range, "tz": args.tz, "diary": args.diary,
+               "recency_half_life": args.recency_half_life}
+    character = layer_of(args)
+    if args.owner and character is not None:  # recall as the character, through the host (its indexes, its settings)
+        if args.jieba is not None or args.stopwords is not None:
+            raise ValueError("--jieba and --stopwords do not go with --character on a host owner: the host's recall "
+                             "settings hold")
+        result = open_owner(args).retrieve(args.query, character=character, **options)
+    else:
+        result = _index(args).retrieve(args.query, **options)
     for line in render(result, args.query):
         print(line)
     return EXIT_OK if result.items else EXIT_NOT_FOUND
@@ -143,7 +153,8 @@ def _time_gate(result: RetrievalResult) -> str:
 
 def _ref(entry: RetrievedItem) -> str:
     tag = "diary " if entry.kind == "diary" else ""
-    return f"{tag}{entry.item.file}:{entry.item.name}"
+    where = "" if entry.layer is None else f"({entry.character if entry.layer == 'character' else entry.layer}) "
+    return f"{where}{tag}{entry.item.file}:{entry.item.name}"
 
 
 def _num(value: float | None) -> str:

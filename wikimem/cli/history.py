@@ -1,10 +1,13 @@
-"""``log``, ``diff``, ``revert``, ``rollback``, ``restore``: the history of a versioned memory folder."""
+"""``log``, ``diff``, ``revert``, ``rollback``, ``restore``: the history of a versioned memory folder.
+
+``log`` and ``diff`` show every layer of the folder (a change in a character's layer is marked ``[ID]``);
+``--character ID`` narrows them to that character's layer (and the commits that touched no item)."""
 
 from __future__ import annotations
 
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, open_owner, owner_with_gate, store_root
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, layer_of, open_owner, owner_with_gate, store_root
 
 
 def open_versioned(args):
@@ -34,13 +37,13 @@ def register(sub) -> None:
     p.add_argument("--since", help="a date (whole UTC day) or an ISO-8601 time")
     p.add_argument("--until", help="a date (whole UTC day) or an ISO-8601 time")
     p.add_argument("-n", "--limit", type=int, default=20)
-    p.set_defaults(handler=cmd_log)
+    p.set_defaults(handler=cmd_log, layered=True)
 
     p = sub.add_parser("diff", help="what a commit changed, or the changes between two points, item by item")
     p.add_argument("commit", help="a commit id/prefix, an ISO-8601 time, or HEAD")
     p.add_argument("to", nargs="?", help="a second point: show FROM..TO instead of one commit")
     p.add_argument("--patch", action="store_true", help="also print the raw unified patch")
-    p.set_defaults(handler=cmd_diff)
+    p.set_defaults(handler=cmd_diff, layered=True)
 
     for name, what, helptext in (("revert", "commit", "undo one commit, item by item, as a new commit"),
                                  ("rollback", "run", "undo every commit of a run as one new commit"),
@@ -59,10 +62,16 @@ def register(sub) -> None:
         p.set_defaults(handler=cmd_undo, op=name, target=what, force=False)
 
 
+def _layers(args) -> tuple[str, ...] | None:
+    """The layers ``log`` and ``diff`` show: ``--character``'s alone, else every one (None)."""
+    layer = layer_of(args)
+    return None if layer is None else (layer,)
+
+
 def _change_line(ch) -> str:
     where = f"{ch.file}/{ch.name}" if ch.kind == "wiki" else f"diary {ch.date} {ch.time}"
     mark = {"added": "+", "removed": "-", "changed": "~"}[ch.status]
-    return f"{mark} {where}"
+    return f"{mark} [{ch.layer}] {where}" if getattr(ch, "layer", None) else f"{mark} {where}"
 
 
 def _print_changes(changes) -> None:
@@ -82,16 +91,18 @@ def cmd_log(args) -> int:
     vs = open_versioned(args)
     page = vs.db.query(file=args.file, item=" ".join(args.item.split()) if args.item else None, run=args.run,
                        actor=args.actor, action=args.action, since=parse_instant(args.since, "--since"),
-                       until=parse_instant(args.until, "--until", end_of_day=True), limit=max(1, args.limit))
+                       until=parse_instant(args.until, "--until", end_of_day=True), limit=max(1, args.limit),
+                       layers=_layers(args))
     for e in page.entries:
-        tags = " ".join(f"{k}={v}" for k, v in (("run", e.run), ("actor", e.actor)) if v)
+        tags = " ".join(f"{k}={v}" for k, v in (("run", e.run), ("actor", e.actor), ("layers", e.layers)) if v)
         print(f"{e.id[:12]}  {e.time}  {e.summary}  [{tags}]")
     return EXIT_OK if page.entries else EXIT_NOT_FOUND
 
 
 def cmd_diff(args) -> int:
     vs = open_versioned(args)
-    result = vs.diff(args.commit, args.to) if args.to else vs.show_commit(args.commit)
+    layers = _layers(args)
+    result = vs.diff(args.commit, args.to, layers) if args.to else vs.show_commit(args.commit, layers)
     if result.entry is not None:
         print(f"commit {result.entry.id}\n{result.entry.time}  {result.entry.actor}  {result.entry.summary}\n")
     _print_changes(result.changes)

@@ -5,7 +5,9 @@ lists the matching runs of every owner (newest first) with the totals;
 ``--by-owner`` counts them per owner instead. ``wikimem index rebuild``
 brings the cross-owner run index up to every owner's history (``--full``:
 from scratch). ``wikimem bulk-rollback`` previews (``--dry-run``) or undoes
-the matching runs, one commit per owner.
+the matching runs, one commit per owner. ``--character ID`` selects the runs
+that wrote that character's layer of a person (``bulk-rollback --character kai``:
+undo Kai's runs across persons).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import secrets
 import sys
 
-from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, open_host
+from . import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, Parser, layer_of, open_host
 
 _FILTERS = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix")
 
@@ -39,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--by-owner", action="store_true", help="count the matching runs per owner")
     p.add_argument("-n", "--limit", type=int, default=50)
     p.add_argument("--cursor", help="the next page's cursor, as printed")
-    p.set_defaults(handler=cmd_runs)
+    p.set_defaults(handler=cmd_runs, layered=True)
 
     p = sub.add_parser("index", help="the cross-owner run index of a data root")
     isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True, parser_class=Parser)
@@ -54,7 +56,7 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="only show each owner's plan")
     p.add_argument("--force", action="store_true", help="also owners whose items changed since (overwrites)")
     p.add_argument("--actor-name", dest="as_actor", default="cli", help="who the commits name as the actor")
-    p.set_defaults(handler=cmd_bulk_rollback)
+    p.set_defaults(handler=cmd_bulk_rollback, layered=True)
 
 
 def _host(args):
@@ -64,7 +66,7 @@ def _host(args):
 def _query(args):
     from wikimem.host import RunQuery
 
-    return RunQuery.parse(**{k: getattr(args, k) for k in _FILTERS})
+    return RunQuery.parse(**{k: getattr(args, k) for k in _FILTERS}, character=layer_of(args))
 
 
 def cmd_runs(args) -> int:
@@ -81,8 +83,9 @@ def cmd_runs(args) -> int:
     page = host.fleet.find_runs(query, limit=args.limit, cursor=args.cursor)
     for r in page.runs:
         mark = f"  rolled back by {r.rolled_back_by[:12]}" if r.rolled_back_by else ""
+        layers = f"  [{','.join(r.characters)}]" if r.characters else ""
         print(f"{r.last}  {r.owner}  {r.run or 'commit ' + r.commit[:12]}  {r.actor or '-'}  "
-              f"{r.commits} commit{'s' if r.commits != 1 else ''}{mark}")
+              f"{r.commits} commit{'s' if r.commits != 1 else ''}{layers}{mark}")
     total = page.total
     print(f"{total['runs']} run(s) of {total['owners']} owner(s), {total['commits']} commit(s)", file=sys.stderr)
     if page.next:

@@ -8,8 +8,9 @@
     context = mem.retrieve("what does she like?", budget_tokens=400)   # a wikimem.RetrievalResult
 
 Method names mirror the library and each calls one operation of the API's OpenAPI document; every call goes
-through the client's :class:`~wikimem.client.session.Session`. Preconditions, retries, idempotency keys, errors
-and connections: docs/explanation/api-client.md.
+through the client's :class:`~wikimem.client.session.Session`. ``character=`` on a memory call addresses that
+character's layer of the person's folder (SPEC §11; without it, the shared layer). Preconditions, retries,
+idempotency keys, errors and connections: docs/explanation/api-client.md.
 """
 
 from __future__ import annotations
@@ -161,46 +162,50 @@ class Client:
         """Delete an owner and all its history (admin)."""
         self._call("DELETE", self._owner_path(owner), write=True, dedup=False)
 
-    def export(self, *, owner: str | None = None, format: str = "zip") -> bytes:
-        """An archive (``zip`` or ``tar``) of the owner's markdown, or (``bundle``) its whole history as a git
-        bundle (``git clone owner.bundle``)."""
-        return self.request("GET", self._owner_path(owner) + "/export", query={"format": format}, raw=True)[0]
+    def export(self, *, owner: str | None = None, format: str = "zip", character: str | None = None) -> bytes:
+        """An archive (``zip`` or ``tar``) of the owner's markdown (``character``: of that layer), or (``bundle``)
+        its whole history as a git bundle (``git clone owner.bundle``)."""
+        return self.request("GET", self._owner_path(owner) + "/export",
+                            query={"format": format, "character": character}, raw=True)[0]
 
     # -- wiki ------------------------------------------------------------------
 
-    def files(self, *, owner: str | None = None) -> list[str]:
-        return self._call("GET", self._owner_path(owner) + "/files")["files"]
+    def files(self, *, owner: str | None = None, character: str | None = None) -> list[str]:
+        return self._call("GET", self._owner_path(owner) + "/files", query={"character": character})["files"]
 
-    def items(self, file: str | None = None, *, owner: str | None = None) -> list[RecallItem]:
-        data = self._call("GET", self._owner_path(owner) + "/items", query={"file": file})
+    def items(self, file: str | None = None, *, owner: str | None = None,
+              character: str | None = None) -> list[RecallItem]:
+        data = self._call("GET", self._owner_path(owner) + "/items", query={"file": file, "character": character})
         return [recall_item(i) for i in data["items"]]
 
-    def fetch(self, file: str, name: str, *, owner: str | None = None) -> Fetched:
+    def fetch(self, file: str, name: str, *, owner: str | None = None, character: str | None = None) -> Fetched:
         """One item with its etag; :class:`NotFoundError` if there is none."""
-        data, headers = self.request("GET", self._item_path(owner, file, name))
+        data, headers = self.request("GET", self._item_path(owner, file, name), query={"character": character})
         return Fetched(recall_item(data["item"]), unquote_etag(headers.get("ETag")))
 
-    def get(self, file: str, name: str, *, owner: str | None = None) -> RecallItem:
+    def get(self, file: str, name: str, *, owner: str | None = None, character: str | None = None) -> RecallItem:
         """One item; :class:`NotFoundError` if there is none (unlike the library's ``None``:
         over HTTP an unknown owner is a 404 too, and must not pass for an empty memory)."""
-        return self.fetch(file, name, owner=owner).item
+        return self.fetch(file, name, owner=owner, character=character).item
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, source_conv: str | None = None,
             ts: str | None = None, run: str | None = None, actor: str | None = None,
-            if_match: str | None = None, if_none_match: bool = False, staged: bool = False) -> Written:
+            if_match: str | None = None, if_none_match: bool = False, staged: bool = False,
+            character: str | None = None) -> Written:
         """Add or update an item; ``if_match`` (an etag or commit id) refuses a lost update with 412,
         ``if_none_match=True`` adds it only if it does not exist yet (else 412, nothing written)."""
         body = self._fields(content=content, source_conv=source_conv, ts=ts, run=run, actor=actor,
-            staged=True if staged else None)
+                            staged=True if staged else None, character=character)
         data, headers = self.request("PUT", self._item_path(owner, file, name), body=body, write=True,
                                      headers=self._precondition(if_match, if_none_match))
         return Written(recall_item(data["item"]), data.get("commit"), bool(data.get("replayed")),
                        unquote_etag(headers.get("ETag")))
 
     def remove(self, file: str, name: str, *, owner: str | None = None, run: str | None = None,
-               actor: str | None = None, if_match: str | None = None, staged: bool = False) -> Written:
+               actor: str | None = None, if_match: str | None = None, staged: bool = False,
+               character: str | None = None) -> Written:
         """Remove an item; :class:`NotFoundError` if there was none."""
-        body = self._fields(run=run, actor=actor, staged=True if staged else None) or None
+        body = self._fields(run=run, actor=actor, staged=True if staged else None, character=character) or None
         data = self._call("DELETE", self._item_path(owner, file, name), body=body, write=True,
                           headers=self._precondition(if_match))
         return Written(bool(data.get("removed")), data.get("commit"), bool(data.get("replayed")))
@@ -210,33 +215,35 @@ class Client:
     def diary_append(self, content: str, *, owner: str | None = None, ts: str | None = None,
                      date: str | None = None, time: str | None = None, tz: str | None = None,
                      source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                     staged: bool = False) -> Written:
+                     staged: bool = False, character: str | None = None) -> Written:
         """Append one diary event (never twice, even when a retry follows a timeout)."""
         body = self._fields(content=content, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None)
+                            run=run, actor=actor, staged=True if staged else None, character=character)
         data = self._call("POST", self._owner_path(owner) + "/diary", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
-    def diary_dates(self, *, owner: str | None = None) -> list[str]:
-        return self._call("GET", self._owner_path(owner) + "/diary/dates")["dates"]
+    def diary_dates(self, *, owner: str | None = None, character: str | None = None) -> list[str]:
+        return self._call("GET", self._owner_path(owner) + "/diary/dates", query={"character": character})["dates"]
 
-    def diary_day(self, date: str, *, owner: str | None = None) -> list[DiaryItem]:
-        data = self._call("GET", f"{self._owner_path(owner)}/diary/{_q(date)}")
+    def diary_day(self, date: str, *, owner: str | None = None, character: str | None = None) -> list[DiaryItem]:
+        data = self._call("GET", f"{self._owner_path(owner)}/diary/{_q(date)}", query={"character": character})
         return [diary_item(e) for e in data["entries"]]
 
-    def diary_window(self, start: str, end: str, *, owner: str | None = None) -> list[DiaryItem]:
+    def diary_window(self, start: str, end: str, *, owner: str | None = None,
+                     character: str | None = None) -> list[DiaryItem]:
         """Entries of the closed interval of local dates ``start``..``end``."""
-        data = self._call("GET", self._owner_path(owner) + "/diary", query={"start": start, "end": end})
+        data = self._call("GET", self._owner_path(owner) + "/diary",
+                          query={"start": start, "end": end, "character": character})
         return [diary_item(e) for e in data["entries"]]
 
     def diary_tool(self, arguments: Any, *, owner: str | None = None, ts: str | None = None,
                    date: str | None = None, time: str | None = None, tz: str | None = None,
                    source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                   staged: bool = False) -> Written:
+                   staged: bool = False, character: str | None = None) -> Written:
         """Handle an ``append_diary`` tool call; a bad call raises :class:`BadRequestError` whose
         ``message`` is written to be returned to the agent."""
         body = self._fields(arguments=arguments, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None)
+                            run=run, actor=actor, staged=True if staged else None, character=character)
         data = self._call("POST", self._owner_path(owner) + "/diary-tool", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -244,10 +251,10 @@ class Client:
 
     def batch(self, ops: Iterable[Mapping[str, Any]], *, owner: str | None = None, run: str | None = None,
               actor: str | None = None, message: str | None = None, source_conv: str | None = None,
-              if_match: str | None = None, staged: bool = False) -> dict[str, Any]:
+              if_match: str | None = None, staged: bool = False, character: str | None = None) -> dict[str, Any]:
         """Several writes as one commit: ``{"results": [...], "commit": ..., "replayed": ...}``."""
         body = self._fields(ops=list(ops), run=run, actor=actor, message=message, source_conv=source_conv,
-            staged=True if staged else None)
+                            staged=True if staged else None, character=character)
         return self._call("POST", self._owner_path(owner) + "/batch", body=body, write=True,
                           headers=self._precondition(if_match))
 
@@ -256,7 +263,9 @@ class Client:
                  budget_tokens: int | None = None, budget_strict: bool = False, expand_links: bool = True,
                  explain: bool = False, time_range: tuple[str, str] | None = None, tz: str | None = None,
                  as_of: str | None = None, diary: str | None = None,
-                 recency_half_life: float | None = None, include_staged: bool | None = None) -> RetrievalResult:
+                 recency_half_life: float | None = None, include_staged: bool | None = None,
+                 character: str | None = None, channel: str | None = None,
+                 present: Iterable[str] | None = None) -> RetrievalResult:
         """``MemoryIndex.retrieve`` on the host.
 
         Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
@@ -268,7 +277,13 @@ class Client:
         entry. ``diary``: ``"window"`` (diary entries only through a time
         window) or ``"all"`` (ranked with the wiki; ``recency_half_life`` in
         days favours recent ones); default: the host's. ``as_of`` (a commit
-        id or ISO time) searches the past.
+        id or ISO time) searches the past. ``character``: recall as that
+        character (its layer, the shared layer and its profile, ranked as one;
+        each entry's ``layer`` and ``character`` say where it comes from);
+        default: the character the token is bound to, if any. ``channel`` and
+        ``present``: where the answer will be read and who is there (owner
+        ids, ``char:<id>``): the host leaves out what may not be recalled
+        there (``excluded`` counts it with ``explain``).
         """
         if (query is None) == (messages is None):
             raise ValueError("give retrieve() either query or messages")
@@ -277,16 +292,19 @@ class Client:
                             budget_strict=True if budget_strict else None, expand_links=expand_links,
                             explain=explain, time_range=list(time_range) if time_range else None, tz=tz,
                             as_of=as_of, diary=diary, recency_half_life=recency_half_life,
-                            include_staged=include_staged)
+                            include_staged=include_staged, character=character, channel=channel,
+                            present=None if present is None else list(present))
         return retrieval_result(self._call("POST", self._owner_path(owner) + "/retrieve", body=body))
 
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,
                  prompt: str | None = None, ts: str | None = None, tz: str | None = None,
                  source_conv: str | None = None, run: str | None = None, actor: str | None = None,
                  staged: bool = False) -> Memorized:
-        """Run the host's LLM over one turn; what it keeps is appended as one run and one commit.
+        """Run the host's LLM over one turn; what it keeps (diary entries and facts) is written as one run.
 
-        The request lasts as long as the model thinks; :meth:`memorize_async` answers at once.
+        ``character``: a registered character's id (default: the token's, else the owner's setting): the diary
+        and facts go to its layer, the facts also to the shared layer by its policy (``proposal``). The request
+        lasts as long as the model thinks; :meth:`memorize_async` answers at once.
         """
         body = self._fields(turn=turn, character=character, prompt=prompt, ts=ts, tz=tz, source_conv=source_conv,
                             run=run, actor=actor, staged=True if staged else None)
@@ -380,8 +398,9 @@ class Client:
     def history(self, *, owner: str | None = None, file: str | None = None, item: str | None = None,
                 run: str | None = None, actor: str | None = None, action: str | None = None,
                 since: str | None = None, until: str | None = None, limit: int = 50, cursor: str | None = None,
-                after: str | None = None, at: str | None = None) -> Page:
-        """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``, …).
+                after: str | None = None, at: str | None = None, character: str | None = None) -> Page:
+        """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``,
+        ``layers``, …) of the shared layer, or of ``character``'s layer.
 
         Filters: ``file``, ``item``, ``run``, ``actor``, ``action`` (``add``,
         ``diary``, ``batch``, ``rollback``, …), ``since`` / ``until`` (a date,
@@ -393,16 +412,19 @@ class Client:
         data = self._call("GET", self._owner_path(owner) + "/history",
                           query={"file": file, "item": item, "run": run, "actor": actor, "action": action,
                                  "since": since, "until": until, "limit": str(limit), "cursor": cursor,
-                                 "after": after, "at": at})
+                                 "after": after, "at": at, "character": character})
         return _page(data, "entries")
 
-    def commit(self, id: str, *, owner: str | None = None) -> dict[str, Any]:
-        """One commit: ``entry``, per-item ``changes`` (before / after) and the text ``patch``."""
-        return self._call("GET", f"{self._owner_path(owner)}/commits/{_q(id)}")
+    def commit(self, id: str, *, owner: str | None = None, character: str | None = None) -> dict[str, Any]:
+        """One commit: ``entry``, per-item ``changes`` (before / after) and the text ``patch`` (of the shared layer,
+        or of ``character``'s)."""
+        return self._call("GET", f"{self._owner_path(owner)}/commits/{_q(id)}", query={"character": character})
 
-    def diff(self, from_: str, to: str = "HEAD", *, owner: str | None = None) -> dict[str, Any]:
-        """Per-item changes between two points (commit ids, ``HEAD~N`` or ISO times)."""
-        return self._call("GET", self._owner_path(owner) + "/diff", query={"from": from_, "to": to})
+    def diff(self, from_: str, to: str = "HEAD", *, owner: str | None = None,
+             character: str | None = None) -> dict[str, Any]:
+        """Per-item changes between two points (commit ids, ``HEAD~N`` or ISO times) in one layer."""
+        return self._call("GET", self._owner_path(owner) + "/diff",
+                          query={"from": from_, "to": to, "character": character})
 
     def _operation(self, route: str, field_name: str, target: str, owner: str | None, **flags: Any) -> Any:
         body = self._fields(**{field_name: target}, **flags)
@@ -438,41 +460,45 @@ class Client:
     def runs(self, *, run: str | None = None, actor: str | None = None, source_conv: str | None = None,
              action: str | None = None, since: str | None = None, until: str | None = None,
              owner_prefix: str | None = None, by: str | None = None, limit: int = 50,
-             cursor: str | None = None) -> Page:
+             cursor: str | None = None, character: str | None = None) -> Page:
         """Runs across the owners the token reaches, newest last commit first (``GET /runs``).
 
         Entries are dicts with ``owner``, ``run``, ``actor``, ``commits``,
         ``first``, ``last``, ``rolled_back_by``, …; ``page.extra`` has
         ``total`` and ``complete``. ``by="owner"``: one entry per owner
         (``owner``, ``runs``, ``commits``) instead. Not limited to the
-        client's ``owner``: narrow with ``owner_prefix``.
+        client's ``owner``: narrow with ``owner_prefix``; ``character``: the
+        runs that wrote that character's layer.
         """
         data = self._call("GET", "/runs", query={
             "run": run, "actor": actor, "source_conv": source_conv, "action": action, "since": since,
-            "until": until, "owner_prefix": owner_prefix, "by": by, "limit": str(limit), "cursor": cursor})
+            "until": until, "owner_prefix": owner_prefix, "by": by, "limit": str(limit), "cursor": cursor,
+            "character": character})
         return _page(data, "owners" if by == "owner" else "runs")
 
     def bulk_rollback(self, *, run: str | None = None, actor: str | None = None, source_conv: str | None = None,
                       action: str | None = None, since: str | None = None, until: str | None = None,
-                      owner_prefix: str | None = None, force: bool = False, key: str | None = None) -> dict[str, Any]:
+                      owner_prefix: str | None = None, force: bool = False, key: str | None = None,
+                      character: str | None = None) -> dict[str, Any]:
         """Roll back every matching run, one commit per owner, as a background job (admin): the job, at
         once; follow it with :meth:`wait_job`. Owners with later edits are skipped (a conflict) unless
-        ``force``. The selection needs more than ``owner_prefix``. ``key`` is the Idempotency-Key (default:
+        ``force``. The selection needs more than ``owner_prefix``; ``character`` selects the runs that wrote that
+        character's layer. ``key`` is the Idempotency-Key (default:
         a new one per call, the same on every retry): the same key is the same job."""
         body = self._fields(run=run, actor=actor, source_conv=source_conv, action=action, since=since, until=until,
-                            owner_prefix=owner_prefix, force=True if force else None)
+                            owner_prefix=owner_prefix, force=True if force else None, character=character)
         return self._call("POST", "/bulk/rollback", body=body, write=True,
                           headers={"Idempotency-Key": key} if key else None)
 
     def preview_bulk_rollback(self, *, run: str | None = None, actor: str | None = None,
                               source_conv: str | None = None, action: str | None = None, since: str | None = None,
                               until: str | None = None, owner_prefix: str | None = None, limit: int | None = None,
-                              cursor: str | None = None) -> dict[str, Any]:
+                              cursor: str | None = None, character: str | None = None) -> dict[str, Any]:
         """What :meth:`bulk_rollback` would do, writing nothing: ``selection``, ``total`` (owners, runs,
         changes, conflicts, …) and a page of ``owners`` (each one's ``changes`` and ``conflicts``; ``next``
         is the ``cursor`` of the following page)."""
         body = self._fields(run=run, actor=actor, source_conv=source_conv, action=action, since=since, until=until,
-                            owner_prefix=owner_prefix, limit=limit, cursor=cursor, preview=True)
+                            owner_prefix=owner_prefix, limit=limit, cursor=cursor, preview=True, character=character)
         return self._call("POST", "/bulk/rollback", body=body)
 
     # -- runs on probation ------------------------------------------------------------

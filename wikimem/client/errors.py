@@ -13,6 +13,7 @@ from wikimem.errors import (
     InvalidName,
     InvalidValue,
     NotFound,
+    NotPermitted,
     PreconditionFailed,
     StoreBusy,
     TooLarge,
@@ -63,8 +64,9 @@ class UnauthorizedError(ClientError):
     """401: no token or an unknown token."""
 
 
-class ForbiddenError(ClientError):
-    """403: the token lacks the scope, or may not reach this owner."""
+class ForbiddenError(ClientError, NotPermitted):
+    """403: the token lacks the scope, may not reach this owner, or (bound to a character) another character's
+    layer; also the library's :class:`~wikimem.errors.NotPermitted` (a ``PermissionError``)."""
 
 
 class NotFoundError(ClientError, NotFound):

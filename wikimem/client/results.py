@@ -49,12 +49,23 @@ class Page:
 
 @dataclass
 class Memorized:
-    """The outcome of :meth:`Client.memorize`; unpacks as ``entries, run, commit``."""
+    """The outcome of :meth:`Client.memorize`; unpacks as ``entries, run, commit``.
+
+    ``facts``: the wiki items the turn kept; ``writes``: each write with its ``layer`` (``shared`` or
+    ``character``) and whether it is ``staged``; ``dropped``: what the model said that could not be written;
+    ``proposal``: the facts proposed to the shared layer (``{"run", "commit", "facts"}``) or None;
+    ``character``: the character it memorized as, or None.
+    """
 
     entries: list[DiaryItem]
     run: str
     commit: str | None
     replayed: bool = False
+    facts: list[RecallItem] = field(default_factory=list)
+    writes: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    proposal: dict[str, Any] | None = None
+    character: str | None = None
 
     def __iter__(self):
         return iter((self.entries, self.run, self.commit))
@@ -63,19 +74,24 @@ class Memorized:
 def memorized(data: Mapping[str, Any]) -> Memorized:
     """A :class:`Memorized` from the JSON of a memorize answer."""
     return Memorized([diary_item(e) for e in data.get("entries") or []], data.get("run", ""),
-                     data.get("commit"), bool(data.get("replayed")))
+                     data.get("commit"), bool(data.get("replayed")),
+                     facts=[recall_item(f) for f in data.get("facts") or []],
+                     writes=list(data.get("writes") or []), dropped=list(data.get("dropped") or []),
+                     proposal=data.get("proposal"), character=data.get("character"))
 
 
 def recall_item(data: Mapping[str, Any]) -> RecallItem:
     """A :class:`~wikimem.RecallItem` from its JSON."""
     return RecallItem(file=data["file"], name=data["name"], content=data["content"], owner=data.get("owner"),
-                      source_conv=data.get("source_conv"), ts=data.get("ts"))
+                      source_conv=data.get("source_conv"), ts=data.get("ts"), channel=data.get("channel"),
+                      present=tuple(data.get("present") or ()))
 
 
 def diary_item(data: Mapping[str, Any]) -> DiaryItem:
     """A :class:`~wikimem.DiaryItem` from its JSON."""
     return DiaryItem(date=data["date"], time=data["time"], content=data["content"], owner=data.get("owner"),
-                     source_conv=data.get("source_conv"), ts=data.get("ts"))
+                     source_conv=data.get("source_conv"), ts=data.get("ts"), channel=data.get("channel"),
+                     present=tuple(data.get("present") or ()))
 
 
 def _retrieved(data: Mapping[str, Any]) -> RetrievedItem:
@@ -83,7 +99,8 @@ def _retrieved(data: Mapping[str, Any]) -> RetrievedItem:
         item=recall_item(data["item"]), source=data["source"], score=data.get("score"),
         bm25_score=data.get("bm25_score"), cos_score=data.get("cos_score"), via=data.get("via"),
         matched_terms=list(data.get("matched_terms") or []), tokens_est=int(data.get("tokens_est") or 0),
-        kind=data.get("kind") or "wiki", via_file=data.get("via_file"),
+        kind=data.get("kind") or "wiki", via_file=data.get("via_file"), staged=data.get("staged"),
+        layer=data.get("layer"), character=data.get("character"),
     )
 
 
@@ -105,4 +122,5 @@ def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
         diary=data.get("diary") or "window",
         vectors=dict(data["vectors"]) if data.get("vectors") is not None else None,
         diary_index=data.get("diary_index"),
+        excluded=dict(data["excluded"]) if data.get("excluded") is not None else None,
     )

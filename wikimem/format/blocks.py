@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from wikimem.errors import InvalidName
 from wikimem.limits import MAX_CONTENT_CHARS, check_length
@@ -19,7 +20,7 @@ HEADING_RE = re.compile(r"##[ \t]+(.*\S)[ \t]*")
 _ESCAPE_RE = re.compile(r"\\*##[ \t]")
 _UNESCAPE_RE = re.compile(r"\\+##[ \t]")
 META_RE = re.compile(r"<!--[ \t]*wikimem:(.*?)-->")
-_META_KEYS = {"owner": "owner", "source": "source_conv", "ts": "ts"}
+_META_KEYS = {"owner": "owner", "source": "source_conv", "ts": "ts", "channel": "channel", "present": "present"}
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Block:
     owner: str | None = None
     source_conv: str | None = None
     ts: str | None = None
+    channel: str | None = None
+    present: tuple[str, ...] = ()
 
 
 def normalize_content(text: str) -> str:
@@ -71,7 +74,7 @@ def _parse_meta(line: str) -> dict | None:
     match = META_RE.fullmatch(line.strip())
     if not match:
         return None
-    fields: dict[str, str | None] = {}
+    fields: dict[str, Any] = {}
     body = match.group(1).strip()
     if not body:
         return fields
@@ -83,7 +86,9 @@ def _parse_meta(line: str) -> dict | None:
         if not sep:
             return None  # "owner xnne": malformed, so the line is content
         attr = _META_KEYS.get(key.strip())
-        if attr is not None:
+        if attr == "present":  # tolerant: a hand-written list keeps what it says, blanks dropped
+            fields[attr] = tuple(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+        elif attr is not None:
             fields[attr] = value.strip() or None
     return fields
 
@@ -128,8 +133,11 @@ def parse_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def render_meta(owner: str | None, source_conv: str | None, ts: str | None) -> str | None:
-    fields = [(k, v) for k, v in (("owner", owner), ("source", source_conv), ("ts", ts)) if v]
+def render_meta(owner: str | None, source_conv: str | None, ts: str | None, channel: str | None = None,
+                present: tuple[str, ...] = ()) -> str | None:
+    pairs = (("owner", owner), ("source", source_conv), ("ts", ts), ("channel", channel),
+             ("present", ",".join(present)))
+    fields = [(k, v) for k, v in pairs if v]
     if not fields:
         return None
     return "<!-- wikimem: " + " | ".join(f"{k}={v}" for k, v in fields) + " -->"
@@ -137,7 +145,7 @@ def render_meta(owner: str | None, source_conv: str | None, ts: str | None) -> s
 
 def _render_block(block: Block) -> str:
     lines = [_escape(line) for line in block.content.split("\n")] if block.content else []
-    meta = render_meta(block.owner, block.source_conv, block.ts)
+    meta = render_meta(block.owner, block.source_conv, block.ts, block.channel, block.present)
     if meta is None and lines and _parse_meta(lines[-1]) is not None:
         meta = "<!-- wikimem: -->"  # protect a content line that looks like metadata
     parts = [f"## {block.heading}", "", "\n".join(lines)]

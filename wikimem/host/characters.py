@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wikimem.errors import InvalidName, InvalidValue, NotFound
+from wikimem.errors import InvalidName, InvalidValue, NotFound, NotPermitted
 from wikimem.format import utc_now
 from wikimem.limits import MAX_CHARACTERS
 from wikimem.naming import MAX_CHARACTER_ID_LEN, validate_character_id
@@ -114,6 +114,16 @@ class Characters:
         found = self._find(character_owner(character))
         if found is None:
             raise NotFound(f"no character {character!r}; {_how_to_register(character)}")
+        return found
+
+    def writable(self, character: str) -> Character:
+        """The character a write into its layer names: registered (else NotFound saying how to register it) and not
+        deleted (else :class:`~wikimem.errors.NotPermitted`: its layers stay readable, it writes no more)."""
+        found = self.get(character)
+        if found.deleted:
+            raise NotPermitted(f"the character {character!r} was deleted: its layers stay readable to operators "
+                               f"until erased, and nothing is written into them any more (register it again: "
+                               f"PUT /api/v1/characters/{character})")
         return found
 
     def shared_writes(self, character: str) -> str:

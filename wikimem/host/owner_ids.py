@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import TypeAlias
 
 from wikimem.errors import InvalidName
+from wikimem.naming import MAX_OWNER_ID_LEN, OWNER_ID_RE
 
 __all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner_id", "decode_owner_id",
            "scope_prefix", "Within", "within_of", "prefixes_of", "reaches", "covers", "scope_prefixes", "scope_text",
@@ -34,10 +35,6 @@ __all__ = ["OWNER_ID_RE", "MAX_OWNER_ID_LEN", "validate_owner_id", "encode_owner
 # ``owner_prefixes``). Jobs keep it in their JSON parameters, where a tuple comes back as a list.
 Within: TypeAlias = str | tuple[str, ...]
 
-MAX_OWNER_ID_LEN = 128
-# The first character is a letter or a digit: ids like "--help", "-rf" or ".x" would read as options or
-# hidden files to every shell tool an operator points at the data root.
-OWNER_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-@")
 _ESCAPE_RE = re.compile(r"_([0-9a-f]{2})")
 # Well under the usual 255-byte limit, leaving room for temp-folder suffixes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from datetime import date as _date
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -19,7 +20,7 @@ from wikimem.format import (
     sort_day,
 )
 from wikimem.models import DiaryItem
-from wikimem.naming import DATE_RE, validate_date, validate_time
+from wikimem.naming import DATE_RE, validate_channel_id, validate_date, validate_present, validate_time
 from wikimem.timeparse import resolve_tz
 
 from .journal import Journal, diary_record
@@ -86,8 +87,11 @@ class Diary(DiaryReader):
         owner: str | None = None,
         source_conv: str | None = None,
         tz: tzinfo | str | None = None,
+        channel: str | None = None,
+        present: Iterable[str] | str | None = None,
     ) -> DiaryItem:
-        """Append one event; the only write there is. Invalid input raises ValueError."""
+        """Append one event; the only write there is. ``channel`` and ``present``: where it was said (``dm`` for a
+        direct chat) and who was there (owner ids, ``char:<character>``). Invalid input raises ValueError."""
         content = clean_content(content)
         if not content:
             raise ValueError("diary content is empty")
@@ -105,13 +109,16 @@ class Diary(DiaryReader):
             owner=clean_meta_value(owner, "owner"),
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=ts,
+            channel=validate_channel_id(channel) if channel is not None else None,
+            present=validate_present(present) if present is not None else (),
         )
         rel = self._prefix + day_path(date)
         with self.writer.unit():
             old, entries = self.writer.parse(rel, lambda data: parse_day(data, date))
             # Sorted stably: the new event lands after every earlier one of its minute.
             entries = sort_day(entries + [entry])
-            record = diary_record(date, time, entry.owner, entry.source_conv)
+            record = diary_record(date, time, entry.owner, entry.source_conv, channel=entry.channel,
+                                  present=entry.present)
             if self.layer is not None:
                 record["layer"] = self.layer
             self.writer.apply({rel: (old, render_day(date, entries))}, record, parsed={rel: entries})

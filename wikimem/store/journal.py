@@ -35,10 +35,11 @@ def wiki_record(action: str, file: str, name: str, owner=None, source_conv=None,
 
 
 def diary_record(date: str, time: str, owner=None, source_conv=None,
-                 detail=None, ts: str | None = None) -> dict:
+                 detail=None, ts: str | None = None, channel: str | None = None, present: tuple[str, ...] = ()) -> dict:
     """The journal line of a diary append."""
     return _record(ts, "diary", {"date": date, "time": time, "owner": owner,
-                                 "source_conv": source_conv, "detail": detail})
+                                 "source_conv": source_conv, "detail": detail, "channel": channel,
+                                 "present": list(present) or None})
 
 
 class Journal:

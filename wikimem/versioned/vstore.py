@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from dulwich.objects import Blob
 
@@ -633,9 +634,10 @@ class VersionedStore:
         return self.main.batch(ctx, message=message, action=action, kind=kind, reverts=reverts)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit on ``main`` (:meth:`Target.add`)."""
-        return self.main.add(file, name, content, owner=owner, ts=ts, ctx=ctx)
+            ctx: WriteContext | None = None, **room: Any) -> Committed:
+        """Add or replace an item as one commit on ``main`` (:meth:`Target.add`; ``room``: its ``channel`` and
+        ``present``)."""
+        return self.main.add(file, name, content, owner=owner, ts=ts, ctx=ctx, **room)
 
     def remove(self, file: str, name: str, *, owner: str | None = None,
                ctx: WriteContext | None = None) -> Committed:
@@ -644,9 +646,10 @@ class VersionedStore:
 
     def diary_append(self, content: str, *, ts: str | None = None, date: str | None = None,
                      time: str | None = None, tz=None, owner: str | None = None,
-                     ctx: WriteContext | None = None) -> Committed:
-        """Append a diary entry as one commit on ``main`` (:meth:`Target.diary_append`)."""
-        return self.main.diary_append(content, ts=ts, date=date, time=time, tz=tz, owner=owner, ctx=ctx)
+                     ctx: WriteContext | None = None, **room: Any) -> Committed:
+        """Append a diary entry as one commit on ``main`` (:meth:`Target.diary_append`; ``room``: its ``channel``
+        and ``present``)."""
+        return self.main.diary_append(content, ts=ts, date=date, time=time, tz=tz, owner=owner, ctx=ctx, **room)
 
     # -- history ---------------------------------------------------------------
 

@@ -28,12 +28,14 @@ log = logging.getLogger(__name__)
 
 INDEX_PATH = Path("index") / "runs.sqlite3"
 UNDO_ACTIONS = ("revert", "rollback")
-SCHEMA_VERSION = 2  # 1: the first wave's runs.sqlite3 (no user_version); 2: owners.host, per-host completeness
+# 1: the first wave's runs.sqlite3 (no user_version); 2: owners.host, per-host completeness; 3: runs.characters
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     owner {text_c} NOT NULL, key TEXT NOT NULL, run TEXT, actor TEXT, source_conv TEXT,
     first BIGINT NOT NULL, last BIGINT NOT NULL, commits INTEGER NOT NULL, changes INTEGER NOT NULL,
-    actions TEXT NOT NULL, head TEXT NOT NULL, seq INTEGER NOT NULL, undone_by TEXT, PRIMARY KEY (owner, key));
+    actions TEXT NOT NULL, head TEXT NOT NULL, seq INTEGER NOT NULL, undone_by TEXT,
+    characters TEXT NOT NULL DEFAULT ',', PRIMARY KEY (owner, key));
 CREATE INDEX IF NOT EXISTS runs_last ON runs (last, owner, seq);
 CREATE INDEX IF NOT EXISTS runs_actor ON runs (actor, last);
 CREATE INDEX IF NOT EXISTS runs_run ON runs (run);
@@ -47,12 +49,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)
 
 # Owners a host gives its per-owner totals for (to a gatherer); beyond, the gathered totals are summed over hosts.
 OWNER_TOTALS_CAP = 20_000
-_ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by"
+_ROW = "owner, key, run, head, actor, source_conv, first, last, commits, changes, actions, seq, undone_by, characters"
 
 
 def _row(r) -> RunRow:
     return RunRow(r[0], r[2], r[4], r[5], iso_instant(r[6]), iso_instant(r[7]), r[8], r[9], r[3],
-                  [a for a in r[10].split(",") if a], r[11], r[12])
+                  [a for a in r[10].split(",") if a], r[11], r[12], [c for c in (r[13] or "").split(",") if c])
 
 
 class RunIndex:
@@ -110,6 +112,8 @@ class RunIndex:
         with db.write(schema=True) as tx:
             if "host" not in db.columns("owners"):
                 tx.execute("ALTER TABLE owners ADD COLUMN host TEXT")
+            if "characters" not in db.columns("runs"):  # (a run indexed before layers wrote the shared one)
+                tx.execute("ALTER TABLE runs ADD COLUMN characters TEXT NOT NULL DEFAULT ','")
             db.set_version(tx, SCHEMA_VERSION)
 
     def start(self, has_owners: bool) -> None:
@@ -278,9 +282,10 @@ class RunIndex:
         key = entry.run or "@" + entry.id
         when = instant_epoch(entry.time)
         action = entry.action or "change"
+        layers = [c for c in (getattr(entry, "layers", None) or "").split(",") if c]
         tx.execute(
-            "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head, seq)"
-            " VALUES (?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT (owner, key) DO UPDATE SET"
+            "INSERT INTO runs (owner, key, run, actor, source_conv, first, last, commits, changes, actions, head, seq,"
+            " characters) VALUES (?,?,?,?,?,?,?,1,?,?,?,?,?) ON CONFLICT (owner, key) DO UPDATE SET"
             " first = CASE WHEN excluded.first < runs.first THEN excluded.first ELSE runs.first END,"
             " last = CASE WHEN excluded.last > runs.last THEN excluded.last ELSE runs.last END,"
             " commits = runs.commits + 1, changes = runs.changes + excluded.changes, head = excluded.head,"
@@ -288,7 +293,10 @@ class RunIndex:
             " actions = CASE WHEN runs.actions LIKE ? ESCAPE '\\' THEN runs.actions"
             " ELSE runs.actions || substr(excluded.actions, 2) END",
             (owner.id, key, entry.run, entry.actor, entry.source_conv, when, when, int(entry.changes or 0),
-             f",{action},", entry.id, seq, contains_pattern(action)))
+             f",{action},", entry.id, seq, "," + "".join(f"{c}," for c in layers), contains_pattern(action)))
+        for character in layers:  # (a run's characters: every layer any of its commits wrote)
+            tx.execute("UPDATE runs SET characters = characters || ? WHERE owner = ? AND key = ? AND characters "
+                       "NOT LIKE ? ESCAPE '\\'", (f"{character},", owner.id, key, contains_pattern(character)))
         if entry.action in UNDO_ACTIONS:
             self._mark(tx, owner, entry.id)
         return seq

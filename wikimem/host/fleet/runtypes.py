@@ -13,6 +13,7 @@ from wikimem.errors import BadRequest, InvalidValue
 from wikimem.format import instant_epoch, iso_instant
 from wikimem.host.instants import parse_instant
 from wikimem.host.owner_ids import Within, scope_prefixes
+from wikimem.naming import validate_character_id
 
 from .paging import encode_cursor
 from .sql import prefix_match
@@ -35,7 +36,8 @@ def _text(value, what: str, limit: int = MAX_FIELD) -> str | None:
 
 @dataclass(frozen=True)
 class RunQuery:
-    """Which runs: by run id, actor, source conversation, action, time window (overlap) and owner-id prefix."""
+    """Which runs: by run id, actor, source conversation, action, time window (overlap), owner-id prefix, and the
+    character whose layer of a person's folder they wrote (``character``)."""
 
     run: str | None = None
     actor: str | None = None
@@ -44,20 +46,24 @@ class RunQuery:
     since: int | None = None  # epoch seconds: runs whose last commit is at or after
     until: int | None = None  # epoch seconds: runs whose first commit is at or before
     owner_prefix: str = ""
+    character: str | None = None
 
     @classmethod
     def parse(cls, *, run=None, actor=None, source_conv=None, action=None, since=None, until=None,
-              owner_prefix=None) -> RunQuery:
-        """A query from request values (strings; times as a date or ISO-8601); a bad one raises :class:`BadRequest`."""
+              owner_prefix=None, character=None) -> RunQuery:
+        """A query from request values (strings; times as a date or ISO-8601); a bad one raises :class:`BadRequest`
+        (a malformed character id :class:`~wikimem.errors.InvalidName`)."""
+        chosen = _text(character, "character", 64)
         return cls(_text(run, "run"), _text(actor, "actor"), _text(source_conv, "source_conv"),
                    _text(action, "action", 64), parse_instant(_text(since, "since", 64), "since"),
                    parse_instant(_text(until, "until", 64), "until", end_of_day=True),
-                   _text(owner_prefix, "owner_prefix", 128) or "")
+                   _text(owner_prefix, "owner_prefix", 128) or "",
+                   validate_character_id(chosen) if chosen is not None else None)
 
     def selective(self) -> bool:
         """Whether anything besides the owner prefix narrows the runs (a bulk action needs it)."""
         return any(v is not None for v in (self.run, self.actor, self.source_conv, self.action, self.since,
-                                           self.until))
+                                           self.until, self.character))
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -78,6 +84,9 @@ class RunQuery:
         if self.action is not None:
             where.append("actions LIKE ? ESCAPE '\\'")
             args.append(contains_pattern(self.action))
+        if self.character is not None:
+            where.append("characters LIKE ? ESCAPE '\\'")
+            args.append(contains_pattern(self.character))
         if self.since is not None:
             where.append("last >= ?")
             args.append(self.since)
@@ -118,6 +127,7 @@ class RunRow(RunSpan):
     actions: list[str]
     seq: int  # where the run's newest commit stands in the owner's history (1 = its first commit)
     rolled_back_by: str | None = None
+    characters: list[str] = field(default_factory=list)  # whose layers of the folder the run wrote
 
 
 @dataclass

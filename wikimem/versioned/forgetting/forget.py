@@ -94,28 +94,36 @@ class Forgetting:
     # -- the target ---------------------------------------------------------------
 
     def resolve(self, kind: str, *, file: str | None = None, name: str | None = None, date: str | None = None,
-                time_: str | None = None, index: int | None = None) -> Target:
-        """The target of a forget request; a diary entry's text read from ``HEAD`` (else from its history)."""
-        from wikimem.naming import sanitize_item_name, validate_date, validate_file, validate_time
+                time_: str | None = None, index: int | None = None, layer: str | None = None) -> Target:
+        """The target of a forget request (in a character's ``layer`` of the folder); a diary entry's text read from
+        ``HEAD`` (else from its history)."""
+        from wikimem.naming import (
+            sanitize_item_name,
+            validate_character_id,
+            validate_date,
+            validate_file,
+            validate_time,
+        )
 
+        layer = validate_character_id(layer) if layer is not None else None
         if kind == "wiki":
-            return Target("wiki", file=validate_file(file or ""), name=sanitize_item_name(name or ""))
+            return Target("wiki", file=validate_file(file or ""), name=sanitize_item_name(name or ""), layer=layer)
         if kind != "diary":
             raise InvalidValue(f"forget: kind must be wiki or diary, got {kind!r}")
         date, time_ = validate_date(date or ""), validate_time(time_ or "")
-        probe = Target("diary", date=date, time=time_)
+        probe = Target("diary", date=date, time=time_, layer=layer)
         head = self.git.head()
         now = probe.blocks(self.git.blob_at(self.git.commit_tree(head), probe.path)) if head else []
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(now):
                 raise InvalidValue(f"forget: diary {date} {time_} has {len(now)} entries now; index must be "
                                    f"from 0 to {len(now) - 1}")
-            return Target("diary", date=date, time=time_, content=now[index])
+            return Target("diary", date=date, time=time_, content=now[index], layer=layer)
         texts = sorted(set(now)) or sorted(Rewriter(self.git, probe).collect(self._order()))
         if len(texts) > 1:
             raise InvalidValue(f"forget: diary {date} {time_} holds {len(texts)} different entries; give the index "
                                "of the one to forget")
-        return Target("diary", date=date, time=time_, content=texts[0] if texts else None)
+        return Target("diary", date=date, time=time_, content=texts[0] if texts else None, layer=layer)
 
     def _refs(self) -> dict[bytes, bytes]:
         refs = self.git.repo.refs
@@ -275,7 +283,7 @@ class Forgetting:
               hints: dict[bytes, list[tuple]] | None = None) -> Forgotten:
         """:meth:`_finish`, then ``done`` with what the prune did."""
         if target is not None and target.kind == "wiki":
-            self._scrub_journal(lambda file, item: file == target.file and item == target.name)
+            self._scrub_journal(lambda file, item: file == target.file_key and item == target.name)
         pruned = self._finish(hints)
         return Forgotten(**{**asdict(done), "pruned": pruned.to_dict()})
 
@@ -326,7 +334,7 @@ class Forgetting:
                 lines.append(line)
                 continue
             if (isinstance(rec, dict) and isinstance(rec.get("file"), str) and isinstance(rec.get("item"), str)
-                    and forgotten(rec["file"], rec["item"])):
+                    and forgotten(f"{rec['layer']}/{rec['file']}" if rec.get("layer") else rec["file"], rec["item"])):
                 rec["item"] = PLACEHOLDER
                 rec.pop("detail", None)
                 line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
@@ -349,10 +357,15 @@ def _hints(touches: dict[str, list[tuple]], rewriter: Rewriter, target: Target) 
         known = touches.get(old.decode())
         if known is None:
             continue
+        def layer_of_touch(t: tuple) -> str | None:
+            return t[5] if len(t) > 5 else None
+
         if target.kind == "wiki":
-            kept = [t for t in known if not (t[0] == "wiki" and t[1] == target.file and t[2] == target.name)]
+            kept = [t for t in known if not (t[0] == "wiki" and t[1] == target.file and t[2] == target.name
+                                             and layer_of_touch(t) == target.layer)]
         elif old in rewriter.wrote:
-            kept = [t for t in known if not (t[0] == "diary" and t[3] == target.date and t[4] == target.time)]
+            kept = [t for t in known if not (t[0] == "diary" and t[3] == target.date and t[4] == target.time
+                                             and layer_of_touch(t) == target.layer)]
         else:
             kept = list(known)
         out[new] = kept

@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
-from wikimem.format import DIARY_DIR, WIKI_DIR, parse_blocks, parse_day, parse_wiki, render_day, render_wiki
+from wikimem.format import (
+    DIARY_DIR,
+    WIKI_DIR,
+    layer_prefix,
+    parse_blocks,
+    parse_day,
+    parse_wiki,
+    render_day,
+    render_wiki,
+)
 
 from ..messages import clean_value, parse_trailers, printable
 from ..objects import GitRepo, oid, parents_first
@@ -53,14 +62,22 @@ class Target:
     date: str | None = None
     time: str | None = None
     content: str | None = None  # diary: the entry's text (every entry of that minute with it goes)
+    layer: str | None = None  # a character's layer of the folder (None: the shared one)
 
     @property
     def path(self) -> str:
-        return f"{WIKI_DIR}/{self.file}.md" if self.kind == "wiki" else f"{DIARY_DIR}/{self.date}.md"
+        inner = f"{WIKI_DIR}/{self.file}.md" if self.kind == "wiki" else f"{DIARY_DIR}/{self.date}.md"
+        return layer_prefix(self.layer) + inner
 
     def where(self) -> str:
-        """What a marker may say of it: the file (never the item's name) or the day and minute."""
-        return f"wiki item in {self.file}" if self.kind == "wiki" else f"diary entry {self.date} {self.time}"
+        """What a marker may say of it: the file (never the item's name) or the day and minute, and its layer."""
+        where = f"wiki item in {self.file}" if self.kind == "wiki" else f"diary entry {self.date} {self.time}"
+        return where + (f" of {self.layer}'s layer" if self.layer else "")
+
+    @property
+    def file_key(self) -> str | None:
+        """The file as a marker names it: ``preferences``, or ``kai/preferences`` in a character's layer."""
+        return f"{self.layer}/{self.file}" if self.layer and self.file else self.file
 
     def blocks(self, data: bytes | None) -> list[str]:
         """The texts of the target's blocks in one version of its file (hidden duplicates too)."""
@@ -164,31 +181,41 @@ class Rewriter:
     def _tree(self, root_id: bytes) -> bytes:
         if root_id in self._trees:
             return self._trees[root_id] or root_id
-        folder, _, name = self.target.path.partition("/")
-        root = self.git.tree(root_id)
-        new_root: bytes | None = None
-        if folder.encode() in root:
-            mode, sub_id = root[folder.encode()]
-            sub = self.git.tree(sub_id)
-            if mode == _DIR_MODE and name.encode() in sub:
-                fmode, blob = sub[name.encode()]
-                new_blob = self._blob(blob)
-                if new_blob != blob:
-                    new_sub = _copy(sub)
-                    if new_blob is None:
-                        del new_sub[name.encode()]
-                    else:
-                        new_sub.add(name.encode(), fmode, oid(new_blob))
-                    top = _copy(root)
-                    if new_sub.items():
-                        self._new[new_sub.id] = new_sub
-                        top.add(folder.encode(), _DIR_MODE, new_sub.id)
-                    else:
-                        del top[folder.encode()]
-                    self._new[top.id] = top
-                    new_root = top.id
-        self._trees[root_id] = new_root
-        return new_root or root_id
+        changed, new = self._rewrite(root_id, self.target.path.split("/"))
+        if changed and new is None:  # the root itself became empty: it is still a tree
+            empty = Tree()
+            self._new[empty.id] = empty
+            new = empty.id
+        self._trees[root_id] = new if changed else None
+        return new if changed and new is not None else root_id
+
+    def _rewrite(self, tree_id: bytes, parts: list[str]) -> tuple[bool, bytes | None]:
+        """The tree ``tree_id`` with the target's file rewritten below it along ``parts``: ``(changed, new tree id
+        or None when it became empty)``."""
+        tree = self.git.tree(tree_id)
+        key = parts[0].encode()
+        if key not in tree:
+            return False, tree_id
+        mode, sha = tree[key]
+        if len(parts) == 1:
+            new = self._blob(sha)
+            if new == sha:
+                return False, tree_id
+        elif mode != _DIR_MODE:
+            return False, tree_id
+        else:
+            changed, new = self._rewrite(sha, parts[1:])
+            if not changed:
+                return False, tree_id
+        out = _copy(tree)
+        if new is None:
+            del out[key]
+        else:
+            out.add(key, mode, oid(new))
+        if not out.items():
+            return True, None
+        self._new[out.id] = out
+        return True, out.id
 
     def run(self, order: list[bytes]) -> dict[bytes, bytes]:
         """Rewrite the commits ``order`` (parents first); ``{old: new}`` of every commit."""
@@ -316,11 +343,13 @@ def marker_message(target: Target, *, rewritten: int, versions: int, old_head: s
              "tree or blob of this history.", "",
              f"Wikimem-Action: {FORGET_ACTION}"]
     if target.kind == "wiki":
-        lines += [f"Wikimem-File: {target.file}", f"Wikimem-Forgot: wiki {target.file} "
+        lines += [f"Wikimem-File: {target.file}", f"Wikimem-Forgot: wiki {target.file_key} "
                                                    f"{name_digest(target.name or '', salt)}"]
     else:
         lines += [f"Wikimem-Date: {target.date}", f"Wikimem-Time: {target.time}",
                   f"Wikimem-Forgot: diary {target.date} {target.time}"]
+    if target.layer:
+        lines.append(f"Wikimem-Layer: {target.layer}")
     lines.append(f"Wikimem-Rewrote: {old_head}")
     lines.append(f"Wikimem-Rewritten: {rewritten} commits, {versions} versions")
     lines.append(f"Wikimem-Actor: {clean_value(actor) or 'operator'}")

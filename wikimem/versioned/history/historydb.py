@@ -33,7 +33,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, parents TEXT NOT NULL, time INTEGER NOT NULL,
     actor TEXT, run TEXT, action TEXT, file TEXT, item TEXT, date TEXT, tod TEXT, owner TEXT,
-    source_conv TEXT, summary TEXT, changes INTEGER NOT NULL, idem TEXT);
+    source_conv TEXT, summary TEXT, changes INTEGER NOT NULL, idem TEXT, layers TEXT);
 CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, name TEXT, date TEXT, time TEXT,
     layer TEXT);
 CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
@@ -67,6 +67,8 @@ class HistoryEntry:
     source_conv: str | None
     summary: str
     changes: int
+    # The characters' layers the commit touched (``characters/<id>/``), comma-separated; None: only the shared one.
+    layers: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,7 +84,8 @@ class HistoryPage:
         return {"entries": [e.to_dict() for e in self.entries], "next": self.next}
 
 
-_COLUMNS = "id, parents, time, actor, run, action, file, item, date, tod, owner, source_conv, summary, changes"
+_COLUMNS = ("id, parents, time, actor, run, action, file, item, date, tod, owner, source_conv, summary, changes, "
+            "layers")
 
 
 @dataclass
@@ -99,7 +102,7 @@ class CommitDiff:
 
 def _entry(row) -> HistoryEntry:
     return HistoryEntry(row[0], json.loads(row[1]), iso(row[2]), row[3], row[4], row[5], row[6], row[7], row[8],
-                        row[9], row[10], row[11], row[12], row[13])
+                        row[9], row[10], row[11], row[12], row[13], row[14])
 
 
 class HistoryDB:
@@ -156,6 +159,8 @@ class HistoryDB:
             conn.execute("ALTER TABLE idem ADD COLUMN request TEXT")
         if "layer" not in {row[1] for row in conn.execute("PRAGMA table_info(touches)")}:
             conn.execute("ALTER TABLE touches ADD COLUMN layer TEXT")  # (made before layers: every touch is shared)
+        if "layers" not in {row[1] for row in conn.execute("PRAGMA table_info(commits)")}:
+            conn.execute("ALTER TABLE commits ADD COLUMN layers TEXT")
         conn.execute("SELECT count(*) FROM commits").fetchone()
         if new:  # the schema's pages into the file at once: a new owner's WAL starts small
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -245,13 +250,14 @@ class HistoryDB:
             touches = self._touches(commit)
         actor = trailers.get("Actor") or commit.author.decode("utf-8", "replace").split(" <")[0]
         action = trailers.get("Action") or ("external-edit" if not trailers else None)
+        layers = ",".join(sorted({t[5] for t in touches if len(t) > 5 and t[5]})) or None
         cur = db.execute(
             "INSERT OR IGNORE INTO commits (id, parents, time, actor, run, action, file, item, date, tod, owner,"
-            " source_conv, summary, changes, idem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " source_conv, summary, changes, idem, layers) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (cid.decode(), json.dumps([p.decode() for p in commit.parents]), commit.commit_time, actor,
              trailers.get("Run"), action, trailers.get("File"), trailers.get("Item"), trailers.get("Date"),
              trailers.get("Time"), trailers.get("Owner"), trailers.get("Source-Conv"), summary, len(touches),
-             trailers.get("Idempotency-Key")))
+             trailers.get("Idempotency-Key"), layers))
         if cur.rowcount == 0:
             return
         seq = cur.lastrowid

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from wikimem.errors import InvalidValue, NotFound, RemoteMoved, RemoteUnavailable, StoreBusy
 from wikimem.host.owner_ids import Within, covers, encode_owner_id, scope_text, validate_owner_id, within_json
+from wikimem.naming import validate_character_id
 
 from ..jobtypes import RetryLater, Step
 from .register import DEFAULT_RECEIPT_RETENTION, ErasureRegister, erase_jobs, erase_rows, redact_job, scrub_jobs, vacuum
@@ -41,7 +42,14 @@ def _iso(t: float | None) -> str | None:
 
 
 def parse_target(data: dict[str, Any]) -> dict[str, Any]:
-    """A forget target from a request: ``{file, name}`` (a wiki item) or ``{date, time, index?}`` (a diary entry)."""
+    """A forget target from a request: ``{file, name}`` (a wiki item) or ``{date, time, index?}`` (a diary entry),
+    with ``character`` in that character's layer."""
+    layer = data.get("character")
+    found = _parse_target(data)
+    return {**found, "character": validate_character_id(layer)} if layer is not None else found
+
+
+def _parse_target(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("file") is not None or data.get("name") is not None:
         if data.get("date") is not None or data.get("time") is not None:
             raise InvalidValue("forget: give file and name (an item), or date and time (a diary entry), not both")
@@ -58,9 +66,10 @@ def parse_target(data: dict[str, Any]) -> dict[str, Any]:
 
 def _described(target: dict[str, Any]) -> dict[str, Any]:
     """What a job and a receipt may keep of a target: the file (or day and minute), never an item's name."""
+    layer = {"character": target["character"]} if target.get("character") else {}
     if target["kind"] == "wiki":
-        return {"kind": "wiki", "file": target["file"]}
-    return {"kind": "diary", "date": target["date"], "time": target["time"]}
+        return {"kind": "wiki", "file": target["file"], **layer}
+    return {"kind": "diary", "date": target["date"], "time": target["time"], **layer}
 
 
 class Erasure:
@@ -281,6 +290,7 @@ class Erasure:
         self.register.begin(digest, FORGET, actor)
         where = ({"file": target["file"], "name": target["name"]} if target["kind"] == "wiki" else
                  {"date": target["date"], "time_": target["time"], "index": target.get("index")})
+        where["layer"] = target.get("character")
 
         def before(texts: set[str], runs: set[str]) -> None:
             from wikimem.versioned import PLACEHOLDER
