@@ -177,12 +177,12 @@ def keep_transcript(person: Owner, character: str, chat: Chat, tz: tzinfo, ctx: 
 def roll_back(person: Owner, run: str, ctx: WriteContext) -> dict[str, Any]:
     """Undo an import's run on ``person``: its commits on main rolled back (one commit), its proposal to the
     shared layer (the run's staged branch) discarded."""
+    discarded = None  # (first, under its own reason: the rollback below then finds nothing left to withdraw)
+    if any(s.run == run for s in person.staged_runs()):
+        discarded = person.discard_staged(run, ctx=ctx, reason="import rolled back").commit
     commit = None
     if person.history(run=run, limit=1, layers=None).entries and not person.review.run_rolled_back_by(run):
         commit = person.undo("rollback", run, ctx=ctx).commit
-    discarded = None
-    if any(s.run == run for s in person.staged_runs()):
-        discarded = person.discard_staged(run, ctx=ctx, reason="import rolled back").commit
     if commit is None and discarded is None:
         raise NotFound(f"run {run!r} wrote nothing on {person.id} (or was undone already)")
     return {"run": run, "commit": commit, "discarded": discarded}
