@@ -226,7 +226,8 @@ def test_the_readme_tour_recalls_as_each_character(tmp_path):
         (elaina, elaina_status), (lumi, lumi_status) = run_sh(doc_block("readme-characters"), tmp_path, host.base)
     assert elaina_status == lumi_status == 200
     told = [i for i in elaina["items"] if "拉花比赛" in i["item"]["content"]]
-    assert told and (told[0]["layer"], told[0]["character"], told[0]["item"]["channel"]) == ("character", "elaina", "dm")
+    hit = told[0] if told else {"layer": None, "character": None, "item": {"channel": None}}
+    assert (hit["layer"], hit["character"], hit["item"]["channel"]) == ("character", "elaina", "dm"), elaina
     assert not any("拉花比赛" in i["item"]["content"] for i in lumi["items"]), lumi  # never another character's
 
 

@@ -80,7 +80,8 @@ def _xnne(host) -> None:
                         source_conv="conv_106")
     # told Elaina alone: her own layer, which no other character recalls
     owner.diary_append("私下告诉 Elaina：在偷偷准备咖啡拉花比赛，还没告诉妹妹。", date="2026-07-24", time="22:10",
-                       ctx=_by("Elaina", "conv_107"), character="elaina", channel="dm", present=["user:xnne", "char:elaina"])
+                       ctx=_by("Elaina", "conv_107"), character="elaina", channel="dm",
+                       present=["user:xnne", "char:elaina"])
 
 
 def _lumi(host) -> None:
