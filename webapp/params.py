@@ -19,10 +19,11 @@ from flask import request
 
 from wikimem.errors import InvalidValue
 from wikimem.host import Ask, BadRequest
+from wikimem.naming import validate_channel_id, validate_present
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
-           "ask_of", "WRITE_FIELDS"]
+           "ask_of", "opt_room", "WRITE_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
@@ -121,6 +122,22 @@ def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:
     if not isinstance(value, list) or len(value) != length or not all(isinstance(v, str) for v in value):
         raise BadRequest(f"{key} must be a list of {length} strings")
     return value
+
+
+def opt_room(data: dict) -> dict[str, Any]:
+    """A body's ``channel`` (a string) and ``present`` (a list of strings) as keyword arguments, when given; the
+    ids are the library's to judge (:func:`wikimem.naming.validate_channel_id`, ``validate_present``: 422)."""
+    out: dict[str, Any] = {}
+    channel, present = data.get("channel"), data.get("present")
+    if channel is not None:
+        if not isinstance(channel, str):
+            raise BadRequest("channel must be a string: a channel id, or dm for a direct chat")
+        out["channel"] = validate_channel_id(channel)
+    if present is not None:
+        if not isinstance(present, list) or not all(isinstance(one, str) for one in present):
+            raise BadRequest("present must be a list of ids (owner ids, char:<character>)")
+        out["present"] = validate_present(present)
+    return out
 
 
 def query_str(name: str, *, limit: int = MAX_FIELD_CHARS) -> str | None:

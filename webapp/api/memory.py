@@ -13,6 +13,7 @@ from webapp.params import (
     opt_bool,
     opt_int,
     opt_number,
+    opt_room,
     opt_str,
     opt_str_list,
     point,
@@ -125,7 +126,8 @@ def batch(owner_id: str):
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character",
+             "channel", "present"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -144,6 +146,7 @@ def retrieve(owner_id: str):
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
         include_staged=as_of is None and include_staged(data), character=recall_as(data),
+        **opt_room(data),
     )
     return jsonify(result.to_dict())
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from wikimem.limits import MAX_CONTENT_CHARS
+from wikimem.naming import MAX_PRESENT
 
 OWNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
@@ -14,6 +15,11 @@ NSTR = {"type": "string", "nullable": True}
 UNREACHABLE = {"type": "array", "items": {"type": "string"},
                 "description": "peers of a cluster that did not answer: the page lacks their owners"}
 CONTENT = {"type": "string", "maxLength": MAX_CONTENT_CHARS}
+# Where an entry was said and who was there (SPEC §11, "Channels"): on entries that say so.
+ROOM = {"channel": {**NSTR, "pattern": OWNER_ID_PATTERN, "description": "where it was said: a channel id "
+                    "(validated like an owner id); dm = a direct chat"},
+        "present": {"type": "array", "maxItems": MAX_PRESENT, "items": {"type": "string", "pattern": OWNER_ID_PATTERN},
+                    "description": "who was there: persons' owner ids and char:<character>"}}
 
 
 def ref(name: str) -> dict:
@@ -58,9 +64,9 @@ SCHEMAS: dict[str, dict] = {
                                   "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
-                  "owner": NSTR, "source_conv": NSTR, "ts": NSTR}, ["file", "name", "content"]),
+                  "owner": NSTR, "source_conv": NSTR, "ts": NSTR, **ROOM}, ["file", "name", "content"]),
     "DiaryItem": obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
-                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR}, ["date", "time", "content"]),
+                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR, **ROOM}, ["date", "time", "content"]),
     "OwnerStats": obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": NSTR, "head": NSTR,
                         "vectors": obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
@@ -107,6 +113,9 @@ SCHEMAS: dict[str, dict] = {
     "Settings": obj({"tz": {**NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
                       "character": {**NSTR, "description": "memorize's character when a request names none"},
+                      "dm_with_others": {"type": "boolean", "nullable": True,
+                                         "description": "true: what this person said in a direct chat may be "
+                                                        "recalled when others are in the room (default false)"},
                       "definition": {"type": "object", "description": "only on a character's own owner "
                                      "(char:<id>): its definition, written by the registry (/characters)"}},
                      ["tz", "character"]),
@@ -142,6 +151,10 @@ SCHEMAS: dict[str, dict] = {
                                            "description": "a window of separate days (last Friday asked on a "
                                                           "Sunday): those days only; time_range spans them"},
                              "query_terms": arr({"type": "string"}),
+                             "excluded": {"type": "object", "additionalProperties": {"type": "integer"},
+                                          "description": "with explain, in a room (channel, present or "
+                                                         "character): how many entries the room left out, by "
+                                                         "reason (direct_chat, not_present); never their text"},
                              "diary": {"type": "string", "enum": ["window", "all"],
                                        "description": "present when the diary was ranked with the wiki (all)"},
                              "vectors": obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
