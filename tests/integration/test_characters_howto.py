@@ -122,6 +122,8 @@ def test_the_characters_guide_runs_as_written(tmp_path, host):
     assert re.search(r"(?m)^preferences\s+1$", cli) and "(kai) preferences:order" in cli  # ls, explain as kai
     assert "memorize 1 diary entry, 1 fact in kai  [run=kai-turn-1" in cli  # log
     assert re.search(r"user:ann\s+kai-turn-1\s+admin\s+3 commits\s+\[kai\]\s+rolled back by", cli)  # runs
+    assert re.search(r"(?m)^run_\w+\tkai-bot\t1 owner\(s\)", cli)  # staged: the proposal of Kai's token
+    assert "user:ann: 1 change(s), 0 conflict(s)" in cli  # bulk-rollback --dry-run: Kai's item of the write step
 
 
 def test_the_folder_layout_of_the_explanation_is_what_the_host_writes(tmp_path, host):
