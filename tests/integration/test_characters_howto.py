@@ -1,4 +1,4 @@
-"""docs/guides/characters.md, docs/explanation/characters.md and docs/readme-characters-snippet.md, run as written.
+"""docs/guides/characters.md, docs/explanation/characters.md and the README tour's characters step, run as written.
 
 The guide's ``sh`` blocks run in bash (real curl, real jq, the real ``wikimem`` command), one after the other in a
 reader's order, against gunicorn serving a data root whose chat model is a stand-in server on 127.0.0.1 (memorize

@@ -220,17 +220,6 @@ def test_the_readme_tour_recalls_the_demo_with_curl(tmp_path):
     assert any("海边" in i["item"]["content"] for i in body["items"])
 
 
-@NEEDS_SHELL
-def test_the_readme_tour_recalls_as_each_character(tmp_path):
-    with DevServer(tmp_path) as host:
-        (elaina, elaina_status), (lumi, lumi_status) = run_sh(doc_block("readme-characters"), tmp_path, host.base)
-    assert elaina_status == lumi_status == 200
-    told = [i for i in elaina["items"] if "拉花比赛" in i["item"]["content"]]
-    hit = told[0] if told else {"layer": None, "character": None, "item": {"channel": None}}
-    assert (hit["layer"], hit["character"], hit["item"]["channel"]) == ("character", "elaina", "dm"), elaina
-    assert not any("拉花比赛" in i["item"]["content"] for i in lumi["items"]), lumi  # never another character's
-
-
 def fake_llm(llm: FakeOpenAI) -> FakeOpenAI:
     """A chat model that keeps the user's words of the turn as one diary entry."""
     llm.reply_fn = lambda messages: json.dumps([{"content": messages[-1]["content"].split(": ", 1)[1]}],
