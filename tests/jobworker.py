@@ -15,6 +15,7 @@ Opens the data root's job store and runs, until killed:
   over ``DATA_ROOT`` with the chat endpoint ``WIKIMEM_LLM_URL``; with
   ``--die-after-memorize`` the process SIGKILLs itself after the first
   memorize step returned (its commit made, the step not marked done);
+- ``import-chat`` steps (a chat memorized turn by turn): the host's real handler, with the same endpoint;
 - ``channel-memorize`` steps: the host's real handler (:func:`channel_handler`);
   with ``--die-after-folder`` the process SIGKILLs itself right after the
   group turn's first folder was written (the others not yet, the step not
@@ -91,6 +92,9 @@ def main() -> None:
             return result
 
         runner.register("memorize", memorize_then_maybe_die)
+        from wikimem.host.imports import chat_handler
+
+        runner.register("import-chat", chat_handler(host.owners.owner, lambda: runner.store))
         runner.register("channel-memorize", channel_handler(host))
         if args.die_after_folder:
             die_after_first_folder(args.root)

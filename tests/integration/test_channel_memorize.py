@@ -335,7 +335,7 @@ def test_a_finished_jobs_conversation_is_dropped_after_a_while(group, llm):
         store = get_host().jobs
         assert store.forget_turns(now=time.time() + 3600) == 1
         (params,) = [json.loads(p) for (p,) in store.db.rows("SELECT params FROM steps")]
-    assert "messages" not in params and "reply" not in params and params["turn_dropped"] is True
+    assert "messages" not in params and "reply" not in params and params["messages_dropped"] is True
 
 
 # -- a worker killed mid-job ----------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from typing import Any
 
 import wikimem
 
+from .imports import IMPORT_EXAMPLES, IMPORT_IDS
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -68,6 +70,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("delete", "/characters/{character}"): "delete_character",
     ("post", "/channels/{channel}/memorize"): "channel_memorize",
     ("post", "/channels/{channel}/context"): "channel_context",
+    **IMPORT_IDS,
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -368,4 +371,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     **_STAGED_EXAMPLES,
     **_CHARACTER_EXAMPLES,
     **_CHANNEL_EXAMPLES,
+    **IMPORT_EXAMPLES,
 }

@@ -15,6 +15,7 @@ from wikimem.limits import (
 )
 
 from .channels import channel_paths
+from .imports import import_paths
 from .schema import (
     APPEND,
     CONTENT,
@@ -278,6 +279,7 @@ def all_paths() -> dict[str, dict]:
         **_staged_paths(),
         **_character_paths(),
         **channel_paths(),
+        **import_paths(owner),
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),

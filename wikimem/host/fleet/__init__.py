@@ -24,6 +24,7 @@ from .channeljob import CHANNEL_MEMORIZE, channel_handler, submit_channel_memori
 from .erasure import ERASE, FORGET, Erasure, copy_time, erase_jobs, erase_rows, parse_target
 from .jobs import JobStore, validate_job_id
 from .jobtypes import (
+    IMPORT_CHAT,
     JOB_STATES,
     JOBS_FILE,
     MEMORIZE,
@@ -58,7 +59,7 @@ from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex
 
 __all__ = [
-    "MEMORIZE", "CHANNEL_MEMORIZE", "channel_handler", "submit_channel_memorize",
+    "MEMORIZE", "CHANNEL_MEMORIZE", "channel_handler", "submit_channel_memorize", "IMPORT_CHAT",
     "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
     "erase_jobs", "erase_rows", "set_pool_size",
     "RunIndex",

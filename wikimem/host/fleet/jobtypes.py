@@ -13,17 +13,19 @@ from typing import Any, overload
 from wikimem.errors import WikimemError
 
 __all__ = ["Job", "JobQuery", "JobPage", "Step", "RetryLater", "Handler", "Limits", "error_of", "iso",
-           "JOBS_FILE", "MEMORIZE", "CHANNEL_MEMORIZE", "RAW_TEXT", "JOB_STATES", "UNFINISHED", "JOB_ID_RE",
-           "MAX_STEPS", "MAX_KEY",
+           "JOBS_FILE", "MEMORIZE", "IMPORT_CHAT", "CHANNEL_MEMORIZE", "TURN_FIELDS", "JOB_STATES", "UNFINISHED",
+           "JOB_ID_RE", "MAX_STEPS", "MAX_KEY",
            "DEFAULT_RETENTION", "DEFAULT_PER_TENANT", "DEFAULT_PER_OWNER", "DEFAULT_MAX_BYTES", "DEFAULT_TURN_KEEP"]
 
 log = logging.getLogger("wikimem.host.fleet.jobs")
 
 JOBS_FILE = "jobs.sqlite3"
 MEMORIZE = "memorize"  # the kind of a memorize job (memorizejob.py); the store drops its turns after a while
+IMPORT_CHAT = "import-chat"  # a chat memorized turn by turn as one run (wikimem/host/imports/); its turns dropped too
 CHANNEL_MEMORIZE = "channel-memorize"  # a group turn (channeljob.py): its messages and the model's answer dropped too
-# What a finished step of these kinds keeps of the conversation (dropped after Limits.turn_keep), by kind.
-RAW_TEXT = {MEMORIZE: ("turn",), CHANNEL_MEMORIZE: ("messages", "reply")}
+# The step fields holding what persons said (and what the model made of it), per kind: dropped after
+# Limits.turn_keep, the first naming the mark left (``<field>_dropped``).
+TURN_FIELDS = {MEMORIZE: ("turn",), IMPORT_CHAT: ("turns",), CHANNEL_MEMORIZE: ("messages", "reply")}
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 UNFINISHED = ("queued", "running")  # a process that looks at such a job helps run it
 JOB_ID_RE = re.compile(r"job_\d{8}T\d{6}Z_[0-9a-f]{12}")
