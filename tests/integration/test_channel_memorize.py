@@ -395,3 +395,23 @@ def test_a_group_turn_job_killed_between_two_folders_is_finished_by_the_next_pro
         assert sum("memorize" in s for s in _git_subjects(data, person)) == 1, _git_subjects(data, person)
         (entry,) = MemoryStore(folder(data, person) / "characters" / "kai").diary.day(DAY)
         assert (entry.content, entry.channel) == (event, "g1")
+
+
+# -- erasure ------------------------------------------------------------------------------------------------------
+
+def test_erasing_a_person_takes_the_group_turn_jobs_they_spoke_in(group):
+    """A group turn's job keeps the person's words (its messages, the model's answer, the result): erasing the
+    person deletes the job, as it deletes the person's own memorize jobs."""
+    client, secrets, data = group
+    r = post(client, secrets["writer"], {"messages": TURN, "character": "kai", "async": True})
+    assert _finished(client, r.headers["Location"])["state"] == "done"
+    erase = client.post(f"/api/v1/owners/{ANN}/erase", headers=auth(ADMIN), json={"confirm": ANN})
+    assert erase.status_code == 202, erase.get_json()
+    assert _finished(client, erase.headers["Location"])["state"] == "done"
+    with client.application.app_context():
+        from webapp.hosting import get_host
+
+        rows = get_host().jobs.db.rows("SELECT params, result FROM steps")
+        jobs = get_host().jobs.db.rows("SELECT params FROM jobs")
+    stored = json.dumps([*rows, *jobs])
+    assert "driving test" not in stored and ANN not in stored, stored[:500]

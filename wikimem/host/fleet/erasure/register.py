@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..jobtypes import TURN_FIELDS
 from ..sql import Database, Tx
 
 __all__ = ["ErasureRegister", "erase_jobs", "redact_job", "scrub_jobs", "erase_rows", "mask_id", "vacuum",
@@ -199,12 +200,22 @@ class ErasureRegister:
 
 # -- the jobs database --------------------------------------------------------------------------------
 
-def _owner_of(params: str) -> Any:
+def _concerns(owner: Any, params: str, owner_id: str) -> bool:
+    """Whether a job is ``owner_id``'s: its own (``owner``), or a group turn it spoke in (``persons``)."""
+    if owner == owner_id:
+        return True
     try:
         found = json.loads(params)
     except ValueError:
-        return None
-    return found.get("owner") if isinstance(found, dict) else None
+        return False
+    if not isinstance(found, dict):
+        return False
+    persons = found.get("persons")
+    return found.get("owner") == owner_id or (isinstance(persons, list) and owner_id in persons)
+
+
+# Step fields holding what persons said (any job kind): a forgotten run's steps lose them.
+_RAW_TEXT = sorted({f for fields in TURN_FIELDS.values() for f in fields})
 
 
 def _mask_columns(tx: Tx, table: str, key: tuple[str, ...], columns: Iterable[str], owner_id: str, mask: str,
@@ -225,13 +236,13 @@ def _mask_columns(tx: Tx, table: str, key: tuple[str, ...], columns: Iterable[st
 
 
 def erase_jobs(db: Database, owner_id: str, *, keep: str, mask: str) -> dict[str, int]:
-    """Delete every job of ``owner_id`` but ``keep`` (its steps, turns and results with them) and mask its id in
-    every other job; ``{"deleted": n, "masked": m}``. Then the database is vacuumed."""
+    """Delete every job of ``owner_id`` but ``keep`` (its steps, turns and results with them; a group turn it spoke
+    in too) and mask its id in every other job; ``{"deleted": n, "masked": m}``. Then the database is vacuumed."""
     _secure(db)
     with db.write() as tx:
         doomed = [job_id for job_id, owner, params in tx.rows(
             "SELECT id, owner, params FROM jobs WHERE owner = ? OR params LIKE ?", (owner_id, f"%{owner_id}%"))
-            if job_id != keep and (owner == owner_id or _owner_of(params) == owner_id)]
+            if job_id != keep and _concerns(owner, params, owner_id)]
         for job_id in doomed:
             tx.execute("DELETE FROM steps WHERE job = ?", (job_id,))
             tx.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
@@ -253,7 +264,8 @@ def redact_job(db: Database, job_id: str, params: dict[str, Any]) -> None:
 
 
 def scrub_jobs(db: Database, owner_id: str, texts: Iterable[str], runs: Iterable[str], *, placeholder: str) -> int:
-    """Mask ``texts`` in every job of ``owner_id`` and drop the raw turn of its memorize steps of ``runs``;
+    """Mask ``texts`` in every job of ``owner_id`` (a group turn it spoke in too) and drop the raw conversation of
+    its steps of ``runs``;
     how many steps changed. Then the database is vacuumed."""
     forms = sorted({f for t in texts for f in (t, json.dumps(t, ensure_ascii=False)[1:-1],
                                                 json.dumps(t, ensure_ascii=True)[1:-1]) if f},
@@ -264,15 +276,16 @@ def scrub_jobs(db: Database, owner_id: str, texts: Iterable[str], runs: Iterable
     with db.write() as tx:
         jobs = [j for j, owner, params in tx.rows("SELECT id, owner, params FROM jobs WHERE owner = ? OR params LIKE ?",
                                                  (owner_id, f"%{owner_id}%"))
-                if owner == owner_id or _owner_of(params) == owner_id]
+                if _concerns(owner, params, owner_id)]
         for job_id in jobs:
             for n, params, result, error in tx.rows("SELECT n, params, result, error FROM steps WHERE job = ?",
                                                     (job_id,)):
                 new = [params, result, error]
                 loaded = json.loads(params)
-                if isinstance(loaded, dict) and loaded.get("run") in runs and "turn" in loaded:
-                    loaded = {k: v for k, v in loaded.items() if k != "turn"}
-                    loaded["turn_dropped"] = True
+                raw = [f for f in _RAW_TEXT if f in loaded] if isinstance(loaded, dict) else []
+                if raw and loaded.get("run") in runs:
+                    loaded = {k: v for k, v in loaded.items() if k not in raw}
+                    loaded[f"{raw[0]}_dropped"] = True
                     new[0] = json.dumps(loaded, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
                 for i, value in enumerate(new):
                     for form in forms:
