@@ -423,6 +423,7 @@ def _erasure_paths(owner: str) -> dict[str, dict]:
             body=body({"file": {**NSTR, "maxLength": 128}, "name": {**NSTR, "maxLength": 200},
                         "date": {**NSTR, "maxLength": 64}, "time": {**NSTR, "maxLength": 64},
                         "index": {"type": "integer", "minimum": 0, "maximum": 1000, "nullable": True},
+                        "character": {**NSTR, "maxLength": 64, "description": LAYER_DOC},
                         "actor": WRITE["actor"]}), tag="erasure")},
         "/erasures": {"get": op(
             "the receipt of an owner's erasure, asked by its id (404: none finished)", "admin", ok(_RECEIPT),
