@@ -65,7 +65,7 @@ def put_item(owner_id: str, file: str, name: str):
         a.done(done.commit)
     # (a replay of a write whose item was forgotten since answers item null: the item is no more)
     tag = owner.etag(done.value) if done.value is not None else None
-    return with_etag(committed(done, "item"), tag), 201 if done.created else 200
+    return with_etag(committed(done, "item", a.ctx), tag), 201 if done.created else 200
 
 
 @bp.delete(OWNER + "/items/<file>/<path:name>")
@@ -75,7 +75,7 @@ def delete_item(owner_id: str, file: str, name: str):
     with act(owner, "delete-item", data, layered=True, file=file, name=name) as a:
         done = owner.remove(file, name, ctx=a.ctx, character=a.layer)
         a.done(done.commit)
-    return committed(done, "removed")
+    return committed(done, "removed", a.ctx)
 
 
 _APPEND = {"ts", "date", "time", "tz"}
@@ -92,7 +92,7 @@ def diary_append(owner_id: str):
     with act(owner, "diary-append", data, layered=True) as a:
         done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data))
         a.done(done.commit)
-    return committed(done, "entry"), 201
+    return committed(done, "entry", a.ctx), 201
 
 
 @bp.get(OWNER + "/diary/dates")
