@@ -22,9 +22,11 @@ from wikimem.host import Ask, BadRequest
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
-           "ask_of", "WRITE_FIELDS"]
+           "ask_of", "room_of", "WRITE_FIELDS", "ROOM_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
+# Where a diary entry was said and who was there (SPEC §11, "Channels").
+ROOM_FIELDS = {"channel", "present"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
 _ETAG_RE = re.compile(r'^(?:W/)?"?([^"]*)"?$')
 _OFFSET_RE = re.compile(r"[0-9]{1,10}")
@@ -121,6 +123,21 @@ def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:
     if not isinstance(value, list) or len(value) != length or not all(isinstance(v, str) for v in value):
         raise BadRequest(f"{key} must be a list of {length} strings")
     return value
+
+
+def room_of(data: dict) -> dict[str, Any]:
+    """A diary write's ``channel`` (a string) and ``present`` (a list of id strings), only those sent; their values
+    are the library's to judge (:func:`wikimem.naming.validate_channel_id`, ``validate_present``: 422)."""
+    out: dict[str, Any] = {}
+    channel = opt_str(data, "channel", limit=MAX_FIELD_CHARS)
+    if channel is not None:
+        out["channel"] = channel
+    present = data.get("present")
+    if present is not None:
+        if not isinstance(present, list) or not all(isinstance(one, str) for one in present):
+            raise BadRequest('present must be a list of ids (e.g. ["user:ann", "char:kai"])')
+        out["present"] = present
+    return out
 
 
 def query_str(name: str, *, limit: int = MAX_FIELD_CHARS) -> str | None:

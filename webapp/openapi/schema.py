@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from wikimem.limits import MAX_CONTENT_CHARS
+from wikimem.naming import MAX_PRESENT
 
 OWNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 FILE_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
@@ -46,6 +47,15 @@ STAGED = {"staged": {"type": "boolean", "description": "put the write on probati
           "character": {**NSTR, "maxLength": 64, "description": LAYER_DOC}}
 APPEND = {"ts": {**NSTR, "maxLength": 64}, "date": {**NSTR, "maxLength": 64},
            "time": {**NSTR, "maxLength": 64}, "tz": {**NSTR, "maxLength": 64}}
+# Where a diary entry was said and who was there (kept in its metadata comment; 422 when not ids).
+ROOM = {"channel": {**NSTR, "pattern": OWNER_ID_PATTERN, "description": "where it was said: a channel id (a group "
+                    "chat, e.g. discord:1234), or dm for a direct chat"},
+        "present": {**arr({"type": "string", "pattern": OWNER_ID_PATTERN}), "nullable": True, "maxItems": MAX_PRESENT,
+                    "description": "who was there: persons' owner ids and characters as char:<id>"}}
+
+# The room of an entry as answers show it (null / [] when the entry does not say).
+ROOM_OUT = {"channel": {**NSTR, "description": "where it was said (dm: a direct chat); null when not recorded"},
+            "present": {**arr({"type": "string"}), "description": "who was there (owner ids, char:<id>)"}}
 
 SCHEMAS: dict[str, dict] = {
     "Character": obj({"id": {"type": "string"}, "owner": {"type": "string", "description": "char:<id>"},
@@ -60,7 +70,8 @@ SCHEMAS: dict[str, dict] = {
     "Item": obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
                   "owner": NSTR, "source_conv": NSTR, "ts": NSTR}, ["file", "name", "content"]),
     "DiaryItem": obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
-                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR}, ["date", "time", "content"]),
+                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR, "channel": ROOM_OUT["channel"],
+                       "present": ROOM_OUT["present"]}, ["date", "time", "content"]),
     "OwnerStats": obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": NSTR, "head": NSTR,
                         "vectors": obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
@@ -77,7 +88,7 @@ SCHEMAS: dict[str, dict] = {
     "ItemChange": obj({"kind": {"type": "string", "enum": ["wiki", "diary"]},
                         "status": {"type": "string", "enum": ["added", "changed", "removed"]},
                         "file": NSTR, "name": NSTR, "date": NSTR, "time": NSTR,
-                        "before": NSTR, "after": NSTR}, ["kind", "status"]),
+                        "before": NSTR, "after": NSTR, **ROOM_OUT}, ["kind", "status"]),
     "Plan": obj({"target": {"type": "string"}, "changes": arr(ref("ItemChange")),
                   "conflicts": arr({"type": "object"})}, ["changes", "conflicts"]),
     "RunRow": obj({"owner": {"type": "string"}, "run": NSTR, "commit": {"type": "string"}, "actor": NSTR,

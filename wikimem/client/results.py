@@ -83,13 +83,15 @@ def memorized(data: Mapping[str, Any]) -> Memorized:
 def recall_item(data: Mapping[str, Any]) -> RecallItem:
     """A :class:`~wikimem.RecallItem` from its JSON."""
     return RecallItem(file=data["file"], name=data["name"], content=data["content"], owner=data.get("owner"),
-                      source_conv=data.get("source_conv"), ts=data.get("ts"))
+                      source_conv=data.get("source_conv"), ts=data.get("ts"), channel=data.get("channel"),
+                      present=tuple(data.get("present") or ()))
 
 
 def diary_item(data: Mapping[str, Any]) -> DiaryItem:
     """A :class:`~wikimem.DiaryItem` from its JSON."""
     return DiaryItem(date=data["date"], time=data["time"], content=data["content"], owner=data.get("owner"),
-                     source_conv=data.get("source_conv"), ts=data.get("ts"))
+                     source_conv=data.get("source_conv"), ts=data.get("ts"), channel=data.get("channel"),
+                     present=tuple(data.get("present") or ()))
 
 
 def _retrieved(data: Mapping[str, Any]) -> RetrievedItem:

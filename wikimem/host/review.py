@@ -14,6 +14,7 @@ from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 from wikimem.linkgraph import LinkGraph, link_graph
+from wikimem.naming import validate_channel_id
 
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
 # The filters of an owner's history (besides paging), as the API and the admin page name them.
-HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until")
+HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until", "channel")
 MAX_TEXT_HITS = 500
 
 
@@ -72,12 +73,15 @@ class Review:
                        actor: str | None = None, action: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = 50, cursor: str | None = None,
                        after: str | None = None, at: str | None = None,
-                       layers: tuple[str | None, ...] | None = None) -> HistoryPage:
-        """Commits newest first, filtered by file, item, run, actor, action and time (``since``/``until``:
-        a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
-        (a date or time: the page that starts with the newest commit made by then); of ``layers`` (None in
-        it: the shared layer; ``None``, the default: every layer) and the commits that touched no item."""
+                       layers: tuple[str | None, ...] | None = None, channel: str | None = None) -> HistoryPage:
+        """Commits newest first, filtered by file, item, run, actor, action, time (``since``/``until``:
+        a date or ISO time, UTC) and ``channel`` (the commits that added or removed a diary entry said there),
+        paged to older (``cursor``) or newer (``after``) commits, or from ``at`` (a date or time: the page that
+        starts with the newest commit made by then); of ``layers`` (None in it: the shared layer; ``None``, the
+        default: every layer) and the commits that touched no item."""
         before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
+        if channel is not None:
+            validate_channel_id(channel)
         moment = parse_instant(at, "at", end_of_day=True)  # None when blank (a blank ``at`` jumps nowhere)
         if moment is not None:
             found = self._vstore.db.seq_at(moment)
@@ -85,7 +89,8 @@ class Review:
         return self._vstore.db.query(
             file=file, item=" ".join(item.split()) if item else None, run=run, actor=actor, action=action,
             since=parse_instant(since, "since"), until=parse_instant(until, "until", end_of_day=True),
-            limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers)
+            limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers,
+            channel=channel)
 
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""

@@ -109,7 +109,7 @@ def _touches(records: list[dict]) -> list[tuple] | None:
             if touch not in out:
                 out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
-            out.append(("diary", None, None, rec["date"], rec["time"], layer))
+            out.append(("diary", None, None, rec["date"], rec["time"], layer, rec.get("channel")))
         else:
             return None
     return out
