@@ -92,6 +92,20 @@ class Review:
             limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers,
             channel=channel)
 
+    # -- channels (issue 34) ---------------------------------------------------------------
+
+    def channels(self, layer: str | None | bool = False) -> list[str]:
+        """The channels this person's diary entries were said in, as its history knows them (``layer``: of that
+        character's layer only, None the shared one; ``False``: every layer)."""
+        return self._vstore.db.channels(layer)
+
+    def channel_days(self, channel: str, layer: str | None = None) -> list[str]:
+        """The days of the diary (of ``layer``) holding an entry said in ``channel``, ascending: the days its history
+        saw such an entry written, each read again (a day whose entries of it were all removed since is left out)."""
+        diary = self._vstore.store.layer(layer).diary
+        return [day for day in self._vstore.db.diary_days(validate_channel_id(channel), layer)
+                if any(e.channel == channel for e in diary.day(day))]
+
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""
         from wikimem.versioned import undo_links

@@ -517,6 +517,26 @@ class HistoryDB:
         return HistoryPage([_entry(r) for r in rows], str(oldest) if older else None,
                            str(newest) if newer else None)
 
+    def channels(self, layer: str | None | bool = False) -> list[str]:
+        """The channels of the diary entries the indexed commits added or removed, sorted (``layer``: of that layer
+        only, None the shared one; ``False``: of every layer)."""
+        self.sync()
+        where, args = _layer_is(layer)
+        with self._lock:
+            rows = self._db().execute(f"SELECT DISTINCT channel FROM touches WHERE channel IS NOT NULL{where} "
+                                      "ORDER BY channel", args).fetchall()
+        return [r[0] for r in rows]
+
+    def diary_days(self, channel: str, layer: str | None = None) -> list[str]:
+        """The days on which an indexed commit added or removed a diary entry (of ``layer``; None: the shared
+        one) said in ``channel``, ascending."""
+        self.sync()
+        where, args = _layer_is(layer)
+        with self._lock:
+            rows = self._db().execute("SELECT DISTINCT date FROM touches WHERE kind = 'diary' AND channel = ?"
+                                      f"{where} ORDER BY date", [channel, *args]).fetchall()
+        return [r[0] for r in rows if r[0]]
+
     def seq_at(self, ts: int) -> int | None:
         """The seq of the newest commit made at or before ``ts`` (a jump to a date pages from there)."""
         self.sync()
@@ -580,6 +600,13 @@ def _where(file=None, item=None, run=None, date=None, actor=None, action=None, s
         for _, values in touch:
             args.extend(values)
     return where, args
+
+
+def _layer_is(layer: str | None | bool) -> tuple[str, list]:
+    """A condition on a touch's layer (None: the shared one; ``False``: any), to append after ``WHERE …``."""
+    if layer is False:
+        return "", []
+    return (" AND layer IS NULL", []) if layer is None else (" AND layer = ?", [layer])
 
 
 def _bounded(where: list[str], args: list, *bounds: tuple[str, int | None]) -> None:
