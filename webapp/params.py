@@ -19,10 +19,11 @@ from flask import request
 
 from wikimem.errors import InvalidValue
 from wikimem.host import Ask, BadRequest
+from wikimem.naming import validate_channel_id, validate_present
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
-           "ask_of", "room_of", "WRITE_FIELDS", "ROOM_FIELDS"]
+           "ask_of", "opt_room", "WRITE_FIELDS", "ROOM_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
 # Where a diary entry was said and who was there (SPEC §11, "Channels").
@@ -125,18 +126,19 @@ def opt_str_list(data: dict, key: str, length: int) -> list[str] | None:
     return value
 
 
-def room_of(data: dict) -> dict[str, Any]:
-    """A diary write's ``channel`` (a string) and ``present`` (a list of id strings), only those sent; their values
-    are the library's to judge (:func:`wikimem.naming.validate_channel_id`, ``validate_present``: 422)."""
+def opt_room(data: dict) -> dict[str, Any]:
+    """A body's ``channel`` (a string) and ``present`` (a list of strings) as keyword arguments, when given; the
+    ids are the library's to judge (:func:`wikimem.naming.validate_channel_id`, ``validate_present``: 422)."""
     out: dict[str, Any] = {}
-    channel = opt_str(data, "channel", limit=MAX_FIELD_CHARS)
+    channel, present = data.get("channel"), data.get("present")
     if channel is not None:
-        out["channel"] = channel
-    present = data.get("present")
+        if not isinstance(channel, str):
+            raise BadRequest("channel must be a string: a channel id, or dm for a direct chat")
+        out["channel"] = validate_channel_id(channel)
     if present is not None:
         if not isinstance(present, list) or not all(isinstance(one, str) for one in present):
-            raise BadRequest('present must be a list of ids (e.g. ["user:ann", "char:kai"])')
-        out["present"] = present
+            raise BadRequest("present must be a list of ids (owner ids, char:<character>)")
+        out["present"] = validate_present(present)
     return out
 
 

@@ -44,6 +44,7 @@ _EXPORTS = {
     "DIARY_TOOL_DESCRIPTION": "llm",
     "parse_time_range": "timeparse",
     "as_recall_item": "models",
+    "Room": "recall",
 }
 
 __all__ = list(_EXPORTS) + ["__version__"]

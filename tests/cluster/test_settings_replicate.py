@@ -65,8 +65,8 @@ def test_a_time_zone_set_on_one_host_files_the_diary_on_the_other_and_is_never_r
     # b's own settings write starts from the branch: a's time zone stays, on the remote and on a
     assert b.put(O + "/settings", headers=auth(ADMIN), json={"character": "Elaina"}).status_code == 200
     assert remote_settings(hosts.bare) == {"tz": "Pacific/Kiritimati", "character": "Elaina"}
-    assert a.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"] == {"tz": "Pacific/Kiritimati",
-                                                                                   "character": "Elaina"}
+    assert a.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"] == {
+        "tz": "Pacific/Kiritimati", "character": "Elaina", "dm_with_others": None}
     entry = a.post(O + "/diary", headers=auth(ADMIN), json={"content": "back on a", "ts": "2026-07-21T20:30:00Z"})
     assert entry.get_json()["entry"]["date"] == "2026-07-22"
 
@@ -98,7 +98,7 @@ def test_async_settings_written_on_both_hosts_are_both_kept(hosts):
     assert remote_settings(hosts.bare) == {"tz": "Pacific/Kiritimati", "character": "Elaina"}
     for host in (a, b):
         got = host.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"]
-        assert got == {"tz": "Pacific/Kiritimati", "character": "Elaina"}
+        assert got == {"tz": "Pacific/Kiritimati", "character": "Elaina", "dm_with_others": None}
 
 
 def _drain(client) -> None:

@@ -79,12 +79,14 @@ def test_an_unknown_owner_says_how_to_create_it(world):
 
 def test_settings_are_read_written_and_committed(world):
     empty = world.client.get(O + "/settings", headers=auth(ADMIN))
-    assert empty.status_code == 200 and empty.get_json() == {"settings": {"tz": None, "character": None}}
+    assert empty.status_code == 200
+    assert empty.get_json() == {"settings": {"tz": None, "character": None, "dm_with_others": None}}
     put = world.client.put(O + "/settings", headers=auth(ADMIN),
                            json={"tz": "Asia/Shanghai", "character": "Elaina", "run": "setup"})
     assert put.status_code == 200, put.get_json()
     body = put.get_json()
-    assert body["settings"] == {"tz": "Asia/Shanghai", "character": "Elaina"} and body["commit"]
+    assert body["settings"] == {"tz": "Asia/Shanghai", "character": "Elaina", "dm_with_others": None}
+    assert body["commit"]
     assert world.client.get(O + "/settings", headers=auth(ADMIN)).get_json()["settings"]["tz"] == "Asia/Shanghai"
     # One commit in the owner's history, with the file in the tree and a readable message.
     assert _git(world, "log", "-1", "--format=%s%n%b").startswith("settings: character=Elaina, tz=Asia/Shanghai")
@@ -92,7 +94,7 @@ def test_settings_are_read_written_and_committed(world):
     assert _git(world, "status", "--porcelain") == ""
     # A partial PUT keeps the rest; null unsets one.
     put = world.client.put(O + "/settings", headers=auth(ADMIN), json={"character": None})
-    assert put.get_json()["settings"] == {"tz": "Asia/Shanghai", "character": None}
+    assert put.get_json()["settings"] == {"tz": "Asia/Shanghai", "character": None, "dm_with_others": None}
     # Nothing to change: no commit.
     same = world.client.put(O + "/settings", headers=auth(ADMIN), json={"tz": "Asia/Shanghai"})
     assert same.get_json()["commit"] is None

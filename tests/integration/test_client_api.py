@@ -119,7 +119,7 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("replication", lambda: c.replication()["mode"] == "none"),
         ("create_owner", lambda: c.create_owner()["created"] is True),
         ("set_settings", lambda: c.set_settings(tz="Asia/Shanghai").value["tz"] == "Asia/Shanghai"),
-        ("settings", lambda: c.settings() == {"tz": "Asia/Shanghai", "character": None}),
+        ("settings", lambda: c.settings() == {"tz": "Asia/Shanghai", "character": None, "dm_with_others": None}),
         ("put_item", lambda: c.add("preferences", "likes-the-sea", "Likes the sea; see [[people:mia]].",
                                    run="run_1", actor="Elaina", source_conv="conv_101").commit),
         ("get_item", lambda: remember("etag", c.fetch("preferences", "likes-the-sea").etag)),
@@ -283,10 +283,10 @@ def test_runs_search_and_bulk_rollback(live):
 def test_jobs_settings_replication_and_probes(live):
     c = client_for(live, "user:jobs")
     c.create_owner()
-    assert c.settings() == {"tz": None, "character": None}
+    assert c.settings() == {"tz": None, "character": None, "dm_with_others": None}
     written = c.set_settings(tz="Asia/Shanghai", character="Elaina")
-    assert written.commit and c.settings() == {"tz": "Asia/Shanghai", "character": "Elaina"}
-    assert c.set_settings(character=None).value == {"tz": "Asia/Shanghai", "character": None}
+    assert written.commit and c.settings() == {"tz": "Asia/Shanghai", "character": "Elaina", "dm_with_others": None}
+    assert c.set_settings(character=None).value == {"tz": "Asia/Shanghai", "character": None, "dm_with_others": None}
     job = c.memorize_async("user: I adopted a cat", run="run_cat")
     assert c.job(job["id"])["id"] == job["id"]
     done = c.wait_job(job["id"], timeout=60, poll=0.05)

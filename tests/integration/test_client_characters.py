@@ -247,3 +247,26 @@ def test_the_guides_characters_example_works_as_written(live, tmp_path, monkeypa
     assert {h.character for h in env["mine"].items} == {"kai"}
     assert "bound to the character 'kai'" in env["refused"]
     assert isinstance(env["plan"], dict) and "total" in env["plan"]
+
+
+def test_one_rollback_of_a_characters_memorize_takes_its_proposal_too(live):
+    c = client(live, "user:hal")
+    c.create_owner()
+    c.memorize("user: I adopted a cat, she is called Miso", character="kai", run="run_rb1", ts=f"{DAY}T18:00:00+00:00")
+    assert "run_rb1" in [r["run"] for r in c.owner_staged()]
+    c.rollback("run_rb1")
+    assert c.diary_day(DAY, character="kai") == []
+    with pytest.raises(NotFoundError):
+        c.get("pets", "cat", character="kai")
+    assert "run_rb1" not in [r["run"] for r in c.owner_staged()]  # the proposal went with the run
+    with pytest.raises(NotFoundError):
+        c.get("pets", "cat")
+    # The same across persons: a bulk rollback of the character's runs withdraws each person's proposal.
+    d = client(live, "user:ida")
+    d.create_owner()
+    for who in (c, d):
+        who.memorize("user: Miso likes tuna", character="kai", run=f"run_rb2-{who.owner[5:]}")
+    job = c.bulk_rollback(character="kai", owner_prefix="user:hal")
+    assert c.wait_job(job, timeout=60, poll=0.05)["state"] == "done"
+    assert [r["run"] for r in c.owner_staged()] == []
+    assert [r["run"] for r in d.owner_staged()] == ["run_rb2-ida"]  # outside the selection

@@ -117,4 +117,4 @@ def test_a_second_host_on_the_same_remote_serves_every_layer(tmp_path):
     assert wrote.status_code == 201, wrote.get_json()
     back = first.test_client().get(f"/api/v1/owners/{PERSON}/items/secrets/more?character=mira",
                                    headers=auth(ADMIN))
-    assert back.status_code == 200 and back.get_json()["item"]["content"] == "added on b"
+    assert back.status_code == 200 and back.get_json()["item"]["content"] == "added on b", back.get_json()

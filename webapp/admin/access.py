@@ -31,12 +31,17 @@ def load_owner(owner_id: str):
     return get_host().owner(owner_id)
 
 
-def wikitext_for(owner) -> WikiText:
-    """A renderer of this owner's content, linking to its item pages."""
-    def href(link: WikiLink) -> str:
-        return url_for("admin.item", owner_id=owner.id, file=link.file, name=link.name)
+def wikitext_for(owner, character: str | None = None) -> WikiText:
+    """A renderer of this owner's content (of ``character``'s layer: a link resolves there first, then in the
+    shared layer, as retrieval resolves it), linking to its item pages."""
+    def in_layer(link: WikiLink) -> bool:
+        return character is not None and owner.has_item(link.file, link.name, character)
 
-    return WikiText(lambda link: owner.has_item(link.file, link.name), href)
+    def href(link: WikiLink) -> str:
+        where = character if in_layer(link) else None  # (url_for leaves a None argument out)
+        return url_for("admin.item", owner_id=owner.id, file=link.file, name=link.name, character=where)
+
+    return WikiText(lambda link: in_layer(link) or owner.has_item(link.file, link.name), href)
 
 
 @overload

@@ -1,4 +1,5 @@
-"""Pages of the memory itself: owners list, an owner's wiki, one item, the diary, export."""
+"""Pages of the memory itself: owners list, an owner's wiki (with the person's layers), one item, the diary,
+export. The Wiki, item and Diary pages show one layer of a person's folder (:mod:`.layers`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from wikimem.errors import InvalidValue, NotFound
 
 from .access import PAGE_SIZE, etags_of, load_owner, wikitext_for
 from .blueprint import bp
+from .layers import layer_switch
 from .rendering import calendar_params, month_view
 
 SORTS = ("id", "changed")  # by owner id (every host of a cluster), or the last changed first (this host's)
@@ -38,24 +40,29 @@ def owners():
 @bp.get("/owners/<owner_id>")
 def owner(owner_id: str):
     owner = load_owner(owner_id)
-    files = owner.files()
+    layer = layer_switch(owner, request.args, "admin.owner")
+    files = owner.files(layer.character)
     file = request.args.get("file") or (files[0] if files else None)
     if file is not None and file not in files:
-        raise NotFound(f"no wiki file {file!r} in {owner_id!r}")
-    items = owner.items(file) if file else []
-    return render_template("admin/owner.html", owner=owner, stats=owner.stats(), files=files,
-                           file=file, items=items, etags=etags_of(owner, items), wikitext=wikitext_for(owner))
+        raise NotFound(f"no wiki file {file!r} in {owner_id!r}" + (f" ({layer.character}'s layer)"
+                                                                  if layer.character else ""))
+    items = owner.items(file, layer.character) if file else []
+    return render_template("admin/owner.html", owner=owner, stats=owner.stats(), files=files, layer=layer,
+                           overview=owner.review.layers_overview() if layer.shown else [], file=file, items=items,
+                           etags=etags_of(owner, items), wikitext=wikitext_for(owner, layer.character))
 
 
 @bp.get("/owners/<owner_id>/items/<file>/<path:name>")
 def item(owner_id: str, file: str, name: str):
     owner = load_owner(owner_id)
-    found = owner.item(file, name)
-    page = owner.history(file=file, item=found.name, limit=20)
-    return render_template("admin/item.html", owner=owner, item=found, history=page.entries,
-                           blame=owner.review.item_blame(file, found.name),
+    layer = layer_switch(owner, request.args, "admin.owner")
+    found = owner.item(file, name, layer.character)
+    page = owner.history(file=file, item=found.name, limit=20, layers=layer.layers)
+    # (versions and blame read the shared layer's files: an item of a character's layer shows its commits)
+    return render_template("admin/item.html", owner=owner, item=found, history=page.entries, layer=layer,
+                           blame=None if layer.character else owner.review.item_blame(file, found.name),
                            marks=owner.review.history_marks(page.entries), etag=owner.etag(found),
-                           wikitext=wikitext_for(owner))
+                           wikitext=wikitext_for(owner, layer.character))
 
 
 @bp.get("/owners/<owner_id>/links")
@@ -68,13 +75,14 @@ def links(owner_id: str):
 @bp.get("/owners/<owner_id>/diary")
 def diary(owner_id: str):
     owner = load_owner(owner_id)
+    layer = layer_switch(owner, request.args, "admin.diary", keep=("month",))
     month, day = calendar_params(request.args)
     tz = owner.settings().tz
-    view = month_view(owner.diary_dates(), month, today=person_today(tz))
+    view = month_view(owner.diary_dates(layer.character), month, today=person_today(tz))
     day = day or view.latest
-    entries = owner.diary_day(day) if day else []
-    return render_template("admin/diary.html", owner=owner, cal=view, day=day, entries=entries,
-                           wikitext=wikitext_for(owner), tz=tz)
+    entries = owner.diary_day(day, layer.character) if day else []
+    return render_template("admin/diary.html", owner=owner, cal=view, day=day, entries=entries, layer=layer,
+                           wikitext=wikitext_for(owner, layer.character), tz=tz)
 
 
 def person_today(tz: str | None) -> str:

@@ -1,4 +1,5 @@
-"""Runs across owners: the search ("actor X from T1 to T2"), the bulk rollback preview, its job's progress.
+"""Runs across owners: the search ("actor X from T1 to T2", "character kai"), the bulk rollback preview, its job's
+progress.
 
 The search reads the cross-owner run index; the preview plans every
 owner's step without writing; the confirmed POST (admin role) queues one
@@ -22,6 +23,7 @@ from .access import PAGE_SIZE, act, require_role
 from .blueprint import bp
 from .rendering import DiffBudget, current_zone, zoned
 
+# (``character``: the runs that wrote that character's layer of a person's folder — its runs across persons)
 SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_prefix", "character")
 MEMORIZE = "memorize"  # the kind of a memorize job (Prefer: respond-async): its page is admin/memorize_job.html
 # Jobs with a page of their own elsewhere (the jobs list links there too).

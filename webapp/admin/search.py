@@ -1,5 +1,6 @@
-"""The search pages: plain text search over wiki and diary, and real retrieval with its explain breakdown
-(optionally as of a past point)."""
+"""The search pages: plain text search over the wiki and diary of one layer, and real retrieval with its explain
+breakdown (optionally as of a past point), as the shared layer alone or recalled as a character (its layer, the
+shared layer and its profile: each hit says which)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from wikimem.naming import validate_date
 
 from .access import int_param, load_owner, wikitext_for
 from .blueprint import bp
+from .layers import layer_switch
 from .rendering import Zone, current_zone, in_zone, marked
 
 DIARY_CHOICES = ("", "window", "all")
+SEARCH_ARGS = ("q", "limit", "budget", "start", "end", "as_of", "diary", "links", "submitted")  # a switch keeps them
 
 
 @dataclass(frozen=True)
@@ -80,27 +83,30 @@ def parse_search(args, zone: Zone | None = None) -> SearchForm:
 def search(owner_id: str):
     owner = load_owner(owner_id)
     typed = typed_search(request.args)
+    layer = layer_switch(owner, request.args, "admin.search", keep=SEARCH_ARGS, registered=True, title="Recall as")
     if "q" not in request.args:
         return render_template("admin/search.html", owner=owner, form=SearchForm(), typed=typed, result=None,
-                               error=None)
+                               error=None, layer=layer)
     try:
         form = parse_search(request.args, current_zone())
-        result = owner.retrieve(form.q, **form.retrieve_kwargs())
+        result = owner.retrieve(form.q, character=layer.character, **form.retrieve_kwargs())
     except (WikimemError, ValueError) as exc:  # shown on the page itself, the form as typed, with the app's status
         return render_template("admin/search.html", owner=owner, form=SearchForm(), typed=typed, result=None,
-                               error=str(exc)), error_status(exc)
+                               error=str(exc), layer=layer), error_status(exc)
     return render_template("admin/search.html", owner=owner, form=form, typed=typed, result=result, error=None,
-                           wikitext=wikitext_for(owner))
+                           layer=layer, wikitext=wikitext_for(owner, layer.character))
 
 
 @bp.get("/owners/<owner_id>/find")
 def find(owner_id: str):
     owner = load_owner(owner_id)
     q = request.args.get("q", "")
+    layer = layer_switch(owner, request.args, "admin.find", keep=("q", "limit"))
     if not q.strip():
-        return render_template("admin/find.html", owner=owner, q=q, found=None, error=None)
+        return render_template("admin/find.html", owner=owner, q=q, found=None, error=None, layer=layer)
     try:
-        found = owner.review.text_search(q, limit=int_param(request.args, "limit", 50, 1, 500))
+        found = owner.review.text_search(q, limit=int_param(request.args, "limit", 50, 1, 500), layer=layer.character)
     except (WikimemError, ValueError) as exc:  # shown on the page itself, with the status the app gives it
-        return render_template("admin/find.html", owner=owner, q=q, found=None, error=str(exc)), error_status(exc)
-    return render_template("admin/find.html", owner=owner, q=q, found=found, error=None, marked=marked)
+        return render_template("admin/find.html", owner=owner, q=q, found=None, error=str(exc),
+                               layer=layer), error_status(exc)
+    return render_template("admin/find.html", owner=owner, q=q, found=found, error=None, marked=marked, layer=layer)

@@ -43,8 +43,14 @@ def staged_run(run: str):
     for row in waiting[:SAMPLE]:
         sample.append((row["owner"], load_owner(row["owner"]).staged_review(run)))
     return render_template("admin/staged_run.html", run=run, rows=rows, waiting=waiting, preview=preview,
-                           plans=plans, sample=sample, inline_diff=DiffBudget(),
+                           plans=plans, sample=sample, inline_diff=DiffBudget(), proposers=_proposers(run, rows),
                            request_id="ui-" + secrets.token_hex(12))
+
+
+def _proposers(run: str, rows: list[dict]) -> list[str]:
+    """The characters whose layer the run wrote on its first owner: a memorize as a character proposes its facts to
+    the shared layer as a staged run of the same run id (its own layer's commit is on ``main``)."""
+    return load_owner(rows[0]["owner"]).review.run_layers(run) if rows else []
 
 
 @bp.post("/staged/<run>/<action>")
@@ -75,7 +81,8 @@ def staged_job(job_id: str):
 def owner_staged(owner_id: str, run: str):
     owner = load_owner(owner_id)
     return render_template("admin/staged_owner.html", owner=owner, run=run, review=owner.staged_review(run),
-                           inline_diff=DiffBudget(), editing=request.args.get("edit") == "1")
+                           inline_diff=DiffBudget(), editing=request.args.get("edit") == "1",
+                           proposers=owner.review.run_layers(run))
 
 
 @bp.post("/owners/<owner_id>/staged/<run>/<action>")

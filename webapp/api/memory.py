@@ -14,13 +14,13 @@ from webapp.params import (
     opt_bool,
     opt_int,
     opt_number,
+    opt_room,
     opt_str,
     opt_str_list,
     point,
     prefers,
     query_str,
     req_str,
-    room_of,
 )
 from webapp.requestid import current_request_id
 from wikimem.host import BadRequest
@@ -85,7 +85,7 @@ _APPEND = {"ts", "date", "time", "tz"}
 def _append_kwargs(data: dict) -> dict:
     """A diary write's time fields, and its ``channel`` and ``present`` when sent (a request without them binds its
     idempotency key as it always did)."""
-    return {**{k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}, **room_of(data)}
+    return {**{k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}, **opt_room(data)}
 
 
 @bp.post(OWNER + "/diary")
@@ -129,7 +129,8 @@ def batch(owner_id: str):
 
 
 _RETRIEVE = {"query", "messages", "messages_last", "limit", "budget_tokens", "budget_strict", "expand_links",
-             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character"}
+             "explain", "time_range", "tz", "as_of", "diary", "recency_half_life", "include_staged", "character",
+             "channel", "present"}
 
 
 @bp.post(OWNER + "/retrieve")
@@ -148,6 +149,7 @@ def retrieve(owner_id: str):
         time_range=tuple(time_range) if time_range else None, tz=opt_str(data, "tz", limit=64),
         diary=opt_str(data, "diary", limit=16), recency_half_life=opt_number(data, "recency_half_life"),
         include_staged=as_of is None and include_staged(data), character=recall_as(data),
+        **opt_room(data),
     )
     return jsonify(result.to_dict())
 

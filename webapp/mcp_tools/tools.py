@@ -113,17 +113,23 @@ def retrieve(owner: OwnerId,
              include_staged: Annotated[bool | None, Field(description="also the owner's staged runs (runs on "
                                                           "probation); each hit says whether it is staged")] = None,
              character: CharacterId = None,
+             channel: Annotated[str | None, Field(max_length=128, description="where the answer will be read: "
+                                                  "dm for a direct chat, else a group's channel id")] = None,
+             present: Annotated[list[str] | None, Field(max_length=MAX_PRESENT, description="who is in the room "
+                                                        "now: owner ids and char:<character>")] = None,
              ) -> dict[str, Any]:
     """The memories that belong in the prompt: `prompt` is them as text (within budget_tokens), `result`
     the hits with their evidence. diary: "all" ranks diary entries with the wiki, "window" (default) reads
-    the diary only when the query names a time ("last Wednesday")."""
+    the diary only when the query names a time ("last Wednesday"). channel/present: what was said in a direct
+    chat is left out when others are in the room; a character recalls only the channel events it was at."""
     with _answered():
         mem, principal = _owner(ctx, owner, "read")
         if include_staged is None:
             include_staged = _caller(ctx).host.probation.policy.reads_staged(principal.name)
         recall_as = _caller(ctx).host.gate.recalls_as(_asker(principal), character)
         result = mem.retrieve(query, limit=limit, budget_tokens=budget_tokens, diary=diary, tz=tz, as_of=as_of,
-                              include_staged=bool(include_staged) and as_of is None, character=recall_as)
+                              include_staged=bool(include_staged) and as_of is None, character=recall_as,
+                              channel=channel, present=present)
         return {"prompt": result.to_prompt(), "result": result.to_dict()}
 
 

@@ -160,6 +160,13 @@ def all_paths() -> dict[str, dict]:
             body=body({"character": {**NSTR, "maxLength": 64, "description": "recall as this character: its layer, "
                                       "the shared layer and its profile, ranked as one list (each hit says its layer "
                                       "and character); default: the character the token is bound to"},
+                        "channel": {**NSTR, "pattern": OWNER_ID_PATTERN,
+                                    "description": "where the answer will be read (dm: a direct chat; another id: "
+                                                   "a group, with others present unless `present` says who)"},
+                        "present": {**ROOM["present"], "nullable": True,
+                                    "description": "who is in the room now (owner ids, char:<character>): what "
+                                                   "was said in a direct chat is left out when anyone else is, "
+                                                   "unless the person's dm_with_others setting allows it"},
                         "include_staged": {"type": "boolean", "description": "read the owner's staged runs too "
                                            "(each hit then says whether it is staged); default: the token's "
                                            "(WIKIMEM_STAGED_READ_TOKENS), else false; not with as_of"},

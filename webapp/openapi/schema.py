@@ -15,6 +15,11 @@ NSTR = {"type": "string", "nullable": True}
 UNREACHABLE = {"type": "array", "items": {"type": "string"},
                 "description": "peers of a cluster that did not answer: the page lacks their owners"}
 CONTENT = {"type": "string", "maxLength": MAX_CONTENT_CHARS}
+# Where an entry was said and who was there (SPEC §11, "Channels"): on entries that say so.
+ROOM = {"channel": {**NSTR, "pattern": OWNER_ID_PATTERN, "description": "where it was said: a channel id "
+                    "(validated like an owner id); dm = a direct chat"},
+        "present": {"type": "array", "maxItems": MAX_PRESENT, "items": {"type": "string", "pattern": OWNER_ID_PATTERN},
+                    "description": "who was there: persons' owner ids and char:<character>"}}
 
 
 def ref(name: str) -> dict:
@@ -47,15 +52,6 @@ STAGED = {"staged": {"type": "boolean", "description": "put the write on probati
           "character": {**NSTR, "maxLength": 64, "description": LAYER_DOC}}
 APPEND = {"ts": {**NSTR, "maxLength": 64}, "date": {**NSTR, "maxLength": 64},
            "time": {**NSTR, "maxLength": 64}, "tz": {**NSTR, "maxLength": 64}}
-# Where a diary entry was said and who was there (kept in its metadata comment; 422 when not ids).
-ROOM = {"channel": {**NSTR, "pattern": OWNER_ID_PATTERN, "description": "where it was said: a channel id (a group "
-                    "chat, e.g. discord:1234), or dm for a direct chat"},
-        "present": {**arr({"type": "string", "pattern": OWNER_ID_PATTERN}), "nullable": True, "maxItems": MAX_PRESENT,
-                    "description": "who was there: persons' owner ids and characters as char:<id>"}}
-
-# The room of an entry as answers show it (null / [] when the entry does not say).
-ROOM_OUT = {"channel": {**NSTR, "description": "where it was said (dm: a direct chat); null when not recorded"},
-            "present": {**arr({"type": "string"}), "description": "who was there (owner ids, char:<id>)"}}
 
 SCHEMAS: dict[str, dict] = {
     "Character": obj({"id": {"type": "string"}, "owner": {"type": "string", "description": "char:<id>"},
@@ -68,10 +64,9 @@ SCHEMAS: dict[str, dict] = {
                                   "item": {"type": "object", "description": "412 of an item write: the item there"}},
                                  ["code", "message"])}, ["error"]),
     "Item": obj({"file": {"type": "string"}, "name": {"type": "string"}, "content": {"type": "string"},
-                  "owner": NSTR, "source_conv": NSTR, "ts": NSTR}, ["file", "name", "content"]),
+                  "owner": NSTR, "source_conv": NSTR, "ts": NSTR, **ROOM}, ["file", "name", "content"]),
     "DiaryItem": obj({"date": {"type": "string"}, "time": {"type": "string"}, "content": {"type": "string"},
-                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR, "channel": ROOM_OUT["channel"],
-                       "present": ROOM_OUT["present"]}, ["date", "time", "content"]),
+                       "owner": NSTR, "source_conv": NSTR, "ts": NSTR, **ROOM}, ["date", "time", "content"]),
     "OwnerStats": obj({"id": {"type": "string"}, "items": {"type": "integer"}, "files": {"type": "integer"},
                         "diary_days": {"type": "integer"}, "last_change": NSTR, "head": NSTR,
                         "vectors": obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},
@@ -88,7 +83,7 @@ SCHEMAS: dict[str, dict] = {
     "ItemChange": obj({"kind": {"type": "string", "enum": ["wiki", "diary"]},
                         "status": {"type": "string", "enum": ["added", "changed", "removed"]},
                         "file": NSTR, "name": NSTR, "date": NSTR, "time": NSTR,
-                        "before": NSTR, "after": NSTR, **ROOM_OUT}, ["kind", "status"]),
+                        "before": NSTR, "after": NSTR, **ROOM}, ["kind", "status"]),
     "Plan": obj({"target": {"type": "string"}, "changes": arr(ref("ItemChange")),
                   "conflicts": arr({"type": "object"})}, ["changes", "conflicts"]),
     "RunRow": obj({"owner": {"type": "string"}, "run": NSTR, "commit": {"type": "string"}, "actor": NSTR,
@@ -118,6 +113,9 @@ SCHEMAS: dict[str, dict] = {
     "Settings": obj({"tz": {**NSTR, "description": "IANA time zone: the calendar of diary writes, memorize "
                                                    "and time words in retrieval when a request gives no tz"},
                       "character": {**NSTR, "description": "memorize's character when a request names none"},
+                      "dm_with_others": {"type": "boolean", "nullable": True,
+                                         "description": "true: what this person said in a direct chat may be "
+                                                        "recalled when others are in the room (default false)"},
                       "definition": {"type": "object", "description": "only on a character's own owner "
                                      "(char:<id>): its definition, written by the registry (/characters)"}},
                      ["tz", "character"]),
@@ -153,6 +151,10 @@ SCHEMAS: dict[str, dict] = {
                                            "description": "a window of separate days (last Friday asked on a "
                                                           "Sunday): those days only; time_range spans them"},
                              "query_terms": arr({"type": "string"}),
+                             "excluded": {"type": "object", "additionalProperties": {"type": "integer"},
+                                          "description": "with explain, in a room (channel, present or "
+                                                         "character): how many entries the room left out, by "
+                                                         "reason (direct_chat, not_present); never their text"},
                              "diary": {"type": "string", "enum": ["window", "all"],
                                        "description": "present when the diary was ranked with the wiki (all)"},
                              "vectors": obj({"embedded": {"type": "integer"}, "total": {"type": "integer"}},

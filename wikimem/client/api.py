@@ -268,7 +268,8 @@ class Client:
                  explain: bool = False, time_range: tuple[str, str] | None = None, tz: str | None = None,
                  as_of: str | None = None, diary: str | None = None,
                  recency_half_life: float | None = None, include_staged: bool | None = None,
-                 character: str | None = None) -> RetrievalResult:
+                 character: str | None = None, channel: str | None = None,
+                 present: Iterable[str] | None = None) -> RetrievalResult:
         """``MemoryIndex.retrieve`` on the host.
 
         Give ``query``, or the chat so far as ``messages`` (``{"role", "content"}``
@@ -283,7 +284,10 @@ class Client:
         id or ISO time) searches the past. ``character``: recall as that
         character (its layer, the shared layer and its profile, ranked as one;
         each entry's ``layer`` and ``character`` say where it comes from);
-        default: the character the token is bound to, if any.
+        default: the character the token is bound to, if any. ``channel`` and
+        ``present``: where the answer will be read and who is there (owner
+        ids, ``char:<id>``): the host leaves out what may not be recalled
+        there (``excluded`` counts it with ``explain``).
         """
         if (query is None) == (messages is None):
             raise ValueError("give retrieve() either query or messages")
@@ -292,7 +296,8 @@ class Client:
                             budget_strict=True if budget_strict else None, expand_links=expand_links,
                             explain=explain, time_range=list(time_range) if time_range else None, tz=tz,
                             as_of=as_of, diary=diary, recency_half_life=recency_half_life,
-                            include_staged=include_staged, character=character)
+                            include_staged=include_staged, character=character, channel=channel,
+                            present=None if present is None else list(present))
         return retrieval_result(self._call("POST", self._owner_path(owner) + "/retrieve", body=body))
 
     def memorize(self, turn: str, *, owner: str | None = None, character: str | None = None,

@@ -122,4 +122,5 @@ def retrieval_result(data: Mapping[str, Any]) -> RetrievalResult:
         diary=data.get("diary") or "window",
         vectors=dict(data["vectors"]) if data.get("vectors") is not None else None,
         diary_index=data.get("diary_index"),
+        excluded=dict(data["excluded"]) if data.get("excluded") is not None else None,
     )

@@ -106,7 +106,7 @@ def parse_wiki(data: bytes | None, file: str) -> list[RecallItem]:
     items: dict[str, RecallItem] = {}
     for b in parse_blocks(decode(data)):
         items.pop(b.heading, None)  # the winner takes the position of the last copy
-        items[b.heading] = RecallItem(file, b.heading, b.content, b.owner, b.source_conv, b.ts)
+        items[b.heading] = RecallItem(file, b.heading, b.content, b.owner, b.source_conv, b.ts, b.channel, b.present)
     return list(items.values())
 
 
@@ -114,7 +114,7 @@ def render_wiki(file: str, items: list[RecallItem]) -> bytes | None:
     """The bytes of a wiki file holding ``items``; None when there are none (the file goes)."""
     if not items:
         return None
-    blocks = [Block(i.name, i.content, i.owner, i.source_conv, i.ts) for i in items]
+    blocks = [Block(i.name, i.content, i.owner, i.source_conv, i.ts, i.channel, i.present) for i in items]
     return render_blocks(file, blocks).encode("utf-8")
 
 
@@ -122,12 +122,16 @@ def same_item(a: RecallItem | None, b: RecallItem | None) -> bool:
     """Whether two versions of an item hold the same content and provenance (None = absent)."""
     if a is None or b is None:
         return a is b
-    return (a.content, a.owner, a.source_conv, a.ts) == (b.content, b.owner, b.source_conv, b.ts)
+    return (a.content, a.owner, a.source_conv, a.ts, a.channel, a.present) == (
+        b.content, b.owner, b.source_conv, b.ts, b.channel, b.present)
 
 
 def item_etag(item: RecallItem) -> str:
     """A stable tag of an item's content and provenance (what ``If-Match`` carries)."""
-    text = "\0".join(str(v) for v in (item.file, item.name, item.content, item.owner, item.source_conv, item.ts))
+    fields = [item.file, item.name, item.content, item.owner, item.source_conv, item.ts]
+    if item.channel is not None or item.present:  # (an item without a room keeps the tag it always had)
+        fields += [item.channel, ",".join(item.present)]
+    text = "\0".join(str(v) for v in fields)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 

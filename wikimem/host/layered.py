@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikimem.recall import RetrievalResult, RetrievedItem, cut, est_tokens, item_text
+from wikimem.recall import RetrievalResult, RetrievedItem, Room, cut, est_tokens, item_text
 
 __all__ = ["Source", "retrieve_layers", "mark_staged", "SHARED", "CHARACTER", "PROFILE"]
 
@@ -31,6 +31,7 @@ class Source:
     character: str | None
     index: Any
     staged: frozenset | None = field(default=None, compare=False)
+    room: Room | None = field(default=None, compare=False)  # where the answer is read, as this layer sees it
 
 
 def _groups(items: list[RetrievedItem]) -> list[list[RetrievedItem]]:
@@ -72,6 +73,8 @@ def _links_of(group: list[RetrievedItem], source: Source, shared: Source | None,
         if source.index.lookup(link.file, name) is not None:
             continue
         target = shared.index.lookup(link.file, name) if shared is not None and source is not shared else None
+        if target is not None and shared is not None and shared.room is not None and shared.room.reason(target):
+            continue  # a target the room leaves out is not brought in by a link either
         if target is None or shared is None:
             missing.append(link.render())
         elif (SHARED, "wiki", target.file, target.name) not in taken:
@@ -91,7 +94,7 @@ def retrieve_layers(sources: list[Source], query: str, *, limit: int = 10, budge
     """One result over ``sources``: ranked by score across them (each source ranked by its own index), one ``limit``
     of hits, links resolved in the hit's own layer first and then in the shared one, one budget."""
     results = [(s, s.index.retrieve(query, limit=limit, budget_tokens=None, expand_links=expand_links,
-                                    explain=explain, **options)) for s in sources]
+                                    explain=explain, room=s.room, **options)) for s in sources]
     shared = next((s for s in sources if s.layer == SHARED), None)
     ranked = []
     for source, result in results:
@@ -135,6 +138,10 @@ def _merged(first: RetrievalResult, budget_tokens: int | None) -> RetrievalResul
 
 def _combine(merged: RetrievalResult, results: list[RetrievalResult]) -> None:
     merged.time_range_widened = any(r.time_range_widened for r in results)
+    counted_out = [r.excluded for r in results if r.excluded is not None]
+    if counted_out:
+        reasons = sorted({k for c in counted_out for k in c})
+        merged.excluded = {k: sum(c.get(k, 0) for c in counted_out) for k in reasons}
     merged.embedding_used = any(r.embedding_used for r in results)
     if any(r.diary_index == "building" for r in results):
         merged.diary_index = "building"

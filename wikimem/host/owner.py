@@ -26,7 +26,8 @@ from wikimem.errors import (
 from wikimem.format import SETTINGS_PATH, item_etag, normalize_ts, parse_settings, render_settings
 from wikimem.limits import MAX_LAYERS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS, check_length
 from wikimem.models import DiaryItem, RecallItem
-from wikimem.naming import is_character_id, validate_character_id
+from wikimem.naming import is_character_id, validate_channel_id, validate_character_id, validate_present
+from wikimem.recall import Room
 from wikimem.store import resolve_tz
 
 from .batchops import Op, check_content, parse_ops
@@ -384,7 +385,7 @@ class Owner:
 
     def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
                  as_of: str | None = None, include_staged: bool = False, character: str | None = None,
-                 **retrieve_kwargs: Any):
+                 channel: str | None = None, present: Any = None, **retrieve_kwargs: Any):
         """``MemoryIndex.retrieve`` on the live memory, or on the memory as of a commit or time.
 
         Give ``query``, or a chat transcript as ``messages`` (OpenAI-style
@@ -400,6 +401,9 @@ class Owner:
         the shared layer and its profile, ranked as one list
         (:func:`~wikimem.host.layered.retrieve_layers`; each entry says its
         ``layer`` and ``character``); no other character's layer is read.
+        ``channel``/``present``: where the answer will be read and who is
+        there; with them, or with ``character``, the rules of
+        :mod:`wikimem.recall.rooms` leave entries out in the query.
         """
         if (query is None) == (messages is None):
             raise BadRequest("give either query or messages")
@@ -416,14 +420,14 @@ class Owner:
             raise BadRequest("give as_of or include_staged, not both")
         start = time.perf_counter()
         commit = self.vstore.resolve(as_of) if as_of is not None else None
-        sources = self._sources(character, commit, include_staged)
+        sources = self._sources(character, commit, include_staged, self._room(character, channel, present))
         retrieve_kwargs["tz"] = self._tz(retrieve_kwargs.get("tz"))
         ready = time.perf_counter()
         take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
         if callable(take):
             take()
         if character is None:
-            result = sources[0].index.retrieve(query, **retrieve_kwargs)
+            result = sources[0].index.retrieve(query, room=sources[0].room, **retrieve_kwargs)
             if sources[0].staged is not None:
                 mark_staged([*result.items, *result.dropped], sources[0].staged)
         else:
@@ -434,14 +438,25 @@ class Owner:
                                "ranking": max(0.0, end - ready - embedding), "total": end - start})
         return result
 
-    def _sources(self, character: str | None, commit: str | None, include_staged: bool) -> list[Source]:
-        """What a retrieve reads: the shared layer; with ``character``, also its layer and its profile."""
+    def _room(self, character: str | None, channel: Any, present: Any) -> Room | None:
+        """Where a retrieve's answer will be read (None: nowhere said, and no character recalls)."""
+        if character is None and channel is None and present is None:
+            return None
+        return Room(person=self.id, channel=None if channel is None else validate_channel_id(channel),
+                    present=None if present is None else validate_present(present), character=character,
+                    dm_with_others=bool(self.settings().dm_with_others))
+
+    def _sources(self, character: str | None, commit: str | None, include_staged: bool,
+                 room: Room | None = None) -> list[Source]:
+        """What a retrieve reads: the shared layer; with ``character``, also its layer and its profile; each with
+        the ``room`` as its layer sees it."""
         def source(kind: str, layer: str | None) -> Source:
+            seen = room.of_layer(kind != SHARED) if room is not None else None
             if include_staged:
                 index, staged = self.indexes.with_staged(layer)
-                return Source(kind, character, index, staged)
+                return Source(kind, character, index, staged, seen)
             return Source(kind, character, self.indexes.live(layer) if commit is None else
-                          self.indexes.as_of(commit, layer))
+                          self.indexes.as_of(commit, layer), room=seen)
 
         if character is None:
             return [source(SHARED, None)]
@@ -449,7 +464,7 @@ class Owner:
         out = [source(CHARACTER, character), source(SHARED, None)]
         profile = self.profile_of(character)
         if profile is not None and profile is not self:
-            out.append(Source(PROFILE, character, profile.index()))
+            out.append(Source(PROFILE, character, profile.index(), room=room.of_layer(True) if room else None))
         return out
 
     # -- history -----------------------------------------------------------
@@ -484,20 +499,38 @@ class Owner:
 
         Conflicts raise :class:`~wikimem.errors.Conflict` unless ``force``
         (a restore has none: it makes the memory equal to its target).
-        An unknown ``kind`` raises ``ValueError``.
+        An unknown ``kind`` raises ``ValueError``. A rollback also withdraws
+        what the run still proposes on probation (:meth:`withdraw_proposals`).
         """
-        return self.write_attempts(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
+        try:
+            done = self.write_attempts(lambda: self.vstore.undo.apply(kind, target, force=force, ctx=ctx))
+        except NotFound:  # a run that only proposed: its rollback is the withdrawal
+            withdrawn = self.withdraw_proposals([target], ctx=ctx) if kind == "rollback" else []
+            if not withdrawn:
+                raise
+            return withdrawn[-1]
+        if kind == "rollback":
+            self.withdraw_proposals([target], ctx=ctx)
+        return done
+
+    def withdraw_proposals(self, runs: list[str], *, ctx: WriteContext | None = None) -> list[Committed]:
+        """Discard the staged runs among ``runs`` (a rolled-back run's proposals to the shared layer go with it;
+        kept as discarded runs, so they can be restored): one commit each, ``ctx.actor`` as who."""
+        pending = self.staging.tips()
+        plain = replace(WriteContext.of(ctx), idempotency_key=None)  # (the key names the rollback, not these)
+        return [self.discard_staged(run, ctx=plain, reason="rolled back") for run in runs if run in pending]
 
     # -- writing -----------------------------------------------------------
 
     def add(self, file: str, name: str, content: str, *, ts: str | None = None, ctx: WriteContext | None = None,
-            character: str | None = None) -> Committed:
+            character: str | None = None, **room: Any) -> Committed:
         """Add or replace an item (one commit; ``created`` when it is new); ``ctx.if_match`` is its
         etag or the head commit id, ``ctx.if_none_match`` makes it create-only (412 when it exists).
-        Empty content is refused (``ValueError``). ``character``: into that character's layer."""
+        Empty content is refused (``ValueError``). ``character``: into that character's layer; ``room``: the
+        ``channel`` and ``present`` it was learnt in."""
         check_content(content)
         target, ctx = self.target(ctx, character)
-        return self.write_attempts(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx))
+        return self.write_attempts(lambda: target.add(file, name, content, owner=self.id, ts=ts, ctx=ctx, **room))
 
     def remove(self, file: str, name: str, *, ctx: WriteContext | None = None,
                character: str | None = None) -> Committed:

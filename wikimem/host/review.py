@@ -22,7 +22,7 @@ from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 if TYPE_CHECKING:
     from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan, VersionedStore
 
-__all__ = ["Review", "HistoryMarks", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
+__all__ = ["Review", "HistoryMarks", "LayerStats", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
 # The filters of an owner's history (besides paging), as the API and the admin page name them.
 HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until", "channel")
@@ -40,6 +40,17 @@ class HistoryMarks:
     def to_dict(self) -> dict:
         return {"reverted_by": self.reverted_by, "run_rolled_back_by": self.run_rolled_back_by,
                 "undoes": {k: v.to_dict() for k, v in self.undoes.items()}}
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """One layer of a person's folder as the operators' overview shows it (``layer`` None: the shared one)."""
+
+    layer: str | None
+    items: int
+    files: int
+    diary_days: int
+    last_change: str | None  # the newest commit that changed an item or entry of this layer (UTC)
 
 
 def _cursor(value: str | None, what: str) -> int | None:
@@ -66,6 +77,36 @@ class Review:
     def link_graph(self) -> LinkGraph:
         """The wiki-link graph of the owner's wiki (the shared layer): ``wikimem graph``'s data."""
         return link_graph(self._vstore.store.items())
+
+    # -- layers ----------------------------------------------------------------
+
+    def layers_overview(self) -> list[LayerStats]:
+        """The shared layer and each character's layer of the folder: counts and the last change of each."""
+        return [self._layer_stats(layer) for layer in [None, *self._vstore.layers()]]
+
+    def _layer_stats(self, layer: str | None) -> LayerStats:
+        store = self._vstore.store.layer(layer)
+        files = store.files()
+        return LayerStats(layer, sum(len(store.items(f)) for f in files), len(files), len(store.diary.dates()),
+                          self._last_change(layer))
+
+    def _last_change(self, layer: str | None) -> str | None:
+        """The time of the newest commit that changed this layer (the layer filter also passes commits that
+        changed no item: a settings commit is not a change of the layer)."""
+        cursor = None
+        for _ in range(3):  # commits without items are rare: a few pages at most, then "unknown"
+            page = self._vstore.history(limit=20, cursor=cursor, layers=(layer,))
+            found = next((e.time for e in page.entries if e.changes), None)
+            if found is not None or page.next is None:
+                return found
+            cursor = page.next
+        return None
+
+    def run_layers(self, run: str) -> list[str]:
+        """The characters whose layer of this folder a run wrote (on ``main``): who made a proposal to the shared
+        layer that is the same run on its staged branch."""
+        return [layer for layer in self._vstore.layers()
+                if any(e.changes for e in self._vstore.history(run=run, limit=20, layers=(layer,)).entries)]
 
     # -- history ---------------------------------------------------------------
 
@@ -183,21 +224,23 @@ class Review:
 
     # -- plain text search ---------------------------------------------------------
 
-    def text_search(self, query: str, *, limit: int = 50, diary: bool = True) -> TextSearch:
-        """Wiki items and diary entries holding every word of ``query`` (any case), at most ``limit`` shown."""
+    def text_search(self, query: str, *, limit: int = 50, diary: bool = True, layer: str | None = None) -> TextSearch:
+        """Wiki items and diary entries holding every word of ``query`` (any case), at most ``limit`` shown, in one
+        layer (``layer``: a character's; None: the shared one)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TEXT_HITS:
             raise InvalidValue(f"limit must be an integer from 1 to {MAX_TEXT_HITS}")
         patterns = compile_query(query)
         hits: list[TextHit] = []
         total = 0
-        for it in self._vstore.store.items():
+        store = self._vstore.store.layer(layer)
+        for it in store.items():
             if matches(patterns, it.name, it.content):
                 total += 1
                 if len(hits) < limit:
                     hits.append(TextHit("wiki", it.content, file=it.file, name=it.name,
                                         spans=spans(patterns, it.content), name_spans=spans(patterns, it.name)))
-        for day in reversed(self._vstore.diary.dates()) if diary else ():
-            for entry in self._vstore.diary.day(day):
+        for day in reversed(store.diary.dates()) if diary else ():
+            for entry in store.diary.day(day):
                 if matches(patterns, entry.content):
                     total += 1
                     if len(hits) < limit:

@@ -8,6 +8,8 @@ back to the host's default.
 ``tz``          IANA time zone (``Asia/Shanghai``): the calendar of diary writes, memorize
                 and time words in retrieval (昨天, 上周三) when a request gives no ``tz``
 ``character``   who writes the diary in memorize when a request names no ``character``
+``dm_with_others``  true: what this person said in a direct chat may be recalled when others
+                are in the room (SPEC §11; default false)
 ``definition``  only on a character's own owner (``char:<id>``), written by the registry
                 (:mod:`wikimem.host.characters`): ``name``, ``persona``, ``shared_writes``,
                 ``deleted``, ``updated`` — so a definition change is a commit there
@@ -28,7 +30,7 @@ from wikimem.store import resolve_tz
 __all__ = ["OwnerSettings", "SETTINGS_FIELDS", "DEFINITION", "SHARED_WRITES", "CHARACTER_PREFIX", "check_settings",
            "check_definition", "settings_record", "settings_summary"]
 
-SETTINGS_FIELDS = ("tz", "character")  # what a settings request may set
+SETTINGS_FIELDS = ("tz", "character", "dm_with_others")  # what a settings request may set
 DEFINITION = "definition"  # the registry's own field, on char:<id> owners only
 # How a character's facts reach the shared layer: as a proposal (a staged run), directly, or never.
 SHARED_WRITES = ("staged", "direct", "none")
@@ -44,6 +46,7 @@ class OwnerSettings:
 
     tz: str | None = None
     character: str | None = None
+    dm_with_others: bool | None = None  # recall direct-chat memories with others in the room (None: no)
     definition: dict[str, Any] | None = None  # a character's, on its char:<id> owner
 
     @classmethod
@@ -73,6 +76,10 @@ def _check(key: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise BadRequest("tz must be a string, an IANA time zone name such as Asia/Shanghai")
         resolve_tz(value)  # ValueError: unknown time zone
+        return value
+    if key == "dm_with_others":
+        if not isinstance(value, bool):
+            raise BadRequest("dm_with_others must be true or false (or null to unset)")
         return value
     if not isinstance(value, str):
         raise BadRequest(f"character must be a string, a one-line name of 1 to {MAX_CHARACTER} characters")

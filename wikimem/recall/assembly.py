@@ -7,6 +7,7 @@ from wikimem.models import RecallItem
 
 from .fusion import Candidate
 from .results import RetrievedItem
+from .rooms import Room, sift
 from .tokenizer import est_tokens, item_text
 from .wiki_index import WikiIndex
 
@@ -38,7 +39,8 @@ def entries(hits: list[Candidate], terms: set[str], wiki: WikiIndex) -> list[Ret
     ) for c in hits]
 
 
-def expand(hits: list[RetrievedItem], terms: set[str], wiki: WikiIndex) -> tuple[list[RetrievedItem], list[str]]:
+def expand(hits: list[RetrievedItem], terms: set[str], wiki: WikiIndex, room: Room | None = None,
+           left_out: dict[str, set[int]] | None = None) -> tuple[list[RetrievedItem], list[str]]:
     """Each hit followed by its link targets: one hop, each item once; and the dangling links.
 
     The first entry in injection order survives: a later hit that an
@@ -59,6 +61,8 @@ def expand(hits: list[RetrievedItem], terms: set[str], wiki: WikiIndex) -> tuple
                 continue
             if id(target) in seen:
                 continue
+            if room is not None and not sift([target], room, left_out if left_out is not None else {}):
+                continue  # a target this room leaves out is not brought in by a link either
             seen.add(id(target))
             out.append(RetrievedItem(
                 item=target, source="link", via=hit.item.name, via_file=hit.item.file,

@@ -63,6 +63,7 @@ class DiaryIndex:
         self._days: dict[str, list[tuple[Key, RecallItem]]] = {}
         self._items: dict[Key, RecallItem] = {}
         self._by_hash: dict[str, set[Key]] = {}  # hash of the embedded text -> entries (vector hits)
+        self.roomed: dict[Key, RecallItem] = {}  # the entries that say where they were said (recall in a room)
         self._signature: Signature | None = None
         self._static_read = False
         self.generation = 0  # bumped by every change of what is indexed
@@ -122,7 +123,7 @@ class DiaryIndex:
     def rebuild(self) -> None:
         """Forget everything and read the whole diary again."""
         self.bm25 = BM25Index(b=self.b)
-        self._days, self._items, self._by_hash = {}, {}, {}
+        self._days, self._items, self._by_hash, self.roomed = {}, {}, {}, {}
         self._signature, self._static_read = None, False
         self.generation += 1
         self.refresh()
@@ -154,6 +155,7 @@ class DiaryIndex:
             self._days[date] = entries
             for key, item in entries:
                 self._items[key] = item
+                self._room(key, item)
                 docs.append((key, tokenize(item_text(item), use_jieba=self.use_jieba)))
                 self._by_hash.setdefault(content_hash(embed_text(item.name, item.content)), set()).add(key)
         self.bm25.extend(docs)
@@ -169,6 +171,7 @@ class DiaryIndex:
             self.bm25.remove(key)
             self._unhash(key, old[key])
             del self._items[key]
+            self.roomed.pop(key, None)
             changed = True
         for key, item in new.items():
             before = old.get(key)
@@ -181,11 +184,18 @@ class DiaryIndex:
             elif _meta(before) != _meta(item):
                 changed = True
             self._items[key] = item
+            self._room(key, item)
         if entries:
             self._days[date] = entries
         else:
             self._days.pop(date, None)
         return changed
+
+    def _room(self, key: Key, item: RecallItem) -> None:
+        if item.channel is not None or item.present:
+            self.roomed[key] = item
+        else:
+            self.roomed.pop(key, None)
 
     def _unhash(self, key: Key, item: RecallItem) -> None:
         digest = content_hash(embed_text(item.name, item.content))

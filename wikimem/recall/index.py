@@ -29,6 +29,7 @@ from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .lexical import B
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
+from .rooms import Room, hidden_count, sift
 from .semantic import Contents, IndexVectors
 from .smoothing import lexical_sides, smooth
 from .stopwords import LANGUAGES, check_languages, content_terms, is_function_term, question_only, topic_terms
@@ -108,6 +109,14 @@ def _cut(result: RetrievalResult, budget_tokens: int | None, strict: bool, expla
     result.budget_used = sum(e.tokens_est for e in result.items)
     if explain:
         result.dropped = dropped
+
+
+def _second(pair: tuple) -> Any:
+    return pair[1]
+
+
+def _item(candidate: Candidate) -> RecallItem:
+    return candidate.item
 
 
 def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
@@ -216,6 +225,7 @@ class MemoryIndex:
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
         self._lock = threading.RLock()
+        self._hidden_counts: dict[tuple, int] = {}  # (room, state key) -> items it leaves out
         self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
         if transcripts is not None:
             self.wiki.transcripts = transcripts
@@ -313,7 +323,7 @@ class MemoryIndex:
                  expand_links: bool = True, explain: bool = False,
                  time_range: tuple[str, str] | None = None, tz: Any = None,
                  diary: str | None = None, recency_half_life: float | None = None,
-                 budget_strict: bool = False) -> RetrievalResult:
+                 budget_strict: bool = False, room: Room | None = None) -> RetrievalResult:
         """Rank, expand links one hop, cut to the budget. Never calls an LLM; never
         raises because an optional path (jieba, embeddings) is missing or down.
 
@@ -321,8 +331,11 @@ class MemoryIndex:
         ``recency_half_life`` (days, ``diary="all"``; default: the index's,
         0 = none): a diary entry's score is multiplied by
         ``0.5 + 0.5·2^(−age/half_life)``. ``budget_strict``:
-        the first entry does not survive a budget it alone exceeds. Invalid
-        arguments raise ``ValueError``.
+        the first entry does not survive a budget it alone exceeds. ``room``
+        (:class:`~wikimem.recall.rooms.Room`): where the answer will be read —
+        the entries it leaves out are never candidates (with ``explain``,
+        ``excluded`` counts them by reason). Invalid arguments raise
+        ``ValueError``.
 
         The pipeline, in order:
 
@@ -366,10 +379,12 @@ class MemoryIndex:
         limit, budget_tokens, mode, half_life = self._arguments(query, limit, budget_tokens, diary,
                                                                 recency_half_life)
         result = RetrievalResult(budget_tokens=budget_tokens, diary=mode)
-        q = self._query(query, mode, half_life, time_range, tz, result)
+        q = self._query(query, mode, half_life, time_range, tz, result, room)
         if q.terms or q.window or (self.vectors is not None and q.text.strip()):
             self._answer(q, limit, expand_links, explain, result)
         _cut(result, budget_tokens, bool(budget_strict), explain)
+        if explain and q.room is not None:
+            result.excluded = {why: len(ids) for why, ids in sorted(q.left_out.items())}
         return result
 
     def _arguments(self, query: Any, limit: Any, budget_tokens: Any, diary: Any,
@@ -383,7 +398,7 @@ class MemoryIndex:
         return _check_count(limit, "limit"), budget, mode, half_life
 
     def _query(self, query: str, mode: str, half_life: float | None, time_range: Any, tz: Any,
-               result: RetrievalResult) -> Query:
+               result: RetrievalResult, room: Room | None = None) -> Query:
         """The query as the ranking sees it: its window (on ``result`` too), terms and the window's entries."""
         if mode == "all" and not self.diary_ready(self.diary_wait):
             mode, result.diary_index = "window", "building"  # answered now: the diary through its window
@@ -397,7 +412,8 @@ class MemoryIndex:
         terms = topic + [t for t in dict.fromkeys(cue_terms) if t not in topic]
         result.query_terms = terms
         q = Query(text, terms, mode, [], None, half_life if mode == "all" else None, tz,
-                  fallback=question_only(topic), content=bool(topic) and not is_content_free(topic_text))
+                  fallback=question_only(topic), content=bool(topic) and not is_content_free(topic_text),
+                  room=room if room is not None and room.active else None)
         if result.time_range is not None:
             self._open_window(q, result)
         return q
@@ -437,27 +453,29 @@ class MemoryIndex:
         """The window's diary entries, widened once when there are none."""
         assert result.time_range is not None
         window, days = result.time_range, result.time_days
-        keyed = self._window_entries(q.mode, window, days)
+        keyed = self._window_entries(q, window, days)
         if not keyed:
             window, days = _widen(window), _widen_days(days)
             result.time_range, result.time_days, result.time_range_widened = window, days, True
-            keyed = self._window_entries(q.mode, window, days)
+            q.left_out.clear()  # the wider window reads its entries again
+            keyed = self._window_entries(q, window, days)
         if q.mode == "all":
             q.dates, q.days = window, frozenset(days) if days else None
         q.window = [item for _, item in keyed]
         q.window_keys = [key for key, _ in keyed]
 
-    def _window_entries(self, mode: str, window: tuple[str, str], days: list[str] | None) -> list[tuple[Any, Any]]:
-        """``(candidate key, item)`` of the entries of a window (of its ``days`` only, when given), in time order."""
-        if mode == "window":
+    def _window_entries(self, q: Query, window: tuple[str, str], days: list[str] | None) -> list[tuple[Any, Any]]:
+        """``(candidate key, item)`` of the entries of a window (of its ``days`` only, when given) that the query's
+        room allows, in time order."""
+        if q.mode == "window":
             spans = [(d, d) for d in days] if days else [window]
             items = [as_recall_item(e) for span in spans for e in self.store.diary.window(*span)]
-            return [((i.file, i.name, n), i) for n, i in enumerate(items)]
+            return [((i.file, i.name, n), i) for n, i in enumerate(sift(items, q.room, q.left_out))]
         with self._lock:
             index = self._diary_fresh()
             assert index is not None  # (retrieve asks for "all" only once the index is built)
             keyed = index.keyed(*window)
-        return [(k, i) for k, i in keyed if not days or k[0] in days]
+        return sift([(k, i) for k, i in keyed if not days or k[0] in days], q.room, q.left_out, _second)
 
     def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
         window = [Candidate(k, i, "diary") for k, i in zip(q.window_keys, q.window)]
@@ -481,13 +499,28 @@ class MemoryIndex:
                            for n, i in enumerate(q.window))
         with self._lock:
             self._ensure_fresh(q.mode)
+            if q.room is not None:  # enough candidates that the ones the room leaves out do not shorten the answer
+                pool += self._hidden(q.room, q.mode)
             cands = self._bm25_candidates(q, pool) if q.terms and pool else []
             lagging = self._lagging(q.mode)
         if self._hybrid is not None and limit:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
             if fused is not None:
                 cands, result.embedding_used = fused, True
+        cands = sift(cands, q.room, q.left_out, _item)
         return self._demote(self._prior(cands, q), q)
+
+    def _hidden(self, room: Room, mode: str) -> int:
+        """How many indexed items ``room`` leaves out (called under the lock, after ``_ensure_fresh(mode)``)."""
+        key = (room, self._state_key(mode))
+        count = self._hidden_counts.get(key)
+        if count is None:
+            diary = self._diary_index.roomed if mode == "all" and self._diary_index is not None else {}
+            count = hidden_count(room, self.wiki.roomed, diary)
+            if len(self._hidden_counts) >= 32:
+                self._hidden_counts.clear()
+            self._hidden_counts[key] = count
+        return count
 
     def _demote(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         """A question with content ranks the content-free turns (greetings, acknowledgements) after the others."""
@@ -545,7 +578,7 @@ class MemoryIndex:
         wanted = set(q.terms)
         found = entries(hits, wanted, self.wiki)
         if expand_links:
-            found, result.unresolved_links = expand(found, wanted, self.wiki)
+            found, result.unresolved_links = expand(found, wanted, self.wiki, q.room, q.left_out)
         result.items = found
 
     # -- the vectors -----------------------------------------------------------

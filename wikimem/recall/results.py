@@ -22,8 +22,8 @@ def _item_dict(item: RecallItem, kind: str) -> dict[str, Any]:
                            "owner": item.owner, "source_conv": item.source_conv, "ts": item.ts}
     if kind == "diary":  # as the diary routes name an entry; file and name stay for older readers
         out.update(date=item.file, time=item.name)
-        if item.channel is not None or item.present:
-            out.update(channel=item.channel, present=list(item.present))
+    if item.channel is not None or item.present:  # where it was said and who was there, when it says so
+        out.update(channel=item.channel, present=list(item.present))
     return out
 
 
@@ -129,6 +129,7 @@ class RetrievalResult:
     diary: str = "window"
     vectors: dict[str, int] | None = None
     diary_index: str | None = None
+    excluded: dict[str, int] | None = None  # explain, in a room: how many entries it left out, by reason
 
     def to_prompt(self, budget_tokens: int | None = None, *, strict: bool = False,
                   heading: str | None = None) -> str:
@@ -182,6 +183,8 @@ class RetrievalResult:
             out["vectors"] = dict(self.vectors)
         if self.diary_index is not None:
             out["diary_index"] = self.diary_index
+        if self.excluded is not None:
+            out["excluded"] = dict(self.excluded)
         return out
 
 
@@ -229,6 +232,8 @@ class Query:
     days: frozenset[str] | None = None  # a window of separate days: those days only
     fallback: bool = True  # the window's unmatched entries come back (the words left are question words)
     content: bool = False  # the question has content: small-talk turns rank after the others
+    room: Any = None  # where the answer will be read (a wikimem.recall.rooms.Room that can leave entries out)
+    left_out: dict[str, set[int]] = field(default_factory=dict)  # entries the room left out: reason -> item ids
 
     def in_window(self, day: str) -> bool:
         """Whether a diary day passes the window ("all" mode; True without one)."""

@@ -34,6 +34,7 @@ class WikiIndex:
         self.built = False
         self.generation = 0
         self._files: dict[str, dict[str, RecallItem]] = {}  # file -> name -> item, as indexed
+        self.roomed: dict[Key, RecallItem] = {}  # the items that say where they were said (recall in a room)
         # (file, name) -> (item, tokens_est, links), valid while the index holds that item
         self._facts: dict[Key, tuple[RecallItem, int, list]] = {}
         self._revision: Any = None
@@ -132,6 +133,7 @@ class WikiIndex:
         bm25.extend(((i.file, i.name), tokenize(item_text(i), use_jieba=self.use_jieba)) for i in items)
         self.bm25, self._files, self._facts, self._order = bm25, files, {}, {}
         self._speakers, self._free = {}, {}
+        self.roomed = {(i.file, i.name): i for i in items if i.channel is not None or i.present}
         self._revision, self.built = revision, True
         self.generation += 1
 
@@ -167,14 +169,20 @@ class WikiIndex:
         for name in old.keys() - new.keys():
             self.bm25.remove((file, name))
             self._facts.pop((file, name), None)
+            self.roomed.pop((file, name), None)
             changed = True
         for name, item in new.items():
             before = old.get(name)
             if before is None or before.content != item.content:
                 self.bm25.add((file, name), tokenize(item_text(item), use_jieba=self.use_jieba))
                 changed = True
-            elif (before.owner, before.source_conv, before.ts) != (item.owner, item.source_conv, item.ts):
+            elif (before.owner, before.source_conv, before.ts, before.channel, before.present) != (
+                    item.owner, item.source_conv, item.ts, item.channel, item.present):
                 changed = True  # provenance only: same terms, new item object
+            if item.channel is not None or item.present:
+                self.roomed[(file, name)] = item
+            else:
+                self.roomed.pop((file, name), None)
         if new:
             self._files[file] = new
         else:

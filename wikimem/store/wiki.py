@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,14 @@ from wikimem.format import (
 )
 from wikimem.fsio import Stamp
 from wikimem.models import RecallItem
-from wikimem.naming import safe_stem, sanitize_item_name, validate_character_id, validate_file
+from wikimem.naming import (
+    safe_stem,
+    sanitize_item_name,
+    validate_channel_id,
+    validate_character_id,
+    validate_file,
+    validate_present,
+)
 
 from .diary import Diary
 from .door import Door
@@ -167,12 +174,17 @@ class MemoryStore:
         owner: str | None = None,
         source_conv: str | None = None,
         ts: str | None = None,
+        channel: str | None = None,
+        present: Iterable[str] | str | None = None,
     ) -> RecallItem:
-        """Insert or replace an item (journal: ``add`` or ``update``)."""
-        return self.save(file, name, content, owner=owner, source_conv=source_conv, ts=ts).item
+        """Insert or replace an item (journal: ``add`` or ``update``); ``channel``/``present``: where it was said
+        and who was there (a fact learnt in a direct chat is recalled by a diary entry's rules)."""
+        return self.save(file, name, content, owner=owner, source_conv=source_conv, ts=ts, channel=channel,
+                         present=present).item
 
     def save(self, file: str, name: str, content: str, *, owner: str | None = None,
-             source_conv: str | None = None, ts: str | None = None) -> Saved:
+             source_conv: str | None = None, ts: str | None = None, channel: str | None = None,
+             present: Iterable[str] | str | None = None) -> Saved:
         """:meth:`add`, telling also whether the item is new (decided under the write lock)."""
         validate_file(file)
         item = RecallItem(
@@ -182,6 +194,8 @@ class MemoryStore:
             owner=clean_meta_value(owner, "owner"),
             source_conv=clean_meta_value(source_conv, "source_conv"),
             ts=normalize_ts(ts),
+            channel=validate_channel_id(channel) if channel is not None else None,
+            present=validate_present(present) if present is not None else (),
         )
         with self.writer.unit() as unit:
             old, items = self._read_fresh(file)

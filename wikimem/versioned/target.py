@@ -157,10 +157,11 @@ class Target:
                                      current=tag, item=shown)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None) -> Committed:
+            ctx: WriteContext | None = None, channel: str | None = None,
+            present: Iterable[str] | str | None = None) -> Committed:
         """Add or replace an item as one commit (``ctx.if_match``: its etag or the head commit id;
-        ``ctx.if_none_match``: only if it does not exist yet)."""
-        ctx = self._bound(ctx, "add", file, name, content, owner, ts)
+        ``ctx.if_none_match``: only if it does not exist yet; ``channel``/``present``: :meth:`wikimem.Wiki.add`)."""
+        ctx = self._bound(ctx, "add", file, name, content, owner, ts, *_room(channel, present))
         # The item's preconditions are checked by check_item, not as a head commit by batch().
         with self.batch(replace(ctx, if_match=None, if_none_match=False), kind=self._kind(f"add {file}/{name}")) as b:
             if b.replay is not None:
@@ -168,7 +169,8 @@ class Target:
                 return Committed(RecallItem(**value) if value else self.store.get(file, name), b.commit, True,
                                  created=bool(b.replay.get("created")))
             self.check_item(file, name, ctx)
-            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv)
+            saved = self.store.save(file, name, content, owner=owner, ts=ts, source_conv=ctx.source_conv,
+                                    channel=channel, present=present)
             b.result = {"value": asdict(saved.item), "created": saved.created}
         return Committed(saved.item, b.commit, created=saved.created)
 
@@ -190,9 +192,8 @@ class Target:
                      ctx: WriteContext | None = None, channel: str | None = None,
                      present: Iterable[str] | str | None = None) -> Committed:
         """Append a diary entry as one commit (``channel``/``present``: :meth:`wikimem.Diary.append`)."""
-        room = () if channel is None and present is None else (channel, present if present is None
-                                                                 else list(present))
-        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner, *room)
+        ctx = self._bound(ctx, "diary", content, ts, date, time, str(tz) if tz else None, owner,
+                          *_room(channel, present))
         with self.batch(ctx, kind=self._kind("diary")) as b:
             if b.replay is not None:
                 value = b.replay.get("value")
@@ -202,3 +203,10 @@ class Target:
             b.result = {"value": asdict(entry)}
         return Committed(entry, b.commit)
 
+
+def _room(channel: str | None, present: Iterable[str] | str | None) -> tuple:
+    """What a write's ``channel``/``present`` add to the request its key is bound to (nothing when absent, so a
+    retry of an older request matches)."""
+    if channel is None and present is None:
+        return ()
+    return channel, present if present is None or isinstance(present, str) else list(present)

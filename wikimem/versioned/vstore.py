@@ -634,9 +634,10 @@ class VersionedStore:
         return self.main.batch(ctx, message=message, action=action, kind=kind, reverts=reverts)
 
     def add(self, file: str, name: str, content: str, *, owner: str | None = None, ts: str | None = None,
-            ctx: WriteContext | None = None) -> Committed:
-        """Add or replace an item as one commit on ``main`` (:meth:`Target.add`)."""
-        return self.main.add(file, name, content, owner=owner, ts=ts, ctx=ctx)
+            ctx: WriteContext | None = None, **room: Any) -> Committed:
+        """Add or replace an item as one commit on ``main`` (:meth:`Target.add`; ``room``: its ``channel`` and
+        ``present``)."""
+        return self.main.add(file, name, content, owner=owner, ts=ts, ctx=ctx, **room)
 
     def remove(self, file: str, name: str, *, owner: str | None = None,
                ctx: WriteContext | None = None) -> Committed:

@@ -145,9 +145,11 @@ def rollback_part(owner: Callable[[str], Owner], part: Part, *, job: str, force:
     """
     out = {"owner": part.owner, "runs": part.runs, "commits": part.commits}
     try:
-        done = owner(part.owner).review.rollback_selection(
-            part.runs, part.commits, force=force, message=f"bulk rollback {job}",
-            ctx=job_context({}, run=job, actor=actor, idempotency_key=f"bulk:{job}"))
+        one = owner(part.owner)
+        ctx = job_context({}, run=job, actor=actor, idempotency_key=f"bulk:{job}")
+        done = one.review.rollback_selection(part.runs, part.commits, force=force, message=f"bulk rollback {job}",
+                                             ctx=ctx)
+        one.withdraw_proposals(list(part.runs), ctx=ctx)  # what the runs still propose goes with them
     except Conflict as exc:
         return {**out, "status": "conflict", "commit": None, "conflict_count": len(exc.conflicts),
                 "conflicts": exc.conflicts[:MAX_CONFLICTS_SHOWN]}

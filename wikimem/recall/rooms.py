@@ -1,0 +1,104 @@
+"""Recall in a room: which memories may be recalled where the answer will be read (SPEC §11, "Channels").
+
+A retrieve may say where its answer will be read — the ``channel`` and who is
+``present`` — and who recalls (a ``character``). Two rules decide, for each
+entry that says where it was said (``channel``/``present`` in its metadata):
+
+- what was said in a direct chat (``channel=dm``) is not recalled when anyone
+  else is in the room — anyone but the person and the recalling character —
+  unless the person allowed it (``dm_with_others``);
+- a character does not recall a channel event at which it was not present
+  (its ``char:<id>`` is not in the entry's ``present``; an entry of another
+  layer that names no one present is not shown to a character either).
+
+Entries that say nothing of a room (older ones, hand-written ones) are always
+recalled. :class:`Room` is applied where an index ranks, before the limit
+(:class:`~wikimem.recall.index.MemoryIndex`), never to a finished answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+from wikimem.naming import DM_CHANNEL
+
+__all__ = ["Room", "DIRECT_CHAT", "NOT_PRESENT", "REASONS", "sift", "hidden_count"]
+
+DIRECT_CHAT = "direct_chat"  # said in a direct chat, and others are in the room
+NOT_PRESENT = "not_present"  # the recalling character was not there
+REASONS = {DIRECT_CHAT: "said in a direct chat; someone else is in the room",
+           NOT_PRESENT: "the recalling character was not present"}
+
+
+@dataclass(frozen=True)
+class Room:
+    """Where a retrieve's answer will be read, and by whom (see the module docstring).
+
+    ``person``: the owner whose memory is asked (the other side of its direct
+    chats); ``present``: who is in the room now (None: not said — then a
+    ``channel`` other than ``dm`` counts as a room with others); ``own``: the
+    store asked is the character's own layer or profile, so an entry there that
+    names no one present was the character's own.
+    """
+
+    person: str | None = None
+    channel: str | None = None
+    present: tuple[str, ...] | None = None
+    character: str | None = None
+    dm_with_others: bool = False
+    own: bool = False
+
+    @cached_property
+    def others(self) -> bool:
+        """Whether anyone but the person and the recalling character is in the room."""
+        if self.present is None:
+            return self.channel is not None and self.channel != DM_CHANNEL
+        me = f"char:{self.character}" if self.character is not None else None
+        return any(one != self.person and one != me for one in self.present)
+
+    @property
+    def active(self) -> bool:
+        """Whether any entry could be left out in this room."""
+        return self.character is not None or (self.others and not self.dm_with_others)
+
+    def of_layer(self, own: bool) -> Room:
+        """This room as seen from a store that is (or is not) the character's own."""
+        return self if own == self.own else replace(self, own=own)
+
+    def reason(self, item: Any) -> str | None:
+        """Why ``item`` (anything with ``channel`` and ``present``) is left out in this room, or None."""
+        channel, present = getattr(item, "channel", None), getattr(item, "present", ())
+        if channel is None and not present:
+            return None
+        if channel == DM_CHANNEL and self.others and not self.dm_with_others:
+            return DIRECT_CHAT
+        if self.character is not None:
+            if present:
+                if f"char:{self.character}" not in present:
+                    return NOT_PRESENT
+            elif not self.own:
+                return NOT_PRESENT
+        return None
+
+
+def sift(things: list, room: Room | None, left_out: dict[str, set[int]], item: Any = None) -> list:
+    """The ``things`` this room allows (``item(thing)``: the item of one, default itself), in order; what is left
+    out is noted by reason in ``left_out`` (the ids of the items, so one seen twice counts once)."""
+    if room is None:
+        return things
+    out = []
+    for thing in things:
+        one = thing if item is None else item(thing)
+        why = room.reason(one)
+        if why is None:
+            out.append(thing)
+        else:
+            left_out.setdefault(why, set()).add(id(one))
+    return out
+
+
+def hidden_count(room: Room, *roomed: dict) -> int:
+    """How many of the items that say where they were said (the indexes' ``roomed`` maps) this room leaves out."""
+    return sum(1 for items in roomed for one in items.values() if room.reason(one) is not None)
