@@ -93,8 +93,9 @@ _EX_ITEM_LOG = {**_EX_ENTRY_LOG, "id": _C1, "parents": [_C0], "action": "add", "
 _EX_DIARY_GONE = {"kind": "diary", "status": "removed", "file": None, "name": None, "date": "2026-07-21",
                   "time": "14:30", "before": _EX_ENTRY["content"], "after": None, "channel": "dm",
                   "present": ["user:ann", "char:kai"]}
-_EX_ITEM_GONE = {"kind": "wiki", "status": "removed", "file": "preferences", "name": "likes-the-sea", "date": None,
-                 "time": None, "before": _EX_ITEM["content"], "after": None, "channel": None, "present": []}
+_EX_ITEM_GONE: dict[str, Any] = {"kind": "wiki", "status": "removed", "file": "preferences", "name": "likes-the-sea",
+                                 "date": None, "time": None, "before": _EX_ITEM["content"], "after": None,
+                                 "channel": None, "present": []}
 _EX_ITEM_ADDED = {**_EX_ITEM_GONE, "status": "added", "before": None, "after": _EX_ITEM["content"]}
 _EX_PATCH = ("--- /dev/null\n+++ b/wiki/preferences.md\n@@ -0,0 +1,7 @@\n+# preferences\n+\n+## likes-the-sea\n+\n"
              "+Likes the sea; see [[people:mia]].\n+\n+<!-- wikimem: owner=user:ann | source_conv=conv_101 | "

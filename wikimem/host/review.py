@@ -8,21 +8,23 @@ owner's versioned store.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 from wikimem.linkgraph import LinkGraph, link_graph
 from wikimem.naming import validate_channel_id
+from wikimem.recall import Audience, audience
 
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 
 if TYPE_CHECKING:
+    from wikimem.models import DiaryItem
     from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan, VersionedStore
 
-__all__ = ["Review", "HistoryMarks", "LayerStats", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
+__all__ = ["Review", "HistoryMarks", "LayerStats", "DayEntry", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
 # The filters of an owner's history (besides paging), as the API and the admin page name them.
 HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until", "channel")
@@ -51,6 +53,17 @@ class LayerStats:
     files: int
     diary_days: int
     last_change: str | None  # the newest commit that changed an item or entry of this layer (UTC)
+
+
+class DayEntry(NamedTuple):
+    """A diary entry with its position in its day (what names it on the operators' pages)."""
+
+    position: int
+    entry: DiaryItem
+
+    @property
+    def time(self) -> str:
+        return self.entry.time
 
 
 def _cursor(value: str | None, what: str) -> int | None:
@@ -146,6 +159,26 @@ class Review:
         diary = self._vstore.store.layer(layer).diary
         return [day for day in self._vstore.db.diary_days(validate_channel_id(channel), layer)
                 if any(e.channel == channel for e in diary.day(day))]
+
+    def diary_entries(self, day: str, layer: str | None = None,
+                      channel: str | None = None) -> list[DayEntry]:
+        """The entries of ``day`` (of ``layer``), each with its position in the day; with ``channel``, only those
+        said there."""
+        if channel is not None:
+            validate_channel_id(channel)
+        return [DayEntry(i, e) for i, e in enumerate(self._vstore.store.layer(layer).diary.day(day))
+                if channel is None or e.channel == channel]
+
+    def who_could_hear(self, day: str, index: int, layer: str | None = None, *,
+                       dm_with_others: bool = False) -> tuple[DiaryItem, Audience]:
+        """The ``index``-th entry of ``day`` (of ``layer``), who was there and who may recall it by the rules of a
+        room (:func:`wikimem.recall.audience`; ``dm_with_others``: the person's setting)."""
+        entries = self._vstore.store.layer(layer).diary.day(day)
+        if not 0 <= index < len(entries):
+            raise NotFound(f"no diary entry #{index + 1} on {day}" + (f" in {layer}'s layer" if layer else ""))
+        entry = entries[index]
+        return entry, audience(entry, person=self._owner_id, layer=layer, characters=tuple(self._vstore.layers()),
+                               dm_with_others=dm_with_others)
 
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""

@@ -101,7 +101,7 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     A wiki item written twice in one unit is one touch; every diary append is
     one (two entries of the same minute are two changes).
     """
-    out = []
+    out: list[tuple] = []
     for rec in records:
         action, layer = rec.get("action"), rec.get("layer")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
