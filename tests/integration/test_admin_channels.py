@@ -187,3 +187,14 @@ def test_bad_input_is_refused_and_shown_escaped(client, url, query, status):
                                         (f"{BASE}/diary/{KAI_NOTE[0]}/0/heard", {"character": "kai"})])
 def test_hostile_entries_are_shown_as_text(client, url, query):
     assert_escaped(text_of(client, url, **query), XSS)
+
+
+def test_a_day_whose_entry_was_moved_to_another_channel_by_hand_leaves_that_channels_calendar(world, client):
+    ann = world[1].owner(ANN)
+    path = ann.root / "diary" / "2026-03-03.md"
+    path.write_text(path.read_text().replace("channel=g2", "channel=g9"))  # an operator's hand edit
+    ann.diary_append("Later.", date="2026-03-05", time="10:00", ctx=WriteContext(actor="bot"))  # commits it first
+    assert calendar_days(text_of(client, f"{BASE}/diary", channel="g2")) == []  # its history still names the day
+    text = text_of(client, f"{BASE}/diary", channel="g9")
+    assert calendar_days(text) == ["2026-03-03"] and "g9" in options(text)
+    assert "Ann showed Mira her sketches" in "".join(entries_of(text))
