@@ -161,7 +161,7 @@ def test_who_could_have_heard_an_entry_of_a_characters_layer_and_one_that_says_n
 
 def test_the_diary_links_each_entry_to_who_could_have_heard_it(client):
     text = text_of(client, f"{BASE}/diary", day=KAI_NOTE[0], character="kai")
-    link = re.search(r'class="small who-heard" href="([^"]*)"', text).group(1)
+    link = re.search(r'class="who-heard" href="([^"]*)"', text).group(1)
     assert link == f"{BASE}/diary/{KAI_NOTE[0]}/0/heard?character=kai"
     assert verdicts(link_text(client, link)) == {"kai": ("yes", "yes")}
 
@@ -198,3 +198,12 @@ def test_a_day_whose_entry_was_moved_to_another_channel_by_hand_leaves_that_chan
     text = text_of(client, f"{BASE}/diary", channel="g9")
     assert calendar_days(text) == ["2026-03-03"] and "g9" in options(text)
     assert "Ann showed Mira her sketches" in "".join(entries_of(text))
+
+
+def test_a_recalled_diary_entry_shows_its_room_on_the_recall_page(client):
+    text = text_of(client, f"{BASE}/search", q="quiz night", start="2026-03-02", end="2026-03-02")
+    hit = re.search(r'<article class="item retrieved[^"]*">(?:(?!</article>).)*Quiz night(?:(?!</article>).)*</article>',
+                    text, re.S)
+    assert hit, text[:3000]
+    assert '<code class="channel-id">g1</code>' in hit.group(0)
+    assert re.findall(r'<code class="present-id">([^<]+)</code>', hit.group(0)) == [ANN, BOB, "char:kai"]
