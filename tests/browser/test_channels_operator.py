@@ -12,11 +12,9 @@ goes to ``tests/screenshots/`` (``channels-*``).
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,23 +25,9 @@ from browser_env import ADMIN_TOKEN, open_filters  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the world of rooms
 from channel_world import ANN, BOB, KAI_NOTE, ROOM_CHARACTERS, SHARED_ENTRIES, XSS  # noqa: E402
-from test_characters_operator import WIDTHS, fits, signed_in  # noqa: E402  (signing in, as issue 33's test does)
+from test_characters_operator import WIDTHS, Served, fits, signed_in  # noqa: E402  (as issue 33's test does)
 
 pytestmark = pytest.mark.browser
-
-
-class Served:
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def api(self, method: str, path: str, body: dict | None = None) -> dict:
-        """A bot's call to the JSON API (the admin token), over HTTP."""
-        request = urllib.request.Request(self.url + "/api/v1" + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}",
-                                                  "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
 
 
 @pytest.fixture()
@@ -60,7 +44,7 @@ def served(tmp_path, monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Served(f"http://127.0.0.1:{server.server_port}")
+        yield Served(f"http://127.0.0.1:{server.server_port}", chat=None)  # no chat model: nothing is memorized
     finally:
         server.shutdown()
         thread.join()
