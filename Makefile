@@ -72,6 +72,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bulk.py
 	$(PY) bench/erasure.py
 	$(PY) bench/jobs.py
+	$(PY) bench/characters.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache tests/screenshots

@@ -6,6 +6,8 @@ from typing import Any
 
 import wikimem
 
+from .imports import IMPORT_EXAMPLES, IMPORT_IDS
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -66,6 +68,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/characters/{character}"): "character",
     ("put", "/characters/{character}"): "put_character",
     ("delete", "/characters/{character}"): "delete_character",
+    **IMPORT_IDS,
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -343,4 +346,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                               "updated": _EX_WHEN["created"], "finished": None}},
     **_STAGED_EXAMPLES,
     **_CHARACTER_EXAMPLES,
+    **IMPORT_EXAMPLES,
 }

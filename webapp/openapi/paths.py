@@ -14,6 +14,7 @@ from wikimem.limits import (
     MAX_TURN_CHARS,
 )
 
+from .imports import import_paths
 from .schema import (
     APPEND,
     CONTENT,
@@ -277,6 +278,7 @@ def all_paths() -> dict[str, dict]:
         **_erasure_paths(owner),
         **_staged_paths(),
         **_character_paths(),
+        **import_paths(owner),
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),

@@ -15,6 +15,7 @@ idempotency keys, errors and connections: docs/explanation/api-client.md.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -590,6 +591,52 @@ class Client:
         """Mark a character deleted (admin): it can no longer write; its layers stay until erased or forgotten."""
         data = self._call("DELETE", f"/characters/{_q(character)}", write=True)
         return Written(data["character"], data.get("commit"), False)
+
+    # -- imports (SillyTavern cards and chats, portable persons, lorebooks) -------------------------------
+
+    def import_card(self, file: bytes | Mapping[str, Any], *, character: str | None = None,
+                    shared_writes: str | None = None, preview: bool = False, run: str | None = None) -> dict[str, Any]:
+        """Import a character card (admin): ``file`` is the card (a dict) or its file's bytes (JSON or PNG). The
+        answer: what changed (``preview=True``: what would, under ``preview``), the commit and run."""
+        card = {"card": dict(file)} if isinstance(file, Mapping) else {"file": base64.b64encode(file).decode()}
+        body = {**card, **self._fields(character=character, shared_writes=shared_writes, run=run,
+                                       preview=True if preview else None)}
+        return self._call("POST", "/characters/import", body=body, write=not preview)
+
+    def character_card(self, character: str) -> dict[str, Any]:
+        """The card a character was imported from, as its profile holds it (its lorebook included)."""
+        return self._call("GET", f"/characters/{_q(character)}/card")
+
+    def import_chat(self, chat: bytes | str, character: str, *, owner: str | None = None, tz: str | None = None,
+                    preview: bool = False, transcript: bool = False, run: str | None = None,
+                    key: str | None = None) -> dict[str, Any]:
+        """Import a SillyTavern chat (JSONL) into ``character``'s layer of the owner: ``preview`` (turns, days,
+        estimated tokens), else a job memorizing it as one run (``job``, ``run``; :meth:`wait_job`), or with
+        ``transcript`` a conversation file (one commit, no model). ``key``: the Idempotency-Key."""
+        text = chat.decode("utf-8") if isinstance(chat, bytes) else chat
+        body = {"chat": text, "character": character, **self._fields(
+            tz=tz, run=run, preview=True if preview else None, transcript=True if transcript else None)}
+        return self._call("POST", self._owner_path(owner) + "/import/chat", body=body, write=not preview,
+                          headers={"Idempotency-Key": key} if key else None)
+
+    def import_rollback(self, run: str, *, owner: str | None = None) -> dict[str, Any]:
+        """Undo an import's run on the owner (admin): its commits rolled back, its proposal discarded."""
+        return self._call("POST", self._owner_path(owner) + "/import/rollback", body={"run": run}, write=True)
+
+    def import_person(self, data: bytes, *, owner: str | None = None, replace: bool = False) -> dict[str, Any]:
+        """Make the owner from a person's portable file (admin; :meth:`export` with ``format="bundle"``);
+        ``replace``: in place of the person of that id here."""
+        return self._call("POST", self._owner_path(owner) + "/import/person", body=bytes(data),
+                          query={"replace": "true" if replace else None})["person"]
+
+    def lorebook(self, character: str | None = None, *, owner: str | None = None, shared: bool = False,
+                 format: str = "worldinfo") -> Any:
+        """What ``character`` knows of the owner as a SillyTavern World Info book (a dict), or ``format=
+        "databank"``: a Data Bank markdown text; ``shared``: with the shared layer."""
+        query = {"character": character, "shared": "true" if shared else None, "format": format}
+        if format == "databank":
+            return self.request("GET", self._owner_path(owner) + "/lorebook", query=query, raw=True)[0].decode()
+        return self._call("GET", self._owner_path(owner) + "/lorebook", query=query)
 
 
 def _page(data: Mapping[str, Any], key: str) -> Page:
