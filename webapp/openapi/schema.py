@@ -86,7 +86,7 @@ SCHEMAS: dict[str, dict] = {
     "ItemChange": obj({"kind": {"type": "string", "enum": ["wiki", "diary"]},
                         "status": {"type": "string", "enum": ["added", "changed", "removed"]},
                         "file": NSTR, "name": NSTR, "date": NSTR, "time": NSTR,
-                        "before": NSTR, "after": NSTR}, ["kind", "status"]),
+                        "before": NSTR, "after": NSTR, **ROOM}, ["kind", "status"]),
     "Plan": obj({"target": {"type": "string"}, "changes": arr(ref("ItemChange")),
                   "conflicts": arr({"type": "object"})}, ["changes", "conflicts"]),
     "RunRow": obj({"owner": {"type": "string"}, "run": NSTR, "commit": {"type": "string"}, "actor": NSTR,
