@@ -400,3 +400,27 @@ def test_a_conflicting_rollback_raises_with_its_conflicts(live):
     with pytest.raises(ConflictError) as info:
         c.rollback("run_x")
     assert info.value.conflicts
+
+
+def test_diary_entries_carry_their_room_both_ways(live):
+    """Issue 34: ``channel`` and ``present`` go out with a diary write and come back on every entry the client reads
+    (the write's answer, a day, a window, the diary tool, a retrieval hit), and history filters by channel."""
+    from wikimem.client import InvalidNameError
+
+    c = client_for(live, "user:room")
+    c.create_owner()
+    said = c.diary_append("Bob told a joke in the group.", date="2026-03-01", time="20:00", channel="g1",
+                          present=("user:room", "user:bob", "char:kai"))
+    assert (said.value.channel, said.value.present) == ("g1", ("user:room", "user:bob", "char:kai"))
+    tool = c.diary_tool({"content": "Kai listened."}, date="2026-03-01", time="21:00", channel="dm",
+                        present="user:room,char:kai")
+    assert (tool.value.channel, tool.value.present) == ("dm", ("user:room", "char:kai"))
+    assert c.diary_day("2026-03-01") == [said.value, tool.value]
+    assert c.diary_window("2026-03-01", "2026-03-01") == [said.value, tool.value]
+    hit = next(h for h in c.retrieve("joke group", diary="all").items if h.kind == "diary")
+    assert (hit.item.channel, hit.item.present) == ("g1", ("user:room", "user:bob", "char:kai"))
+    assert [e["id"] for e in c.history(channel="dm").entries] == [tool.commit]
+    with pytest.raises(InvalidNameError) as info:
+        c.diary_append("x", present=["user:room", "not ok"])
+    assert "invalid id in present" in str(info.value)
+    assert len(c.diary_day("2026-03-01")) == 2

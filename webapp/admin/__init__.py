@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (routes on bp)
     actions,
+    channels,
     characters,
     edits,
     erasure,

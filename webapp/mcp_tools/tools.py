@@ -140,13 +140,17 @@ def diary_append(owner: OwnerId,
                  date: Annotated[str | None, Field(description="YYYY-MM-DD; default: today")] = None,
                  time: Annotated[str | None, Field(description="HH:MM; default: now")] = None,
                  tz: When = None, ts: When = None, source_conv: Text = None, run: Text = None,
-                 actor: Text = None, idempotency_key: Key = None, character: CharacterId = None) -> dict[str, Any]:
-    """Append one event to the owner's diary (one commit; with character, to its layer)."""
+                 actor: Text = None, idempotency_key: Key = None, character: CharacterId = None,
+                 channel: ChannelId = None, present: Present = None) -> dict[str, Any]:
+    """Append one event to the owner's diary (one commit; with character, to its layer); channel and present:
+    where it was said and who was there."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
+        room = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
         with _act(ctx, mem, principal, "diary-append", ask) as act:
-            done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz)
+            done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz,
+                                    **room)
             act.done(done.commit)
         return {"entry": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed)}
 
@@ -204,14 +208,15 @@ def history(owner: OwnerId, ctx: Context,
             until: Annotated[str | None, Field(max_length=64, description="a date or ISO time (UTC)")] = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
             cursor: Annotated[str | None, Field(max_length=200, description="next of the page before")] = None,
-            character: CharacterId = None,
+            character: CharacterId = None, channel: ChannelId = None,
             ) -> dict[str, Any]:
-    """The owner's commits, newest first, with filters; page on with cursor=next."""
+    """The owner's commits, newest first, with filters (channel: the commits that added or removed a diary entry
+    said there); page on with cursor=next."""
     with _answered():
         mem, principal = _owner(ctx, owner, "read")
         layer = _caller(ctx).host.gate.layer(_asker(principal), character)
         page = mem.review.search_history(file=file, item=item, run=run, actor=actor, action=action, since=since,
-                                         until=until, limit=limit, cursor=cursor, layers=(layer,))
+                                         until=until, limit=limit, cursor=cursor, layers=(layer,), channel=channel)
         return {"entries": [e.to_dict() for e in page.entries], "next": page.next, "prev": page.prev,
                 "reverted_by": mem.review.undone_by(page.entries)}
 

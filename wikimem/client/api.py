@@ -215,10 +215,13 @@ class Client:
     def diary_append(self, content: str, *, owner: str | None = None, ts: str | None = None,
                      date: str | None = None, time: str | None = None, tz: str | None = None,
                      source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                     staged: bool = False, character: str | None = None) -> Written:
-        """Append one diary event (never twice, even when a retry follows a timeout)."""
+                     staged: bool = False, character: str | None = None, channel: str | None = None,
+                     present: Iterable[str] | None = None) -> Written:
+        """Append one diary event (never twice, even when a retry follows a timeout); ``channel`` and ``present``:
+        where it was said (``dm`` for a direct chat) and who was there (``["user:ann", "char:kai"]``)."""
         body = self._fields(content=content, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None, character=character)
+                            run=run, actor=actor, staged=True if staged else None, character=character,
+                            channel=channel, present=_ids(present))
         data = self._call("POST", self._owner_path(owner) + "/diary", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -239,11 +242,13 @@ class Client:
     def diary_tool(self, arguments: Any, *, owner: str | None = None, ts: str | None = None,
                    date: str | None = None, time: str | None = None, tz: str | None = None,
                    source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                   staged: bool = False, character: str | None = None) -> Written:
+                   staged: bool = False, character: str | None = None, channel: str | None = None,
+                   present: Iterable[str] | None = None) -> Written:
         """Handle an ``append_diary`` tool call; a bad call raises :class:`BadRequestError` whose
-        ``message`` is written to be returned to the agent."""
+        ``message`` is written to be returned to the agent (``channel``, ``present``: as :meth:`diary_append`)."""
         body = self._fields(arguments=arguments, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None, character=character)
+                            run=run, actor=actor, staged=True if staged else None, character=character,
+                            channel=channel, present=_ids(present))
         data = self._call("POST", self._owner_path(owner) + "/diary-tool", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -402,13 +407,15 @@ class Client:
     def history(self, *, owner: str | None = None, file: str | None = None, item: str | None = None,
                 run: str | None = None, actor: str | None = None, action: str | None = None,
                 since: str | None = None, until: str | None = None, limit: int = 50, cursor: str | None = None,
-                after: str | None = None, at: str | None = None, character: str | None = None) -> Page:
+                after: str | None = None, at: str | None = None, character: str | None = None,
+                channel: str | None = None) -> Page:
         """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``,
         ``layers``, …) of the shared layer, or of ``character``'s layer.
 
         Filters: ``file``, ``item``, ``run``, ``actor``, ``action`` (``add``,
         ``diary``, ``batch``, ``rollback``, …), ``since`` / ``until`` (a date,
-        a whole UTC day, or an ISO time). Paging: ``cursor=page.next`` for
+        a whole UTC day, or an ISO time), ``channel`` (commits that wrote or
+        removed a diary entry said there). Paging: ``cursor=page.next`` for
         older commits, ``after=page.prev`` for newer ones, ``at`` (a date or
         time) to start there. ``page.extra["reverted_by"]`` maps a commit id
         to the commits that undid it.
@@ -416,7 +423,7 @@ class Client:
         data = self._call("GET", self._owner_path(owner) + "/history",
                           query={"file": file, "item": item, "run": run, "actor": actor, "action": action,
                                  "since": since, "until": until, "limit": str(limit), "cursor": cursor,
-                                 "after": after, "at": at, "character": character})
+                                 "after": after, "at": at, "character": character, "channel": channel})
         return _page(data, "entries")
 
     def commit(self, id: str, *, owner: str | None = None, character: str | None = None) -> dict[str, Any]:
