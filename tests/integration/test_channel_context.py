@@ -10,7 +10,7 @@ import json
 
 import pytest
 from apiworld import ADMIN, auth
-from channelworld import group_app
+from group_app import group_app
 
 ANN, BOB, ZED = "user:ann", "user:bob", "user:zed"
 SECRET = "Ann confided that she is secretly afraid of dogs."

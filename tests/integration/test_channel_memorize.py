@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from apiworld import ADMIN, auth
-from channelworld import group_app
 from fakes import FakeOpenAI
+from group_app import group_app
 from gunicorn_env import stop_process, wait_for
 
 from wikimem import MemoryStore

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 from apiworld import ADMIN, auth
-from channelworld import group_app
 from docblocks import doc_block
+from group_app import group_app
 
 DOC_BASE = "http://127.0.0.1:8000"
 ANN, BOB = "user:ann", "user:bob"
