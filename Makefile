@@ -72,6 +72,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bulk.py
 	$(PY) bench/erasure.py
 	$(PY) bench/jobs.py
+	$(PY) bench/characters.py
 	$(PY) bench/channels.py
 
 # Retrieve in a room (channel/present) against a plain retrieve of the same person (issue 34).

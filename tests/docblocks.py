@@ -13,6 +13,8 @@ share one); :func:`doc_block` wants exactly one.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import textwrap
 from dataclasses import dataclass
@@ -77,3 +79,16 @@ def doc_block(name: str) -> str:
     found = doc_blocks(name)
     assert len(found) == 1, f"{name!r} marks {len(found)} blocks: {[(b.path, b.line) for b in found]}"
     return found[0].text
+
+
+def printed_by(code: str, filename: str) -> str:
+    """What a Python block prints when run (in the current directory, with fresh globals)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, filename, "exec"), {})
+    return printed.getvalue()
+
+
+def page_addresses(text: str) -> list[str]:
+    """The addresses of a guide's list of pages: each line's first word."""
+    return [line.split()[0] for line in text.splitlines() if line.strip()]

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,3 +157,26 @@ def run_until_exit(tmp: Path, *, args: list[str] | None = None, timeout: float =
     env = host_env(tmp, **wikimem)
     return subprocess.run(gunicorn_command() + (args if args is not None else ["-c", str(CONF)]), cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@contextmanager
+def wikimem_serve(folder: Path, env: dict[str, str]):
+    """``wikimem serve`` (the development server) on a free port in ``folder`` with ``env``; yields the port once
+    ``/healthz`` answers, stops it at the end (its output in ``folder / "serve.log"``)."""
+    port = free_port()
+    with open(folder / "serve.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "wikimem", "serve", "--bind", f"127.0.0.1:{port}"], env=env,
+                                cwd=folder, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None and time.monotonic() < deadline, (folder / "serve.log").read_text()
+                try:
+                    with opener.open(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            yield port
+        finally:
+            stop_process(proc)

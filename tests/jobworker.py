@@ -14,7 +14,8 @@ Opens the data root's job store and runs, until killed:
 - ``memorize`` steps: the host's real handler (:func:`memorize_handler`)
   over ``DATA_ROOT`` with the chat endpoint ``WIKIMEM_LLM_URL``; with
   ``--die-after-memorize`` the process SIGKILLs itself after the first
-  memorize step returned (its commit made, the step not marked done).
+  memorize step returned (its commit made, the step not marked done);
+- ``import-chat`` steps (a chat memorized turn by turn): the host's real handler, with the same endpoint.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ def main() -> None:
             return result
 
         runner.register("memorize", memorize_then_maybe_die)
+        from wikimem.host.imports import chat_handler
+
+        runner.register("import-chat", chat_handler(host.owners.owner, lambda: runner.store))
     serve_until_sigterm(runner)
 
 

@@ -23,9 +23,11 @@ from wikimem.naming import validate_channel_id, validate_present
 
 __all__ = ["json_body", "opt_str", "opt_bool", "opt_int", "opt_number", "opt_str_list", "query_int", "query_str",
            "int_in_range", "offset_cursor", "if_match", "if_none_match", "etag_value", "idempotency_key", "point",
-           "ask_of", "opt_room", "WRITE_FIELDS"]
+           "ask_of", "opt_room", "WRITE_FIELDS", "ROOM_FIELDS"]
 
 WRITE_FIELDS = {"run", "actor", "source_conv"}
+# Where a diary entry was said and who was there (SPEC §11, "Channels").
+ROOM_FIELDS = {"channel", "present"}
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,200}")
 _ETAG_RE = re.compile(r'^(?:W/)?"?([^"]*)"?$')
 _OFFSET_RE = re.compile(r"[0-9]{1,10}")

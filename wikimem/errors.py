@@ -30,6 +30,7 @@ __all__ = [
     "ToolCallError",
     "LLMNotConfigured",
     "QueueFull",
+    "BadImport",
 ]
 
 
@@ -233,3 +234,14 @@ class QueueFull(QuotaExceeded):
 
     def __init__(self, message: str, retry_after: int = 5):
         super().__init__(message, retry_after=retry_after)
+
+
+class BadImport(InvalidValue):
+    """A file to import that this host will not read: not a card or chat of a supported format, damaged, or
+    refused by its rules (422). ``line`` is the chat line at fault (1-based), when there is one."""
+
+    code = "bad_import"
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.line = line

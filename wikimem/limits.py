@@ -13,7 +13,8 @@ from .errors import TooLarge
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_QUERY_CHARS", "MAX_TURN_CHARS", "MAX_OPS", "MAX_BATCH_CHARS",
            "MAX_RETRIEVE_LIMIT", "MAX_FILE_BYTES", "MAX_SETTINGS_BYTES", "MAX_CHARACTERS", "MAX_LAYERS",
-           "MAX_PERSONA_CHARS", "check_length"]
+           "MAX_PERSONA_CHARS", "MAX_CARD_BYTES", "MAX_CARD_JSON_BYTES", "MAX_PNG_CHUNKS", "MAX_LOREBOOK_ENTRIES",
+           "MAX_CHAT_BYTES", "MAX_CHAT_LINE_BYTES", "MAX_CHAT_MESSAGES", "MAX_PERSON_BYTES", "check_length"]
 
 # One wiki item's or diary entry's content: a few paragraphs of memory, not a document.
 MAX_CONTENT_CHARS = 32_000
@@ -44,6 +45,23 @@ MAX_CHARACTERS = 1_000
 MAX_LAYERS = 64
 # A character's persona (its definition, in its owner's settings.json, sent with every memorize prompt).
 MAX_PERSONA_CHARS = 8_000
+
+# Imports (wikimem/host/imports/): every size is checked before the bytes are parsed.
+# A character card file, JSON or PNG (the picture included), as uploaded.
+MAX_CARD_BYTES = 16 * 1024 * 1024
+# The card's JSON text: the file itself, or what a PNG's ``chara`` / ``ccv3`` chunk holds once decoded (its
+# base64 text, and what an iTXt / zTXt chunk inflates to, are bounded from it before they are read).
+MAX_CARD_JSON_BYTES = 2 * 1024 * 1024
+# Chunks one PNG may have (a picture has a handful; thousands of empty ones are a way to waste time).
+MAX_PNG_CHUNKS = 4_096
+# Lorebook (``character_book``) entries of one card: each becomes an item of the character's profile.
+MAX_LOREBOOK_ENTRIES = 2_000
+# A SillyTavern chat file (JSONL): its size, one line, its messages.
+MAX_CHAT_BYTES = 64 * 1024 * 1024
+MAX_CHAT_LINE_BYTES = 1024 * 1024
+MAX_CHAT_MESSAGES = 50_000
+# A person's portable file (a git bundle of the whole folder: every layer, all its history).
+MAX_PERSON_BYTES = 1024 * 1024 * 1024
 
 
 def check_length(text: str, limit: int, what: str) -> str:

@@ -151,8 +151,11 @@ def test_a_character_writing_the_shared_layer_proposes(matrix):
     _, client, bound, _, _ = matrix
     r = client.put("/api/v1/owners/user:ann/items/notes/from-kai", headers=auth(bound["kai"]),
                    json={"content": "Kai thinks Ann likes tea."})
-    assert r.status_code in (200, 201), r.get_json()
+    assert r.status_code in (200, 201) and r.get_json()["staged"] is True, r.get_json()  # the answer says so
     assert client.get("/api/v1/owners/user:ann/items/notes/from-kai", headers=auth(ADMIN)).status_code == 404
+    own = client.put("/api/v1/owners/user:ann/items/notes/kai-own", headers=auth(bound["kai"]),
+                     json={"content": "In Kai's layer.", "character": "kai"})
+    assert own.status_code == 201 and "staged" not in own.get_json()  # its own layer: written, not proposed
     staged = client.get("/api/v1/owners/user:ann/staged", headers=auth(ADMIN)).get_json()["runs"]
     assert any(run["actor"] == "bot-kai" for run in staged)
     refused = client.put("/api/v1/owners/user:ann/items/notes/direct", headers=auth(bound["kai"]),

@@ -9,13 +9,11 @@ import os
 import re
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from docblocks import doc_block
-from gunicorn_env import free_port, json_call, stop_process
+from gunicorn_env import json_call, wikimem_serve
 
 pytestmark = pytest.mark.slow
 
@@ -34,24 +32,8 @@ def served(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_")}
     env.update(WIKIMEM_DATA=str(tmp_path / "data"), WIKIMEM_ADMIN_TOKEN=TOKEN,
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
-    port = free_port()
-    log = open(tmp_path / "serve.log", "wb")  # closed below
-    proc = subprocess.Popen([sys.executable, "-m", "wikimem", "serve", "--bind", f"127.0.0.1:{port}"], env=env,
-                            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-        try:
-            with opener.open(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                break
-        except OSError:
-            time.sleep(0.1)
-    try:
+    with wikimem_serve(tmp_path, env) as port:
         yield tmp_path, {**env, "WIKIMEM": f"http://127.0.0.1:{port}", "TOKEN": TOKEN}, port
-    finally:
-        stop_process(proc)
-        log.close()
 
 
 def test_the_guide_runs_as_written(served):

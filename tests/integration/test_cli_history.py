@@ -46,6 +46,17 @@ def test_log_by_actor_action_and_time(folder, capsys):
     assert run(folder, "log", "--since", "whenever") == 2
 
 
+def test_log_by_channel(folder, capsys):
+    vs = VersionedStore(folder)
+    vs.diary_append("in the group", date="2026-07-22", time="10:00", channel="g1", present=["user:ann", "char:kai"])
+    vs.diary_append("just us", date="2026-07-22", time="11:00", channel="dm", present=["user:ann", "char:kai"])
+    vs.close()
+    assert run(folder, "log", "--channel", "g1") == 0
+    assert [line.split()[2:5] for line in capsys.readouterr().out.splitlines()] == [["diary", "2026-07-22", "10:00"]]
+    assert run(folder, "log", "--channel", "g2") == 1
+    assert run(folder, "log", "--channel", "not a channel") == 2
+
+
 def test_diff_of_a_commit_and_a_span(folder, capsys):
     assert run(folder, "diff", "HEAD", "--patch") == 0
     out = capsys.readouterr().out

@@ -57,7 +57,7 @@ def test_serve_demo_prints_url_and_token_and_serves_the_demo_owners(tmp_path):
             except OSError:
                 time.sleep(0.1)
         owners = _get(f"http://127.0.0.1:{port}/api/v1/owners", token)["owners"]
-        assert {o["id"] for o in owners} == {"user:xnne", "user:lumi", "user:sam"}
+        assert {o["id"] for o in owners} == {"user:xnne", "user:lumi", "user:sam", "char:elaina", "char:lumi"}
         runs = _get(f"http://127.0.0.1:{port}/api/v1/owners/user:xnne/history?run=run_demo_bad", token)["entries"]
         assert len(runs) == 1 and runs[0]["changes"] == 2
         # The token is kept in the data root (0600), so a restart prints the same one.

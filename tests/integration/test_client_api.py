@@ -42,6 +42,16 @@ CLIENT_NAMES: dict[str, str | None] = {
 }
 
 
+_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Kai", "description": "A barista who surfs.", "personality": "", "character_book": {
+        "extensions": {}, "entries": [{"keys": ["oat milk"], "content": "Keeps oat milk.", "extensions": {},
+                                       "enabled": True, "insertion_order": 1}]}}}
+_CHAT = "\n".join(json.dumps(line) for line in (
+    {"user_name": "Ann", "character_name": "Kai"},
+    {"name": "Ann", "is_user": True, "mes": "I switched to oat milk", "send_date": "2026-07-20T09:00:00Z"},
+    {"name": "Kai", "is_user": False, "mes": "Noted!", "send_date": "2026-07-20T09:01:00Z"}))
+
+
 def _template(rule: str) -> str:
     return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
 
@@ -172,7 +182,14 @@ def test_each_client_method_calls_its_operation_on_the_real_app(live):
         ("discard_staged_run", lambda: c.wait_job(c.discard_staged_run("run_s3"), timeout=60,
                                                   poll=0.05)["state"] == "done"),
         ("export", lambda: zipfile.ZipFile(io.BytesIO(c.export())).namelist() != []),
-        ("export", lambda: c.export(format="bundle").startswith(b"# v2 git bundle")),
+        ("export", lambda: remember("bundle", c.export(format="bundle")).startswith(b"# v2 git bundle")),
+        ("import_card", lambda: c.import_card(_CARD)["created"] is True),
+        ("character_card", lambda: c.character_card("kai") == _CARD),
+        ("import_chat", lambda: remember("chat", c.import_chat(_CHAT, "kai"))["job"]["kind"] == "import-chat"),
+        ("job", lambda: c.wait_job(state["chat"]["job"], timeout=60, poll=0.05)["state"] == "done"),
+        ("lorebook", lambda: "I switched to oat milk" in c.lorebook("kai", format="databank")),
+        ("import_rollback", lambda: c.import_rollback(state["chat"]["run"])["commit"]),
+        ("import_person", lambda: c.import_person(state["bundle"], owner="user:walk-copy")["replaced"] is False),
         ("forget", lambda: c.wait_job(c.forget("preferences", "likes-the-sea"), timeout=60,
                                       poll=0.05)["state"] == "done"),
         ("delete_item", lambda: c.remove("people", "mia").value is True),  # back by the restore
@@ -379,3 +396,27 @@ def test_a_conflicting_rollback_raises_with_its_conflicts(live):
     with pytest.raises(ConflictError) as info:
         c.rollback("run_x")
     assert info.value.conflicts
+
+
+def test_diary_entries_carry_their_room_both_ways(live):
+    """Issue 34: ``channel`` and ``present`` go out with a diary write and come back on every entry the client reads
+    (the write's answer, a day, a window, the diary tool, a retrieval hit), and history filters by channel."""
+    from wikimem.client import InvalidNameError
+
+    c = client_for(live, "user:room")
+    c.create_owner()
+    said = c.diary_append("Bob told a joke in the group.", date="2026-03-01", time="20:00", channel="g1",
+                          present=("user:room", "user:bob", "char:kai"))
+    assert (said.value.channel, said.value.present) == ("g1", ("user:room", "user:bob", "char:kai"))
+    tool = c.diary_tool({"content": "Kai listened."}, date="2026-03-01", time="21:00", channel="dm",
+                        present="user:room,char:kai")
+    assert (tool.value.channel, tool.value.present) == ("dm", ("user:room", "char:kai"))
+    assert c.diary_day("2026-03-01") == [said.value, tool.value]
+    assert c.diary_window("2026-03-01", "2026-03-01") == [said.value, tool.value]
+    hit = next(h for h in c.retrieve("joke group", diary="all").items if h.kind == "diary")
+    assert (hit.item.channel, hit.item.present) == ("g1", ("user:room", "user:bob", "char:kai"))
+    assert [e["id"] for e in c.history(channel="dm").entries] == [tool.commit]
+    with pytest.raises(InvalidNameError) as info:
+        c.diary_append("x", present=["user:room", "not ok"])
+    assert "invalid id in present" in str(info.value)
+    assert len(c.diary_day("2026-03-01")) == 2

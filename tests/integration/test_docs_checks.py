@@ -87,6 +87,9 @@ def test_the_limits_reference_says_the_limits():
     assert f"| {limits.MAX_CHARACTERS:,} | 422 |" in page and f"; {limits.MAX_PERSONA_CHARS:,} characters |" in page
     assert f"| {MAX_PREFIXES} | refused at mint |" in page and f"| {MAX_REPLY_ELEMENTS} (the rest" in page
     assert f"{limits.MAX_FILE_BYTES // 2**20} MiB" in page and f"{limits.MAX_SETTINGS_BYTES // 2**10} KiB" in page
+    from wikimem.naming import MAX_PRESENT
+
+    assert f"| {limits.MAX_LAYERS} | 403 `quota_exceeded` |" in page and f"; {MAX_PRESENT} ids, each" in page
 
 
 def test_the_client_guide_names_the_clients_exceptions():

@@ -194,6 +194,23 @@ def test_a_retry_with_its_key_writes_once(served):
     assert len(served.owner().diary_day(one.structured_content["entry"]["date"])) == 1
 
 
+def test_diary_append_takes_the_room_and_history_filters_by_it(served):
+    """Issue 34: the tool keeps where an entry was said and who was there; a refused id is the API's 422."""
+    writer = served.secrets["writer"]
+    said = call(served, writer, "diary_append", owner=OWNER, content="Bob told a joke.", date="2026-03-01",
+                time="20:00", channel="g1", present=["user:xnne", "user:bob", "char:kai"])
+    assert not said.is_error, said.content
+    entry = said.structured_content["entry"]
+    assert (entry["channel"], entry["present"]) == ("g1", ["user:xnne", "user:bob", "char:kai"])
+    call(served, writer, "diary_append", owner=OWNER, content="Alone.", date="2026-03-01", time="21:00")
+    log = call(served, writer, "history", owner=OWNER, channel="g1").structured_content["entries"]
+    assert [e["id"] for e in log] == [said.structured_content["commit"]]
+    bad = refusal(call(served, writer, "diary_append", owner=OWNER, content="x", present=["user:xnne", "a b"]))
+    assert (bad["status"], bad["code"]) == (422, "invalid_name") and "invalid id in present 'a b'" in bad["message"]
+    [kept, _] = served.owner().diary_day("2026-03-01")
+    assert (kept.channel, kept.present) == ("g1", ("user:xnne", "user:bob", "char:kai"))
+
+
 def test_get_and_delete_are_405_with_allow_post(served):
     client = served.app.test_client()
     for method in ("GET", "DELETE"):

@@ -13,7 +13,7 @@ import pytest
 
 ADMIN = Path(__file__).resolve().parents[2] / "webapp" / "admin"
 VIEW_MODULES = ["owners.py", "search.py", "history.py", "actions.py", "edits.py", "runs.py", "prefs.py",
-                "characters.py"]
+                "characters.py", "imports.py"]
 # Layers a view must go through the host for, never around it.
 FORBIDDEN = ("dulwich", "wikimem.recall.index", "wikimem.versioned", "wikimem.recall.lexical.bm25", "wikimem.vectors",
              "wikimem.store.wiki", "wikimem.store.diary", "wikimem.fsio", "wikimem.store.writer",

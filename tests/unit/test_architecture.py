@@ -168,7 +168,8 @@ LAYERS = [
     # upstream's module paths, thin faces over the packages below (see COMPAT_FACES)
     {"wikimem.retrieval", "wikimem.memorize", "wikimem.diary", "wikimem.journal", "wikimem.tokenize"},
     {"wikimem.versioned", "wikimem.versioned.history", "wikimem.versioned.replication", "wikimem.versioned.forgetting"},
-    {"wikimem.host", "wikimem.host.fleet", "wikimem.host.fleet.erasure", "wikimem.host.cluster", "wikimem.host.access"},
+    {"wikimem.host", "wikimem.host.fleet", "wikimem.host.fleet.erasure", "wikimem.host.cluster", "wikimem.host.access",
+     "wikimem.host.imports"},
     {"wikimem.cli", "webapp"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

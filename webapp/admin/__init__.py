@@ -8,7 +8,21 @@ each view module registers its routes on it.
 
 from __future__ import annotations
 
-from . import actions, characters, edits, erasure, history, jobs, owners, prefs, runs, search, staged  # noqa: F401  (routes on bp)
+from . import (  # noqa: F401  (routes on bp)
+    actions,
+    channels,
+    characters,
+    edits,
+    erasure,
+    history,
+    imports,
+    jobs,
+    owners,
+    prefs,
+    runs,
+    search,
+    staged,
+)
 from .blueprint import bp
 
 __all__ = ["bp"]

@@ -59,13 +59,14 @@ def etags_of(owner, items) -> dict[str, str]:
 
 
 def act(owner: Any, action: str, operator: Any, *, if_match: str | None = None, key: str | None = None,
-        **target: Any) -> Act:
+        actor: str | None = None, layer: str | None = None, **target: Any) -> Act:
     """The signed-in operator's change through the host's gate (``with act(...) as a:``): its write context (the
-    operator is the actor; ``if_match`` the etag the form was opened with; ``key`` a form's request id, so a double
-    submit starts one job) and its audit event."""
+    operator is the actor, unless ``actor`` names another — an import's; ``if_match`` the etag the form was opened
+    with; ``key`` a form's request id, so a double submit starts one job; ``layer`` the character's layer it
+    writes) and its audit event."""
     caller = Caller.operator(operator.name, operator.owner_prefix)
-    return get_host().gate.act(caller, action, owner, Ask(if_match=if_match or None, idempotency_key=key or None),
-                               **target)
+    ask = Ask(if_match=if_match or None, idempotency_key=key or None, actor=actor, layer=layer)
+    return get_host().gate.act(caller, action, owner, ask, **target)
 
 
 def require_role(role: str):

@@ -12,7 +12,7 @@ from wikimem.host import HISTORY_FILTERS
 
 from .access import PAGE_SIZE, load_owner, wikitext_for
 from .blueprint import bp
-from .layers import layer_switch
+from .layers import ALL_LAYERS, layer_switch
 from .rendering import DiffBudget, current_zone, group_by_run, in_zone, zoned
 
 # Actions an operator filters by: what a commit was, as its Wikimem-Action records it (one write over the API
@@ -35,7 +35,7 @@ def history(owner_id: str):
     filters, at, zone = history_filters(request.args), (request.args.get("at") or "").strip(), current_zone()
     layer = layer_switch(owner, request.args, "admin.history", keep=HISTORY_FILTERS, every=True)
     shown = {"owner": owner, "filters": filters, "actions": ACTIONS, "new_actions": NEW_ACTIONS, "at": at,
-             "layer": layer}
+             "layer": layer, "channels": owner.review.channels(False if layer.current == ALL_LAYERS else layer.current)}
     try:  # dates and times without an offset are the operator's zone's
         page = owner.review.search_history(**zoned(filters, zone), limit=PAGE_SIZE,
                                            cursor=request.args.get("cursor") or None, layers=layer.layers,

@@ -75,13 +75,17 @@ def links(owner_id: str):
 @bp.get("/owners/<owner_id>/diary")
 def diary(owner_id: str):
     owner = load_owner(owner_id)
-    layer = layer_switch(owner, request.args, "admin.diary", keep=("month",))
+    layer = layer_switch(owner, request.args, "admin.diary", keep=("month", "channel"))
+    channel = (request.args.get("channel") or "").strip() or None  # the entries said there (422: not an id)
     month, day = calendar_params(request.args)
     tz = owner.settings().tz
-    view = month_view(owner.diary_dates(layer.character), month, today=person_today(tz))
+    dates = owner.diary_dates(layer.character) if channel is None else \
+        owner.review.channel_days(channel, layer.character)
+    view = month_view(dates, month, today=person_today(tz))
     day = day or view.latest
-    entries = owner.diary_day(day, layer.character) if day else []
+    entries = owner.review.diary_entries(day, layer.character, channel) if day else []
     return render_template("admin/diary.html", owner=owner, cal=view, day=day, entries=entries, layer=layer,
+                           channel=channel, channels=owner.review.channels(layer.character),
                            wikitext=wikitext_for(owner, layer.character), tz=tz)
 
 

@@ -28,7 +28,8 @@ SELECTION = ("run", "actor", "source_conv", "action", "since", "until", "owner_p
 MEMORIZE = "memorize"  # the kind of a memorize job (Prefer: respond-async): its page is admin/memorize_job.html
 # Jobs with a page of their own elsewhere (the jobs list links there too).
 OTHER_JOB_PAGES = {"staged-approve": "admin.staged_job", "staged-discard": "admin.staged_job",
-                   "erase-owner": "admin.erasure_job", "forget": "admin.erasure_job"}
+                   "erase-owner": "admin.erasure_job", "forget": "admin.erasure_job",
+                   "import-chat": "admin.import_job"}
 
 
 def selection_args(args) -> dict[str, str]:

@@ -68,9 +68,13 @@ def include_staged(data: dict) -> bool:
     return opt_bool(data, "include_staged", get_host().probation.policy.reads_staged(current_principal().name))
 
 
-def committed(done, key: str) -> Response:
-    """A write's answer: its value under ``key``, the commit, and whether it was a replay."""
-    return jsonify({key: done.value, "commit": done.commit, "replayed": bool(done.replayed)})
+def committed(done, key: str, ctx=None) -> Response:
+    """A write's answer: its value under ``key``, the commit, whether it was a replay, and (``ctx`` of a write put
+    on probation: a character's shared-layer proposal, a staged token, ``staged: true``) ``staged: true``."""
+    body = {key: done.value, "commit": done.commit, "replayed": bool(done.replayed)}
+    if ctx is not None and ctx.staged:
+        body["staged"] = True
+    return jsonify(body)
 
 
 def with_etag(response: Response, tag: str | None) -> Response:

@@ -8,6 +8,7 @@ from flask import jsonify
 
 from webapp.hosting import get_host
 from webapp.params import (
+    ROOM_FIELDS,
     WRITE_FIELDS,
     json_body,
     opt_bool,
@@ -65,7 +66,7 @@ def put_item(owner_id: str, file: str, name: str):
         a.done(done.commit)
     # (a replay of a write whose item was forgotten since answers item null: the item is no more)
     tag = owner.etag(done.value) if done.value is not None else None
-    return with_etag(committed(done, "item"), tag), 201 if done.created else 200
+    return with_etag(committed(done, "item", a.ctx), tag), 201 if done.created else 200
 
 
 @bp.delete(OWNER + "/items/<file>/<path:name>")
@@ -75,24 +76,26 @@ def delete_item(owner_id: str, file: str, name: str):
     with act(owner, "delete-item", data, layered=True, file=file, name=name) as a:
         done = owner.remove(file, name, ctx=a.ctx, character=a.layer)
         a.done(done.commit)
-    return committed(done, "removed")
+    return committed(done, "removed", a.ctx)
 
 
 _APPEND = {"ts", "date", "time", "tz"}
 
 
 def _append_kwargs(data: dict) -> dict:
-    return {k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}
+    """A diary write's time fields, and its ``channel`` and ``present`` when sent (a request without them binds its
+    idempotency key as it always did)."""
+    return {**{k: opt_str(data, k, limit=64) for k in sorted(_APPEND)}, **opt_room(data)}
 
 
 @bp.post(OWNER + "/diary")
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"content"} | _APPEND | WRITE_FIELDS | STAGED, {"content"})
+    data = json_body({"content"} | _APPEND | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"content"})
     with act(owner, "diary-append", data, layered=True) as a:
         done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data))
         a.done(done.commit)
-    return committed(done, "entry"), 201
+    return committed(done, "entry", a.ctx), 201
 
 
 @bp.get(OWNER + "/diary/dates")
@@ -177,7 +180,7 @@ def memorize(owner_id: str):
 @bp.post(OWNER + "/diary-tool")
 def diary_tool(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"arguments"} | _APPEND | WRITE_FIELDS | STAGED, {"arguments"})
+    data = json_body({"arguments"} | _APPEND | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"arguments"})
     with act(owner, "diary-tool", data, layered=True) as a:
         entry, commit, replayed = owner.diary_tool(data["arguments"], ctx=a.ctx, character=a.layer,
                                                    **_append_kwargs(data))

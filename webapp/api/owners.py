@@ -63,7 +63,9 @@ def export_owner(owner_id: str):
     layer = layer_for()
     if fmt == "bundle" and caller().character is not None:  # a bundle holds every layer's history
         raise NotPermitted("a token bound to a character exports its layers as zip or tar, not as a bundle")
-    data = get_host().export_owner(owner_id, fmt=fmt, layers=(layer,))
+    data = get_host().export_owner(owner_id, fmt=fmt, layers=(layer,), by=caller().name)
+    if fmt == "bundle":  # the person's portable file: every layer, the whole history
+        get_host().gate.note(caller(), "export-person", owner=owner_id, bytes=len(data))
     return Response(data, mimetype=EXPORT_TYPES[fmt],
                     headers={"Content-Disposition": f'attachment; filename="{get_host().export_name(owner_id, fmt)}"'})
 

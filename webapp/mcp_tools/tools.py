@@ -24,7 +24,7 @@ from webapp.params import etag_value
 from wikimem.host import Act, Ask, Host, Owner, validate_owner_id
 from wikimem.host import Caller as Asker
 from wikimem.limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_RETRIEVE_LIMIT, MAX_TURN_CHARS
-from wikimem.naming import MAX_PRESENT
+from wikimem.naming import MAX_OWNER_ID_LEN, MAX_PRESENT
 
 __all__ = ["CALLER", "Caller", "build_server", "TOOLS"]
 
@@ -39,6 +39,10 @@ Key = Annotated[str | None, Field(max_length=200, description="a retry with the 
 CharacterId = Annotated[str | None, Field(max_length=64, description="a registered character's id: its own layer "
                                           "of the owner's memory (default: the shared layer, or the character the "
                                           "token is bound to)")]
+ChannelId = Annotated[str | None, Field(max_length=MAX_OWNER_ID_LEN, description="where it was said: a channel id "
+                                        "(a group chat, e.g. discord:1234), or dm for a direct chat")]
+Present = Annotated[list[str] | None, Field(max_length=MAX_PRESENT, description="who was there: persons' owner ids "
+                                            "and characters as char:<id>, e.g. [\"user:ann\", \"char:kai\"]")]
 
 _INSTRUCTIONS = """Long-term memory of the people you talk with, one owner (e.g. user:ann) each: a wiki of
 facts (files of named items) and a diary of dated events. Call retrieve before you answer, with the user's
@@ -136,13 +140,17 @@ def diary_append(owner: OwnerId,
                  date: Annotated[str | None, Field(description="YYYY-MM-DD; default: today")] = None,
                  time: Annotated[str | None, Field(description="HH:MM; default: now")] = None,
                  tz: When = None, ts: When = None, source_conv: Text = None, run: Text = None,
-                 actor: Text = None, idempotency_key: Key = None, character: CharacterId = None) -> dict[str, Any]:
-    """Append one event to the owner's diary (one commit; with character, to its layer)."""
+                 actor: Text = None, idempotency_key: Key = None, character: CharacterId = None,
+                 channel: ChannelId = None, present: Present = None) -> dict[str, Any]:
+    """Append one event to the owner's diary (one commit; with character, to its layer); channel and present:
+    where it was said and who was there."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
+        room = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
         with _act(ctx, mem, principal, "diary-append", ask) as act:
-            done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz)
+            done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz,
+                                    **room)
             act.done(done.commit)
         return {"entry": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed)}
 
@@ -198,14 +206,15 @@ def history(owner: OwnerId, ctx: Context,
             until: Annotated[str | None, Field(max_length=64, description="a date or ISO time (UTC)")] = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
             cursor: Annotated[str | None, Field(max_length=200, description="next of the page before")] = None,
-            character: CharacterId = None,
+            character: CharacterId = None, channel: ChannelId = None,
             ) -> dict[str, Any]:
-    """The owner's commits, newest first, with filters; page on with cursor=next."""
+    """The owner's commits, newest first, with filters (channel: the commits that added or removed a diary entry
+    said there); page on with cursor=next."""
     with _answered():
         mem, principal = _owner(ctx, owner, "read")
         layer = _caller(ctx).host.gate.layer(_asker(principal), character)
         page = mem.review.search_history(file=file, item=item, run=run, actor=actor, action=action, since=since,
-                                         until=until, limit=limit, cursor=cursor, layers=(layer,))
+                                         until=until, limit=limit, cursor=cursor, layers=(layer,), channel=channel)
         return {"entries": [e.to_dict() for e in page.entries], "next": page.next, "prev": page.prev,
                 "reverted_by": mem.review.undone_by(page.entries)}
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import wikimem
 
+from .imports import IMPORT_EXAMPLES, IMPORT_IDS
+
 # -- operation ids -----------------------------------------------------------------
 # One stable snake_case id per operation: the name of the wikimem.client.Client method that calls it,
 # except get_item / put_item / delete_item (Client.fetch / add / remove, the library's names, too bare for a
@@ -66,6 +68,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/characters/{character}"): "character",
     ("put", "/characters/{character}"): "put_character",
     ("delete", "/characters/{character}"): "delete_character",
+    **IMPORT_IDS,
 }
 
 # -- examples ------------------------------------------------------------------------
@@ -81,7 +84,8 @@ _EX_ITEM = {"file": "preferences", "name": "likes-the-sea", "content": "Likes th
 _EX_MIA = {"file": "people", "name": "mia", "content": "A friend who surfs.", "owner": "user:ann",
            "source_conv": None, "ts": _TS}
 _EX_ENTRY = {"date": "2026-07-21", "time": "14:30", "content": "Went to the beach with [[people:mia]].",
-             "owner": "user:ann", "source_conv": "conv_101", "ts": _TS}
+             "owner": "user:ann", "source_conv": "conv_101", "ts": _TS, "channel": "dm",
+             "present": ["user:ann", "char:kai"]}
 _EX_STATS = {"id": "user:ann", "items": 2, "files": 2, "diary_days": 1, "last_change": "2026-07-21T06:30:00Z",
              "head": _C2}
 _EX_ENTRY_LOG = {"id": _C2, "parents": [_C1], "time": "2026-07-21T06:30:00Z", "actor": "Elaina", "run": "run_1",
@@ -90,9 +94,11 @@ _EX_ENTRY_LOG = {"id": _C2, "parents": [_C1], "time": "2026-07-21T06:30:00Z", "a
 _EX_ITEM_LOG = {**_EX_ENTRY_LOG, "id": _C1, "parents": [_C0], "action": "add", "file": "preferences",
                 "item": "likes-the-sea", "date": None, "time_of_day": None, "summary": "add preferences/likes-the-sea"}
 _EX_DIARY_GONE = {"kind": "diary", "status": "removed", "file": None, "name": None, "date": "2026-07-21",
-                  "time": "14:30", "before": _EX_ENTRY["content"], "after": None}
-_EX_ITEM_GONE = {"kind": "wiki", "status": "removed", "file": "preferences", "name": "likes-the-sea", "date": None,
-                 "time": None, "before": _EX_ITEM["content"], "after": None}
+                  "time": "14:30", "before": _EX_ENTRY["content"], "after": None, "channel": "dm",
+                  "present": ["user:ann", "char:kai"]}
+_EX_ITEM_GONE: dict[str, Any] = {"kind": "wiki", "status": "removed", "file": "preferences", "name": "likes-the-sea",
+                                 "date": None, "time": None, "before": _EX_ITEM["content"], "after": None,
+                                 "channel": None, "present": []}
 _EX_ITEM_ADDED = {**_EX_ITEM_GONE, "status": "added", "before": None, "after": _EX_ITEM["content"]}
 _EX_PATCH = ("--- /dev/null\n+++ b/wiki/preferences.md\n@@ -0,0 +1,7 @@\n+# preferences\n+\n+## likes-the-sea\n+\n"
              "+Likes the sea; see [[people:mia]].\n+\n+<!-- wikimem: owner=user:ann | source_conv=conv_101 | "
@@ -242,20 +248,22 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                     "200": {"removed": True, "commit": _C3, "replayed": False}},
     "diary_append": {"request": {"content": _EX_ENTRY["content"], "date": "2026-07-21", "time": "14:30",
                                  "tz": "Asia/Shanghai", "source_conv": "conv_101", "run": "run_1",
-                                 "actor": "Elaina"},
+                                 "actor": "Elaina", "channel": "dm", "present": ["user:ann", "char:kai"]},
                      "201": {"entry": _EX_ENTRY, "commit": _C2, "replayed": False}},
     "diary_window": {"200": {"entries": [_EX_ENTRY]}},
     "diary_dates": {"200": {"dates": ["2026-07-21"]}},
     "diary_day": {"200": {"entries": [_EX_ENTRY]}},
     "diary_tool": {"request": {"arguments": {"content": "Went to the beach with [[people:mia]]."},
-                               "tz": "Asia/Shanghai", "source_conv": "conv_101", "run": "run_1"},
+                               "tz": "Asia/Shanghai", "source_conv": "conv_101", "run": "run_1", "channel": "dm",
+                               "present": ["user:ann", "char:kai"]},
                    "201": {"entry": _EX_ENTRY, "commit": _C2, "replayed": False}},
     "batch": {"request": {"ops": [{"op": "add", "file": "people", "name": "mia", "content": _EX_MIA["content"]},
                                   {"op": "diary", "content": "Met Mia.", "date": "2026-07-22", "time": "09:00"}],
                           "run": "run_2", "actor": "importer", "message": "import from the old bot"},
               "200": {"results": [{"op": "add", "item": _EX_MIA},
                                   {"op": "diary", "entry": {**_EX_ENTRY, "date": "2026-07-22", "time": "09:00",
-                                                            "content": "Met Mia.", "source_conv": None}}],
+                                                            "content": "Met Mia.", "source_conv": None,
+                                                            "channel": None, "present": []}}],
                       "commit": _C3, "replayed": False}},
     "retrieve": {"request": _named(
                      query=("a query within a token budget", {"query": "does she like the sea?",
@@ -338,4 +346,5 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                               "updated": _EX_WHEN["created"], "finished": None}},
     **_STAGED_EXAMPLES,
     **_CHARACTER_EXAMPLES,
+    **IMPORT_EXAMPLES,
 }

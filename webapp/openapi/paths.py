@@ -14,6 +14,7 @@ from wikimem.limits import (
     MAX_TURN_CHARS,
 )
 
+from .imports import import_paths
 from .schema import (
     APPEND,
     CONTENT,
@@ -132,7 +133,7 @@ def all_paths() -> dict[str, dict]:
         owner + "/diary": {
             "parameters": [OWNER],
             "post": op("append a diary event", "write", ok(committed("entry", ref("DiaryItem")), "201", "appended"),
-                        params=[HDR_IDEM], body=body({"content": CONTENT, **APPEND, **WRITE, **STAGED},
+                        params=[HDR_IDEM], body=body({"content": CONTENT, **APPEND, **ROOM, **WRITE, **STAGED},
                                                        ["content"])),
             "get": op("diary events of a window of days", "read", ok(entries),
                        params=[param("start", "query", DATE, required=True),
@@ -149,7 +150,7 @@ def all_paths() -> dict[str, dict]:
             params=[HDR_IF_MATCH, HDR_IDEM],
             body=body({"ops": {**arr(obj({"op": {"type": "string", "enum": ["add", "remove", "diary"]},
                                              "file": {"type": "string"}, "name": {"type": "string"},
-                                             "content": CONTENT, **APPEND,
+                                             "content": CONTENT, **APPEND, **ROOM,
                                              "source_conv": WRITE["source_conv"]}, ["op"])),
                                 "minItems": 1, "maxItems": MAX_OPS,
                                 "description": f"at most {MAX_OPS} ops and {MAX_BATCH_CHARS} characters of "
@@ -225,7 +226,7 @@ def all_paths() -> dict[str, dict]:
         owner + "/diary-tool": {"parameters": [OWNER], "post": op(
             "handle the agent's append_diary tool call (400 carries the message for the agent)", "write",
             ok(committed("entry", ref("DiaryItem")), "201", "appended"), params=[HDR_IDEM],
-            body=body({"arguments": {}, **APPEND, **WRITE, **STAGED}, ["arguments"]), tag="memorize")},
+            body=body({"arguments": {}, **APPEND, **ROOM, **WRITE, **STAGED}, ["arguments"]), tag="memorize")},
         owner + "/settings": {
             "parameters": [OWNER],
             "get": op("the owner's settings (unset: null)", "read", ok(obj({"settings": ref("Settings")},
@@ -269,12 +270,15 @@ def all_paths() -> dict[str, dict]:
                     param("actor", "query", Q), param("action", "query", Q),
                     param("since", "query", TIME), param("until", "query", TIME),
                     param("at", "query", TIME),
+                    param("channel", "query", {"type": "string", "pattern": OWNER_ID_PATTERN},
+                          description="the commits that added or removed a diary entry said in this channel"),
                     param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
                     param("cursor", "query", Q), param("after", "query", Q), LAYER_Q], tag="history")},
         **_operator_paths(),
         **_erasure_paths(owner),
         **_staged_paths(),
         **_character_paths(),
+        **import_paths(owner),
         owner + "/commits/{commit}": {"parameters": [OWNER, param("commit", "path", POINT)], "get": op(
             "one commit with its per-item diff", "read",
             ok(obj({"entry": ref("HistoryEntry"), "changes": arr(ref("ItemChange")),
@@ -421,6 +425,7 @@ def _erasure_paths(owner: str) -> dict[str, dict]:
             body=body({"file": {**NSTR, "maxLength": 128}, "name": {**NSTR, "maxLength": 200},
                         "date": {**NSTR, "maxLength": 64}, "time": {**NSTR, "maxLength": 64},
                         "index": {"type": "integer", "minimum": 0, "maximum": 1000, "nullable": True},
+                        "character": {**NSTR, "maxLength": 64, "description": LAYER_DOC},
                         "actor": WRITE["actor"]}), tag="erasure")},
         "/erasures": {"get": op(
             "the receipt of an owner's erasure, asked by its id (404: none finished)", "admin", ok(_RECEIPT),

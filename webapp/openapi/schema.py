@@ -74,7 +74,10 @@ SCHEMAS: dict[str, dict] = {
                         "damaged": {"type": "string", "description": "in a listing: why this owner's folder "
                                     "cannot be read (counts are 0); see wikimem repair"}},
                        ["id", "items", "files", "diary_days"]),
-    "Committed": obj({"commit": NSTR, "replayed": {"type": "boolean"}}, ["commit", "replayed"]),
+    "Committed": obj({"commit": NSTR, "replayed": {"type": "boolean"},
+                      "staged": {"type": "boolean", "description": "present (true) when the write went on probation: "
+                                 "a staged run to approve, not yet on the memory it addresses"}},
+                     ["commit", "replayed"]),
     "HistoryEntry": obj({"id": {"type": "string"}, "parents": arr({"type": "string"}), "time": {"type": "string"},
                           "actor": NSTR, "run": NSTR, "action": NSTR, "file": NSTR, "item": NSTR,
                           "date": NSTR, "time_of_day": NSTR, "owner": NSTR, "source_conv": NSTR,
@@ -83,7 +86,7 @@ SCHEMAS: dict[str, dict] = {
     "ItemChange": obj({"kind": {"type": "string", "enum": ["wiki", "diary"]},
                         "status": {"type": "string", "enum": ["added", "changed", "removed"]},
                         "file": NSTR, "name": NSTR, "date": NSTR, "time": NSTR,
-                        "before": NSTR, "after": NSTR}, ["kind", "status"]),
+                        "before": NSTR, "after": NSTR, **ROOM}, ["kind", "status"]),
     "Plan": obj({"target": {"type": "string"}, "changes": arr(ref("ItemChange")),
                   "conflicts": arr({"type": "object"})}, ["changes", "conflicts"]),
     "RunRow": obj({"owner": {"type": "string"}, "run": NSTR, "commit": {"type": "string"}, "actor": NSTR,

@@ -42,7 +42,7 @@ _OPENED: list = []  # the hosts the running command opened (see open_host)
 # Modules holding command groups, in help order. Optional layers (git, host)
 # import their dependencies only when their command runs.
 _GROUPS = ("browse", "explain", "history", "hostcmd", "cluster", "runs", "staged", "repair", "backup", "erase",
-           "characters")
+           "characters", "imports")
 
 
 class Parser(argparse.ArgumentParser):

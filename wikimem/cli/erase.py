@@ -44,22 +44,25 @@ def cli_actor() -> str:
         return "cli"
 
 
-def _finish(host, job, timeout: float) -> int:
-    """Run the job here until it is over; print its receipt."""
+def finish_job(host, job_id: str, timeout: float, progress=None) -> int:
+    """Run the job here until it is over (the host's runners would, too); print its result (an erasure's: the
+    receipt). ``progress(job)`` is told of each look while it runs."""
     runner = host.start_jobs()
     deadline = time.monotonic() + timeout
     while True:
-        found = host.jobs.get(job.id)
+        found = host.jobs.get(job_id)
         if found.state not in ("queued", "running"):
             break
+        if progress is not None:
+            progress(found)
         if time.monotonic() > deadline:
-            print(f"wikimem: {job.id} still {found.state}; the host's runners finish it", file=sys.stderr)
+            print(f"wikimem: {job_id} still {found.state}; the host's runners finish it", file=sys.stderr)
             return EXIT_ERROR
         runner.wake()
         time.sleep(0.1)
     step = found.results[0] if found.results else {}
     if found.state != "done":
-        print(f"wikimem: {job.id} {found.state}: {step.get('error', {}).get('message', '')}", file=sys.stderr)
+        print(f"wikimem: {job_id} {found.state}: {step.get('error', {}).get('message', '')}", file=sys.stderr)
         return EXIT_ERROR
     print(json.dumps(step.get("result"), indent=1, ensure_ascii=False))
     return EXIT_OK
@@ -78,7 +81,7 @@ def cmd_erase(args) -> int:
     with host.gate.act(Caller.cli(cli_actor()), "erase-owner", args.owner_id) as act:
         job, _ = host.erase_owner(args.owner_id, actor=act.ctx.actor)
         act.done(job=job.id)
-    return _finish(host, job, args.timeout)
+    return finish_job(host, job.id, args.timeout)
 
 
 def cmd_forget(args) -> int:
@@ -97,4 +100,4 @@ def cmd_forget(args) -> int:
     with host.gate.act(Caller.cli(cli_actor()), "forget", args.owner_id, **target) as act:
         job, _ = host.forget(args.owner_id, target, actor=act.ctx.actor)
         act.done(job=job.id)
-    return _finish(host, job, args.timeout)
+    return finish_job(host, job.id, args.timeout)

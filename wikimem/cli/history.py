@@ -36,6 +36,8 @@ def register(sub) -> None:
     p.add_argument("--action", help="add, update, remove, diary, batch, memorize, revert, rollback, restore…")
     p.add_argument("--since", help="a date (whole UTC day) or an ISO-8601 time")
     p.add_argument("--until", help="a date (whole UTC day) or an ISO-8601 time")
+    p.add_argument("--channel", help="the commits that added or removed a diary entry said in this channel (dm: a "
+                                     "direct chat)")
     p.add_argument("-n", "--limit", type=int, default=20)
     p.set_defaults(handler=cmd_log, layered=True)
 
@@ -87,12 +89,13 @@ def _print_changes(changes) -> None:
 
 def cmd_log(args) -> int:
     from wikimem.host import parse_instant
+    from wikimem.naming import validate_channel_id
 
     vs = open_versioned(args)
     page = vs.db.query(file=args.file, item=" ".join(args.item.split()) if args.item else None, run=args.run,
                        actor=args.actor, action=args.action, since=parse_instant(args.since, "--since"),
                        until=parse_instant(args.until, "--until", end_of_day=True), limit=max(1, args.limit),
-                       layers=_layers(args))
+                       layers=_layers(args), channel=validate_channel_id(args.channel) if args.channel else None)
     for e in page.entries:
         tags = " ".join(f"{k}={v}" for k, v in (("run", e.run), ("actor", e.actor), ("layers", e.layers)) if v)
         print(f"{e.id[:12]}  {e.time}  {e.summary}  [{tags}]")

@@ -15,6 +15,7 @@ idempotency keys, errors and connections: docs/explanation/api-client.md.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -214,10 +215,13 @@ class Client:
     def diary_append(self, content: str, *, owner: str | None = None, ts: str | None = None,
                      date: str | None = None, time: str | None = None, tz: str | None = None,
                      source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                     staged: bool = False, character: str | None = None) -> Written:
-        """Append one diary event (never twice, even when a retry follows a timeout)."""
+                     staged: bool = False, character: str | None = None, channel: str | None = None,
+                     present: Iterable[str] | None = None) -> Written:
+        """Append one diary event (never twice, even when a retry follows a timeout); ``channel`` and ``present``:
+        where it was said (``dm`` for a direct chat) and who was there (``["user:ann", "char:kai"]``)."""
         body = self._fields(content=content, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None, character=character)
+                            run=run, actor=actor, staged=True if staged else None, character=character,
+                            channel=channel, present=_ids(present))
         data = self._call("POST", self._owner_path(owner) + "/diary", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -238,11 +242,13 @@ class Client:
     def diary_tool(self, arguments: Any, *, owner: str | None = None, ts: str | None = None,
                    date: str | None = None, time: str | None = None, tz: str | None = None,
                    source_conv: str | None = None, run: str | None = None, actor: str | None = None,
-                   staged: bool = False, character: str | None = None) -> Written:
+                   staged: bool = False, character: str | None = None, channel: str | None = None,
+                   present: Iterable[str] | None = None) -> Written:
         """Handle an ``append_diary`` tool call; a bad call raises :class:`BadRequestError` whose
-        ``message`` is written to be returned to the agent."""
+        ``message`` is written to be returned to the agent (``channel``, ``present``: as :meth:`diary_append`)."""
         body = self._fields(arguments=arguments, ts=ts, date=date, time=time, tz=tz, source_conv=source_conv,
-                            run=run, actor=actor, staged=True if staged else None, character=character)
+                            run=run, actor=actor, staged=True if staged else None, character=character,
+                            channel=channel, present=_ids(present))
         data = self._call("POST", self._owner_path(owner) + "/diary-tool", body=body, write=True)
         return Written(diary_item(data["entry"]), data.get("commit"), bool(data.get("replayed")))
 
@@ -397,13 +403,15 @@ class Client:
     def history(self, *, owner: str | None = None, file: str | None = None, item: str | None = None,
                 run: str | None = None, actor: str | None = None, action: str | None = None,
                 since: str | None = None, until: str | None = None, limit: int = 50, cursor: str | None = None,
-                after: str | None = None, at: str | None = None, character: str | None = None) -> Page:
+                after: str | None = None, at: str | None = None, character: str | None = None,
+                channel: str | None = None) -> Page:
         """Commits newest first (dicts with ``id``, ``time``, ``actor``, ``run``, ``action``, ``summary``,
         ``layers``, …) of the shared layer, or of ``character``'s layer.
 
         Filters: ``file``, ``item``, ``run``, ``actor``, ``action`` (``add``,
         ``diary``, ``batch``, ``rollback``, …), ``since`` / ``until`` (a date,
-        a whole UTC day, or an ISO time). Paging: ``cursor=page.next`` for
+        a whole UTC day, or an ISO time), ``channel`` (commits that wrote or
+        removed a diary entry said there). Paging: ``cursor=page.next`` for
         older commits, ``after=page.prev`` for newer ones, ``at`` (a date or
         time) to start there. ``page.extra["reverted_by"]`` maps a commit id
         to the commits that undid it.
@@ -411,7 +419,7 @@ class Client:
         data = self._call("GET", self._owner_path(owner) + "/history",
                           query={"file": file, "item": item, "run": run, "actor": actor, "action": action,
                                  "since": since, "until": until, "limit": str(limit), "cursor": cursor,
-                                 "after": after, "at": at, "character": character})
+                                 "after": after, "at": at, "character": character, "channel": channel})
         return _page(data, "entries")
 
     def commit(self, id: str, *, owner: str | None = None, character: str | None = None) -> dict[str, Any]:
@@ -584,8 +592,63 @@ class Client:
         data = self._call("DELETE", f"/characters/{_q(character)}", write=True)
         return Written(data["character"], data.get("commit"), False)
 
+    # -- imports (SillyTavern cards and chats, portable persons, lorebooks) -------------------------------
+
+    def import_card(self, file: bytes | Mapping[str, Any], *, character: str | None = None,
+                    shared_writes: str | None = None, preview: bool = False, run: str | None = None) -> dict[str, Any]:
+        """Import a character card (admin): ``file`` is the card (a dict) or its file's bytes (JSON or PNG). The
+        answer: what changed (``preview=True``: what would, under ``preview``), the commit and run."""
+        card = {"card": dict(file)} if isinstance(file, Mapping) else {"file": base64.b64encode(file).decode()}
+        body = {**card, **self._fields(character=character, shared_writes=shared_writes, run=run,
+                                       preview=True if preview else None)}
+        return self._call("POST", "/characters/import", body=body, write=not preview)
+
+    def character_card(self, character: str) -> dict[str, Any]:
+        """The card a character was imported from, as its profile holds it (its lorebook included)."""
+        return self._call("GET", f"/characters/{_q(character)}/card")
+
+    def import_chat(self, chat: bytes | str, character: str, *, owner: str | None = None, tz: str | None = None,
+                    preview: bool = False, transcript: bool = False, run: str | None = None,
+                    key: str | None = None) -> dict[str, Any]:
+        """Import a SillyTavern chat (JSONL) into ``character``'s layer of the owner: ``preview`` (turns, days,
+        estimated tokens), else a job memorizing it as one run (``job``, ``run``; :meth:`wait_job`), or with
+        ``transcript`` a conversation file (one commit, no model). ``key``: the Idempotency-Key."""
+        text = chat.decode("utf-8") if isinstance(chat, bytes) else chat
+        body = {"chat": text, "character": character, **self._fields(
+            tz=tz, run=run, preview=True if preview else None, transcript=True if transcript else None)}
+        return self._call("POST", self._owner_path(owner) + "/import/chat", body=body, write=not preview,
+                          headers={"Idempotency-Key": key} if key else None)
+
+    def import_rollback(self, run: str, *, owner: str | None = None) -> dict[str, Any]:
+        """Undo an import's run on the owner (admin): its commits rolled back, its proposal discarded."""
+        return self._call("POST", self._owner_path(owner) + "/import/rollback", body={"run": run}, write=True)
+
+    def import_person(self, data: bytes, *, owner: str | None = None, replace: bool = False) -> dict[str, Any]:
+        """Make the owner from a person's portable file (admin; :meth:`export` with ``format="bundle"``);
+        ``replace``: in place of the person of that id here."""
+        return self._call("POST", self._owner_path(owner) + "/import/person", body=bytes(data),
+                          query={"replace": "true" if replace else None})["person"]
+
+    def lorebook(self, character: str | None = None, *, owner: str | None = None, shared: bool = False,
+                 format: str = "worldinfo") -> Any:
+        """What ``character`` knows of the owner as a SillyTavern World Info book (a dict), or ``format=
+        "databank"``: a Data Bank markdown text; ``shared``: with the shared layer."""
+        query = {"character": character, "shared": "true" if shared else None, "format": format}
+        if format == "databank":
+            return self.request("GET", self._owner_path(owner) + "/lorebook", query=query, raw=True)[0].decode()
+        return self._call("GET", self._owner_path(owner) + "/lorebook", query=query)
+
 
 def _page(data: Mapping[str, Any], key: str) -> Page:
     """A :class:`Page` of a listing's answer: its entries under ``key``, ``next``, ``prev``, the rest in ``extra``."""
     extra = {k: v for k, v in data.items() if k not in (key, "next", "prev")}
     return Page(list(data[key]), data.get("next"), data.get("prev"), extra)
+
+
+def _ids(present: Iterable[str] | None) -> list[str] | None:
+    """``present`` as the API takes it: a JSON list (one string of ids separated by commas is split)."""
+    if present is None:
+        return None
+    if isinstance(present, str):
+        return [one.strip() for one in present.split(",") if one.strip()]
+    return list(present)

@@ -98,7 +98,8 @@ class Session:
         probes at its root. ``query`` values that are not strings go as JSON.
         ``write`` adds an ``Idempotency-Key`` (one per call, the same on every
         retry); ``dedup=False`` marks a write the server does not deduplicate.
-        ``retries`` overrides the client's for this call.
+        ``retries`` overrides the client's for this call. A ``body`` of bytes is sent as it is (its
+        ``Content-Type`` from ``headers``, else ``application/octet-stream``); anything else as JSON.
         """
         url = self._url(path)
         if query:
@@ -113,7 +114,10 @@ class Session:
             send["Idempotency-Key"] = str(uuid.uuid4())
         send.update(headers or {})
         data = None
-        if body is not None:
+        if isinstance(body, (bytes, bytearray)):  # a file sent as it is (a person's portable file)
+            data = bytes(body)
+            send.setdefault("Content-Type", "application/octet-stream")
+        elif body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             send["Content-Type"] = "application/json; charset=utf-8"
         attempt = 0

@@ -30,6 +30,19 @@ from .demo import bad_run_hint, seed_demo
 from .fleet import JobQuery, RunQuery
 from .gate import Act, Ask, Caller, Gate, job_context
 from .host import EXPORT_TYPES, MAX_PAGE, Host, HostParts
+from .imports import (
+    BUNDLE_SUFFIX,
+    IMPORT_ACTOR,
+    SUPPORTED_CARDS,
+    CardImported,
+    CardPlan,
+    ChatPreview,
+    Imports,
+    PersonImported,
+    base64_size,
+    decode_base64,
+    owner_of_file,
+)
 from .instants import parse_instant
 from .memorizing import MemorizeResult
 from .owner import UNDO_TARGETS, BatchResult, Owner, OwnerStats
@@ -53,6 +66,8 @@ __all__ = [
     "make_backup", "restore_backup",
     "bad_run_hint", "seed_demo", "parse_instant", "HISTORY_FILTERS", "SETTINGS_FIELDS", "SHARED_WRITES",
     "Character", "Characters", "Migration", "character_owner", "slug_of",
+    "Imports", "CardImported", "CardPlan", "ChatPreview", "PersonImported", "owner_of_file", "BUNDLE_SUFFIX",
+    "IMPORT_ACTOR", "SUPPORTED_CARDS", "decode_base64", "base64_size",
     "Host", "HostParts", "make_host",
     "Owner", "OwnerStats", "BatchResult", "MemorizeResult", "UNDO_TARGETS", "new_run_id",
     "validate_owner_id", "encode_owner_id", "decode_owner_id", "scope_prefix",

@@ -19,6 +19,7 @@ from wikimem.host.fleet import (
     DISCARD_JOB,
     ERASE,
     FORGET,
+    IMPORT_CHAT,
     INDEX_PATH,
     JOB_KIND,
     JOBS_FILE,
@@ -41,6 +42,7 @@ from .backups import known_backups
 from .characters import Characters
 from .gate import Gate
 from .host import Host, HostParts
+from .imports import Imports, chat_handler
 from .metrics import NULL_METRICS, NullMetrics, TimedEmbedder
 from .owner import Owner
 from .owners import Owners
@@ -107,12 +109,16 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     # The bot's characters, each defined in its own owner char:<id> (host/characters.py).
     characters = Characters(owner=owners.owner, ensure=owners.ensure, ids=owners.owner_ids, gate=gate)
     owners.on_open.append(functools.partial(_with_characters, characters, owners, memorize_facts))
+    # Cards, chats and persons from elsewhere; memories back as a lorebook (host/imports/).
+    imports = Imports(owners=owners, characters=characters, jobs=jobs, llm=llm,
+                      export=lambda owner_id, fmt, by: host.export_owner(owner_id, fmt, by=by))
+    jobs.register(IMPORT_CHAT, chat_handler(owners.owner, lambda: jobs.store))
     if replicating is not None:
         replicating.erased = erasure.erased_copy
         replicating.resume(owners.owner, owners.folders)
     host = Host(HostParts(owners, jobs, run_index, fleet, probation, erasure, gate, characters, metrics, retention,
                           name, replication=replicating, peers=peers, embedder=embedder, llm=llm, recall=recall,
-                          database=database, default_tz=default_tz))
+                          database=database, default_tz=default_tz, imports=imports))
     # What reads the host's own settings when it runs: the memorize retry (host.memorize_retry), the discarded runs.
     jobs.register(MEMORIZE, memorize_handler(host))
     jobs.maintenance.append(host.sweep_discarded)

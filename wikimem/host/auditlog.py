@@ -35,7 +35,9 @@ ACTIONS = ("sign-in", "sign-out", "revert", "rollback", "restore", "bulk-rollbac
            "create-owner", "diary-append", "batch", "memorize", "diary-tool", "settings", "approve", "discard",
            "hold", "bulk-approve", "bulk-discard", "repair", "sync", "restore-discarded",
            # the character registry (wikimem/host/characters.py)
-           "character-put", "character-delete")
+           "character-put", "character-delete",
+           # imports (wikimem/host/imports/): cards, chats, transcripts, persons in and out, an import undone
+           "import-card", "import-chat", "import-transcript", "import-person", "import-rollback", "export-person")
 # Record attributes logging itself owns: an event field of one of these names would clash.
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 

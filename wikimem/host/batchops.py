@@ -4,7 +4,8 @@ An op is a JSON object:
 
 - ``{"op": "add", "file", "name", "content", "source_conv"?, "ts"?}``
 - ``{"op": "remove", "file", "name"}``
-- ``{"op": "diary", "content", "ts"?, "date"?, "time"?, "tz"?, "source_conv"?}``
+- ``{"op": "diary", "content", "ts"?, "date"?, "time"?, "tz"?, "source_conv"?, "channel"?, "present"?}``
+  (``present``: a list of ids, persons and ``char:<character>``; the others are strings)
 
 :func:`parse_ops` checks the shape of every op first, so a malformed op
 fails the request before anything is written; the library checks names and
@@ -16,24 +17,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikimem.errors import BadRequest, TooLarge
+from wikimem.errors import BadRequest, InvalidName, TooLarge
 from wikimem.limits import MAX_BATCH_CHARS, MAX_OPS
+from wikimem.naming import validate_channel_id, validate_present
 
 __all__ = ["Op", "parse_ops", "check_content", "MAX_OPS"]
 
 _FIELDS = {
     "add": ({"file", "name", "content"}, {"source_conv", "ts"}),
     "remove": ({"file", "name"}, set()),
-    "diary": ({"content"}, {"ts", "date", "time", "tz", "source_conv"}),
+    "diary": ({"content"}, {"ts", "date", "time", "tz", "source_conv", "channel", "present"}),
 }
+_LISTS = {"present"}  # fields that are lists of strings
 
 
 @dataclass(frozen=True)
 class Op:
-    """One checked op: its kind and its string arguments."""
+    """One checked op: its kind and its arguments (strings; ``present``: a list of strings)."""
 
     kind: str
-    args: dict[str, str] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 def check_content(content: Any, where: str = "content") -> str:
@@ -64,11 +67,27 @@ def _parse_op(n: int, raw: Any) -> Op:
     for key, value in args.items():
         if value is None and key in optional:
             continue
-        if not isinstance(value, str):
+        if key in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(one, str) for one in value):
+                raise BadRequest(f"ops[{n}].{key} must be a list of strings")
+        elif not isinstance(value, str):
             raise BadRequest(f"ops[{n}].{key} must be a string")
     if kind == "add":
         check_content(args["content"], f"ops[{n}].content")
+    if kind == "diary":
+        _check_room(n, args)
     return Op(kind, {k: v for k, v in args.items() if v is not None})
+
+
+def _check_room(n: int, args: dict[str, Any]) -> None:
+    """A diary op's ``channel`` and ``present``, refused (422) before anything of the batch is written."""
+    try:
+        if args.get("channel") is not None:
+            validate_channel_id(args["channel"])
+        if args.get("present") is not None:
+            validate_present(args["present"])
+    except InvalidName as exc:
+        raise InvalidName(f"ops[{n}]: {exc}") from None
 
 
 def parse_ops(ops: Any) -> list[Op]:

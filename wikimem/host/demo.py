@@ -5,7 +5,9 @@ stores, :meth:`Owner.memorize` with a scripted model standing in for a chat
 endpoint, batches with run ids), so the history reads exactly like a real
 bot's: two characters, a good memorize run, and a bad one (``run id`` in
 :data:`BAD_RUN`) that wrote a wrong fact and a wrong diary event — the
-one a newcomer rolls back from the admin UI.
+one a newcomer rolls back from the admin UI. Both characters are registered
+(:data:`DEMO_CHARACTERS`), and Elaina keeps one memory of ``user:xnne`` in her
+own layer, which only she recalls (the README tour's third step).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from dataclasses import dataclass
 
 from wikimem.context import WriteContext
 
-__all__ = ["seed_demo", "bad_run_hint", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS"]
+__all__ = ["seed_demo", "bad_run_hint", "DemoSeeded", "BAD_RUN", "DEMO_OWNERS", "DEMO_CHARACTERS"]
 
 BAD_RUN = "run_demo_bad"
 GOOD_RUN = "run_demo_good"
 DEMO_OWNERS = ("user:xnne", "user:lumi", "user:sam")
+DEMO_CHARACTERS = {"elaina": ("Elaina", "温柔、细心的咖啡馆常客，说话简短。"),
+                   "lumi": ("Lumi", "A cheerful climbing buddy who keeps things light.")}
 
 
 class _ScriptedLLM:
@@ -74,6 +78,10 @@ def _xnne(host) -> None:
         vs.store.add("preferences", "likes-the-sea", "其实讨厌海边，从来不去。", owner=oid, source_conv="conv_106")
         vs.diary.append("说自己讨厌大海，再也不想去青岛了。", date="2026-07-23", time="20:15", owner=oid,
                         source_conv="conv_106")
+    # told Elaina alone: her own layer, which no other character recalls
+    owner.diary_append("私下告诉 Elaina：在偷偷准备咖啡拉花比赛，还没告诉妹妹。", date="2026-07-24", time="22:10",
+                       ctx=_by("Elaina", "conv_107"), character="elaina", channel="dm",
+                       present=["user:xnne", "char:elaina"])
 
 
 def _lumi(host) -> None:
@@ -97,10 +105,12 @@ def _sam(host) -> None:
 
 def seed_demo(host) -> DemoSeeded:
     """Write the demo owners into an empty data root; a root that has owners is left alone."""
-    ids = host.owner_ids()
+    ids = [i for i in host.owner_ids() if i not in {f"char:{c}" for c in DEMO_CHARACTERS}]
     if ids:
         demo = tuple(i for i in DEMO_OWNERS if i in ids)
         return DemoSeeded(demo, BAD_RUN, False, len(ids) - len(demo))
+    for character, (name, persona) in DEMO_CHARACTERS.items():
+        host.characters.put(character, name=name, persona=persona, ctx=_by("demo"))
     _xnne(host)
     _lumi(host)
     _sam(host)

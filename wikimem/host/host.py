@@ -83,6 +83,7 @@ class HostParts:
     recall: Any = None  # wikimem.recall.RecallOptions for every index (None: the library's defaults)
     database: str | None = None
     default_tz: str | None = None
+    imports: Any = None  # cards, chats, persons in and out (wikimem/host/imports/: Imports)
 
 
 class Host:
@@ -117,6 +118,7 @@ class Host:
         self.recall = parts.recall
         self.database = parts.database
         self.default_tz = parts.default_tz  # the time zone of owners without one (WIKIMEM_TZ)
+        self.imports = parts.imports  # cards → characters, chats → memory, persons in and out (host/imports/)
         self.memorize_retry = MemorizeRetry()  # how long a memorize job waits for a model that is unavailable
         self._listing = threading.local()  # per request thread: the peers the last listing could not reach
 
@@ -308,22 +310,29 @@ class Host:
 
     # -- export ------------------------------------------------------------
 
-    def export_owner(self, owner_id: str, fmt: str = "zip", layers: tuple[str | None, ...] | None = (None,)) -> bytes:
+    def export_owner(self, owner_id: str, fmt: str = "zip", layers: tuple[str | None, ...] | None = (None,), *,
+                     by: str | None = None) -> bytes:
         """A zip or tar archive of the owner's markdown (``wiki/``, ``diary/``; of ``layers``, the shared one by
         default, ``None``: every layer), or (``bundle``) its whole history with its settings and every layer as a
-        git bundle (``git clone x.bundle``); named by :meth:`export_name`."""
+        git bundle (``git clone x.bundle``: the person's portable file, see :mod:`wikimem.host.imports`); named
+        by :meth:`export_name`. Each export is recorded (``by``: who asked), so that an erasure's receipt can
+        say which copies left the host before it."""
         if fmt not in EXPORT_TYPES:
             raise InvalidValue(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_TYPES)}")
         owner = self.owner(owner_id)
+        head = owner.head()
         if fmt == "bundle":
             import io
 
             from wikimem.versioned import write_bundle_of
 
             buf = io.BytesIO()
-            write_bundle_of(owner.root, buf)
-            return buf.getvalue()
-        return archive_markdown(owner.root, owner.root.name, fmt, layers)
+            head = write_bundle_of(owner.root, buf).get("refs/heads/main", head)
+            data = buf.getvalue()
+        else:
+            data = archive_markdown(owner.root, owner.root.name, fmt, layers)
+        self.erasure.note_export(owner_id, fmt, by, head)
+        return data
 
     def export_name(self, owner_id: str, fmt: str = "zip") -> str:
         """The file name of an owner's export: its folder name (the reversible encoding of its id) + extension."""

@@ -64,10 +64,10 @@ MOVED_ATTEMPTS = 5
 
 
 def _check_when(*, ts: str | None = None, date: str | None = None, time: str | None = None,
-                tz: Any = None) -> None:
-    """The time fields of a diary write, refused (422) as :meth:`Diary.append` would refuse them."""
+                tz: Any = None, channel: str | None = None, present: Any = None) -> None:
+    """The time and room fields of a diary write, refused (422) as :meth:`Diary.append` would refuse them."""
     from wikimem.format import normalize_ts
-    from wikimem.naming import validate_date, validate_time
+    from wikimem.naming import validate_channel_id, validate_date, validate_present, validate_time
     from wikimem.store import resolve_tz
 
     normalize_ts(ts)
@@ -76,6 +76,10 @@ def _check_when(*, ts: str | None = None, date: str | None = None, time: str | N
         validate_date(date)
     if time is not None:
         validate_time(time)
+    if channel is not None:
+        validate_channel_id(channel)
+    if present is not None:
+        validate_present(present)
 
 
 @dataclass(frozen=True)

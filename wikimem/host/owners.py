@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem.errors import Erased, NotFound, RemoteMoved
+from wikimem.errors import Conflict, Erased, NotFound, RemoteError, RemoteMoved
 
 from .access import OwnerQuota
 from .metrics import NULL_METRICS, NullMetrics
@@ -294,6 +294,38 @@ class Owners:
         with self._lock:
             self._owners.pop(owner_id, None)
         return self.owner(owner_id), created
+
+    def install(self, owner_id: str, folder: Path, *, replace: bool = False) -> tuple[Owner, bool, bool | None]:
+        """Put a folder made elsewhere — a person imported from its portable file, checked already — in place as
+        ``owner_id``: ``(owner, replaced, pushed)``. An owner held here is replaced only with ``replace`` (its
+        folder moved out under its write lock, what the derived indexes held of it dropped); else Conflict.
+        The derived indexes learn of the new folder's history as of a clone. With a remote, a new owner is
+        pushed to it now (``pushed``); replacing one there is refused (its remote keeps the old history)."""
+        path = self.owner_path(owner_id)
+        replaced = (path / ".git").is_dir()
+        if replaced and not replace:
+            raise Conflict(f"{owner_id} exists on this host; nothing was imported (give replace to replace it)")
+        if replaced and self.replication is not None:
+            raise Conflict(f"{owner_id} exists, and this host replicates to a remote that keeps its history: erase "
+                           "or delete it first, then import it")
+        if replaced:
+            self.drop_local(owner_id)
+            self.run_index.forget(owner_id)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, path)
+        with self._lock:
+            self._owners.pop(owner_id, None)
+        owner = self.open(owner_id, path)
+        self._cloned(owner)
+        pushed = None
+        if self.replication is not None:
+            try:
+                owner.vstore.push_pending()
+                pushed = True
+            except RemoteError:
+                log.warning("the imported owner %s is not on the remote yet (wikimem cluster push)", owner_id)
+                pushed = False
+        return self.owner(owner_id), replaced, pushed
 
     def delete(self, owner_id: str) -> None:
         """Delete an owner and all its history; :class:`NotFound` if missing.

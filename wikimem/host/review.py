@@ -8,23 +8,26 @@ owner's versioned store.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wikimem.context import WriteContext
 from wikimem.errors import BadRequest, InvalidValue, NotFound, PreconditionFailed
 from wikimem.format import item_etag
 from wikimem.linkgraph import LinkGraph, link_graph
+from wikimem.naming import validate_channel_id
+from wikimem.recall import Audience, audience
 
 from .instants import parse_instant
 from .textsearch import TextHit, TextSearch, compile_query, matches, spans
 
 if TYPE_CHECKING:
+    from wikimem.models import DiaryItem
     from wikimem.versioned import Committed, HistoryEntry, HistoryPage, Plan, VersionedStore
 
-__all__ = ["Review", "HistoryMarks", "LayerStats", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
+__all__ = ["Review", "HistoryMarks", "LayerStats", "DayEntry", "HISTORY_FILTERS", "MAX_TEXT_HITS"]
 
 # The filters of an owner's history (besides paging), as the API and the admin page name them.
-HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until")
+HISTORY_FILTERS = ("file", "item", "run", "actor", "action", "since", "until", "channel")
 MAX_TEXT_HITS = 500
 
 
@@ -50,6 +53,17 @@ class LayerStats:
     files: int
     diary_days: int
     last_change: str | None  # the newest commit that changed an item or entry of this layer (UTC)
+
+
+class DayEntry(NamedTuple):
+    """A diary entry with its position in its day (what names it on the operators' pages)."""
+
+    position: int
+    entry: DiaryItem
+
+    @property
+    def time(self) -> str:
+        return self.entry.time
 
 
 def _cursor(value: str | None, what: str) -> int | None:
@@ -113,12 +127,15 @@ class Review:
                        actor: str | None = None, action: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = 50, cursor: str | None = None,
                        after: str | None = None, at: str | None = None,
-                       layers: tuple[str | None, ...] | None = None) -> HistoryPage:
-        """Commits newest first, filtered by file, item, run, actor, action and time (``since``/``until``:
-        a date or ISO time, UTC), paged to older (``cursor``) or newer (``after``) commits, or from ``at``
-        (a date or time: the page that starts with the newest commit made by then); of ``layers`` (None in
-        it: the shared layer; ``None``, the default: every layer) and the commits that touched no item."""
+                       layers: tuple[str | None, ...] | None = None, channel: str | None = None) -> HistoryPage:
+        """Commits newest first, filtered by file, item, run, actor, action, time (``since``/``until``:
+        a date or ISO time, UTC) and ``channel`` (the commits that added or removed a diary entry said there),
+        paged to older (``cursor``) or newer (``after``) commits, or from ``at`` (a date or time: the page that
+        starts with the newest commit made by then); of ``layers`` (None in it: the shared layer; ``None``, the
+        default: every layer) and the commits that touched no item."""
         before, newer = _cursor(cursor, "cursor"), _cursor(after, "cursor")
+        if channel is not None:
+            validate_channel_id(channel)
         moment = parse_instant(at, "at", end_of_day=True)  # None when blank (a blank ``at`` jumps nowhere)
         if moment is not None:
             found = self._vstore.db.seq_at(moment)
@@ -126,7 +143,42 @@ class Review:
         return self._vstore.db.query(
             file=file, item=" ".join(item.split()) if item else None, run=run, actor=actor, action=action,
             since=parse_instant(since, "since"), until=parse_instant(until, "until", end_of_day=True),
-            limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers)
+            limit=max(1, int(limit)), before=before, after=None if before is not None else newer, layers=layers,
+            channel=channel)
+
+    # -- channels (issue 34) ---------------------------------------------------------------
+
+    def channels(self, layer: str | None | bool = False) -> list[str]:
+        """The channels this person's diary entries were said in, as its history knows them (``layer``: of that
+        character's layer only, None the shared one; ``False``: every layer)."""
+        return self._vstore.db.channels(layer)
+
+    def channel_days(self, channel: str, layer: str | None = None) -> list[str]:
+        """The days of the diary (of ``layer``) holding an entry said in ``channel``, ascending: the days its history
+        saw such an entry written, each read again (a day whose entries of it were all removed since is left out)."""
+        diary = self._vstore.store.layer(layer).diary
+        return [day for day in self._vstore.db.diary_days(validate_channel_id(channel), layer)
+                if any(e.channel == channel for e in diary.day(day))]
+
+    def diary_entries(self, day: str, layer: str | None = None,
+                      channel: str | None = None) -> list[DayEntry]:
+        """The entries of ``day`` (of ``layer``), each with its position in the day; with ``channel``, only those
+        said there."""
+        if channel is not None:
+            validate_channel_id(channel)
+        return [DayEntry(i, e) for i, e in enumerate(self._vstore.store.layer(layer).diary.day(day))
+                if channel is None or e.channel == channel]
+
+    def who_could_hear(self, day: str, index: int, layer: str | None = None, *,
+                       dm_with_others: bool = False) -> tuple[DiaryItem, Audience]:
+        """The ``index``-th entry of ``day`` (of ``layer``), who was there and who may recall it by the rules of a
+        room (:func:`wikimem.recall.audience`; ``dm_with_others``: the person's setting)."""
+        entries = self._vstore.store.layer(layer).diary.day(day)
+        if not 0 <= index < len(entries):
+            raise NotFound(f"no diary entry #{index + 1} on {day}" + (f" in {layer}'s layer" if layer else ""))
+        entry = entries[index]
+        return entry, audience(entry, person=self._owner_id, layer=layer, characters=tuple(self._vstore.layers()),
+                               dm_with_others=dm_with_others)
 
     def undo_links(self):
         """The undo commits of this owner and what each undid (kept until the head moves)."""

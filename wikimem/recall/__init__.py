@@ -10,7 +10,7 @@ from .hybrid import HybridRanker
 from .index import DIARY_MODES, DIARY_WAIT, MemoryIndex
 from .lexical import K1, B, BM25Index, idf
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
-from .rooms import Room
+from .rooms import Audience, Recaller, Room, audience
 from .semantic import DIARY_WANTED_MAX, EMBED_BUSY_SECONDS, EMBED_RETRY_SECONDS, EMBED_SLICE, Contents, IndexVectors
 from .stopwords import CHINESE_CHARS, CHINESE_WORDS, ENGLISH, content_terms, is_function_term
 from .tokenizer import JIEBA_MAX_RUN, cached_terms, est_tokens, item_text, jieba_available, tokenize
@@ -18,6 +18,9 @@ from .wiki_index import WikiIndex
 
 __all__ = [
     "Room",
+    "Audience",
+    "Recaller",
+    "audience",
     "tokenize",
     "cached_terms",
     "est_tokens",

@@ -14,7 +14,8 @@ entry that says where it was said (``channel``/``present`` in its metadata):
 Entries that say nothing of a room (older ones, hand-written ones) are always
 recalled. :class:`Room` is applied where an index ranks, before the limit
 (:class:`~wikimem.recall.index.MemoryIndex`: its seeds reach past what the room
-leaves out, :func:`reaching`), never to a finished answer.
+leaves out, :func:`reaching`), never to a finished answer. :func:`audience`
+answers an operator's "who could have heard this?" of one entry by the same rules.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 
 from wikimem.naming import DM_CHANNEL
 
-__all__ = ["Room", "DIRECT_CHAT", "NOT_PRESENT", "REASONS", "sift", "hidden_items", "reaching"]
+__all__ = ["Room", "DIRECT_CHAT", "NOT_PRESENT", "REASONS", "sift", "hidden_items", "reaching", "Audience",
+           "Recaller", "audience"]
 
 DIRECT_CHAT = "direct_chat"  # said in a direct chat, and others are in the room
 NOT_PRESENT = "not_present"  # the recalling character was not there
@@ -122,3 +124,66 @@ def reaching(ranked: list[tuple[Any, float]], hidden: dict | None, wanted: int,
         else:
             left_out.setdefault(gone[0], set()).add(id(gone[1]))
     return ranked, False
+
+
+@dataclass(frozen=True)
+class Recaller:
+    """Whether one recaller (``character`` None: a retrieve without a character) recalls an entry alone with the
+    person, and in a room with someone else too: None when it does, else the reason (:data:`REASONS`)."""
+
+    character: str | None
+    alone: str | None
+    with_others: str | None
+
+    @property
+    def why_alone(self) -> str | None:
+        return REASONS.get(self.alone or "")
+
+    @property
+    def why_with_others(self) -> str | None:
+        return REASONS.get(self.with_others or "")
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who could have heard an entry, and who may recall it (see :func:`audience`)."""
+
+    channel: str | None
+    persons: tuple[str, ...]  # the persons present (owner ids)
+    characters: tuple[str, ...]  # the characters present (ids, without ``char:``)
+    direct: bool  # said in a direct chat
+    kept_from_others: bool  # direct, and not recalled when anyone else is in the room (dm_with_others unset)
+    recallers: tuple[Recaller, ...]
+    anyone_else: Recaller | None  # any other character (an entry of the shared layer); None: a character's layer
+
+    @property
+    def says_room(self) -> bool:
+        return self.channel is not None or bool(self.persons or self.characters)
+
+
+# Stand-ins no entry names: someone else in the room, and a character not named anywhere (ids never hold a space).
+_SOMEONE, _ANY_OTHER = " someone else", " any other"
+
+
+def audience(item: Any, *, person: str, layer: str | None, characters: tuple[str, ...] | list[str] = (),
+             dm_with_others: bool = False) -> Audience:
+    """Who was there when ``item`` (an entry of ``person``'s folder, of ``layer``: a character's, None the shared
+    one) was said, and by :class:`Room`'s rules who may recall it: the characters present, ``characters`` (those
+    with a layer in the folder) and a retrieve without a character for an entry of the shared layer (its own
+    character alone for a character's layer: another character's layer is never read)."""
+    channel, present = getattr(item, "channel", None), tuple(getattr(item, "present", ()) or ())
+    named = tuple(one[5:] for one in present if one.startswith("char:"))
+    candidates: list[str | None] = [layer] if layer is not None else [None, *sorted({*named, *characters})]
+
+    def recaller(character: str | None) -> Recaller:
+        me = (f"char:{character}",) if character is not None else ()
+        room = Room(person=person, present=(person, *me), character=character, dm_with_others=dm_with_others,
+                    own=layer is not None and character == layer)
+        alone = room.reason(item)  # (one not recalled alone is not recalled with others either: say why once)
+        return Recaller(None if character == _ANY_OTHER else character, alone,
+                        alone or replace(room, present=(person, *me, _SOMEONE)).reason(item))
+
+    direct = channel == DM_CHANNEL
+    return Audience(channel, tuple(one for one in present if not one.startswith("char:")), named, direct,
+                    direct and not dm_with_others, tuple(recaller(c) for c in candidates),
+                    recaller(_ANY_OTHER) if layer is None else None)

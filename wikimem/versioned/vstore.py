@@ -101,7 +101,7 @@ def _touches(records: list[dict]) -> list[tuple] | None:
     A wiki item written twice in one unit is one touch; every diary append is
     one (two entries of the same minute are two changes).
     """
-    out = []
+    out: list[tuple] = []
     for rec in records:
         action, layer = rec.get("action"), rec.get("layer")
         if action in ("add", "update", "remove") and rec.get("file") and rec.get("item"):
@@ -109,7 +109,7 @@ def _touches(records: list[dict]) -> list[tuple] | None:
             if touch not in out:
                 out.append(touch)
         elif action == "diary" and rec.get("date") and rec.get("time"):
-            out.append(("diary", None, None, rec["date"], rec["time"], layer))
+            out.append(("diary", None, None, rec["date"], rec["time"], layer, rec.get("channel")))
         else:
             return None
     return out

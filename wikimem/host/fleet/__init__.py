@@ -23,6 +23,7 @@ from .bulk import (
 from .erasure import ERASE, FORGET, Erasure, copy_time, erase_jobs, erase_rows, parse_target
 from .jobs import JobStore, validate_job_id
 from .jobtypes import (
+    IMPORT_CHAT,
     JOB_STATES,
     JOBS_FILE,
     MEMORIZE,
@@ -57,7 +58,8 @@ from .sql import Database, is_url
 from .staged import STAGED_PATH, StagedIndex
 
 __all__ = [
-    "MEMORIZE", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time", "parse_target",
+    "MEMORIZE", "IMPORT_CHAT", "owner_rows", "owner_step", "job_visible", "Erasure", "ERASE", "FORGET", "copy_time",
+    "parse_target",
     "erase_jobs", "erase_rows", "set_pool_size",
     "RunIndex",
     "RunQuery",

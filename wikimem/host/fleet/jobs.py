@@ -30,7 +30,7 @@ from .jobtypes import (
     JOBS_FILE,
     MAX_KEY,
     MAX_STEPS,
-    MEMORIZE,
+    TURN_FIELDS,
     Job,
     JobPage,
     JobQuery,
@@ -377,6 +377,13 @@ class JobStore:
                        "not_before = ? WHERE job = ? AND n = ?", (time.time() + max(0.0, delay), step.job, step.n))
             return True
 
+    def progress(self, step: Step, value: Any) -> bool:
+        """Report how far a running step got (shown as its ``result`` until it finishes; its final result replaces
+        it); False when the step is no longer running."""
+        with self.db.write() as tx:
+            return tx.execute("UPDATE steps SET result = ? WHERE job = ? AND n = ? AND state = 'running'",
+                              (_dumps(value), step.job, step.n)).rowcount > 0
+
     @staticmethod
     def _holds(tx: Tx, step: Step, owner: str) -> bool:
         row = tx.one("SELECT state, lease_owner FROM steps WHERE job = ? AND n = ?", (step.job, step.n))
@@ -417,14 +424,15 @@ class JobStore:
         cutoff = (time.time() if now is None else now) - self.limits.turn_keep
         dropped = 0
         with self.db.write() as tx:
-            rows = tx.rows("SELECT s.job, s.n, s.params FROM steps s JOIN jobs j ON j.id = s.job "
-                           "WHERE j.kind = ? AND s.state IN ('done', 'failed', 'cancelled') AND s.finished < ? "
-                           "AND s.params LIKE ?", (MEMORIZE, cutoff, '%"turn":%'))
-            for job_id, n, params in rows:
-                kept = {k: v for k, v in json.loads(params).items() if k != "turn"}
-                kept["turn_dropped"] = True
-                tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(kept), job_id, n))
-                dropped += 1
+            for kind, key in TURN_FIELDS.items():
+                rows = tx.rows("SELECT s.job, s.n, s.params FROM steps s JOIN jobs j ON j.id = s.job "
+                               "WHERE j.kind = ? AND s.state IN ('done', 'failed', 'cancelled') AND s.finished < ? "
+                               "AND s.params LIKE ?", (kind, cutoff, f'%"{key}":%'))
+                for job_id, n, params in rows:
+                    kept = {k: v for k, v in json.loads(params).items() if k != key}
+                    kept[f"{key}_dropped"] = True
+                    tx.execute("UPDATE steps SET params = ? WHERE job = ? AND n = ?", (_dumps(kept), job_id, n))
+                    dropped += 1
         return dropped
 
     def maintain(self) -> dict[str, int]:

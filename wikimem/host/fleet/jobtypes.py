@@ -13,13 +13,16 @@ from typing import Any, overload
 from wikimem.errors import WikimemError
 
 __all__ = ["Job", "JobQuery", "JobPage", "Step", "RetryLater", "Handler", "Limits", "error_of", "iso",
-           "JOBS_FILE", "MEMORIZE", "JOB_STATES", "UNFINISHED", "JOB_ID_RE", "MAX_STEPS", "MAX_KEY",
+           "JOBS_FILE", "MEMORIZE", "IMPORT_CHAT", "TURN_FIELDS", "JOB_STATES", "UNFINISHED", "JOB_ID_RE", "MAX_STEPS",
+           "MAX_KEY",
            "DEFAULT_RETENTION", "DEFAULT_PER_TENANT", "DEFAULT_PER_OWNER", "DEFAULT_MAX_BYTES", "DEFAULT_TURN_KEEP"]
 
 log = logging.getLogger("wikimem.host.fleet.jobs")
 
 JOBS_FILE = "jobs.sqlite3"
 MEMORIZE = "memorize"  # the kind of a memorize job (memorizejob.py); the store drops its turns after a while
+IMPORT_CHAT = "import-chat"  # a chat memorized turn by turn as one run (wikimem/host/imports/); its turns dropped too
+TURN_FIELDS = {MEMORIZE: "turn", IMPORT_CHAT: "turns"}  # the step field holding what a person said, per kind
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 UNFINISHED = ("queued", "running")  # a process that looks at such a job helps run it
 JOB_ID_RE = re.compile(r"job_\d{8}T\d{6}Z_[0-9a-f]{12}")

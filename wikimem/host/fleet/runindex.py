@@ -412,11 +412,11 @@ class RunIndex:
 
 def _newer_than(owner: Owner, known: str | None, limit: int | None = None) -> tuple[list, bool]:
     """``(entries newer than known, newest first; whether known was reached)``: the owner's history walked back
-    (``limit``: at most that many entries)."""
+    (``limit``: at most that many entries), of every layer: a run that wrote a character's layer is a run too."""
     new: list = []
     cursor, size = None, 8  # usually only the commit just made is new: start small
     while True:
-        page = owner.history(limit=size if limit is None else min(size, limit), cursor=cursor)
+        page = owner.history(limit=size if limit is None else min(size, limit), cursor=cursor, layers=None)
         for entry in page.entries:
             if entry.id == known:
                 return new, True

@@ -12,6 +12,7 @@ write lock and ``INSERT OR IGNORE`` make that harmless.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -26,6 +27,8 @@ from .itemdiff import ItemChange, path_changes
 
 __all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "CommitDiff", "DB_NAME", "iso"]
 
+log = logging.getLogger(__name__)
+
 DB_NAME = "wikimem-history.sqlite3"
 # WAL pages between checkpoints (1 MiB, some 30 writes): each costs three syncs, so most writes have none.
 WAL_PAGES = 256
@@ -35,7 +38,7 @@ CREATE TABLE IF NOT EXISTS commits (
     actor TEXT, run TEXT, action TEXT, file TEXT, item TEXT, date TEXT, tod TEXT, owner TEXT,
     source_conv TEXT, summary TEXT, changes INTEGER NOT NULL, idem TEXT, layers TEXT);
 CREATE TABLE IF NOT EXISTS touches (seq INTEGER NOT NULL, kind TEXT, file TEXT, name TEXT, date TEXT, time TEXT,
-    layer TEXT);
+    layer TEXT, channel TEXT);
 CREATE INDEX IF NOT EXISTS touches_item ON touches (file, name, seq);
 CREATE INDEX IF NOT EXISTS touches_date ON touches (date, seq);
 CREATE INDEX IF NOT EXISTS touches_name ON touches (name, seq);
@@ -161,10 +164,39 @@ class HistoryDB:
             conn.execute("ALTER TABLE touches ADD COLUMN layer TEXT")  # (made before layers: every touch is shared)
         if "layers" not in {row[1] for row in conn.execute("PRAGMA table_info(commits)")}:
             conn.execute("ALTER TABLE commits ADD COLUMN layers TEXT")
+        self._add_channels(conn)
         conn.execute("SELECT count(*) FROM commits").fetchone()
         if new:  # the schema's pages into the file at once: a new owner's WAL starts small
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return conn
+
+    def _add_channels(self, conn: sqlite3.Connection) -> None:
+        """The ``channel`` of the diary touches (issue 34), in an index made before: the column added, and the diary
+        touches of the commits indexed so far taken again from their diffs (once, in one transaction)."""
+        if "channel" not in {row[1] for row in conn.execute("PRAGMA table_info(touches)")}:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if "channel" not in {row[1] for row in conn.execute("PRAGMA table_info(touches)")}:
+                    conn.execute("ALTER TABLE touches ADD COLUMN channel TEXT")
+                    self._rediff_diary(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        conn.execute("CREATE INDEX IF NOT EXISTS touches_channel ON touches (channel, seq)")
+
+    def _rediff_diary(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute("SELECT DISTINCT c.seq, c.id FROM commits c JOIN touches t ON t.seq = c.seq "
+                            "WHERE t.kind = 'diary'").fetchall()
+        for seq, cid in rows:
+            try:
+                touches = [t for t in self._touches(self.git.commit(cid.encode())) if t[0] == "diary"]
+            except Exception:  # noqa: BLE001 - a commit git cannot read keeps its touches, without channels
+                log.warning("history index: commit %s not read again for its channels", cid)
+                continue
+            conn.execute("DELETE FROM touches WHERE seq = ? AND kind = 'diary'", (seq,))
+            conn.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?,?,?)", [(seq, *t) for t in touches])
 
     def close(self) -> None:
         """Close the connection, folding the WAL back into the file (a small owner stays small on disk)."""
@@ -261,21 +293,21 @@ class HistoryDB:
         if cur.rowcount == 0:
             return
         seq = cur.lastrowid
-        # (a touch recorded before layers has five fields: its layer is the shared one)
-        db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?,?)", [(seq, *t, *(None,) * (6 - len(t)))
-                                                                     for t in touches])
+        # (a touch recorded before layers has five fields: its layer is the shared one; before channels, six)
+        db.executemany("INSERT INTO touches VALUES (?,?,?,?,?,?,?,?)", [(seq, *t, *(None,) * (7 - len(t)))
+                                                                       for t in touches])
         key = trailers.get("Idempotency-Key")
         if key:
             db.execute("INSERT OR IGNORE INTO idem VALUES (?,?,NULL,?)", (key, cid.decode(), trailers.get("Request")))
 
     def _touches(self, commit) -> list[tuple]:
-        """``(kind, file, name, date, time, layer)`` of every item or entry the commit changed."""
+        """``(kind, file, name, date, time, layer, channel)`` of every item or entry the commit changed."""
         parent_tree = self.git.commit_tree(commit.parents[0]) if commit.parents else None
         touches = []
         for path in sorted(self.git.changed_paths(parent_tree, commit.tree)):
             old, new = self.git.blob_at(parent_tree, path), self.git.blob_at(commit.tree, path)
             for ch in path_changes(path, old, new):
-                touches.append((ch.kind, ch.file, ch.name, ch.date, ch.time, ch.layer))
+                touches.append((ch.kind, ch.file, ch.name, ch.date, ch.time, ch.layer, ch.channel))
         return touches
 
     # -- queries -------------------------------------------------------------
@@ -383,8 +415,8 @@ class HistoryDB:
                 raise
 
     def touches_by_commit(self) -> dict[str, list[tuple]]:
-        """``{commit id: [(kind, file, name, date, time, layer), …]}`` of every indexed commit (what a rebuild after a
-        rewrite may reuse instead of diffing every commit again)."""
+        """``{commit id: [(kind, file, name, date, time, layer, channel), …]}`` of every indexed commit (what a rebuild
+        after a rewrite may reuse instead of diffing every commit again)."""
         self.sync()
         out: dict[str, list[tuple]] = {}
         with self._lock:
@@ -392,7 +424,7 @@ class HistoryDB:
             ids = dict(db.execute("SELECT seq, id FROM commits").fetchall())
             for cid in ids.values():
                 out[cid] = []
-            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time, layer FROM touches "
+            for seq, *touch in db.execute("SELECT seq, kind, file, name, date, time, layer, channel FROM touches "
                                           "ORDER BY rowid"):
                 if seq in ids:
                     out[ids[seq]].append(tuple(touch))
@@ -458,7 +490,8 @@ class HistoryDB:
 
     def query(self, *, limit: int = 50, before: int | None = None, after: int | None = None,
               **filters) -> HistoryPage:
-        """A page of commits matching ``filters`` (file, item, run, date, actor, action, since, until), newest first.
+        """A page of commits matching ``filters`` (file, item, run, date, actor, action, since, until, channel), newest
+        first.
 
         ``before`` (a seq) pages to older commits, ``after`` to newer ones; the
         page's ``next`` / ``prev`` are the cursors of the older / newer page.
@@ -483,6 +516,26 @@ class HistoryDB:
             newer = _exists(db, base, base_args, "c.seq > ?", newest)
         return HistoryPage([_entry(r) for r in rows], str(oldest) if older else None,
                            str(newest) if newer else None)
+
+    def channels(self, layer: str | None | bool = False) -> list[str]:
+        """The channels of the diary entries the indexed commits added or removed, sorted (``layer``: of that layer
+        only, None the shared one; ``False``: of every layer)."""
+        self.sync()
+        where, args = _layer_is(layer)
+        with self._lock:
+            rows = self._db().execute(f"SELECT DISTINCT channel FROM touches WHERE channel IS NOT NULL{where} "
+                                      "ORDER BY channel", args).fetchall()
+        return [r[0] for r in rows]
+
+    def diary_days(self, channel: str, layer: str | None = None) -> list[str]:
+        """The days on which an indexed commit added or removed a diary entry (of ``layer``; None: the shared
+        one) said in ``channel``, ascending."""
+        self.sync()
+        where, args = _layer_is(layer)
+        with self._lock:
+            rows = self._db().execute("SELECT DISTINCT date FROM touches WHERE kind = 'diary' AND channel = ?"
+                                      f"{where} ORDER BY date", [channel, *args]).fetchall()
+        return [r[0] for r in rows if r[0]]
 
     def seq_at(self, ts: int) -> int | None:
         """The seq of the newest commit made at or before ``ts`` (a jump to a date pages from there)."""
@@ -518,16 +571,18 @@ UNDO_ACTIONS = ("revert", "rollback")
 
 
 def _where(file=None, item=None, run=None, date=None, actor=None, action=None, since=None, until=None,
-           layers: tuple[str | None, ...] | None = None):
+           layers: tuple[str | None, ...] | None = None, channel=None):
     """SQL conditions on ``commits c`` (and its touches) for the given filters, with their arguments; ``layers``
-    keeps the commits that touched an item of one of them (None: the shared layer) or no item at all."""
+    keeps the commits that touched an item of one of them (None: the shared layer) or no item at all; ``channel``
+    the commits that added or removed a diary entry said there."""
     where, args = [], []
     for column, value in (("run", run), ("actor", actor), ("action", action)):
         if value is not None:
             where.append(f"c.{column} = ?")
             args.append(value)
     _bounded(where, args, ("c.time >= ?", since), ("c.time <= ?", until))
-    touch = [(f"t.{col} = ?", [v]) for col, v in (("file", file), ("name", item), ("date", date)) if v is not None]
+    touch = [(f"t.{col} = ?", [v]) for col, v in (("file", file), ("name", item), ("date", date), ("channel", channel))
+             if v is not None]
     if layers is not None:
         named = [layer for layer in layers if layer is not None]
         options = (["t.layer IS NULL"] if None in layers else []) + (
@@ -545,6 +600,13 @@ def _where(file=None, item=None, run=None, date=None, actor=None, action=None, s
         for _, values in touch:
             args.extend(values)
     return where, args
+
+
+def _layer_is(layer: str | None | bool) -> tuple[str, list]:
+    """A condition on a touch's layer (None: the shared one; ``False``: any), to append after ``WHERE …``."""
+    if layer is False:
+        return "", []
+    return (" AND layer IS NULL", []) if layer is None else (" AND layer = ?", [layer])
 
 
 def _bounded(where: list[str], args: list, *bounds: tuple[str, int | None]) -> None:

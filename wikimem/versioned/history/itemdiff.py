@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from wikimem.format import entry_key, layer_of, memory_path, parse_day, parse_wiki, same_item
 from wikimem.fsio import decode
@@ -26,6 +26,9 @@ class ItemChange:
     before: str | None = None
     after: str | None = None
     layer: str | None = None  # a character's layer (characters/<id>/), None: the shared one
+    # A diary entry's room: where it was said and who was there (None / [] when it does not say).
+    channel: str | None = None
+    present: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,11 +73,13 @@ def _changes(folder: str, name: str, old: bytes | None, new: bytes | None) -> li
     for entry in a_entries:
         if removed[entry_key(entry)] > 0:
             removed[entry_key(entry)] -= 1
-            out.append(ItemChange("diary", "removed", date=name, time=entry.time, before=entry.content))
+            out.append(ItemChange("diary", "removed", date=name, time=entry.time, before=entry.content,
+                                  channel=entry.channel, present=list(entry.present)))
     for entry in b_entries:
         if added[entry_key(entry)] > 0:
             added[entry_key(entry)] -= 1
-            out.append(ItemChange("diary", "added", date=name, time=entry.time, after=entry.content))
+            out.append(ItemChange("diary", "added", date=name, time=entry.time, after=entry.content,
+                                  channel=entry.channel, present=list(entry.present)))
     return out
 
 

@@ -170,6 +170,7 @@ class Erasure:
         self._place(digest, "jobs", lambda: self._erase_jobs(owner_id, step.job, digest))
         self._place(digest, "auth state", lambda: self._erase_auth(owner_id))
         self._place(digest, "backups", self._in_backups)
+        self._place(digest, "exports", lambda: self._exported(digest))
         self._place(digest, "processes", lambda: {
             "state": "each process of this host drops what it cached of the owner on its next lookup; another "
                      "host drops its copy when it finds the tombstone or the erasure in the register"})
@@ -252,6 +253,20 @@ class Erasure:
         return {"where": ", ".join(found), "state": "backups made before the erasure hold the owner",
                 "remains": "run `wikimem backup` into each of these folders: the run deletes the owner's bundles and "
                            "removes its rows from every database copy there"}
+
+    def _exported(self, digest: str) -> dict[str, Any]:
+        """What was exported of the owner before (recorded by ``Host.export_owner``): each copy that left the host
+        (when, by whom, as what) is named in the receipt; the records go."""
+        made = self.register.exports(digest)
+        self.register.forget_exports(digest)
+        if not made:
+            return {"state": "no export of the owner was recorded"}
+        return {"state": f"{len(made)} export(s) of the owner were made before the erasure", "exports": made,
+                "remains": "whoever holds these exported files holds the owner's memory: delete them"}
+
+    def note_export(self, owner_id: str, fmt: str, actor: str | None, head: str | None) -> None:
+        """Record an export of ``owner_id`` (named by its erasure digest, never its id) for a later receipt."""
+        self.register.note_export(self.digest(owner_id), fmt, actor, head)
 
     def _receipt(self, digest: str, kind: str, actor: str | None) -> dict[str, Any]:
         places = self.register.places(digest)

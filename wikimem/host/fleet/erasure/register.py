@@ -13,6 +13,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,11 @@ DEFAULT_RECEIPT_RETENTION = 365 * 24 * 3600.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS erasures (digest TEXT PRIMARY KEY, kind TEXT NOT NULL, started {real} NOT NULL,
     finished {real}, actor TEXT, places TEXT NOT NULL DEFAULT '[]', receipt TEXT, copy {real} NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS erasure_key (id INTEGER PRIMARY KEY, key TEXT NOT NULL)
+CREATE TABLE IF NOT EXISTS erasure_key (id INTEGER PRIMARY KEY, key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS exports (digest TEXT NOT NULL, at {real} NOT NULL, actor TEXT, format TEXT, head TEXT);
+CREATE INDEX IF NOT EXISTS exports_digest ON exports (digest, at)
 """
+MAX_EXPORTS_KEPT = 1_000  # export records kept per owner (the newest): an erasure's receipt lists them
 _ID_CHARS = "A-Za-z0-9._:@-"
 
 
@@ -157,6 +161,32 @@ class ErasureRegister:
         """Whether an erasure of ``owner_id`` started (after ``since``, when given)."""
         started = self.started(self.digest(owner_id))
         return started is not None and (since is None or started >= since)
+
+    def note_export(self, digest: str, fmt: str, actor: str | None, head: str | None) -> None:
+        """Record that the owner named by ``digest`` was exported (as ``fmt``, by ``actor``, at ``head``): a
+        later erasure's receipt says which copies left the host before it."""
+        self._ensure()
+        with self.db.write() as tx:
+            tx.execute("INSERT INTO exports (digest, at, actor, format, head) VALUES (?, ?, ?, ?, ?)",
+                       (digest, time.time(), actor, fmt, head))
+            count = tx.scalar("SELECT count(*) FROM exports WHERE digest = ?", (digest,))
+            if count > MAX_EXPORTS_KEPT:
+                tx.execute("DELETE FROM exports WHERE digest = ? AND at <= (SELECT at FROM exports WHERE digest = ? "
+                           "ORDER BY at DESC LIMIT 1 OFFSET ?)", (digest, digest, MAX_EXPORTS_KEPT))
+
+    def exports(self, digest: str) -> list[dict[str, Any]]:
+        """The exports recorded of the owner named by ``digest``, oldest first."""
+        self._ensure()
+        rows = self.db.rows("SELECT at, actor, format, head FROM exports WHERE digest = ? ORDER BY at", (digest,))
+        return [{"at": datetime.fromtimestamp(float(at), timezone.utc).isoformat(timespec="seconds"), "by": actor,
+                 "format": fmt, "head": head} for at, actor, fmt, head in rows]
+
+    def forget_exports(self, digest: str) -> int:
+        """Drop the export records of an erased owner (its receipt lists them); how many."""
+        self._ensure()
+        _secure(self.db)
+        with self.db.write() as tx:
+            return tx.execute("DELETE FROM exports WHERE digest = ?", (digest,)).rowcount
 
     def prune(self, *, now: float | None = None) -> int:
         """Delete records finished longer ago than the retention; how many."""
