@@ -18,7 +18,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 DATA   ?= var/data
 
-.PHONY: run lint test test-fast docs site doc-images bench system-deps clean
+.PHONY: run lint test test-fast docs site doc-images bench bench-channels system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ bench: $(DEV_STAMP)
 	$(PY) bench/erasure.py
 	$(PY) bench/jobs.py
 	$(PY) bench/characters.py
+	$(PY) bench/channels.py
+
+# Retrieve in a room (channel/present) against a plain retrieve of the same person (issue 34).
+bench-channels: $(DEV_STAMP)
+	$(PY) bench/channels.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache tests/screenshots

@@ -215,3 +215,35 @@ def test_switching_between_two_windows_embeds_each_entry_once(store, tmp_path):
     from wikimem.vectors.cache import VectorCache
 
     assert VectorCache(tmp_path / "v" / "diary-vectors").load().rows == 4
+
+
+def test_diary_neighbours_are_the_entries_next_on_their_day_after_every_change(tmp_path):
+    store = MemoryStore(tmp_path)
+    for i in range(12):
+        store.diary.append(f"entry {i}", date=f"2026-04-0{1 + i % 3}", time=f"10:{i:02d}")
+    store.diary.append("same minute", date="2026-04-01", time="10:00")
+    index = diary_index_module.DiaryIndex(store.diary, use_jieba=False)
+
+    def expected():
+        out = {}
+        for day in ("2026-04-01", "2026-04-02", "2026-04-03"):
+            keys = [key for key, _ in index.keyed(day, day)]
+            for at, key in enumerate(keys):
+                out[key] = tuple(keys[i] for i in (at - 1, at + 1) if 0 <= i < len(keys))
+        return out
+
+    for change in (None, "append", "drop a middle entry", "drop a day"):
+        if change == "append":
+            store.diary.append("late", date="2026-04-02", time="09:00")
+        elif change == "drop a middle entry":
+            path = tmp_path / "diary" / "2026-04-01.md"
+            text = path.read_text()
+            start = text.index("## 10:03")
+            path.write_text(text[:start] + text[text.index("## ", start + 3):])
+        elif change == "drop a day":
+            (tmp_path / "diary" / "2026-04-03.md").unlink()
+        index.refresh()
+        want = expected()
+        assert want and {key: index.neighbours(key) for key in want} == want, change
+    assert index.neighbours(("2026-04-03", "10:02", 0)) == ()  # (its day is gone)
+    assert index.neighbours(("2026-04-01", "10:03", 0)) == ()

@@ -29,7 +29,7 @@ from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .lexical import B
 from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
-from .rooms import Room, hidden_count, sift
+from .rooms import Room, hidden_items, reaching, sift
 from .semantic import Contents, IndexVectors
 from .smoothing import lexical_sides, smooth
 from .stopwords import LANGUAGES, check_languages, content_terms, is_function_term, question_only, topic_terms
@@ -225,7 +225,7 @@ class MemoryIndex:
         self.embed_in_background = bool(embed_in_background)
         self.diary = _check_diary(diary)
         self._lock = threading.RLock()
-        self._hidden_counts: dict[tuple, int] = {}  # (room, state key) -> items it leaves out
+        self._hidden_items: dict[tuple, dict] = {}  # (room, state key) -> the items it leaves out
         self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
         if transcripts is not None:
             self.wiki.transcripts = transcripts
@@ -499,9 +499,10 @@ class MemoryIndex:
                            for n, i in enumerate(q.window))
         with self._lock:
             self._ensure_fresh(q.mode)
-            if q.room is not None:  # enough candidates that the ones the room leaves out do not shorten the answer
-                pool += self._hidden(q.room, q.mode)
-            cands = self._bm25_candidates(q, pool) if q.terms and pool else []
+            hidden = self._hidden(q.room, q.mode) if q.room is not None else {}
+            if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
+                pool, hidden = pool + len(hidden), {}
+            cands = self._bm25_candidates(q, pool, hidden) if q.terms and pool else []
             lagging = self._lagging(q.mode)
         if self._hybrid is not None and limit:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
@@ -510,17 +511,18 @@ class MemoryIndex:
         cands = sift(cands, q.room, q.left_out, _item)
         return self._demote(self._prior(cands, q), q)
 
-    def _hidden(self, room: Room, mode: str) -> int:
-        """How many indexed items ``room`` leaves out (called under the lock, after ``_ensure_fresh(mode)``)."""
+    def _hidden(self, room: Room, mode: str) -> dict[Any, tuple[str, Any]]:
+        """The indexed items ``room`` leaves out, ``{key: (reason, item)}`` (called under the lock, after
+        ``_ensure_fresh(mode)``)."""
         key = (room, self._state_key(mode))
-        count = self._hidden_counts.get(key)
-        if count is None:
+        found = self._hidden_items.get(key)
+        if found is None:
             diary = self._diary_index.roomed if mode == "all" and self._diary_index is not None else {}
-            count = hidden_count(room, self.wiki.roomed, diary)
-            if len(self._hidden_counts) >= 32:
-                self._hidden_counts.clear()
-            self._hidden_counts[key] = count
-        return count
+            found = hidden_items(room, self.wiki.roomed, diary)
+            if len(self._hidden_items) >= 32:
+                self._hidden_items.clear()
+            self._hidden_items[key] = found
+        return found
 
     def _demote(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         """A question with content ranks the content-free turns (greetings, acknowledgements) after the others."""
@@ -536,29 +538,37 @@ class MemoryIndex:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_candidates(self, q: Query, pool: int) -> list[Candidate]:
-        """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock)."""
-        bm25 = self.wiki.bm25
+    def _bm25_candidates(self, q: Query, pool: int, hidden: dict | None = None) -> list[Candidate]:
+        """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock). ``hidden``: what the
+        room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their scores
+        with their neighbours as without a room, but none takes a place (each seed is noted in ``q.left_out``)."""
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
+        most = seeds + len(hidden or ())
+        asked = min(most, 2 * seeds)  # (enough unless the room leaves out more than half the best: then all)
+        first = self._bm25_ranked(q, asked)
+        ranked, reached = reaching(first, hidden, seeds, q.left_out)
+        if not reached and asked < most and len(first) == asked:  # (a shorter list holds every match already)
+            ranked, _ = reaching(self._bm25_ranked(q, most), hidden, seeds, q.left_out)
+        if self.neighbour_smoothing and ranked:
+            diary = self._diary_made() if q.mode == "all" else None
+            ranked = smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), hidden=hidden or ())
+        elif hidden:
+            ranked = [kv for kv in ranked if kv[0] not in hidden]
+        return [self._candidate(key, score, q) for key, score in ranked[:pool]]
+
+    def _bm25_ranked(self, q: Query, k: int) -> list[tuple[Any, float]]:
+        """BM25's best ``k`` keys, wiki and diary, best first (called under the lock)."""
+        bm25 = self.wiki.bm25
         if q.mode == "window":
-            ranked = bm25.top_k(q.terms, seeds, extra=q.extra)
-            return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
+            return bm25.top_k(q.terms, k, extra=q.extra)
         diary = self._diary_made()
-        wiki = bm25.top_k(q.terms, seeds, peers=[diary.bm25])
+        wiki = bm25.top_k(q.terms, k, peers=[diary.bm25])
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, seeds, peers=[bm25])
+            days = diary.bm25.top_k(q.terms, k, peers=[bm25])
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
-            days = [(k, s) for k, s in every if q.in_window(k[0])]
-        ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:seeds]
-        return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
-
-    def _smoothed(self, q: Query, ranked: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
-        """``ranked`` with neighbour smoothing, when it is on (called under the lock)."""
-        if not self.neighbour_smoothing or not ranked:
-            return ranked
-        diary = self._diary_made() if q.mode == "all" else None
-        return smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary))
+            days = [(key, s) for key, s in every if q.in_window(key[0])]
+        return sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:k]
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:

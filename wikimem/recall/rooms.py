@@ -13,8 +13,9 @@ entry that says where it was said (``channel``/``present`` in its metadata):
 
 Entries that say nothing of a room (older ones, hand-written ones) are always
 recalled. :class:`Room` is applied where an index ranks, before the limit
-(:class:`~wikimem.recall.index.MemoryIndex`), never to a finished answer. :func:`audience` answers an
-operator's "who could have heard this?" of one entry by the same rules.
+(:class:`~wikimem.recall.index.MemoryIndex`: its seeds reach past what the room
+leaves out, :func:`reaching`), never to a finished answer. :func:`audience`
+answers an operator's "who could have heard this?" of one entry by the same rules.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any
 
 from wikimem.naming import DM_CHANNEL
 
-__all__ = ["Room", "DIRECT_CHAT", "NOT_PRESENT", "REASONS", "sift", "hidden_count", "Audience", "Recaller",
-           "audience"]
+__all__ = ["Room", "DIRECT_CHAT", "NOT_PRESENT", "REASONS", "sift", "hidden_items", "reaching", "Audience",
+           "Recaller", "audience"]
 
 DIRECT_CHAT = "direct_chat"  # said in a direct chat, and others are in the room
 NOT_PRESENT = "not_present"  # the recalling character was not there
@@ -101,9 +102,28 @@ def sift(things: list, room: Room | None, left_out: dict[str, set[int]], item: A
     return out
 
 
-def hidden_count(room: Room, *roomed: dict) -> int:
-    """How many of the items that say where they were said (the indexes' ``roomed`` maps) this room leaves out."""
-    return sum(1 for items in roomed for one in items.values() if room.reason(one) is not None)
+def hidden_items(room: Room, *roomed: dict) -> dict[Any, tuple[str, Any]]:
+    """The items that say where they were said (the indexes' ``roomed`` maps, by key) this room leaves out:
+    ``{key: (reason, item)}``."""
+    return {key: (why, one) for items in roomed for key, one in items.items() if (why := room.reason(one)) is not None}
+
+
+def reaching(ranked: list[tuple[Any, float]], hidden: dict | None, wanted: int,
+             left_out: dict[str, set[int]]) -> tuple[list[tuple[Any, float]], bool]:
+    """The first of ``ranked`` up to the one that makes ``wanted`` keys not in ``hidden`` (``{key: (reason,
+    item)}``), and whether it got that far; each hidden one among them is noted by reason in ``left_out``."""
+    if not hidden:
+        return ranked[:wanted], True
+    seen = 0
+    for n, (key, _) in enumerate(ranked):
+        gone = hidden.get(key)
+        if gone is None:
+            seen += 1
+            if seen == wanted:
+                return ranked[:n + 1], True
+        else:
+            left_out.setdefault(gone[0], set()).add(id(gone[1]))
+    return ranked, False
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Design notes: docs/explanation/recall-internals.md (``wikimem/recall/smoothing.p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from typing import Any
 
 __all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
@@ -29,12 +29,15 @@ def is_transcript(file: str, items: Sequence[Any]) -> bool:
 
 def smooth(seeds: list[tuple[Hashable, float]], weight: float,
            neighbours: Callable[[Hashable], tuple[Hashable, ...]],
-           scores: Callable[[Iterable[Hashable]], dict[Hashable, float]]) -> list[tuple[Hashable, float]]:
+           scores: Callable[[Iterable[Hashable]], dict[Hashable, float]], *,
+           hidden: Container[Hashable] = ()) -> list[tuple[Hashable, float]]:
     """BM25's best ``(key, score)`` and their neighbours, re-scored with their neighbours' share.
 
     ``neighbours(key)``: the keys just before and after it in a
     conversation-like file (none elsewhere); ``scores(keys)``: raw BM25
-    scores of those keys (missing = 0). Best first, ties by key.
+    scores of those keys (missing = 0). Best first, ties by key. ``hidden``:
+    keys left out of the answer (recall in a room): they still share their
+    score and bring their neighbours in, but are not returned.
     """
     raw: dict[Hashable, float] = dict(seeds)
     # around: every key in play (the seeds, then their neighbours, in order) -> its neighbours
@@ -45,13 +48,15 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     for k, _ in seeds:
         for n in around[k]:
             if n not in around:
-                around[n] = neighbours(n)
+                around[n] = () if n in hidden else neighbours(n)  # (a hidden key's own score is not wanted)
     wanted = {n for k, near in around.items() for n in (k, *near) if n not in raw}
     if wanted:
         raw.update(scores(wanted))
     get = raw.get
     out = []
     for key, near in around.items():  # (BM25 scores are never negative: an absent neighbour shares 0)
+        if key in hidden:
+            continue
         share = 0.0
         for n in near:
             x = get(n, 0.0)
