@@ -1,5 +1,5 @@
 """The group chats documentation (issue 34), run as written: the README section's Python example prints what it
-shows (docs/readme-group-chats-snippet.md, and README.md once the section is pasted there), and the explanation's
+shows (README.md's "Group chats"), and the explanation's
 metadata comment and ``excluded`` answer are what the code writes and answers."""
 
 from __future__ import annotations
