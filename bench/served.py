@@ -45,7 +45,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 from api import (  # noqa: E402  (bench/api.py: the owner of chat turns, wrk and its parsing)
-    _WRK_RETRIEVE,
     CHAT_OWNER,
     TOKEN,
     _request,
@@ -57,6 +56,20 @@ from api import (  # noqa: E402  (bench/api.py: the owner of chat turns, wrk and
 )
 
 OWNER_PATH = "/api/v1/owners/" + urllib.parse.quote(CHAT_OWNER, safe="")
+CHARACTER = "kai"
+# The bot's token (read and write on user:*), one line of a tokens file among --tokens others.
+BOT = "wm_bench-bot-" + secrets.token_hex(16)
+_LUA = """
+local id = math.random(1000000)
+local queries = {%(queries)s}
+local k = 0
+request = function()
+  k = k + 1
+  local body = '{"query": "' .. queries[(k %% #queries) + 1] .. %(suffix)s .. '", "limit": 8%(extra)s}'
+  return wrk.format("POST", "%(path)s/retrieve",
+                    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer %(token)s"}, body)
+end
+"""
 
 # A sampled stack belongs to the first phase one of whose markers (a substring of a frame) it holds.
 PHASES: list[tuple[str, tuple[str, ...]]] = [
@@ -93,6 +106,9 @@ class Served:
         self.port, self.tree = free_port(), tree
         env = {k: v for k, v in os.environ.items() if not k.startswith("WIKIMEM_") or k == "WIKIMEM_BENCH_API_TOKEN"}
         env.update(WIKIMEM_DATA=str(root), WIKIMEM_ADMIN_TOKEN=TOKEN, WIKIMEM_SECRET_KEY=secrets.token_hex(32),
+                   WIKIMEM_TOKENS_FILE=str(tmp / "tokens.jsonl"),
+                   # the shipped 1200/minute would refuse the one bench bot: raised, its counter still written
+                   WIKIMEM_API_LIMIT="100000000/minute",
                    WIKIMEM_BIND=f"127.0.0.1:{self.port}", WIKIMEM_WORKERS="2", WIKIMEM_EMBEDDER=embedder,
                    PYTHONPATH=str(tree), **env_more)
         self.out = open(tmp / f"gunicorn-{embedder}-{self.port}.log", "ab")  # the access and app lines
@@ -114,14 +130,16 @@ class Served:
         raise RuntimeError("gunicorn did not answer /healthz within 120 s")
 
     def cpu(self) -> float:
-        """CPU seconds (user + system) the workers have used so far."""
+        """CPU seconds (user + system) the workers have used so far, recycled workers included."""
         import psutil
 
-        total = 0.0
-        for child in psutil.Process(self.proc.pid).children():
+        master = psutil.Process(self.proc.pid)
+        t = master.cpu_times()
+        total = t.children_user + t.children_system  # (workers gunicorn recycled and reaped)
+        for child in master.children():
             try:
-                t = child.cpu_times()
-                total += t.user + t.system
+                c = child.cpu_times()
+                total += c.user + c.system
             except psutil.Error:
                 pass
         return total
@@ -164,28 +182,29 @@ def _median(rows: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows)}
 
 
-def alternate(server: Served, script: Path, seconds: float, reps: int) -> tuple[dict, dict]:
-    """``reps`` turns of wrk on the retrieve then on /healthz; medians (the ratios per turn)."""
+def alternate(server: Served, scripts: dict[str, Path], seconds: float, reps: int) -> dict[str, dict]:
+    """``reps`` turns of wrk on each script then on /healthz; per label the medians (ratios taken per turn)."""
     each = max(2, int(round(seconds / reps)))
-    runs, health = [], []
+    runs: dict[str, list[dict]] = {label: [] for label in scripts}
+    health = []
     for _ in range(reps):
-        r = _wrk_cpu(server, server.url, each, script)
+        got = {label: _wrk_cpu(server, server.url, each, script) for label, script in scripts.items()}
         h = _wrk_cpu(server, server.url + "/healthz", each, None)
-        runs.append(r | {"ratio": r["rps"] / h["rps"] if h["rps"] else float("nan"), "cpu_ratio": r["cpu"] / h["cpu"]})
         health.append(h)
+        for label, r in got.items():
+            runs[label].append(r | {"ratio": r["rps"] / h["rps"] if h["rps"] else float("nan"),
+                                    "cpu_ratio": r["cpu"] / h["cpu"] if h["cpu"] else float("nan")})
+    return {label: _median(rows) for label, rows in runs.items()} | {"/healthz": _median(health)}
 
-    return _median(runs), _median(health)
 
-
-def alternate_trees(pairs: list[tuple[str, Served]], script: Path, seconds: float,
-                    reps: int) -> dict[str, tuple[dict, dict]]:
+def alternate_trees(pairs: list[tuple[str, Served]], scripts: dict[str, Path], seconds: float,
+                    reps: int) -> dict[str, dict[str, dict]]:
     """:func:`alternate` for several servers, each rep in turn (the order reversed every other rep)."""
-    got: dict[str, list[tuple[dict, dict]]] = {name: [] for name, _ in pairs}
+    got: dict[str, list[dict[str, dict]]] = {name: [] for name, _ in pairs}
     for rep in range(reps):
         for name, server in (pairs if rep % 2 == 0 else pairs[::-1]):
-            got[name].append(alternate(server, script, seconds / reps, 1))
-
-    return {name: (_median([r for r, _ in runs]), _median([h for _, h in runs])) for name, runs in got.items()}
+            got[name].append(alternate(server, scripts, seconds / reps, 1))
+    return {name: {label: _median([run[label] for run in runs]) for label in runs[0]} for name, runs in got.items()}
 
 
 def _phase(stack: str) -> str:
@@ -221,16 +240,25 @@ def profile(server: Served, script: Path, seconds: float, tmp: Path, keep: str |
     return counts, None
 
 
-def one_at_a_time(servers: list[tuple[str, Served]], questions: list[str], rounds: int) -> dict[str, list[float]]:
-    """Latency of one request at a time, the servers taking turns per query; every query text new."""
-    conns = {name: http.client.HTTPConnection("127.0.0.1", s.port, timeout=60) for name, s in servers}
-    lat: dict[str, list[float]] = {name: [] for name, _ in servers}
+def _post(conn: http.client.HTTPConnection, body: dict) -> int:
+    conn.request("POST", OWNER_PATH + "/retrieve", body=json.dumps(body).encode(),
+                 headers={"Authorization": f"Bearer {BOT}", "Content-Type": "application/json"})
+    resp = conn.getresponse()
+    resp.read()
+    return resp.status
+
+
+def one_at_a_time(servers: list[tuple[str, Served, dict]], questions: list[str],
+                  rounds: int) -> dict[str, list[float]]:
+    """Latency of one request at a time (``(label, server, extra body fields)``), in turns; every query new."""
+    conns = {name: http.client.HTTPConnection("127.0.0.1", s.port, timeout=60) for name, s, _ in servers}
+    lat: dict[str, list[float]] = {name: [] for name, _, _ in servers}
     tag = secrets.token_hex(3)
     for i in range(rounds):
         q = f"{questions[i % len(questions)]} ({tag}{i})"
-        for name, _ in (servers if i % 2 == 0 else servers[::-1]):
+        for name, _, extra in (servers if i % 2 == 0 else servers[::-1]):
             t = time.perf_counter()
-            status, _ = _request(conns[name], "POST", OWNER_PATH + "/retrieve", {"query": q, "limit": 8})
+            status = _post(conns[name], {"query": q, "limit": 8, **extra})
             lat[name].append(time.perf_counter() - t)
             if status != 200:
                 raise RuntimeError(f"retrieve answered {status}")
@@ -239,14 +267,42 @@ def one_at_a_time(servers: list[tuple[str, Served]], questions: list[str], round
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-def scripts(tmp: Path, questions: list[str]) -> tuple[Path, Path]:
+def scripts(tmp: Path, questions: list[str]) -> dict[str, Path]:
+    """wrk scripts: the 200 first questions in turn (``repeated``) or each made new (``unique``), shared-only or as
+    the character."""
     quoted = ", ".join(json.dumps(q.replace('"', "").replace("\\", "")) for q in questions[:200])
-    repeated = tmp / "retrieve.lua"
-    repeated.write_text(_WRK_RETRIEVE % {"queries": quoted, "token": TOKEN, "suffix": '""'})
-    unique = tmp / "unique.lua"
-    unique.write_text("local id = math.random(1000000)\n" + _WRK_RETRIEVE % {
-        "queries": quoted, "token": TOKEN, "suffix": '" (" .. id .. "-" .. k .. ")"'})
-    return repeated, unique
+    out = {}
+    for name, suffix, extra in (("repeated", '""', ""), ("unique", '" (" .. id .. "-" .. k .. ")"', ""),
+                                ("character", '""', f', "character": "{CHARACTER}"')):
+        out[name] = tmp / f"{name}.lua"
+        out[name].write_text(_LUA % {"queries": quoted, "token": BOT, "suffix": suffix, "extra": extra,
+                                     "path": OWNER_PATH})
+    return out
+
+
+def seed(tmp: Path, turns: int, tokens: int) -> list[str]:
+    """The chat owner, character kai (a profile item, and the last 60 turns in its layer), the tokens file."""
+    from wikimem.context import WriteContext
+    from wikimem.host import make_host
+    from wikimem.host.access import append_token, hash_secret, mint_token
+
+    questions = seed_chat(tmp / "seed", turns)
+    host = make_host(tmp / "seed")
+    host.characters.put(CHARACTER, name="Kai", persona="A friend who listens.")
+    host.owner(f"char:{CHARACTER}").add("self", "who", "Kai works at the harbour cafe.",
+                                        ctx=WriteContext(actor="seed"))
+    owner = host.owner(CHAT_OWNER)
+    ops = [{"op": "add", "file": f"kai-{op['file']}", "name": op["name"], "content": op["content"]}
+           for op in [{"file": i.file, "name": i.name, "content": i.content} for i in owner.store.items()][-60:]]
+    owner.apply_ops(ops, ctx=WriteContext(actor="seed"), character=CHARACTER)
+    _, entry = mint_token("bench-bot", ["read", "write"], "user:")
+    entry["sha256"] = hash_secret(BOT)
+    for i in range(tokens):
+        append_token(tmp / "tokens.jsonl", mint_token(f"bot-{i}", ["read"], f"user:bot{i}-")[1])
+    append_token(tmp / "tokens.jsonl", entry)
+    old = time.time() - 60
+    os.utime(tmp / "tokens.jsonl", (old, old))  # (not "just written": the workers trust its stamp at once)
+    return questions
 
 
 def _trees(args) -> list[tuple[str, Path]]:
@@ -255,24 +311,32 @@ def _trees(args) -> list[tuple[str, Path]]:
 
 def _headline(args, pairs: list[tuple[str, Served]]) -> None:
     load0 = load()
-    measured = {name: alternate(server, args.repeated, args.duration, args.reps) for name, server in pairs} \
-        if len(pairs) == 1 else alternate_trees(pairs, args.repeated, args.duration, args.reps)
+    scripts = {"retrieve": args.scripts["repeated"], f"retrieve as {CHARACTER}": args.scripts["character"]}
+    measured = alternate_trees(pairs, scripts, args.duration, args.reps)
     print(f"## Retrieve vs /healthz, BM25 default (wrk -t2 -c16, {args.reps} alternations of "
-          f"{max(2, round(args.duration / args.reps))} s, medians; load average {load0} before, {load()} after)\n")
+          f"{max(2, round(args.duration / args.reps))} s each route, medians; a bot token among {args.tokens + 1}; "
+          f"load average {load0} before, {load()} after)\n")
     rows = []
-    for name, (r, h) in measured.items():
-        rows += [[name, "retrieve", f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]),
-                  f"**{r['ratio']:.2f}**", f"{r['cpu_ratio']:.1f}x", r["non2xx"]],
-                 [name, "/healthz", f"{h['rps']:.0f}", ms(h["p50"]), ms(h["p99"]), ms(h["cpu"]), "", "", h["non2xx"]]]
+    for name, routes in measured.items():
+        for route, r in routes.items():
+            extra = ["", ""] if route == "/healthz" else [f"**{r['ratio']:.2f}**", f"{r['cpu_ratio']:.1f}x"]
+            rows.append([name, route, f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]), *extra,
+                         r["non2xx"]])
     print(table(["tree", "route", "req/s", "p50 ms", "p99 ms (goal < 30)", "workers' CPU ms a request",
-                 "retrieve / healthz req/s (goal >= 0.6)", "CPU a request / healthz's", "non-2xx"], rows))
+                 "req/s / healthz's (goal >= 0.6)", "CPU a request / healthz's", "non-2xx"], rows))
+    for name, routes in measured.items():
+        shared, character = routes["retrieve"], routes[f"retrieve as {CHARACTER}"]
+        print(f"\n{name}: retrieve as {CHARACTER} (three layers) / shared-only: p50 "
+              f"**{character['p50'] / shared['p50']:.2f}x**, CPU a request {character['cpu'] / shared['cpu']:.2f}x "
+              f"(goal <= 1.3x)")
     print()
 
 
 def _profiles(args, pairs: list[tuple[str, Served]]) -> None:
     for name, server in pairs:
         load0 = load()
-        counts, error = profile(server, args.repeated, args.profile_seconds, args.tmp, args.keep_profile, name)
+        counts, error = profile(server, args.scripts["repeated"], args.profile_seconds, args.tmp,
+                                args.keep_profile, name)
         total = sum(counts.values())
         print(f"## Where a served retrieve's time goes, {name} (py-spy --gil: samples of the thread holding the "
               f"GIL in either worker, {args.profile_seconds:g} s of wrk -c16 on the retrieve; load average "
@@ -292,11 +356,13 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
         shutil.copytree(tmp / "seed", tmp / f"fused-{len(started)}")
         fused = Served(tmp / f"fused-{len(started)}", "local", tmp, tree=server.tree)
         started.append(fused)
-        both += [(f"{name}, BM25 only", server), (f"{name}, fused (local model)", fused)]
+        both += [(f"{name}, BM25 only", server, {}), (f"{name}, fused (local model)", fused, {}),
+                 (f"{name}, fused, as {CHARACTER}", fused, {"character": CHARACTER})]
     for fused in started:
-        _wrk_run(fused.url, 4, 4, args.repeated)
+        _wrk_run(fused.url, 4, 4, args.scripts["repeated"])
+        _wrk_run(fused.url, 4, 4, args.scripts["character"])
         fused.wait_embedded()
-        _wrk_run(fused.url, 4, 4, args.repeated)
+        _wrk_run(fused.url, 4, 4, args.scripts["character"])
     load0 = load()
     lat = one_at_a_time(both, questions, args.rounds)
     p50 = {name: statistics.median(v) for name, v in lat.items()}
@@ -304,21 +370,20 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
           f"query new, the servers in turn; load average {load0} / {load()})\n")
     rows = []
     for name, _ in pairs:
-        for kind in ("BM25 only", "fused (local model)"):
+        for kind in ("BM25 only", "fused (local model)", f"fused, as {CHARACTER}"):
             v = lat[f"{name}, {kind}"]
-            ratio = p50[f"{name}, {kind}"] / p50[f"{name}, BM25 only"]
             rows.append([name, kind, ms(p50[f"{name}, {kind}"]), ms(statistics.quantiles(v, n=10)[-1]),
-                         f"**{ratio:.1f}x**" if kind != "BM25 only" else ""])
-    print(table(["tree", "server", "p50 ms", "p90 ms", "p50 / BM25-only p50 (goal <= 3x)"], rows))
+                         f"**{p50[f'{name}, {kind}'] / p50[f'{name}, BM25 only']:.1f}x**"])
+    print(table(["tree", "retrieve", "p50 ms", "p90 ms", "p50 / BM25-only p50 (goal <= 3x)"], rows))
     print()
     load0 = load()
     rows = []
     for (name, _), fused in zip(pairs, started, strict=True):
-        rep, health = alternate(fused, args.repeated, args.duration / 2, max(1, args.reps // 2))
-        uni, _ = alternate(fused, args.unique, args.duration / 2, max(1, args.reps // 2))
-        rows += [[name, label, f"{r['rps']:.0f}", f"{health['rps']:.0f}", f"{r['rps'] / health['rps']:.2f}",
-                  ms(r["p50"]), ms(r["p99"])] for label, r in (("repeated (vector cached)", rep),
-                                                               ("every query new", uni))]
+        got = alternate(fused, {"repeated (vector cached)": args.scripts["repeated"],
+                                "every query new": args.scripts["unique"]}, args.duration / 2, max(1, args.reps // 2))
+        health = got.pop("/healthz")
+        rows += [[name, label, f"{r['rps']:.0f}", f"{health['rps']:.0f}", f"{r['ratio']:.2f}", ms(r["p50"]),
+                  ms(r["p99"])] for label, r in got.items()]
     print(f"## Fused under wrk -c16 (load average {load0} / {load()})\n")
     print(table(["tree", "queries", "req/s", "/healthz req/s", "ratio", "p50 ms", "p99 ms"], rows))
     print()
@@ -333,6 +398,7 @@ def main() -> None:
     ap.add_argument("--profile-seconds", type=float, default=12.0)
     ap.add_argument("--rounds", type=int, default=200, help="one-at-a-time requests per server (fused vs BM25)")
     ap.add_argument("--baseline", help="another checkout served side by side (same venv), e.g. a git archive")
+    ap.add_argument("--tokens", type=int, default=200, help="other bots' tokens in the tokens file")
     ap.add_argument("--keep-profile", help="a folder to keep py-spy's raw stacks in")
     ap.add_argument("--no-fused", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
@@ -343,15 +409,16 @@ def main() -> None:
     started = time.perf_counter()
     servers: list[Served] = []
     try:
-        questions = seed_chat(tmp / "seed", args.turns)
-        args.repeated, args.unique = scripts(tmp, questions)
+        questions = seed(tmp, args.turns, args.tokens)
+        args.scripts = scripts(tmp, questions)
         pairs = []
         for i, (name, tree) in enumerate(_trees(args)):
             shutil.copytree(tmp / "seed", tmp / f"bm25-{i}")
             server = Served(tmp / f"bm25-{i}", "none", tmp, tree=tree)
             servers.append(server)
             pairs.append((name, server))
-            _wrk_run(server.url, 4, 16, args.repeated)  # both workers open the owner and build its index
+            for script in args.scripts.values():  # both workers open the owner and build its indexes
+                _wrk_run(server.url, 3, 16, script)
         print(f"# Served retrieve (issue 39): one owner of {args.turns} chat turns, deploy/gunicorn.conf.py "
               f"(2 gthread workers x 8 threads, JSON logs at info, multiprocess metrics)\n")
         _headline(args, pairs)
