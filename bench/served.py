@@ -57,6 +57,7 @@ from api import (  # noqa: E402  (bench/api.py: the owner of chat turns, wrk and
 
 OWNER_PATH = "/api/v1/owners/" + urllib.parse.quote(CHAT_OWNER, safe="")
 CHARACTER = "kai"
+SPY_RATE = 250  # py-spy samples a second
 # The bot's token (read and write on user:*), one line of a tokens file among --tokens others.
 BOT = "wm_bench-bot-" + secrets.token_hex(16)
 _LUA = """
@@ -215,20 +216,22 @@ def _phase(stack: str) -> str:
 
 
 def profile(server: Served, script: Path, seconds: float, tmp: Path, keep: str | None = None,
-            name: str = "") -> tuple[collections.Counter, str | None]:
-    """Samples of the workers' GIL holder by phase while wrk drives the retrieve (py-spy, raw stacks)."""
+            name: str = "") -> tuple[collections.Counter, float, str | None]:
+    """Samples of the workers' GIL holder by phase while wrk drives the retrieve (py-spy, raw stacks), and the
+    requests served meanwhile."""
     spy = shutil.which("py-spy") or str(REPO / ".venv/bin/py-spy")
     if not Path(spy).exists():
-        return collections.Counter(), "py-spy is not installed (pip install py-spy)"
+        return collections.Counter(), 1.0, "py-spy is not installed (pip install py-spy)"
     out = tmp / "spy.txt"
     cmd = [spy, "record", "--pid", str(server.proc.pid), "--subprocesses", "--nonblocking", "--format", "raw", "--gil",
-           "--rate", "250", "--duration", str(int(seconds)), "--output", str(out)]
+           "--rate", str(SPY_RATE), "--duration", str(int(seconds)), "--output", str(out)]
     spy_proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # py-spy attached
-    _wrk_run(server.url, seconds - 1, 16, script)
+    run = _wrk_run(server.url, int(seconds - 1), 16, script)
     _, err = spy_proc.communicate(timeout=seconds + 60)
+    requests = max(1.0, run["rps"] * int(seconds - 1))
     if not out.exists():
-        return collections.Counter(), f"py-spy failed: {err[-300:]}"
+        return collections.Counter(), requests, f"py-spy failed: {err[-300:]}"
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(out, Path(keep) / f"spy-{name.replace(' ', '-') or 'tree'}.txt")
@@ -237,7 +240,7 @@ def profile(server: Served, script: Path, seconds: float, tmp: Path, keep: str |
         stack, _, n = line.rpartition(" ")
         if stack and n.isdigit() and "arbiter.py" not in stack:  # (the master: not a worker's request)
             counts[_phase(stack)] += int(n)
-    return counts, None
+    return counts, requests, None
 
 
 def _post(conn: http.client.HTTPConnection, body: dict) -> int:
@@ -268,12 +271,13 @@ def one_at_a_time(servers: list[tuple[str, Served, dict]], questions: list[str],
 # -- main ---------------------------------------------------------------------------------------------------
 
 def scripts(tmp: Path, questions: list[str]) -> dict[str, Path]:
-    """wrk scripts: the 200 first questions in turn (``repeated``) or each made new (``unique``), shared-only or as
-    the character."""
-    quoted = ", ".join(json.dumps(q.replace('"', "").replace("\\", "")) for q in questions[:200])
+    """wrk scripts: the 200 first questions in turn (``repeated``), the first 20 (``few``: their vectors cached once
+    each worker asked them), or each made new (``unique``); shared-only or as the character."""
     out = {}
-    for name, suffix, extra in (("repeated", '""', ""), ("unique", '" (" .. id .. "-" .. k .. ")"', ""),
-                                ("character", '""', f', "character": "{CHARACTER}"')):
+    for name, asked, suffix, extra in (("repeated", 200, '""', ""), ("few", 20, '""', ""),
+                                       ("unique", 200, '" (" .. id .. "-" .. k .. ")"', ""),
+                                       ("character", 200, '""', f', "character": "{CHARACTER}"')):
+        quoted = ", ".join(json.dumps(q.replace('"', "").replace("\\", "")) for q in questions[:asked])
         out[name] = tmp / f"{name}.lua"
         out[name].write_text(_LUA % {"queries": quoted, "token": BOT, "suffix": suffix, "extra": extra,
                                      "path": OWNER_PATH})
@@ -335,8 +339,8 @@ def _headline(args, pairs: list[tuple[str, Served]]) -> None:
 def _profiles(args, pairs: list[tuple[str, Served]]) -> None:
     for name, server in pairs:
         load0 = load()
-        counts, error = profile(server, args.scripts["repeated"], args.profile_seconds, args.tmp,
-                                args.keep_profile, name)
+        counts, requests, error = profile(server, args.scripts["repeated"], args.profile_seconds, args.tmp,
+                                          args.keep_profile, name)
         total = sum(counts.values())
         print(f"## Where a served retrieve's time goes, {name} (py-spy --gil: samples of the thread holding the "
               f"GIL in either worker, {args.profile_seconds:g} s of wrk -c16 on the retrieve; load average "
@@ -344,8 +348,11 @@ def _profiles(args, pairs: list[tuple[str, Served]]) -> None:
         if error:
             print(error + "\n")
             continue
-        print(table(["phase", "samples", "share"], [[phase, n, f"{n / total * 100:.1f}%"]
-                                                     for phase, n in counts.most_common()]))
+        # GIL-held time a request: samples / rate / requests (comparable between trees, unlike the shares)
+        print(table(["phase", "samples", "share", "GIL ms a request"], [
+            [phase, n, f"{n / total * 100:.1f}%", f"{n / SPY_RATE / requests * 1e3:.3f}"]
+            for phase, n in counts.most_common()] + [["total", total, "100%",
+                                                      f"{total / SPY_RATE / requests * 1e3:.3f}"]]))
         print()
 
 
@@ -362,7 +369,7 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
         _wrk_run(fused.url, 4, 4, args.scripts["repeated"])
         _wrk_run(fused.url, 4, 4, args.scripts["character"])
         fused.wait_embedded()
-        _wrk_run(fused.url, 4, 4, args.scripts["character"])
+        _wrk_run(fused.url, 8, 4, args.scripts["few"])  # each worker has the 20 questions' vectors
     load0 = load()
     lat = one_at_a_time(both, questions, args.rounds)
     p50 = {name: statistics.median(v) for name, v in lat.items()}
@@ -379,7 +386,7 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
     load0 = load()
     rows = []
     for (name, _), fused in zip(pairs, started, strict=True):
-        got = alternate(fused, {"repeated (vector cached)": args.scripts["repeated"],
+        got = alternate(fused, {"20 questions in turn (vectors cached)": args.scripts["few"],
                                 "every query new": args.scripts["unique"]}, args.duration / 2, max(1, args.reps // 2))
         health = got.pop("/healthz")
         rows += [[name, label, f"{r['rps']:.0f}", f"{health['rps']:.0f}", f"{r['ratio']:.2f}", ms(r["p50"]),
