@@ -312,9 +312,9 @@ class BM25Index:
         for t, imps in zip(plan, cached):
             weight = t.weight
             if imps is not None:
-                found = imps[0]
-                for slot in found.keys() & totals.keys():
-                    totals[slot] = totals[slot] + weight * found[slot]
+                held = imps[0]
+                for slot in held.keys() & totals.keys():
+                    totals[slot] = totals[slot] + weight * held[slot]
                 continue
             for slot in totals:
                 pos = t.posted.find(slot)
