@@ -23,7 +23,7 @@ from .embedders import embed_queries
 
 __all__ = ["RememberedQueries", "one_retrieve", "QUERIES_KEPT"]
 
-QUERIES_KEPT = 256  # recent query vectors kept per owner (384 floats each with the local model: ~0.4 MB)
+QUERIES_KEPT = 64  # recent query vectors kept per owner (384 floats each with the local model: ~100 kB)
 
 _call = threading.local()  # .vectors: {text: vector} of the retrieve running on this thread, or None
 
