@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from flask import Flask, current_app, jsonify
-from flask.json.provider import DefaultJSONProvider
 
 __all__ = ["create_app"]
 _PACKAGE = Path(__file__).resolve().parent
@@ -58,15 +57,15 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     from webapp.config import flask_config, host_config
     from webapp.headers import AbortAsJson, security_headers
     from webapp.hosting import HOST_KEY, metrics_of
+    from webapp.jsonout import JsonProvider
     from wikimem.host import build_host, build_metrics
 
     config = flask_config(test_config)
     settings = host_config(config)
     app = Flask(__name__, template_folder=_asset_folder("templates"), static_folder=_asset_folder("static"))
     app.config.update(config)
-    json_provider = cast(DefaultJSONProvider, app.json)  # (Flask's own provider: these are its settings)
-    json_provider.sort_keys = False
-    json_provider.ensure_ascii = False  # CJK memory reads as text in curl and logs
+    # Flask's provider written by orjson (webapp/jsonout.py): insertion order, CJK memory as text in curl and logs
+    app.json = JsonProvider(app)
     app.url_map.merge_slashes = False  # /api/v1//x is a 404 in JSON, not a redirect page
     app.extensions["wikimem.host_lock"] = threading.Lock()
     metrics.init_app(app, build_metrics(settings))  # the process's instruments, shared with its host; times requests

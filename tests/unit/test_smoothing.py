@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wikimem import MemoryIndex, MemoryStore
 from wikimem.models import RecallItem
-from wikimem.recall.smoothing import is_transcript
+from wikimem.recall.smoothing import is_transcript, smooth
 
 
 def items(*contents: str) -> list[RecallItem]:
@@ -91,3 +93,47 @@ def test_a_file_edit_is_seen_by_the_detection(chats):
 def test_smoothing_must_be_a_weight(chats):
     with pytest.raises(ValueError, match="neighbour_smoothing"):
         MemoryIndex(chats, neighbour_smoothing=2)
+
+
+def _smooth_reference(seeds, weight, neighbours, scores):
+    """smooth() as it was before issue 39 made it cheaper: every key in play scored, sorted with a key function."""
+    raw = dict(seeds)
+    around = {}
+    for k, _ in seeds:
+        around.setdefault(k, neighbours(k))
+    for k, _ in seeds:
+        for n in around[k]:
+            if n not in around:
+                around[n] = neighbours(n)
+    wanted = {n for k, near in around.items() for n in (k, *near) if n not in raw}
+    if wanted:
+        raw.update(scores(wanted))
+    out = []
+    for key, near in around.items():
+        value = raw.get(key, 0.0) + weight * max([raw.get(n, 0.0) for n in near], default=0.0)
+        if value > 0:
+            out.append((key, value))
+    out.sort(key=lambda kv: (-kv[1], kv[0]))
+    return out
+
+
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.25]), min_size=1, max_size=40),
+       st.lists(st.integers(0, 39), max_size=15, unique=True), st.integers(1, 12), st.sampled_from([0.2, 0.5]))
+def test_smooth_ranks_as_the_reference(raw_scores, seed_rows, limit, weight):
+    """The same keys, order (ties by key) and scores as the plain implementation, cut at ``limit`` or not."""
+    keys = [("f" if i % 3 else "g", f"t{i:02d}") for i in range(len(raw_scores))]
+    score = dict(zip(keys, raw_scores))
+    seeds = sorted([(keys[i], score[keys[i]]) for i in seed_rows if i < len(keys) and score[keys[i]] > 0],
+                   key=lambda kv: (-kv[1], kv[0]))
+    index = {k: i for i, k in enumerate(keys)}
+
+    def neighbours(key):  # neighbours in the same file only, as in a transcript
+        i = index[key]
+        return tuple(keys[j] for j in (i - 1, i + 1) if 0 <= j < len(keys) and keys[j][0] == key[0])
+
+    def scores(wanted):
+        return {k: score[k] for k in wanted}
+
+    want = _smooth_reference(seeds, weight, neighbours, scores)
+    assert smooth(seeds, weight, neighbours, scores) == want
+    assert smooth(seeds, weight, neighbours, scores, limit=limit) == want[:limit]

@@ -89,3 +89,24 @@ def test_a_name_held_by_two_tokens_in_use_must_be_rotated_by_id(tmp_path):
         append_token(path, mint_token("w", ["read"])[1])
     with pytest.raises(ValueError, match="matches 2 tokens"):
         rotate_token(path, "w")
+
+
+def test_the_token_lookup_follows_every_change_of_the_file(tmp_path):
+    """Tokens are found by their digest (issue 39); the map is remade when the file changes: a new token is
+    known at once, a revoked or rotated-out one is refused on the next request, the admin token always wins."""
+    path = tmp_path / "tokens"
+    first, entry = mint_token("bot-a", ["read"])
+    append_token(path, entry)
+    tokens = TokenFile(path, "admin-secret")
+    assert tokens.identify(first).principal.name == "bot-a"
+    assert tokens.identify("admin-secret").principal.has("admin")
+    second, entry = mint_token("bot-b", ["read", "write"])
+    append_token(path, entry)
+    assert tokens.identify(second).principal.name == "bot-b"
+    assert revoke_tokens(path, "bot-a")
+    assert tokens.identify(first) is None
+    assert tokens.identify(second).principal.name == "bot-b"
+    assert tokens.identify("wrong") is None and tokens.identify(first + "x") is None
+    path.unlink()
+    assert tokens.identify(second) is None
+    assert tokens.identify("admin-secret").principal.has("admin")

@@ -53,6 +53,7 @@ class Metrics(NullMetrics):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.multiprocess_dir = multiprocess_dir
+        self._children: dict[tuple, Any] = {}  # (instrument, labels) -> its series (see _child)
         self.registry = reg = CollectorRegistry()
         self._requests = Counter("wikimem_http_requests", "HTTP requests served", ["route", "method", "status"],
                                  registry=reg)
@@ -74,9 +75,18 @@ class Metrics(NullMetrics):
         self._unlimited = Counter("wikimem_rate_limit_unavailable", "API requests let through uncounted (the rate "
                                   "counter could not be written)", registry=reg)
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, remembered: a request reports 7 series, each looked up once per process
+        (every label comes from a closed set, so the memo stays small)."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self._requests.labels(route, method, str(status)).inc()
-        self._latency.labels(route, method).observe(seconds)
+        self._child(self._requests, route, method, str(status)).inc()
+        self._child(self._latency, route, method).observe(seconds)
 
     def commit(self) -> None:
         self._commits.inc()
@@ -86,10 +96,10 @@ class Metrics(NullMetrics):
 
     def retrieve(self, phases: dict[str, float]) -> None:
         for phase, seconds in phases.items():
-            self._retrieve.labels(phase).observe(seconds)
+            self._child(self._retrieve, phase).observe(seconds)
 
     def owner_cache(self, event: str) -> None:
-        self._cache.labels(event).inc()
+        self._child(self._cache, event).inc()
 
     def embedding_backlog(self, n: int) -> None:
         self._backlog.set(n)

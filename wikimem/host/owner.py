@@ -29,6 +29,7 @@ from wikimem.models import DiaryItem, RecallItem
 from wikimem.naming import is_character_id, validate_channel_id, validate_character_id, validate_present
 from wikimem.recall import Room
 from wikimem.store import resolve_tz
+from wikimem.vectors import RememberedQueries, one_retrieve
 
 from .batchops import Op, check_content, parse_ops
 from .duplicates import check_duplicate
@@ -157,6 +158,8 @@ class Owner:
         self.vstore = VersionedStore(self.root)
         self.review = Review(self.vstore, owner_id)
         self.embedder = embedder
+        # What its indexes embed with: the embedder, its recent query vectors shared by every index (layers too)
+        self._queries = RememberedQueries(embedder) if embedder is not None else None
         self.llm = llm
         self._cache_dir = cache_dir
         self.recall = recall  # RecallOptions of the host (None: the library's defaults)
@@ -385,7 +388,7 @@ class Owner:
         from wikimem.recall import MemoryIndex
 
         options = self.recall.kwargs() if self.recall is not None else {}
-        return MemoryIndex(store, embedder=self.embedder, vectors_dir=vectors_dir, **options)
+        return MemoryIndex(store, embedder=self._queries, vectors_dir=vectors_dir, **options)
 
     def retrieve(self, query: str | None = None, *, messages: Any = None, messages_last: int | None = None,
                  as_of: str | None = None, include_staged: bool = False, character: str | None = None,
@@ -435,7 +438,8 @@ class Owner:
             if sources[0].staged is not None:
                 mark_staged([*result.items, *result.dropped], sources[0].staged)
         else:
-            result = retrieve_layers(sources, str(query), **retrieve_kwargs)
+            with one_retrieve():  # the query embedded once for the three sources (the profile is another owner)
+                result = retrieve_layers(sources, str(query), **retrieve_kwargs)
         end = time.perf_counter()
         embedding = take() if callable(take) else 0.0
         self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,

@@ -551,7 +551,8 @@ class MemoryIndex:
             ranked, _ = reaching(self._bm25_ranked(q, most), hidden, seeds, q.left_out)
         if self.neighbour_smoothing and ranked:
             diary = self._diary_made() if q.mode == "all" else None
-            ranked = smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), hidden=hidden or ())
+            ranked = smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), hidden=hidden or (),
+                            limit=pool)
         elif hidden:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
         return [self._candidate(key, score, q) for key, score in ranked[:pool]]

@@ -30,14 +30,15 @@ def is_transcript(file: str, items: Sequence[Any]) -> bool:
 def smooth(seeds: list[tuple[Hashable, float]], weight: float,
            neighbours: Callable[[Hashable], tuple[Hashable, ...]],
            scores: Callable[[Iterable[Hashable]], dict[Hashable, float]], *,
-           hidden: Container[Hashable] = ()) -> list[tuple[Hashable, float]]:
+           hidden: Container[Hashable] = (), limit: int | None = None) -> list[tuple[Hashable, float]]:
     """BM25's best ``(key, score)`` and their neighbours, re-scored with their neighbours' share.
 
     ``neighbours(key)``: the keys just before and after it in a
     conversation-like file (none elsewhere); ``scores(keys)``: raw BM25
-    scores of those keys (missing = 0). Best first, ties by key. ``hidden``:
-    keys left out of the answer (recall in a room): they still share their
-    score and bring their neighbours in, but are not returned.
+    scores of those keys (missing = 0). Best first, ties by key; the best
+    ``limit`` only when given (the same as the whole list cut there).
+    ``hidden``: keys left out of the answer (recall in a room): they still
+    share their score and bring their neighbours in, but are not returned.
     """
     raw: dict[Hashable, float] = dict(seeds)
     # around: every key in play (the seeds, then their neighbours, in order) -> its neighbours
@@ -45,15 +46,18 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     for k, _ in seeds:
         if k not in around:
             around[k] = neighbours(k)
-    for k, _ in seeds:
+    for k in list(around):
         for n in around[k]:
             if n not in around:
                 around[n] = () if n in hidden else neighbours(n)  # (a hidden key's own score is not wanted)
-    wanted = {n for k, near in around.items() for n in (k, *near) if n not in raw}
+    wanted = set(around)
+    for near in around.values():
+        wanted.update(near)
+    wanted.difference_update(raw)
     if wanted:
         raw.update(scores(wanted))
     get = raw.get
-    out = []
+    ranked = []  # (-value, key): sorted as is, best first and ties by key, without a key function
     for key, near in around.items():  # (BM25 scores are never negative: an absent neighbour shares 0)
         if key in hidden:
             continue
@@ -64,9 +68,9 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
                 share = x
         value = get(key, 0.0) + weight * share
         if value > 0:
-            out.append((key, value))
-    out.sort(key=lambda kv: (-kv[1], kv[0]))
-    return out
+            ranked.append((-value, key))
+    ranked.sort()
+    return [(key, -negated) for negated, key in (ranked if limit is None else ranked[:limit])]
 
 
 def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
@@ -77,6 +81,8 @@ def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
     the window's, extra documents of the wiki's BM25 (keys ``(date, time, n)``).
     """
     last = len(q.window) - 1
+    if diary is None and not q.window:  # wiki keys only: the index's own method, one call a key
+        return wiki.neighbours, _scores(q, wiki, diary)
 
     def neighbours(key: Any) -> tuple:
         if len(key) == 2:
@@ -85,6 +91,12 @@ def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
             return diary.neighbours(key)
         n = key[2]  # the window's entries in time order: neighbours on the same day
         return tuple(q.window_keys[i] for i in (n - 1, n + 1) if 0 <= i <= last and q.window[i].file == key[0])
+
+    return neighbours, _scores(q, wiki, diary)
+
+
+def _scores(q: Any, wiki: Any, diary: Any) -> Callable[[Iterable[Any]], dict]:
+    """Raw BM25 scores of the keys in play (wiki, diary or the window's entries)."""
 
     def scores(keys: Iterable[Any]) -> dict:
         keys = list(keys)
@@ -96,4 +108,4 @@ def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
             out.update(wiki.bm25.extra_scores(q.terms, q.extra))
         return out
 
-    return neighbours, scores
+    return scores

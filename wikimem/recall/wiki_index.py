@@ -75,7 +75,8 @@ class WikiIndex:
 
     def neighbours(self, key: Key) -> tuple[Key, ...]:
         """The items just before and after ``key`` in its file, when the file is conversation-like."""
-        return self._around(key[0]).get(key[1], ())
+        around = self._order.get(key[0])  # (the hot path of smoothing: the file's map, made once)
+        return (around if around is not None else self._around(key[0])).get(key[1], ())
 
     def conversations(self) -> frozenset[str]:
         """The conversation-like files (the ones smoothing and neighbour context treat as conversations)."""

@@ -20,6 +20,7 @@ from .embedders import (
     vector_space,
 )
 from .local import LocalEmbedder, local_model_available
+from .queries import RememberedQueries, one_retrieve
 from .worker import shared_worker
 
 if TYPE_CHECKING:  # what __getattr__ below loads on first access, named here for type checkers
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # what __getattr__ below loads on first access, named here fo
     from .search import EmbeddingSearch, NeighbourContext
 
 __all__ = [
-    "local_model_available", "shared_worker",
+    "local_model_available", "shared_worker", "RememberedQueries", "one_retrieve",
     "Embedder",
     "VectorIndex",
     "EmbeddingError",

@@ -269,27 +269,43 @@ class TokenFile:
     def __init__(self, path: Path | str | None = None, admin_token: str | None = None):
         self._file = WatchedFile(path, _parse_entry, "token entry")
         self.path = self._file.path
+        self._index: tuple[list[TokenEntry], dict[bytes, TokenEntry]] | None = None
         self._admin: TokenEntry | None = None
         if admin_token:
             digest = hash_secret(admin_token)
             self._admin = TokenEntry(digest, Principal(ENV_ADMIN_NAME, frozenset(SCOPES), ("",), token_id(digest)))
 
     def _unrevoked(self) -> list[TokenEntry]:
-        entries = [e for e in self._file.entries() if not e.revoked]
-        return [self._admin, *entries] if self._admin is not None else entries
+        return self._unrevoked_of(self._file.entries())
+
+    def _by_digest(self) -> dict[bytes, TokenEntry]:
+        """The unrevoked entries by their secret's SHA-256 (the first of a digest wins), remade whenever the
+        file is read again (a mint, a revocation, a rotation: the watched file hands out a new list)."""
+        entries = self._file.entries()
+        known = self._index
+        if known is None or known[0] is not entries:
+            index: dict[bytes, TokenEntry] = {}
+            for entry in self._unrevoked_of(entries):
+                index.setdefault(bytes.fromhex(entry.sha256), entry)
+            self._index = known = (entries, index)
+        return known[1]
+
+    def _unrevoked_of(self, entries: list[TokenEntry]) -> list[TokenEntry]:
+        alive = [e for e in entries if not e.revoked]
+        return [self._admin, *alive] if self._admin is not None else alive
 
     def identify(self, secret: str | None) -> TokenEntry | None:
         """The unrevoked entry of a token secret, expired or not (the caller says which), or None.
 
-        Compares every entry in constant time.
+        Looked up by the secret's SHA-256 (a hash lookup reveals nothing of a secret), then compared in constant
+        time: one request costs the same with one token or thousands.
         """
         if not isinstance(secret, str) or not secret or len(secret) > 512:
             return None
         digest = bytes.fromhex(hash_secret(secret))
-        found = None
-        for entry in self._unrevoked():
-            if hmac.compare_digest(digest, bytes.fromhex(entry.sha256)) and found is None:
-                found = entry
+        found = self._by_digest().get(digest)
+        if found is None or not hmac.compare_digest(digest, bytes.fromhex(found.sha256)):
+            return None
         return found
 
     def authenticate(self, secret: str | None) -> Principal | None:

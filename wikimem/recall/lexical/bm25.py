@@ -306,20 +306,21 @@ class BM25Index:
         # A term ranked just now has its impacts cached (same statistics): a dict lookup then, the same
         # value as the formula gives; else the slot's position in the postings.
         cached = [self._cached_impacts(t.posted, stats) for t in plan]
-        out = {}
-        for key, slot in slots:
-            total, dl = 0.0, self._dl[slot]
-            for t, imps in zip(plan, cached):
-                if imps is not None:
-                    x = imps[0].get(slot)
-                    if x is not None:
-                        total = total + t.weight * x
-                    continue
+        # Term by term in the plan's order, so each document's sum adds the same values in the same order
+        # as a document-by-document loop; a cached term visits only the slots it holds (set intersection).
+        totals = dict.fromkeys((slot for _, slot in slots), 0.0)
+        for t, imps in zip(plan, cached):
+            weight = t.weight
+            if imps is not None:
+                held = imps[0]
+                for slot in held.keys() & totals.keys():
+                    totals[slot] = totals[slot] + weight * held[slot]
+                continue
+            for slot in totals:
                 pos = t.posted.find(slot)
                 if pos >= 0:
-                    total = total + t.weight * self._impact(t.posted.tfs[pos], dl, stats.avgdl)
-            out[key] = total
-        return out
+                    totals[slot] = totals[slot] + weight * self._impact(t.posted.tfs[pos], self._dl[slot], stats.avgdl)
+        return {key: totals[slot] for key, slot in slots}
 
     def extra_scores(self, query: Sequence[str], extra: Sequence[tuple[Hashable, Sequence[str]]], *,
                      peers: Sequence[BM25Index] = ()) -> dict[Hashable, float]:
