@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import select
 import shutil
 import socket
 import threading
@@ -193,7 +194,26 @@ class _KillingSSHVendor(SubprocessSSHVendor):
         meter = self.meters.current()
         if meter is not None:
             meter.on_break(wrapper.proc.kill)
+        wrapper.can_read = _poller(wrapper.proc.stdout.fileno())  # type: ignore[method-assign,union-attr]
         return wrapper
+
+
+def _poller(fileno: int) -> Callable[[], bool]:
+    """Whether ``fileno`` has bytes to read now, by poll(2): dulwich asks select(2), which refuses a descriptor
+    above 1023 (FD_SETSIZE) — a long-lived process holding many owners open reaches that, and every fetch of a
+    file:// or ssh remote then failed with "filedescriptor out of range in select()"."""
+    poller = select.poll()
+    poller.register(fileno, select.POLLIN)
+    return lambda: bool(poller.poll(0))
+
+
+class _PollingSubprocessClient(SubprocessGitClient):
+    """git's own upload-pack and receive-pack, read with :func:`_poller` instead of select(2)."""
+
+    def _connect(self, cmd: bytes, path: bytes | str, protocol_version: int | None = None) -> Any:
+        proto, can_read, stderr = super()._connect(cmd, path, protocol_version)
+        wrapper: Any = can_read.__self__  # type: ignore[attr-defined]  # (dulwich's SubprocessWrapper's can_read)
+        return proto, _poller(wrapper.proc.stdout.fileno()), stderr
 
 
 def metered_client(kind: str, *args: Any, limits: TransferLimits | None = None, **kwargs: Any) -> Any:
@@ -214,7 +234,7 @@ def metered_client(kind: str, *args: Any, limits: TransferLimits | None = None, 
         kwargs["vendor"] = _KillingSSHVendor(meters)
         client = SSHGitClient(*args, **kwargs)
     else:
-        client = SubprocessGitClient(*args, **kwargs)
+        client = _PollingSubprocessClient(*args, **kwargs)
         seconds = (limits or TransferLimits()).max_seconds
         if shutil.which("timeout"):  # coreutils: git's upload-pack killed at the time bound
             client.git_command = ["timeout", "-s", "KILL", f"{seconds:g}", "git"]
