@@ -317,7 +317,10 @@ def test_the_server_refuses_a_broken_object_and_nothing_moves(git_http, git_daem
                b"committer no email 1700000000 +0000\n\nbroken\n")
         bad = ShaFile.from_raw_string(Commit.type_num, raw)
         writer.git.store.add_object(bad)
-        with pytest.raises(RemoteRejected):
+        # git daemon's receive-pack may hang up before its refusal is read (the client then sees the connection
+        # closed): over git:// either error, never a moved branch
+        refused = (RemoteRejected, RemoteUnavailable) if url.startswith("git://") else RemoteRejected
+        with pytest.raises(refused):
             remote.push(writer.root, bad.id.decode(), start)
         assert server_main(bare) == start
         assert fsck(bare).returncode == 0
