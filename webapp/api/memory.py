@@ -91,9 +91,11 @@ def _append_kwargs(data: dict) -> dict:
 @bp.post(OWNER + "/diary")
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
-    data = json_body({"content"} | _APPEND | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"content"})
+    data = json_body({"content", "planned"} | _APPEND | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"content"})
+    planned = {"planned": True} if opt_bool(data, "planned", False) else {}  # (a date after today: a plan)
     with act(owner, "diary-append", data, layered=True) as a:
-        done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data))
+        done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data),
+                                  **planned)
         a.done(done.commit)
     return committed(done, "entry", a.ctx), 201
 

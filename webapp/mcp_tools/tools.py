@@ -141,13 +141,16 @@ def diary_append(owner: OwnerId,
                  time: Annotated[str | None, Field(description="HH:MM; default: now")] = None,
                  tz: When = None, ts: When = None, source_conv: Text = None, run: Text = None,
                  actor: Text = None, idempotency_key: Key = None, character: CharacterId = None,
-                 channel: ChannelId = None, present: Present = None) -> dict[str, Any]:
+                 channel: ChannelId = None, present: Present = None,
+                 planned: Annotated[bool, Field(description="true to file an event after today (a plan)")] = False,
+                 ) -> dict[str, Any]:
     """Append one event to the owner's diary (one commit; with character, to its layer); channel and present:
-    where it was said and who was there."""
+    where it was said and who was there; a date after today only with planned."""
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
-        room = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
+        room: dict[str, Any] = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
+        room.update({"planned": True} if planned else {})
         with _act(ctx, mem, principal, "diary-append", ask) as act:
             done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz,
                                     **room)

@@ -134,7 +134,10 @@ def all_paths() -> dict[str, dict]:
         owner + "/diary": {
             "parameters": [OWNER],
             "post": op("append a diary event", "write", ok(committed("entry", ref("DiaryItem")), "201", "appended"),
-                        params=[HDR_IDEM], body=body({"content": CONTENT, **APPEND, **ROOM, **WRITE, **STAGED},
+                        params=[HDR_IDEM], body=body({"content": CONTENT, **APPEND, **ROOM, **WRITE, **STAGED,
+                                                      "planned": {"type": "boolean", "description": (
+                                                          "true to file an event on a day after today (a plan); "
+                                                          "without it such a date is refused (422)")}},
                                                        ["content"])),
             "get": op("diary events of a window of days", "read", ok(entries),
                        params=[param("start", "query", DATE, required=True),

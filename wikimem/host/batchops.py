@@ -4,7 +4,7 @@ An op is a JSON object:
 
 - ``{"op": "add", "file", "name", "content", "source_conv"?, "ts"?}``
 - ``{"op": "remove", "file", "name"}``
-- ``{"op": "diary", "content", "ts"?, "date"?, "time"?, "tz"?, "source_conv"?, "channel"?, "present"?}``
+- ``{"op": "diary", "content", "ts"?, "date"?, "time"?, "tz"?, "source_conv"?, "channel"?, "present"?, "planned"?}``
   (``present``: a list of ids, persons and ``char:<character>``; the others are strings)
 
 :func:`parse_ops` checks the shape of every op first, so a malformed op
@@ -26,9 +26,10 @@ __all__ = ["Op", "parse_ops", "check_content", "MAX_OPS"]
 _FIELDS = {
     "add": ({"file", "name", "content"}, {"source_conv", "ts"}),
     "remove": ({"file", "name"}, set()),
-    "diary": ({"content"}, {"ts", "date", "time", "tz", "source_conv", "channel", "present"}),
+    "diary": ({"content"}, {"ts", "date", "time", "tz", "source_conv", "channel", "present", "planned"}),
 }
 _LISTS = {"present"}  # fields that are lists of strings
+_BOOLS = {"planned"}  # fields that are true or false
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,10 @@ def _parse_op(n: int, raw: Any) -> Op:
     for key, value in args.items():
         if value is None and key in optional:
             continue
-        if key in _LISTS:
+        if key in _BOOLS:
+            if not isinstance(value, bool):
+                raise BadRequest(f"ops[{n}].{key} must be true or false")
+        elif key in _LISTS:
             if not isinstance(value, list) or not all(isinstance(one, str) for one in value):
                 raise BadRequest(f"ops[{n}].{key} must be a list of strings")
         elif not isinstance(value, str):

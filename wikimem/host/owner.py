@@ -37,6 +37,7 @@ from .indexes import Indexes
 from .layered import CHARACTER, PROFILE, SHARED, Source, mark_staged, retrieve_layers
 from .memorizing import MemorizeResult, check_room, memorize_turn, replayed, run_for
 from .metrics import NULL_METRICS, NullMetrics
+from .planned import check_planned
 from .probation import StagingPolicy
 from .review import Review
 from .settings import OwnerSettings, check_settings, settings_record, settings_summary
@@ -554,8 +555,10 @@ class Owner:
         """Append a diary entry (one commit) to a layer; ``append_kwargs`` as :meth:`wikimem.Diary.append`
         (``tz`` defaults to the owner's)."""
         where = ("layer", character) if character is not None else ()
+        planned = bool(append_kwargs.pop("planned", False))
         ctx = WriteContext.of(ctx).bound("diary", content, sorted(append_kwargs.items()), self.id, *where)  # as sent
         given = append_kwargs.pop("tz", None)
+        check_planned(append_kwargs.get("date"), append_kwargs.get("ts"), self._tz(given), planned)
         target, ctx = self.target(ctx, character)
         # The owner's time zone is looked up for each attempt: one after a catch-up files by the settings
         # the catch-up brought.
@@ -682,6 +685,7 @@ class Owner:
             return {"op": "remove", "file": op.args["file"], "name": op.args["name"], "removed": removed}
         args.setdefault("source_conv", source_conv)
         args["tz"] = self._tz(args.get("tz"))
+        check_planned(args.get("date"), args.get("ts"), args["tz"], bool(args.pop("planned", False)))
         entry = target.diary.append(args.pop("content"), owner=self.id, **args)
         return {"op": "diary", "entry": asdict(entry)}
 
