@@ -6,12 +6,12 @@ from __future__ import annotations
 from wikimem.models import RecallItem
 
 from .fusion import Candidate
-from .results import RetrievedItem
+from .results import RetrievalResult, RetrievedItem
 from .rooms import Room, sift
 from .tokenizer import est_tokens, item_text
 from .wiki_index import WikiIndex
 
-__all__ = ["entries", "expand", "cut"]
+__all__ = ["entries", "expand", "cut", "cut_result"]
 
 
 def _facts(wiki: WikiIndex, item: RecallItem, kind: str) -> tuple[int, list]:
@@ -82,3 +82,12 @@ def cut(entries: list[RetrievedItem], budget: int | None, *, strict: bool = Fals
             return n
         used += e.tokens_est
     return len(entries)
+
+
+def cut_result(result: RetrievalResult, budget_tokens: int | None, strict: bool, explain: bool) -> None:
+    """The result cut to the token budget (a prefix, in injection order)."""
+    keep = cut(result.items, budget_tokens, strict=strict)
+    result.items, dropped = result.items[:keep], result.items[keep:]
+    result.budget_used = sum(e.tokens_est for e in result.items)
+    if explain:
+        result.dropped = dropped

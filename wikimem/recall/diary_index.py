@@ -19,7 +19,11 @@ is updated incrementally, one day file at a time:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +35,11 @@ from wikimem.vectors import content_hash, embed_text
 from .lexical import B, BM25Index
 from .tokenizer import item_text, tokenize
 
-__all__ = ["DiaryIndex"]
+__all__ = ["DiaryIndex", "DiaryBuild", "DIARY_RETRY"]
+
+log = logging.getLogger(__name__)
+# A failed first build is tried again after this many seconds.
+DIARY_RETRY = 5.0
 
 Key = tuple[str, str, int]
 
@@ -215,3 +223,30 @@ def _meta(item: RecallItem) -> tuple:
 def _day(name: str) -> str | None:
     """The date a day file's name stands for, else None."""
     return name[:-3] if name.endswith(".md") and DATE_RE.fullmatch(name[:-3]) else None
+
+
+class DiaryBuild:
+    """The first build of a :class:`MemoryIndex`'s diary index, in a thread of its own (see :data:`DIARY_WAIT`)."""
+
+    def __init__(self, diary: Any, use_jieba: bool, b: float, install: Callable[[DiaryBuild, DiaryIndex], None]):
+        self.diary, self.use_jieba, self.b = diary, use_jieba, b
+        self._install = weakref.WeakMethod(install)  # a build in flight keeps no index alive
+        self.done = threading.Event()
+        self.retry_at = 0.0
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="wikimem-diary-index", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            built = DiaryIndex(self.diary, use_jieba=self.use_jieba, b=self.b)
+            built.refresh()  # every day file read and indexed, outside the index's lock
+            built.bm25.warm()
+            install = self._install()
+            if install is not None:
+                install(self, built)
+        except Exception:
+            self.retry_at = time.monotonic() + DIARY_RETRY
+            log.exception("building a diary index failed; retrying in %.0f s", DIARY_RETRY)
+        finally:
+            self.done.set()

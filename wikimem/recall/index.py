@@ -14,28 +14,37 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from wikimem.models import RecallItem, as_recall_item
-from wikimem.naming import validate_date
 from wikimem.timeparse import scan_time
 
-from .assembly import cut, entries, expand
-from .diary_index import DiaryIndex
+from .assembly import cut_result, entries, expand
+from .diary_index import DiaryBuild, DiaryIndex
 from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
 from .lexical import B
-from .results import Query, RecallOptions, RetrievalResult, RetrievedItem
+from .results import (
+    DIARY_MODES,
+    Query,
+    RecallOptions,
+    RetrievalResult,
+    RetrievedItem,
+    check_count,
+    check_diary,
+    check_half_life,
+    check_range,
+)
 from .rooms import Room, hidden_items, reaching, sift
 from .semantic import Contents, IndexVectors
 from .smoothing import lexical_sides, smooth
 from .stopwords import LANGUAGES, check_languages, content_terms, is_function_term, question_only, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
-from .window import window_order
+from .window import widen, widen_days, window_order
 
 __all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "DIARY_MODES", "DIARY_WAIT",
            "POOL"]
@@ -43,72 +52,13 @@ __all__ = ["MemoryIndex", "RetrievalResult", "RetrievedItem", "RecallOptions", "
 # How many BM25 candidates (and vector neighbours) are ranked before the first ``limit`` are taken: a fixed
 # pool, so that the first k are the same whatever the limit (up to this one; a larger limit widens it).
 POOL = 100
-DIARY_MODES = ("window", "all")
 # The diary index (diary="all") is built in a background thread. With ``diary_wait`` (the host's is this
 # many seconds) a query waits at most that long for its first build, then answers with the diary through
 # its time window only, as diary="window" does, and says so (RetrievalResult.diary_index == "building");
 # without it (the library's default) a query waits for the build. Later changes are read incrementally.
 DIARY_WAIT = 0.25
-# A failed build is tried again after this many seconds.
-_DIARY_RETRY = 5.0
 
 log = logging.getLogger(__name__)
-
-
-def _check_count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _check_range(time_range: Any) -> tuple[str, str]:
-    if isinstance(time_range, (str, bytes)) or not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
-        raise ValueError(f"time_range must be (start, end) dates YYYY-MM-DD, got {time_range!r}")
-    start, end = (validate_date(d) for d in time_range)
-    return (start, end) if start <= end else (end, start)
-
-
-def _check_diary(mode: Any) -> str:
-    if mode not in DIARY_MODES:
-        raise ValueError(f"diary must be 'window' or 'all', got {mode!r}")
-    return mode
-
-
-def _check_half_life(value: Any) -> float | None:
-    """A half-life in days; None or 0: no recency prior."""
-    if value is None or (value == 0 and not isinstance(value, bool)):
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value \
-            or value == float("inf"):
-        raise ValueError(f"recency_half_life must be a positive number of days (0: none), got {value!r}")
-    return float(value)
-
-
-def _widen(window: tuple[str, str]) -> tuple[str, str]:
-    start, end = (date.fromisoformat(d) for d in window)
-    # One day each side, but never past the ends of the calendar (0001-01-01, 9999-12-31).
-    start = start - timedelta(days=1) if start > date.min else start
-    end = end + timedelta(days=1) if end < date.max else end
-    return start.isoformat(), end.isoformat()
-
-
-def _widen_days(days: list[str] | None) -> list[str] | None:
-    """A set of days, each with the day before and after it."""
-    if not days:
-        return None
-    out = set(days)
-    for d in days:
-        out.update(_widen((d, d)))
-    return sorted(out)
-
-
-def _cut(result: RetrievalResult, budget_tokens: int | None, strict: bool, explain: bool) -> None:
-    """The result cut to the token budget (a prefix, in injection order)."""
-    keep = cut(result.items, budget_tokens, strict=strict)
-    result.items, dropped = result.items[:keep], result.items[keep:]
-    result.budget_used = sum(e.tokens_est for e in result.items)
-    if explain:
-        result.dropped = dropped
 
 
 def _second(pair: tuple) -> Any:
@@ -128,33 +78,6 @@ def _weak(method: Callable[[], bool]) -> Callable[[], bool]:
         return bound() if bound is not None else False
 
     return call
-
-
-class _DiaryBuild:
-    """The first build of a :class:`MemoryIndex`'s diary index, in a thread of its own (see :data:`DIARY_WAIT`)."""
-
-    def __init__(self, diary: Any, use_jieba: bool, b: float, install: Callable[[_DiaryBuild, DiaryIndex], None]):
-        self.diary, self.use_jieba, self.b = diary, use_jieba, b
-        self._install = weakref.WeakMethod(install)  # a build in flight keeps no index alive
-        self.done = threading.Event()
-        self.retry_at = 0.0
-
-    def start(self) -> None:
-        threading.Thread(target=self._run, name="wikimem-diary-index", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            built = DiaryIndex(self.diary, use_jieba=self.use_jieba, b=self.b)
-            built.refresh()  # every day file read and indexed, outside the index's lock
-            built.bm25.warm()
-            install = self._install()
-            if install is not None:
-                install(self, built)
-        except Exception:
-            self.retry_at = time.monotonic() + _DIARY_RETRY
-            log.exception("building a diary index failed; retrying in %.0f s", _DIARY_RETRY)
-        finally:
-            self.done.set()
 
 
 class MemoryIndex:
@@ -220,10 +143,10 @@ class MemoryIndex:
                 or not 0.0 <= neighbour_smoothing <= 1.0:
             raise ValueError(f"neighbour_smoothing must be a number in [0, 1], got {neighbour_smoothing!r}")
         self.neighbour_smoothing = float(neighbour_smoothing)
-        self.recency_half_life = _check_half_life(recency_half_life)
+        self.recency_half_life = check_half_life(recency_half_life)
         self.neighbour_context = neighbour_context
         self.embed_in_background = bool(embed_in_background)
-        self.diary = _check_diary(diary)
+        self.diary = check_diary(diary)
         self._lock = threading.RLock()
         self._hidden_items: dict[tuple, dict] = {}  # (room, state key) -> the items it leaves out
         self.wiki = WikiIndex(store, use_jieba=self.use_jieba, b=self.bm25_b)
@@ -231,7 +154,7 @@ class MemoryIndex:
             self.wiki.transcripts = transcripts
         self.diary_wait = None if diary_wait is None else float(diary_wait)
         self._diary_index: DiaryIndex | None = None  # built in the background from the first use of diary="all"
-        self._diary_build: _DiaryBuild | None = None
+        self._diary_build: DiaryBuild | None = None
         self.vectors: IndexVectors | None = None
         self._hybrid: HybridRanker | None = None
         if embedder is not None:
@@ -302,16 +225,16 @@ class MemoryIndex:
         with self._lock:
             return self._diary_index is not None
 
-    def _start_diary_build(self) -> _DiaryBuild:
+    def _start_diary_build(self) -> DiaryBuild:
         """The diary build in progress, started now if there is none (called under the lock)."""
         build = self._diary_build
         if build is None or (build.done.is_set() and time.monotonic() >= build.retry_at):
-            build = self._diary_build = _DiaryBuild(self.store.diary, self.use_jieba, self.bm25_b,
+            build = self._diary_build = DiaryBuild(self.store.diary, self.use_jieba, self.bm25_b,
                                                     self._install_diary)
             build.start()
         return build
 
-    def _install_diary(self, build: _DiaryBuild, index: DiaryIndex) -> None:
+    def _install_diary(self, build: DiaryBuild, index: DiaryIndex) -> None:
         with self._lock:
             if self._diary_build is build and self._diary_index is None:
                 self._diary_index = index
@@ -382,7 +305,7 @@ class MemoryIndex:
         q = self._query(query, mode, half_life, time_range, tz, result, room)
         if q.terms or q.window or (self.vectors is not None and q.text.strip()):
             self._answer(q, limit, expand_links, explain, result)
-        _cut(result, budget_tokens, bool(budget_strict), explain)
+        cut_result(result, budget_tokens, bool(budget_strict), explain)
         if explain and q.room is not None:
             result.excluded = {why: len(ids) for why, ids in sorted(q.left_out.items())}
         return result
@@ -392,10 +315,10 @@ class MemoryIndex:
         """retrieve's arguments checked: ``(limit, budget_tokens, diary mode, half-life)``."""
         if not isinstance(query, str):
             raise ValueError(f"query must be a string, got {type(query).__name__}")
-        budget = None if budget_tokens is None else _check_count(budget_tokens, "budget_tokens")
-        mode = self.diary if diary is None else _check_diary(diary)
-        half_life = self.recency_half_life if half_life is None else _check_half_life(half_life)
-        return _check_count(limit, "limit"), budget, mode, half_life
+        budget = None if budget_tokens is None else check_count(budget_tokens, "budget_tokens")
+        mode = self.diary if diary is None else check_diary(diary)
+        half_life = self.recency_half_life if half_life is None else check_half_life(half_life)
+        return check_count(limit, "limit"), budget, mode, half_life
 
     def _query(self, query: str, mode: str, half_life: float | None, time_range: Any, tz: Any,
                result: RetrievalResult, room: Room | None = None) -> Query:
@@ -440,7 +363,7 @@ class MemoryIndex:
     def _gate(self, query: str, time_range: Any, tz: Any, result: RetrievalResult) -> tuple[str, str, str]:
         """Set the result's time window; return the text to embed, the text of the topic and the explicit dates."""
         if time_range is not None:
-            result.time_range, result.time_range_source = _check_range(time_range), "explicit"
+            result.time_range, result.time_range_source = check_range(time_range), "explicit"
             return query, query, ""
         found = scan_time(query, tz=tz)
         if found is None:
@@ -455,7 +378,7 @@ class MemoryIndex:
         window, days = result.time_range, result.time_days
         keyed = self._window_entries(q, window, days)
         if not keyed:
-            window, days = _widen(window), _widen_days(days)
+            window, days = widen(window), widen_days(days)
             result.time_range, result.time_days, result.time_range_widened = window, days, True
             q.left_out.clear()  # the wider window reads its entries again
             keyed = self._window_entries(q, window, days)

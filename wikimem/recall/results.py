@@ -11,10 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikimem.models import RecallItem
+from wikimem.naming import validate_date
 
 from .tokenizer import est_tokens
 
-__all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query"]
+__all__ = ["RetrievedItem", "RetrievalResult", "RecallOptions", "Query", "DIARY_MODES", "check_count", "check_range",
+           "check_diary", "check_half_life"]
+
+DIARY_MODES = ("window", "all")
 
 
 def _item_dict(item: RecallItem, kind: str) -> dict[str, Any]:
@@ -241,3 +245,34 @@ class Query:
             return True
         return self.dates[0] <= day <= self.dates[1] and (self.days is None or day in self.days)
 
+
+# -- the arguments of a retrieve, checked ------------------------------------------------------------
+
+
+def check_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def check_range(time_range: Any) -> tuple[str, str]:
+    if isinstance(time_range, (str, bytes)) or not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+        raise ValueError(f"time_range must be (start, end) dates YYYY-MM-DD, got {time_range!r}")
+    start, end = (validate_date(d) for d in time_range)
+    return (start, end) if start <= end else (end, start)
+
+
+def check_diary(mode: Any) -> str:
+    if mode not in DIARY_MODES:
+        raise ValueError(f"diary must be 'window' or 'all', got {mode!r}")
+    return mode
+
+
+def check_half_life(value: Any) -> float | None:
+    """A half-life in days; None or 0: no recency prior."""
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value \
+            or value == float("inf"):
+        raise ValueError(f"recency_half_life must be a positive number of days (0: none), got {value!r}")
+    return float(value)

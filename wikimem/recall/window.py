@@ -21,9 +21,11 @@ are the same whatever the limit.
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from .fusion import Candidate
 
-__all__ = ["window_order"]
+__all__ = ["window_order", "widen", "widen_days"]
 
 
 def window_order(ranked: list[Candidate], window: list[Candidate], limit: int, *,
@@ -61,3 +63,21 @@ def _reserve(order: list[Candidate], window: set, limit: int) -> list[Candidate]
             out.append(outs[j])
             j += 1
     return out
+
+
+def widen(window: tuple[str, str]) -> tuple[str, str]:
+    start, end = (date.fromisoformat(d) for d in window)
+    # One day each side, but never past the ends of the calendar (0001-01-01, 9999-12-31).
+    start = start - timedelta(days=1) if start > date.min else start
+    end = end + timedelta(days=1) if end < date.max else end
+    return start.isoformat(), end.isoformat()
+
+
+def widen_days(days: list[str] | None) -> list[str] | None:
+    """A set of days, each with the day before and after it."""
+    if not days:
+        return None
+    out = set(days)
+    for d in days:
+        out.update(widen((d, d)))
+    return sorted(out)

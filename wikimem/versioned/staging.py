@@ -35,16 +35,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wikimem.context import WriteContext
-from wikimem.errors import InvalidValue, NotFound, PreconditionFailed, RemoteError, RemoteMoved
+from wikimem.errors import NotFound, PreconditionFailed, RemoteError, RemoteMoved
 from wikimem.format import (
-    parse_day,
-    parse_wiki,
-    render_day,
-    render_wiki,
     utc_now,
 )
 from wikimem.store import MemoryStore, OverlayDoor, Unit, UnitInfo
 
+from .approvedits import apply_edits, check_edits, own_edits, where
 from .history import (
     ItemChange,
     Plan,
@@ -343,7 +340,7 @@ class Staging:
         conflicts: list[dict] = []
         plan_apply(self.git, state, self.git.commit_tree(base), self.git.commit_tree(tip), conflicts, force,
                    tip.decode()[:12])
-        _edit(state, edits)
+        apply_edits(state, edits)
         return finish(state, tip.decode(), conflicts)
 
     # -- the branch's moves ---------------------------------------------------------
@@ -449,7 +446,7 @@ class Staging:
         info = self.info(run)
         tip, base = info.tip.encode(), info.base.encode()
         key = ctx.idempotency_key or f"approve:{run}:{info.tip}"
-        edits = _own_edits(_check_edits(edits), self._changes(base, tip), run)
+        edits = own_edits(check_edits(edits), self._changes(base, tip), run)
         wctx = WriteContext(run=run, actor=info.actor or approver, source_conv=info.source_conv,
                             idempotency_key=key).bound("approve", run, info.tip, force, list(edits), approver)
         vs = self.vstore
@@ -463,8 +460,8 @@ class Staging:
                 plan, writes = self._plan(base, tip, force, State(vs.door.read), edits)
                 skipped = [] if force else plan.conflicts
                 trailers = [("Approved-By", approver), ("Staged-Tip", info.tip), ("Base", info.base)]
-                trailers += [("Skipped", _where(c)) for c in skipped[:MAX_LISTED]]
-                trailers += [("Edited", _where(e)) for e in edits[:MAX_LISTED]]
+                trailers += [("Skipped", where(c)) for c in skipped[:MAX_LISTED]]
+                trailers += [("Edited", where(e)) for e in edits[:MAX_LISTED]]
                 b.unit.info = replace(b.unit.info, undo_items=tuple(_line(c) for c in plan.changes),
                                       trailers=tuple(trailers))
                 stage_writes(vs.writer, writes, "approve", f"approve staged run {run}", always=True)
@@ -558,68 +555,3 @@ class Staging:
         revision = f"{key[0]}+staged:{abs(hash(key[1])):x}"
         return Overlay(key, Snapshot(self.git, head, {p: new for p, (_old, new) in changed.items()},
                                      revision=revision), staged)
-
-
-def _where(thing: dict) -> str:
-    if thing.get("kind", "wiki") == "wiki" and thing.get("file"):
-        return f"{thing.get('file')}/{thing.get('name')}"
-    return f"diary {thing.get('date')} {thing.get('time')}"
-
-
-def _check_edits(edits: Sequence[dict]) -> list[dict]:
-    out = []
-    for e in edits or ():
-        if not isinstance(e, dict) or not isinstance(e.get("content"), str) or not e["content"].strip():
-            raise InvalidValue("an edit is {file, name, content} or {date, time, before, content}, content not empty")
-        if e.get("file") is not None and e.get("name") is not None:
-            out.append({"kind": "wiki", "file": str(e["file"]), "name": str(e["name"]), "content": e["content"]})
-        elif e.get("date") is not None and e.get("time") is not None:
-            out.append({"kind": "diary", "date": str(e["date"]), "time": str(e["time"]),
-                        "before": e.get("before"), "content": e["content"]})
-        else:
-            raise InvalidValue("an edit names an item (file, name) or a diary entry (date, time)")
-    return out
-
-
-def _own_edits(edits: list[dict], changes: Sequence[ItemChange], run: str) -> list[dict]:
-    """``edits`` if each names an item or diary entry the run itself added or changed, else :class:`InvalidValue`:
-    an approval commit carries the run's trailers (a rollback of the run reverts it), so it holds the run's own
-    changes only — an edit of anything else is an operator's write of its own."""
-    from wikimem.naming import sanitize_item_name
-
-    own = {("wiki", c.file, c.name) if c.kind == "wiki" else ("diary", c.date, c.time)
-           for c in changes if c.status != "removed"}
-    for e in edits:
-        key = ("wiki", e["file"], sanitize_item_name(e["name"])) if e["kind"] == "wiki" else (
-            "diary", e["date"], e["time"])
-        if key not in own:
-            raise InvalidValue(f"{_where(e)} is not among what staged run {run} changed: an approval may edit only "
-                               "the run's own items (edit anything else as a write of its own)")
-    return edits
-
-
-def _edit(state: State, edits: Sequence[dict]) -> None:
-    """Apply an operator's edits to the planned files (the item or entry as the plan leaves it)."""
-    from wikimem.format import clean_content, day_path, wiki_path
-    from wikimem.naming import sanitize_item_name, validate_date, validate_file, validate_time
-
-    for e in edits:
-        content = clean_content(e["content"])
-        if e["kind"] == "wiki":
-            file, name = validate_file(e["file"]), sanitize_item_name(e["name"])
-            path = wiki_path(file)
-            items = parse_wiki(state.get(path), file)
-            found = [i for i in items if i.name == name]
-            if not found:
-                raise NotFound(f"no item {file}/{name} to edit in what is approved")
-            state.set(path, render_wiki(file, [replace(i, content=content) if i.name == name else i for i in items]))
-        else:
-            date, time = validate_date(e["date"]), validate_time(e["time"])
-            path = day_path(date)
-            entries = parse_day(state.get(path), date)
-            hits = [n for n, x in enumerate(entries) if x.time == time and e.get("before") in (None, x.content)]
-            if not hits:
-                raise NotFound(f"no diary entry {date} {time} to edit in what is approved")
-            n = hits[-1]
-            entries[n] = replace(entries[n], content=content)
-            state.set(path, render_day(date, entries))

@@ -38,7 +38,8 @@ from wikimem.format import (
 )
 
 from ..messages import clean_value, parse_trailers, printable
-from ..objects import GitRepo, oid, parents_first
+from ..objects import GitRepo, oid
+from ..walk import parents_first
 
 __all__ = ["Target", "Rewriter", "reachable", "marker_message", "rewrite_barrier", "Barrier", "PLACEHOLDER",
            "FORGET_ACTION", "ERASED_ACTION", "tombstone_message", "name_digest"]

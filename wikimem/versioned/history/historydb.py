@@ -16,16 +16,17 @@ import logging
 import os
 import sqlite3
 import threading
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from wikimem.format import iso_instant
 
 from ..messages import parse_trailers
-from ..objects import GitRepo, parents_first
-from .itemdiff import ItemChange, path_changes
+from ..objects import GitRepo
+from ..walk import parents_first
+from .entries import HistoryEntry, HistoryPage
+from .itemdiff import path_changes
 
-__all__ = ["HistoryDB", "HistoryEntry", "HistoryPage", "CommitDiff", "DB_NAME", "iso"]
+__all__ = ["HistoryDB", "DB_NAME", "iso"]
 
 log = logging.getLogger(__name__)
 
@@ -52,55 +53,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 iso = iso_instant  # (what the history's callers name it)
 
 
-@dataclass
-class HistoryEntry:
-    """One commit, as the history shows it."""
-
-    id: str
-    parents: list[str]
-    time: str
-    actor: str | None
-    run: str | None
-    action: str | None
-    file: str | None
-    item: str | None
-    date: str | None
-    time_of_day: str | None
-    owner: str | None
-    source_conv: str | None
-    summary: str
-    changes: int
-    # The characters' layers the commit touched (``characters/<id>/``), comma-separated; None: only the shared one.
-    layers: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class HistoryPage:
-    entries: list[HistoryEntry] = field(default_factory=list)
-    next: str | None = None  # cursor of the older page
-    prev: str | None = None  # cursor of the newer page (``after``), when the page is not the newest
-
-    def to_dict(self) -> dict:
-        return {"entries": [e.to_dict() for e in self.entries], "next": self.next}
-
-
 _COLUMNS = ("id, parents, time, actor, run, action, file, item, date, tod, owner, source_conv, summary, changes, "
             "layers")
-
-
-@dataclass
-class CommitDiff:
-    """A commit (or the span between two) item by item, plus the raw patch."""
-
-    entry: HistoryEntry | None
-    changes: list[ItemChange] = field(default_factory=list)
-    patch: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _entry(row) -> HistoryEntry:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..objects import GitRepo
-from .historydb import HistoryEntry
+from .entries import HistoryEntry
 from .itemdiff import wiki_items
 
 __all__ = ["ItemVersion", "item_versions", "blame"]

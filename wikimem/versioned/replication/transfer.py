@@ -26,6 +26,7 @@ import secrets
 import select
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -34,9 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dulwich.client import HttpGitClient, SSHGitClient, SubprocessGitClient, SubprocessSSHVendor, TCPGitClient
+from dulwich.client import (
+    HttpGitClient,
+    SSHGitClient,
+    SubprocessGitClient,
+    SubprocessSSHVendor,
+    SubprocessWrapper,
+    TCPGitClient,
+    find_git_command,
+)
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Commit, Tree
+from dulwich.protocol import Protocol
 
 from ..objects import oid
 
@@ -208,12 +218,19 @@ def _poller(fileno: int) -> Callable[[], bool]:
 
 
 class _PollingSubprocessClient(SubprocessGitClient):
-    """git's own upload-pack and receive-pack, read with :func:`_poller` instead of select(2)."""
+    """git's own upload-pack and receive-pack, read with :func:`_poller` instead of select(2) (dulwich's connect
+    as it stands, that one call aside)."""
 
     def _connect(self, cmd: bytes, path: bytes | str, protocol_version: int | None = None) -> Any:
-        proto, can_read, stderr = super()._connect(cmd, path, protocol_version)
-        wrapper: Any = can_read.__self__  # type: ignore[attr-defined]  # (dulwich's SubprocessWrapper's can_read)
-        return proto, _poller(wrapper.proc.stdout.fileno()), stderr
+        if isinstance(path, bytes):
+            path = path.decode(self._remote_path_encoding)
+        git_command = self.git_command if self.git_command is not None else find_git_command()
+        proc = subprocess.Popen([*git_command, cmd.decode("ascii"), path], bufsize=0, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        pipe = SubprocessWrapper(proc)
+        assert proc.stdout is not None
+        return (Protocol(pipe.read, pipe.write, pipe.close, report_activity=self._report_activity),
+                _poller(proc.stdout.fileno()), proc.stderr)
 
 
 def metered_client(kind: str, *args: Any, limits: TransferLimits | None = None, **kwargs: Any) -> Any:
