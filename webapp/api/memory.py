@@ -92,10 +92,9 @@ def _append_kwargs(data: dict) -> dict:
 def diary_append(owner_id: str):
     owner = owner_for(owner_id, "write")
     data = json_body({"content", "planned"} | _APPEND | ROOM_FIELDS | WRITE_FIELDS | STAGED, {"content"})
-    planned = {"planned": True} if opt_bool(data, "planned", False) else {}  # (a date after today: a plan)
     with act(owner, "diary-append", data, layered=True) as a:
         done = owner.diary_append(req_str(data, "content"), ctx=a.ctx, character=a.layer, **_append_kwargs(data),
-                                  **planned)
+                                  planned=opt_bool(data, "planned", False))  # (a date after today: a plan)
         a.done(done.commit)
     return committed(done, "entry", a.ctx), 201
 

@@ -149,11 +149,10 @@ def diary_append(owner: OwnerId,
     with _answered():
         mem, principal = _owner(ctx, owner, "write")
         ask = Ask(run=run, actor=actor, source_conv=source_conv, idempotency_key=idempotency_key, layer=character)
-        room: dict[str, Any] = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
-        room.update({"planned": True} if planned else {})
+        room = {k: v for k, v in (("channel", channel), ("present", present)) if v is not None}
         with _act(ctx, mem, principal, "diary-append", ask) as act:
             done = mem.diary_append(content, ctx=act.ctx, character=act.layer, ts=ts, date=date, time=time, tz=tz,
-                                    **room)
+                                    planned=planned, **room)
             act.done(done.commit)
         return {"entry": asdict(done.value), "commit": done.commit, "replayed": bool(done.replayed)}
 
