@@ -118,6 +118,31 @@ def test_backups_are_incremental_by_head_and_one_owner_restores_into_a_live_root
     assert [p.name for p in (tmp_path / "backup" / "manifests").glob("*.json")] == [keep.manifest.split("/")[1]]
 
 
+def test_a_write_between_the_look_at_a_head_and_its_bundle_still_restores(tmp_path, monkeypatch):
+    """The race the backup under load met once: main moved after the backup looked at it and before the bundle
+    was made. The bundle is named by the head it holds, which is the name a restore derives from the manifest."""
+    import wikimem.versioned as versioned
+
+    data = tmp_path / "data"
+    host = make_host(data)
+    owner = host.create_owner(OWNERS[0])
+    owner.add("notes", "a", "before the look")
+    looked = versioned.branch_head
+
+    def look_then_write(folder):
+        head = looked(folder)
+        owner.add("notes", "b", "between the look and the bundle")
+        return head
+
+    monkeypatch.setattr(versioned, "branch_head", look_then_write)
+    report = make_backup(data, tmp_path / "backup")
+    monkeypatch.undo()
+    restored = restore_backup(tmp_path / "backup", tmp_path / "fresh")
+    assert restored.heads[OWNERS[0]] == owner.head()
+    assert [i.name for i in make_host(tmp_path / "fresh").owner(OWNERS[0]).items("notes")] == ["a", "b"]
+    assert report.bundled == 1
+
+
 def test_the_cli_backs_up_and_restores_and_the_next_backup_purges_an_erased_owner(tmp_path, capsys):
     from wikimem.cli import main
 

@@ -165,19 +165,23 @@ def make_backup(root: Path | str, dest: Path | str, *, erased: Callable[[str], b
             entries.append({**known, "id": owner_id})
             report.reused += 1
             continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = dest / "bundles" / folder.name / f".{secrets.token_hex(4)}.tmp"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
             with open(tmp, "wb") as f:
                 refs = write_bundle_of(folder, f)
                 f.flush()
                 os.fsync(f.fileno())
+            # named by the head the bundle holds: a write since the look above moved main, and a restore derives
+            # the bundle's name from the manifest's head
+            head = refs.get("refs/heads/main", head)
+            rel = f"bundles/{folder.name}/{head}.bundle"
+            target = dest / rel
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
         size = target.stat().st_size
-        entries.append({"id": owner_id, "folder": folder.name, "head": refs.get("refs/heads/main", head),
+        entries.append({"id": owner_id, "folder": folder.name, "head": head,
                         "refs": refs, "bundle": rel, "sha256": _sha256(target), "bytes": size})
         report.bundled += 1
         report.bytes_written += size
