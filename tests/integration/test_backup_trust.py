@@ -28,8 +28,14 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+LIVE = ("data", "other")  # the data roots of the fixture's hosts, still running in this process
+
+
 def _tree(top: Path, skip: Path) -> dict[str, tuple]:
-    """Every entry under ``top`` but ``skip``: kind and content hash (links as their target)."""
+    """Every entry under ``top`` but ``skip``: kind and content hash (links as their target). The SQLite files of
+    the fixture's live hosts are listed by name only (their WAL and shared-memory files not at all): their background
+    work (the run index catching up, a checkpoint) may rewrite them at any moment; a file a restore added or any
+    other byte changed still shows."""
     out = {}
     for folder, dirs, files in os.walk(top):
         dirs[:] = [d for d in dirs if Path(folder) / d != skip]
@@ -38,6 +44,9 @@ def _tree(top: Path, skip: Path) -> dict[str, tuple]:
             rel = str(path.relative_to(top))
             if path.is_symlink():
                 out[rel] = ("link", os.readlink(path))
+            elif path.is_file() and ".sqlite3" in name and path.relative_to(top).parts[0] in LIVE:
+                if not name.endswith(("-wal", "-shm", "-journal")):  # (those come and go with the connections)
+                    out[rel] = ("file", "a live host's database")
             elif path.is_file():
                 out[rel] = ("file", _sha(path))
             else:
