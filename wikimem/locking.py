@@ -9,9 +9,10 @@ threads of this process (documented limitation).
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,7 +24,7 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FileLock"]
+__all__ = ["FileLock", "while_locked"]
 
 
 class FileLock:
@@ -82,3 +83,24 @@ class FileLock:
                     raise StoreBusy(f"timed out after {self.timeout}s waiting for {self.path}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.002)
+
+
+def while_locked(step: Callable[[], object], timeout: float) -> None:
+    """Run ``step`` (a SQLite connection's set-up: WAL mode, a migration), again while SQLite says the database is
+    locked, for at most ``timeout`` seconds (backoff 5–200 ms).
+
+    Two connections that switch a file to WAL at once (a process just started beside another, or one recovering
+    after a kill) deadlock on the lock upgrade: SQLite answers one of them "database is locked" at once, without
+    waiting on its busy timeout. The loser waits and tries again.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)

@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from wikimem.locking import while_locked
+
 __all__ = ["AuthState", "STATE_FILE", "SCHEMA_VERSION", "MIGRATIONS", "SchemaTooNew"]
 
 STATE_FILE = Path("auth") / "state.sqlite3"
@@ -68,26 +70,15 @@ class AuthState:
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        """WAL mode and the schema migration, retried while another process does the same.
+        """WAL mode and the schema migration, retried while another process does the same
+        (:func:`~wikimem.locking.while_locked`), for at most the busy timeout."""
 
-        Two connections that both switch an old rollback-journal file to WAL (or both
-        upgrade a read lock) deadlock; SQLite answers one of them "database is locked"
-        at once, without waiting on the busy timeout. The loser waits and tries again,
-        for at most the busy timeout.
-        """
-        deadline = time.monotonic() + self.busy_timeout
-        pause = 0.005
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
-                migrate(conn, self.path)
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.2)
+        def prepare() -> None:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last logouts, never corrupt
+            migrate(conn, self.path)
+
+        while_locked(prepare, self.busy_timeout)
 
     def version(self) -> int:
         """The file's schema version (after the migration its opening ran)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wikimem.errors import StoreBusy
+from wikimem.locking import while_locked
 
 from . import pgpool
 
@@ -95,7 +96,7 @@ class Database:
         path = Path(self.target)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), 30.0)  # (another process may switch it too)
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn

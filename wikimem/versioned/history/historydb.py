@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from wikimem.format import iso_instant
+from wikimem.locking import while_locked
 
 from ..messages import parse_trailers
 from ..objects import GitRepo
@@ -103,7 +104,7 @@ class HistoryDB:
     def _connect(self) -> sqlite3.Connection:
         new = not self.path.exists()
         conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), 60.0)  # (another process may switch it too)
         # Derived state, off the sync path: a commit never syncs (NORMAL in WAL mode syncs only at a
         # checkpoint), and a checkpoint (three syncs) comes once per WAL_PAGES pages (some 30 writes), not per
         # write. A power loss may cost the last transactions, never consistency: the index catches up from git.
