@@ -24,6 +24,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,7 @@ def _meta(item: RecallItem) -> tuple:
     return item.owner, item.source_conv, item.ts, item.channel, item.present
 
 
+@lru_cache(maxsize=4096)
 def _day(name: str) -> str | None:
     """The date a day file's name stands for, else None."""
     return name[:-3] if name.endswith(".md") and DATE_RE.fullmatch(name[:-3]) else None

@@ -26,7 +26,7 @@ from .diary_index import DiaryBuild, DiaryIndex
 from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
-from .lexical import B
+from .lexical import B, by_score
 from .results import (
     DIARY_MODES,
     Query,
@@ -424,6 +424,8 @@ class MemoryIndex:
         with self._lock:
             self._ensure_fresh(q.mode)
             hidden = self._hidden(q.room, q.mode) if q.room is not None else {}
+            # (no indexed item the room leaves out: BM25's candidates need no sifting — the window's were sifted)
+            sifting = q.room is not None and (bool(hidden) or self._hybrid is not None)
             if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
                 pool, hidden = pool + len(hidden), {}
             cands = self._bm25_candidates(q, pool, hidden) if q.terms and pool else []
@@ -432,7 +434,8 @@ class MemoryIndex:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
             if fused is not None:
                 cands, result.embedding_used = fused, True
-        cands = sift(cands, q.room, q.left_out, _item)
+        if sifting:
+            cands = sift(cands, q.room, q.left_out, _item)
         return self._demote(self._prior(cands, q), q, first)
 
     def _hidden(self, room: Room, mode: str) -> dict[Any, tuple[str, Any]]:
@@ -502,7 +505,7 @@ class MemoryIndex:
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(key, s) for key, s in every if q.in_window(key[0])]
-        return sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:k]
+        return by_score(wiki + days)[:k]
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:

@@ -6,6 +6,7 @@ Design notes: docs/explanation/recall-internals.md (``wikimem/recall/smoothing.p
 from __future__ import annotations
 
 import re
+from itertools import chain
 from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -42,17 +43,13 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     """
     raw: dict[Hashable, float] = dict(seeds)
     # around: every key in play (the seeds, then their neighbours, in order) -> its neighbours
-    around: dict[Hashable, tuple[Hashable, ...]] = {}
-    for k, _ in seeds:
-        if k not in around:
-            around[k] = neighbours(k)
-    for k in list(around):
-        for n in around[k]:
+    around: dict[Hashable, tuple[Hashable, ...]] = {k: neighbours(k) for k in raw}
+    for near in list(around.values()):
+        for n in near:
             if n not in around:
                 around[n] = () if n in hidden else neighbours(n)  # (a hidden key's own score is not wanted)
     wanted = set(around)
-    for near in around.values():
-        wanted.update(near)
+    wanted.update(chain.from_iterable(around.values()))
     wanted.difference_update(raw)
     if wanted:
         raw.update(scores(wanted))
@@ -84,11 +81,14 @@ def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
     if diary is None and not q.window:  # wiki keys only: the index's own method, one call a key
         return wiki.neighbours, _scores(q, wiki, diary)
 
+    wiki_near = wiki.neighbours
+    if diary is not None:  # (one call a key: smoothing's hot path)
+        diary_near = diary.neighbours
+        return (lambda key: wiki_near(key) if len(key) == 2 else diary_near(key)), _scores(q, wiki, diary)
+
     def neighbours(key: Any) -> tuple:
         if len(key) == 2:
-            return wiki.neighbours(key)
-        if diary is not None:
-            return diary.neighbours(key)
+            return wiki_near(key)
         n = key[2]  # the window's entries in time order: neighbours on the same day
         return tuple(q.window_keys[i] for i in (n - 1, n + 1) if 0 <= i <= last and q.window[i].file == key[0])
 
