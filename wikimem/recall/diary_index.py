@@ -92,6 +92,12 @@ class DiaryIndex:
         """Every entry, oldest day first, in file order within a day."""
         return [item for day in sorted(self._days) for _, item in self._days[day]]
 
+    @property
+    def near(self) -> dict[Key, tuple[Key, ...]]:
+        """Each entry's neighbours on its day (entries alone on their day are left out): :meth:`neighbours` as a
+        mapping, read only."""
+        return self._near
+
     def neighbours(self, key: Key) -> tuple[Key, ...]:
         """The entries just before and after ``key`` on its day (a day is conversation-like)."""
         return self._near.get(key, ())
