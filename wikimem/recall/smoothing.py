@@ -6,8 +6,8 @@ Design notes: docs/explanation/recall-internals.md (``wikimem/recall/smoothing.p
 from __future__ import annotations
 
 import re
-from itertools import chain, repeat
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 __all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
