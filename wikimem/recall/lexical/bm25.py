@@ -461,7 +461,7 @@ class BM25Index:
                 closed = self._close(acc, k, rest[nxt])
         keys = self._keys
         if k is not None and len(acc) > k:  # only what can make the top k becomes a pair
-            threshold = heapq.nlargest(k, acc.values())[-1]
+            threshold = _kth_largest(list(acc.values()), k)
             return [(keys[s], v) for s, v in acc.items() if v >= threshold]
         return [(keys[s], v) for s, v in acc.items()]
 
@@ -503,7 +503,7 @@ class BM25Index:
 
         Also drops seen documents that cannot reach the top k any more.
         """
-        theta = heapq.nlargest(k, acc.values())[-1]
+        theta = _kth_largest(list(acc.values()), k)
         slack = rest * (1 + _SAFETY) + theta * _SAFETY
         if slack >= theta:
             return False
@@ -529,9 +529,18 @@ class BM25Index:
 def _best(ranked: list[tuple[Hashable, float]], k: int | None) -> list[tuple[Hashable, float]]:
     """Score descending, ties by key ascending, cut to ``k``."""
     if k is not None and len(ranked) > k:
-        threshold = heapq.nlargest(k, (v for _, v in ranked))[-1]
+        threshold = _kth_largest([v for _, v in ranked], k)
         ranked = [kv for kv in ranked if kv[1] >= threshold]
     return by_score(ranked)[:k]
+
+
+def _kth_largest(values: list[float], k: int) -> float:
+    """The ``k``-th largest of ``values`` (``1 <= k <= len(values)``): a sort when ``k`` is a good share of them
+    (a pool of 200 among a few hundred: ten times faster than a heap), else a heap."""
+    if len(values) <= 8 * k:
+        values.sort(reverse=True)
+        return values[k - 1]
+    return heapq.nlargest(k, values)[-1]
 
 
 def by_score(ranked: Iterable[tuple[Hashable, float]]) -> list[tuple[Hashable, float]]:
