@@ -451,9 +451,12 @@ class Owner:
         """Where a retrieve's answer will be read (None: nowhere said, and no character recalls)."""
         if character is None and channel is None and present is None:
             return None
+        # (the person's dm_with_others counts only when the room says a channel or who is there: no settings
+        # read on a character's every retrieve)
+        open_to_others = channel is not None or present is not None
         return Room(person=self.id, channel=None if channel is None else validate_channel_id(channel),
                     present=None if present is None else validate_present(present), character=character,
-                    dm_with_others=bool(self.settings().dm_with_others))
+                    dm_with_others=open_to_others and bool(self.settings().dm_with_others))
 
     def _sources(self, character: str | None, commit: str | None, include_staged: bool,
                  room: Room | None = None) -> list[Source]:

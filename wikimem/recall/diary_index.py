@@ -24,6 +24,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class DiaryIndex:
         self.b = b  # BM25's length normalisation
         self.bm25 = BM25Index(b=b)
         self._days: dict[str, list[tuple[Key, RecallItem]]] = {}
-        self._at: dict[Key, int] = {}  # each entry's place in its day (neighbours in O(1))
+        self._near: dict[Key, tuple[Key, ...]] = {}  # each entry's neighbours on its day (smoothing's hot path)
         self._items: dict[Key, RecallItem] = {}
         self._by_hash: dict[str, set[Key]] = {}  # hash of the embedded text -> entries (vector hits)
         self.roomed: dict[Key, RecallItem] = {}  # the entries that say where they were said (recall in a room)
@@ -91,13 +92,15 @@ class DiaryIndex:
         """Every entry, oldest day first, in file order within a day."""
         return [item for day in sorted(self._days) for _, item in self._days[day]]
 
+    @property
+    def near(self) -> dict[Key, tuple[Key, ...]]:
+        """Each entry's neighbours on its day (entries alone on their day are left out): :meth:`neighbours` as a
+        mapping, read only."""
+        return self._near
+
     def neighbours(self, key: Key) -> tuple[Key, ...]:
         """The entries just before and after ``key`` on its day (a day is conversation-like)."""
-        at = self._at.get(key)
-        if at is None:
-            return ()
-        day = self._days[key[0]]
-        return tuple(day[i][0] for i in (at - 1, at + 1) if 0 <= i < len(day))
+        return self._near.get(key, ())
 
     def keyed(self, start: str | None = None, end: str | None = None) -> list[tuple[Key, RecallItem]]:
         """``(key, item)`` of the entries in the closed date range (all without one), in time order."""
@@ -130,7 +133,7 @@ class DiaryIndex:
     def rebuild(self) -> None:
         """Forget everything and read the whole diary again."""
         self.bm25 = BM25Index(b=self.b)
-        self._days, self._items, self._by_hash, self.roomed, self._at = {}, {}, {}, {}, {}
+        self._days, self._items, self._by_hash, self.roomed, self._near = {}, {}, {}, {}, {}
         self._signature, self._static_read = None, False
         self.generation += 1
         self.refresh()
@@ -160,8 +163,8 @@ class DiaryIndex:
             if not entries:
                 continue
             self._days[date] = entries
-            for at, (key, item) in enumerate(entries):
-                self._at[key] = at
+            self._near.update(_near(entries))
+            for key, item in entries:
                 self._items[key] = item
                 self._room(key, item)
                 docs.append((key, tokenize(item_text(item), use_jieba=self.use_jieba)))
@@ -180,7 +183,7 @@ class DiaryIndex:
             self._unhash(key, old[key])
             del self._items[key]
             self.roomed.pop(key, None)
-            self._at.pop(key, None)
+            self._near.pop(key, None)
             changed = True
         for key, item in new.items():
             before = old.get(key)
@@ -196,7 +199,7 @@ class DiaryIndex:
             self._room(key, item)
         if entries:
             self._days[date] = entries
-            self._at.update((key, at) for at, (key, _) in enumerate(entries))
+            self._near.update(_near(entries))
         else:
             self._days.pop(date, None)
         return changed
@@ -216,10 +219,17 @@ class DiaryIndex:
                 del self._by_hash[digest]
 
 
+def _near(day: list[tuple[Key, RecallItem]]) -> dict[Key, tuple[Key, ...]]:
+    """Each entry of a day with the keys just before and after it."""
+    keys = [key for key, _ in day]
+    return {key: tuple(keys[j] for j in (i - 1, i + 1) if 0 <= j < len(keys)) for i, key in enumerate(keys)}
+
+
 def _meta(item: RecallItem) -> tuple:
     return item.owner, item.source_conv, item.ts, item.channel, item.present
 
 
+@lru_cache(maxsize=4096)
 def _day(name: str) -> str | None:
     """The date a day file's name stands for, else None."""
     return name[:-3] if name.endswith(".md") and DATE_RE.fullmatch(name[:-3]) else None

@@ -26,7 +26,7 @@ from .diary_index import DiaryBuild, DiaryIndex
 from .filler import is_content_free
 from .fusion import Candidate, apply_recency
 from .hybrid import HybridRanker
-from .lexical import B
+from .lexical import B, by_score
 from .results import (
     DIARY_MODES,
     Query,
@@ -403,13 +403,14 @@ class MemoryIndex:
     def _hits(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
         window = [Candidate(k, i, "diary") for k, i in zip(q.window_keys, q.window)]
         if not q.window:
-            return self._rank(q, limit, result)[:limit]  # BM25 or fused, or the embedding path alone
+            return self._rank(q, limit, result, first=limit)  # BM25 or fused, or the embedding path alone
         if not q.terms:  # a window and nothing to search for: the window, newest first
             return window[::-1][:limit]
         return window_order(self._rank(q, limit, result), window, limit, fallback=q.fallback)
 
-    def _rank(self, q: Query, limit: int, result: RetrievalResult) -> list[Candidate]:
-        """The ranked candidates, best first (at least the top ``limit``): BM25, or fused with cosine.
+    def _rank(self, q: Query, limit: int, result: RetrievalResult, first: int | None = None) -> list[Candidate]:
+        """The ranked candidates, best first (at least the top ``limit``; only the ``first`` when given): BM25, or
+        fused with cosine.
 
         The pool is the same whatever the limit (up to :data:`POOL`): the candidates, their normalisation
         and so the first ``k`` do not depend on how many are asked for.
@@ -423,6 +424,8 @@ class MemoryIndex:
         with self._lock:
             self._ensure_fresh(q.mode)
             hidden = self._hidden(q.room, q.mode) if q.room is not None else {}
+            # (no indexed item the room leaves out: BM25's candidates need no sifting — the window's were sifted)
+            sifting = q.room is not None and (bool(hidden) or self._hybrid is not None)
             if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
                 pool, hidden = pool + len(hidden), {}
             cands = self._bm25_candidates(q, pool, hidden) if q.terms and pool else []
@@ -431,8 +434,9 @@ class MemoryIndex:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
             if fused is not None:
                 cands, result.embedding_used = fused, True
-        cands = sift(cands, q.room, q.left_out, _item)
-        return self._demote(self._prior(cands, q), q)
+        if sifting:
+            cands = sift(cands, q.room, q.left_out, _item)
+        return self._demote(self._prior(cands, q), q, first)
 
     def _hidden(self, room: Room, mode: str) -> dict[Any, tuple[str, Any]]:
         """The indexed items ``room`` leaves out, ``{key: (reason, item)}`` (called under the lock, after
@@ -447,14 +451,23 @@ class MemoryIndex:
             self._hidden_items[key] = found
         return found
 
-    def _demote(self, cands: list[Candidate], q: Query) -> list[Candidate]:
-        """A question with content ranks the content-free turns (greetings, acknowledgements) after the others."""
+    def _demote(self, cands: list[Candidate], q: Query, first: int | None = None) -> list[Candidate]:
+        """A question with content ranks the content-free turns (greetings, acknowledgements) after the others
+        (the ``first`` of that order only, when given: the candidates are looked at until they are known)."""
         if not q.content or not cands:
-            return cands
+            return cands[:first]
+        kept: list[Candidate] = []
+        free: list[Candidate] = []
         with self._lock:
-            free = [self.wiki.content_free(c.item) if c.kind == "wiki"
-                    else is_content_free(c.item.content, use_jieba=self.use_jieba) for c in cands]
-        return [c for c, f in zip(cands, free) if not f] + [c for c, f in zip(cands, free) if f]
+            for c in cands:
+                if self.wiki.content_free(c.item) if c.kind == "wiki" else is_content_free(c.item.content,
+                                                                                          use_jieba=self.use_jieba):
+                    free.append(c)
+                else:
+                    kept.append(c)
+                    if len(kept) == first:
+                        return kept
+        return (kept + free)[:first]
 
     def _prior(self, cands: list[Candidate], q: Query) -> list[Candidate]:
         if q.half_life is None:
@@ -492,7 +505,7 @@ class MemoryIndex:
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(key, s) for key, s in every if q.in_window(key[0])]
-        return sorted(wiki + days, key=lambda kv: (-kv[1], kv[0]))[:k]
+        return by_score(wiki + days)[:k]
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
         if len(key) == 3:

@@ -6,7 +6,8 @@ Design notes: docs/explanation/recall-internals.md (``wikimem/recall/smoothing.p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 __all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
@@ -28,13 +29,14 @@ def is_transcript(file: str, items: Sequence[Any]) -> bool:
 
 
 def smooth(seeds: list[tuple[Hashable, float]], weight: float,
-           neighbours: Callable[[Hashable], tuple[Hashable, ...]],
+           neighbours: Callable[[Hashable], tuple[Hashable, ...]] | Mapping[Hashable, tuple[Hashable, ...]],
            scores: Callable[[Iterable[Hashable]], dict[Hashable, float]], *,
            hidden: Container[Hashable] = (), limit: int | None = None) -> list[tuple[Hashable, float]]:
     """BM25's best ``(key, score)`` and their neighbours, re-scored with their neighbours' share.
 
     ``neighbours(key)``: the keys just before and after it in a
-    conversation-like file (none elsewhere); ``scores(keys)``: raw BM25
+    conversation-like file (none elsewhere), or a mapping of them (a key
+    missing has none); ``scores(keys)``: raw BM25
     scores of those keys (missing = 0). Best first, ties by key; the best
     ``limit`` only when given (the same as the whole list cut there).
     ``hidden``: keys left out of the answer (recall in a room): they still
@@ -42,17 +44,18 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     """
     raw: dict[Hashable, float] = dict(seeds)
     # around: every key in play (the seeds, then their neighbours, in order) -> its neighbours
-    around: dict[Hashable, tuple[Hashable, ...]] = {}
-    for k, _ in seeds:
-        if k not in around:
-            around[k] = neighbours(k)
-    for k in list(around):
-        for n in around[k]:
+    if isinstance(neighbours, Mapping):
+        mapped = neighbours.get
+        around: dict[Hashable, tuple[Hashable, ...]] = dict(zip(raw, map(mapped, raw, repeat(()))))
+        one: Callable[[Hashable], tuple[Hashable, ...]] = lambda key: mapped(key, ())  # noqa: E731
+    else:
+        around, one = {k: neighbours(k) for k in raw}, neighbours
+    for near in list(around.values()):
+        for n in near:
             if n not in around:
-                around[n] = () if n in hidden else neighbours(n)  # (a hidden key's own score is not wanted)
+                around[n] = () if n in hidden else one(n)  # (a hidden key's own score is not wanted)
     wanted = set(around)
-    for near in around.values():
-        wanted.update(near)
+    wanted.update(chain.from_iterable(around.values()))
     wanted.difference_update(raw)
     if wanted:
         raw.update(scores(wanted))
@@ -73,7 +76,7 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     return [(key, -negated) for negated, key in (ranked if limit is None else ranked[:limit])]
 
 
-def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
+def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable | Mapping, Callable]:
     """``(neighbours, scores)`` for :func:`smooth` over an index's wiki and diary entries in play.
 
     ``q``: the :class:`~wikimem.recall.results.Query`; ``diary``: the diary
@@ -82,13 +85,18 @@ def lexical_sides(q: Any, wiki: Any, diary: Any) -> tuple[Callable, Callable]:
     """
     last = len(q.window) - 1
     if diary is None and not q.window:  # wiki keys only: the index's own method, one call a key
-        return wiki.neighbours, _scores(q, wiki, diary)
+        return (wiki.neighbours if wiki.conversational() else {}), _scores(q, wiki, diary)
+
+    wiki_near = wiki.neighbours
+    if diary is not None:  # (one call a key, or none: smoothing's hot path)
+        if not wiki.conversational():
+            return diary.near, _scores(q, wiki, diary)  # (a wiki key is in no day)
+        diary_near = diary.neighbours
+        return (lambda key: wiki_near(key) if len(key) == 2 else diary_near(key)), _scores(q, wiki, diary)
 
     def neighbours(key: Any) -> tuple:
         if len(key) == 2:
-            return wiki.neighbours(key)
-        if diary is not None:
-            return diary.neighbours(key)
+            return wiki_near(key)
         n = key[2]  # the window's entries in time order: neighbours on the same day
         return tuple(q.window_keys[i] for i in (n - 1, n + 1) if 0 <= i <= last and q.window[i].file == key[0])
 

@@ -41,6 +41,7 @@ class WikiIndex:
         # file -> {name: the keys just before and after it}: smoothing's neighbours, made on first
         # use of the file; empty for a file that is not conversation-like
         self._order: dict[str, dict[str, tuple[Key, ...]]] = {}
+        self._conversational: tuple[int, bool] = (-1, False)  # (generation, any conversation-like file)
         # file -> the speakers of its labelled turns; (file, name) -> (item, content free?)
         self._speakers: dict[str, tuple[str, ...]] = {}
         self._free: dict[Key, tuple[RecallItem, bool]] = {}
@@ -77,6 +78,12 @@ class WikiIndex:
         """The items just before and after ``key`` in its file, when the file is conversation-like."""
         around = self._order.get(key[0])  # (the hot path of smoothing: the file's map, made once)
         return (around if around is not None else self._around(key[0])).get(key[1], ())
+
+    def conversational(self) -> bool:
+        """Whether any file is conversation-like (looked at once per :attr:`generation`)."""
+        if self._conversational[0] != self.generation:
+            self._conversational = (self.generation, any(self._around(f) for f in self._files))
+        return self._conversational[1]
 
     def conversations(self) -> frozenset[str]:
         """The conversation-like files (the ones smoothing and neighbour context treat as conversations)."""

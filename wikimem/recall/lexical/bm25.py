@@ -26,7 +26,7 @@ from typing import Any
 
 from .postings import ImpactCaches, Postings
 
-__all__ = ["BM25Index", "K1", "B", "idf"]
+__all__ = ["BM25Index", "K1", "B", "idf", "by_score"]
 
 K1 = 1.5
 B = 0.75
@@ -461,7 +461,7 @@ class BM25Index:
                 closed = self._close(acc, k, rest[nxt])
         keys = self._keys
         if k is not None and len(acc) > k:  # only what can make the top k becomes a pair
-            threshold = heapq.nlargest(k, acc.values())[-1]
+            threshold = _kth_largest(list(acc.values()), k)
             return [(keys[s], v) for s, v in acc.items() if v >= threshold]
         return [(keys[s], v) for s, v in acc.items()]
 
@@ -474,8 +474,10 @@ class BM25Index:
 
     def _impacts(self, p: Postings, stats: _Stats) -> tuple[dict[int, float], float]:
         """A term's impacts by slot and their maximum; cached until the statistics change."""
-        dl, avgdl, impact = self._dl, stats.avgdl, self._impact
-        imps = {s: impact(tf, dl[s], avgdl) for s, tf in zip(p.slots, p.tfs) if tf}
+        # _impact's formula, its operations in the same order (the same floats), without a call per posting
+        dl, avgdl, k1, b = self._dl, stats.avgdl, self.k1, self.b
+        k1_1, b_1 = k1 + 1, 1 - b
+        imps = {s: tf * k1_1 / (tf + k1 * (b_1 + b * dl[s] / avgdl)) for s, tf in zip(p.slots, p.tfs) if tf}
         entry = (imps, max(imps.values(), default=0.0))
         if stats.version is not None:
             p.cache = (stats.version, imps, entry[1])
@@ -501,7 +503,7 @@ class BM25Index:
 
         Also drops seen documents that cannot reach the top k any more.
         """
-        theta = heapq.nlargest(k, acc.values())[-1]
+        theta = _kth_largest(list(acc.values()), k)
         slack = rest * (1 + _SAFETY) + theta * _SAFETY
         if slack >= theta:
             return False
@@ -527,7 +529,23 @@ class BM25Index:
 def _best(ranked: list[tuple[Hashable, float]], k: int | None) -> list[tuple[Hashable, float]]:
     """Score descending, ties by key ascending, cut to ``k``."""
     if k is not None and len(ranked) > k:
-        threshold = heapq.nlargest(k, (v for _, v in ranked))[-1]
+        threshold = _kth_largest([v for _, v in ranked], k)
         ranked = [kv for kv in ranked if kv[1] >= threshold]
-    ranked.sort(key=lambda kv: (-kv[1], kv[0]))
-    return ranked if k is None else ranked[:k]
+    return by_score(ranked)[:k]
+
+
+def _kth_largest(values: list[float], k: int) -> float:
+    """The ``k``-th largest of ``values`` (``1 <= k <= len(values)``): a sort when ``k`` is a good share of them
+    (a pool of 200 among a few hundred: ten times faster than a heap), else a heap."""
+    if len(values) <= 8 * k:
+        values.sort(reverse=True)
+        return values[k - 1]
+    return heapq.nlargest(k, values)[-1]
+
+
+def by_score(ranked: Iterable[tuple[Hashable, float]]) -> list[tuple[Hashable, float]]:
+    """``(key, score)`` pairs, score descending and ties by key ascending (sorted as ``(-score, key)`` tuples: no
+    key function called per pair)."""
+    order = [(-v, key) for key, v in ranked]
+    order.sort()
+    return [(key, -negated) for negated, key in order]
