@@ -13,6 +13,10 @@ hand. Before each use, an :class:`IndexSlot` makes two cheap checks:
    otherwise: a hand edit made in place is seen within that bound, and a
    request on an unchanged owner costs one ref read and one ``stat``.
 
+The diary index (``diary="all"``) is looked at under the same rule
+(:class:`DiaryCheck`): its folder's listing only when HEAD or the diary
+folder's stamp moved, or every :data:`FULL_CHECK_SECONDS`.
+
 Only the RecallFiles named by either check are re-read (``index.refresh``);
 anything unexpected falls back to a full ``rebuild``. Writes made in this
 process are seen by the index on its own (``store.revision``).
@@ -27,13 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem.format import WIKI_DIR, is_memory_name, layer_of, layer_prefix, memory_path
+from wikimem.format import DIARY_DIR, WIKI_DIR, is_memory_name, layer_of, layer_prefix, memory_path
 from wikimem.fsio import Stamp, folder_signature, stat_stamp
 
 if TYPE_CHECKING:
     from wikimem.recall import MemoryIndex
 
-__all__ = ["IndexSlot", "wiki_signature", "FULL_CHECK_SECONDS"]
+__all__ = ["IndexSlot", "DiaryCheck", "wiki_signature", "FULL_CHECK_SECONDS"]
 
 # The wiki folder's full listing (each file's stamp) is taken at least this often (seconds).
 FULL_CHECK_SECONDS = 1.0
@@ -60,6 +64,24 @@ def _wiki_files(paths: list[str], layer: str | None = None) -> set[str]:
     """RecallFile names among repository paths (``wiki/<file>.md`` of the layer)."""
     kinds = (memory_path(rel) for rel in paths if layer_of(rel)[0] == layer)
     return {kind[1] for kind in kinds if kind is not None and kind[0] == WIKI_DIR}
+
+
+class DiaryCheck:
+    """Whether a layer's diary may have changed since the last call: HEAD or the diary folder's stamp moved, or the
+    time bound passed (a hand edit made in place). True the first time. Called under the index's lock."""
+
+    def __init__(self, vstore, layer: str | None = None):
+        self.vstore = vstore
+        self._diary = Path(vstore.root) / layer_prefix(layer) / DIARY_DIR
+        self._seen: tuple[str | None, Stamp | None] | None = None
+        self._next_full = 0.0
+
+    def __call__(self) -> bool:
+        seen, now = (self.vstore.head(), stat_stamp(self._diary)), time.monotonic()
+        if seen == self._seen and now < self._next_full:
+            return False
+        self._seen, self._next_full = seen, now + FULL_CHECK_SECONDS
+        return True
 
 
 class IndexSlot:
@@ -97,6 +119,7 @@ class IndexSlot:
             self._next_full = now + FULL_CHECK_SECONDS
             if self.index is None:
                 self.index = self._make_index()
+                self.index.diary_changed = DiaryCheck(self.vstore, self.layer)
                 self.index.rebuild()
             elif head != self._seen_head or signature != self._signature:
                 self._catch_up(self.index, head, signature)

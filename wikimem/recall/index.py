@@ -155,6 +155,9 @@ class MemoryIndex:
         self.diary_wait = None if diary_wait is None else float(diary_wait)
         self._diary_index: DiaryIndex | None = None  # built in the background from the first use of diary="all"
         self._diary_build: DiaryBuild | None = None
+        # Whether the diary may have changed since the last look (None: always look — the library's default). The
+        # host sets it from its own cheap checks (HEAD, the folder's stamp, a time bound): host/freshness.py.
+        self.diary_changed: Callable[[], bool] | None = None
         self.vectors: IndexVectors | None = None
         self._hybrid: HybridRanker | None = None
         if embedder is not None:
@@ -207,7 +210,7 @@ class MemoryIndex:
     def _diary_fresh(self) -> DiaryIndex | None:
         """The diary index brought up to date, or None while its first build runs (called under the lock)."""
         index = self._diary_index
-        if index is not None:
+        if index is not None and (self.diary_changed is None or self.diary_changed()):
             index.refresh()
         return index
 
