@@ -120,7 +120,7 @@ for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 def on_starting(server) -> None:
     """In the master, before any worker: refuse a configuration that cannot run, in one line."""
     from webapp.config import ConfigError, flask_config, host_config
-    from wikimem.host import prepare_metrics_dir
+    from wikimem.host import prepare_embedder, prepare_metrics_dir
 
     try:
         config = host_config(flask_config())  # the host's and Flask's checks, as each worker will make them
@@ -135,6 +135,9 @@ def on_starting(server) -> None:
     except OSError as exc:
         raise SystemExit(f"wikimem: cannot prepare the metrics folder (WIKIMEM_METRICS_DIR): {exc}") from None
     server.log.info("metrics of every worker in %s", folder)
+    engine = prepare_embedder(config)  # (WIKIMEM_EMBED_KERNEL=prepared: built once here, loaded by every worker)
+    if engine is not None:
+        server.log.info("the local model runs on the prepared engine %s", engine)
 
 
 def child_exit(server, worker) -> None:

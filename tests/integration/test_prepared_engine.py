@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,32 @@ def test_the_setting_is_checked():
     chosen = build_embedder(load_config(environ={"WIKIMEM_DATA": "/srv/wm", "WIKIMEM_EMBEDDER": "local",
                                                  "WIKIMEM_EMBED_KERNEL": "prepared"}))
     assert chosen.kernel == "prepared"
+
+
+@builds
+def test_gunicorns_master_builds_it_once_and_the_workers_serve_fused_retrieves_with_it(tmp_path):
+    """WIKIMEM_EMBED_KERNEL=prepared under the shipped gunicorn: the master builds the engine before any worker,
+    says so, and a fused retrieve through the API answers with the vectors (one engine file, no build left)."""
+    from gunicorn_env import Gunicorn, json_call
+
+    server = Gunicorn(tmp_path, WIKIMEM_EMBEDDER="local", WIKIMEM_EMBED_KERNEL="prepared", WIKIMEM_WORKERS="2",
+                      WIKIMEM_LOG_FORMAT="text").start()
+    try:
+        port = int(server.base.rsplit(":", 1)[1])
+        assert "the local model runs on the prepared engine e5-prepared-" in server.output()
+        assert json_call(port, "PUT", "/api/v1/owners/user%3Aa", server.token)[0] in (200, 201)
+        status, _ = json_call(port, "PUT", "/api/v1/owners/user%3Aa/items/pets/cat", server.token,
+                              {"content": "Nora adopted a grey cat called Miso."})
+        assert status in (200, 201)
+        for _ in range(300):  # (embedded in the background)
+            status, got = json_call(port, "POST", "/api/v1/owners/user%3Aa/retrieve", server.token,
+                                    {"query": "which pet does Nora have?", "limit": 3})
+            counted = got.get("vectors") if status == 200 else None
+            if counted and counted["embedded"] == counted["total"]:
+                break
+            time.sleep(0.1)
+        assert status == 200 and got["embedding_used"] and got["items"][0]["item"]["name"] == "cat", got
+        kernels = server.data / "cache" / "kernels"
+        assert [p.name for p in kernels.iterdir()] == [next(kernels.glob("e5-prepared-*.so")).name]
+    finally:
+        server.stop()

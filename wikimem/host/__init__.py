@@ -24,6 +24,7 @@ from .config import (
     build_metrics,
     load_config,
     mark_worker_dead,
+    prepare_embedder,
     prepare_metrics_dir,
     read_setting,
 )
@@ -78,5 +79,5 @@ __all__ = [
     "BadRequest", "ToolCallError", "LLMNotConfigured", "QueueFull", "MAX_PAGE", "EXPORT_TYPES", "OwnerQuota",
     "RunQuery", "JobQuery", "Act", "Ask", "Caller", "Gate", "job_context",
     "Config", "ConfigError", "load_config", "read_setting", "build_host", "audit", "result_of", "AUDIT_LOGGER",
-    "build_metrics", "prepare_metrics_dir", "mark_worker_dead",
+    "build_metrics", "prepare_metrics_dir", "prepare_embedder", "mark_worker_dead",
 ]

