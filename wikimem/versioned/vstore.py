@@ -436,12 +436,18 @@ class VersionedStore:
             self.tell(step.commit)
         if done:  # after the listeners: a writer killed before they ran leaves the record, and recovery tells them
             self.intent.mark(record, APPLIED)
-        if self.auto_pack and self.db.since_pack() >= self.pack_every:
+        if self.auto_pack and self._since_pack(done) >= self.pack_every:
             try:
                 self._pack_locked()
             except Exception:  # packing is housekeeping: the write is done
                 log.exception("packing %s failed", self.root)
         return done
+
+    def _since_pack(self, finished: bool) -> int:
+        """Commits since the last pack: as the round's own history transaction counted them (no query), else
+        asked of the history index."""
+        counted, self.db.counted = self.db.counted, None
+        return counted if finished and counted is not None else self.db.since_pack()
 
     def _abort(self, record: Record, landing: Landing | None) -> None:
         """A round failed before its branch move: the record says so (synced), then its files go back."""
@@ -473,7 +479,8 @@ class VersionedStore:
         hints = {s.commit.encode(): [tuple(t) for t in s.touches] for s in steps if s.touches is not None}
         results = {s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
                    for s in steps if s.result}
-        self.db.sync(hints or None, results=results or None)
+        base = steps[0].parent.encode() if steps and steps[0].parent else None
+        self.db.sync(hints or None, results=results or None, chain=(base, [s.commit.encode() for s in steps]))
 
     # -- recovery ----------------------------------------------------------------
 
