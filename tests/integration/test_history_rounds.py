@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("dulwich")
 
 from wikimem.context import WriteContext  # noqa: E402
-from wikimem.versioned import VersionedStore  # noqa: E402
+from wikimem.versioned import Target, VersionedStore  # noqa: E402
 from wikimem.versioned.history.historydb import DB_NAME  # noqa: E402
 
 GIT = shutil.which("git")
@@ -140,3 +140,60 @@ def test_loose_objects_of_a_write_are_what_git_reads(vs):
         assert fsck.returncode == 0 and fsck.stdout.strip() == "", fsck.stdout + fsck.stderr
         assert "one one" in subprocess.run([GIT, "show", "main:wiki/f.md"], cwd=vs.root, capture_output=True,
                                            text=True, check=True).stdout
+
+
+def test_hand_edits_are_seen_after_every_kind_of_write(vs):
+    """The folder is compared with the head's memory files, which a round derives from its base's (issue 39): a
+    write of any kind, in any layer, leaves nothing that looks like a hand edit, and a real one is still seen."""
+    kai = Target(vs, "kai")
+    writes = [
+        lambda: vs.add("prefs", "tea", "green tea"),
+        lambda: vs.add("prefs", "sea", "the sea"),
+        lambda: vs.add("people", "mom", "a teacher"),
+        lambda: vs.diary_append("went out", ts="2026-01-02T10:00:00Z"),
+        lambda: kai.add("prefs", "tea", "oolong, Kai heard"),
+        lambda: kai.diary_append("by the sea", date="2026-07-21", time="09:00"),
+        lambda: vs.remove("prefs", "tea"),
+        lambda: vs.remove("prefs", "sea"),  # (the file goes with its last item)
+        lambda: kai.remove("prefs", "tea"),
+        lambda: vs.add("prefs", "tea", "back again"),
+    ]
+    for n, write in enumerate(writes, 1):
+        write()
+        assert vs.external_changes() == [], n
+    commits = len(vs.history(limit=100).entries)
+    path = vs.root / "wiki" / "people.md"
+    path.write_text(path.read_text().replace("a teacher", "a retired teacher"))
+    assert vs.external_changes() == ["wiki/people.md"]
+    vs.add("prefs", "more", "x")  # commits the hand edit first, then the write
+    entries = vs.history(limit=100).entries
+    assert len(entries) == commits + 2 and entries[1].action == "external-edit"
+    assert vs.external_changes() == []
+    assert "a retired teacher" in (vs.root / "wiki" / "people.md").read_text()  # (the edit kept)
+
+
+def test_the_git_index_a_write_leaves_is_what_dulwich_writes_and_git_reads(vs):
+    """``.git/index`` is rewritten from the entries' bytes kept between writes (issue 39): byte for byte what
+    dulwich's own writer makes of the same entries, and ``git status`` is clean."""
+    import io
+
+    from dulwich.index import Index, IndexChecksumWriter, write_index_dict
+
+    for i in range(12):
+        vs.add(f"f{i % 4}", f"n{i}", "x" * (i + 1))
+    vs.diary_append("went out", ts="2026-01-02T10:00:00Z")
+    vs.remove("f1", "n1")
+    vs.remove("f1", "n5")
+    vs.remove("f1", "n9")  # (f1 goes)
+    path = vs.root / ".git" / "index"
+    index = Index(str(path))
+    paths = set(index.paths())
+    assert b"wiki/f1.md" not in paths and {b"wiki/f0.md", b"wiki/f3.md", b"diary/2026-01-02.md"} <= paths
+    buf = io.BytesIO()
+    writer = IndexChecksumWriter(buf)
+    write_index_dict(writer, dict(index.items()))
+    writer.write_checksum()
+    assert path.read_bytes() == buf.getvalue()
+    if GIT:
+        assert subprocess.run([GIT, "status", "--porcelain"], cwd=vs.root, capture_output=True, text=True,
+                              check=True).stdout == ""

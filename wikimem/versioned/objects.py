@@ -20,6 +20,7 @@ import hashlib
 import io
 import os
 import re
+import struct
 import threading
 import time
 import zlib
@@ -143,6 +144,7 @@ class GitRepo:
         self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
         self._objects_dir = self.root / ".git" / "objects"
         self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
+        self._entry_bytes: dict[bytes, tuple[object, bytes]] = {}  # path -> (index entry, its bytes), see _index_bytes
         # Objects built for a round in progress and not written yet, readable here (see write_objects()).
         self.pending: dict[bytes, object] = {}
         self._checked_head: bytes | None = None  # the last head found to name a commit of the store
@@ -342,10 +344,8 @@ class GitRepo:
                 grouped.setdefault(head, {})[rest] = content
             else:
                 here[head] = content
-        tree = Tree()
-        if base_tree is not None:
-            for item in self.tree(base_tree).iteritems():
-                tree.add(item.path, item.mode, item.sha)
+        # (a copy parses the base's raw bytes in C: not one Python call per entry of a large folder)
+        tree = cast(Tree, self.tree(base_tree).copy()) if base_tree is not None else Tree()
         for name, content in here.items():
             key = name.encode("utf-8")
             if content is None:
@@ -362,7 +362,7 @@ class GitRepo:
                 mode, sha = tree[key]
                 base_sub = sha if mode == _DIR_MODE else None
             new_sub = self.write_tree(base_sub, sub, out)
-            if not self.tree(new_sub).items():
+            if not len(self.tree(new_sub)):
                 if key in tree:
                     del tree[key]
             else:
@@ -563,20 +563,50 @@ class GitRepo:
         self._index = (stat_stamp(path_), index)
 
     def _write_index(self, index) -> None:
+        path = self.root / ".git" / "index"
+        lock = path.with_name("index.lock")
+        data = self._index_bytes(index)
+        fd = self._take_git_lock(lock)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
+
+    def _index_bytes(self, index) -> bytes:
+        """The bytes of ``.git/index`` for ``index``, as dulwich writes them (version 2, sorted by path, no
+        extensions, SHA-1 trailer), each entry serialized once while it stays the same object: a write changes
+        one or two entries, and serializing every one of a large folder's files cost milliseconds a write."""
+        from dulwich.index import IndexEntry, Stage, write_cache_entry
+
+        cache = self._entry_bytes
+        fresh: dict[bytes, tuple[object, bytes]] = {}
+        chunks = []
+        for name, entry in sorted(index.items()):
+            known = cache.get(name)
+            if known is not None and known[0] is entry:
+                chunk = known[1]
+            else:
+                if not isinstance(entry, IndexEntry) or entry.extended_flags:
+                    return self._index_bytes_in_full(index)  # (a conflict or a version-3 entry: not ours)
+                buf = io.BytesIO()
+                write_cache_entry(buf, entry.serialize(name, Stage.NORMAL), version=2)
+                chunk = buf.getvalue()
+            fresh[name] = (entry, chunk)
+            chunks.append(chunk)
+        self._entry_bytes = fresh
+        data = b"DIRC" + struct.pack(">LL", 2, len(chunks)) + b"".join(chunks)
+        return data + hashlib.sha1(data).digest()
+
+    def _index_bytes_in_full(self, index) -> bytes:
         from dulwich.index import IndexChecksumWriter, write_index_dict
 
+        self._entry_bytes = {}
         buf = io.BytesIO()
         writer = IndexChecksumWriter(buf)
         write_index_dict(writer, dict(index.items()))
         writer.write_checksum()
-        path = self.root / ".git" / "index"
-        lock = path.with_name("index.lock")
-        fd = self._take_git_lock(lock)
-        try:
-            write_all(fd, buf.getvalue())
-        finally:
-            os.close(fd)
-        os.replace(lock, path)
+        return buf.getvalue()
 
     def close(self) -> None:
         self.repo.close()
