@@ -145,7 +145,8 @@ class GitRepo:
         self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
         self._branch_file = str(self._branch_path)
         self._git_locks = [str(self.root / ".git" / rel) for rel in _GIT_LOCKS]
-        self._objects_dir = self.root / ".git" / "objects"
+        self._objects_dir = str(self.root / ".git" / "objects")
+        self._index_file = str(self.root / ".git" / "index")
         self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
         self._entry_bytes: dict[bytes, tuple[object, bytes]] = {}  # path -> (index entry, its bytes), see _index_bytes
         # Objects built for a round in progress and not written yet, readable here (see write_objects()).
@@ -423,13 +424,13 @@ class GitRepo:
         rewrites those of a round it redoes (under :meth:`repairing`) before any later write could take
         a torn copy as present.
         """
-        folder = self._objects_dir / sha[:2]
-        path = folder / sha[2:]
+        folder = os.path.join(self._objects_dir, sha[:2])  # (strings, not pathlib: on every write)
+        path = os.path.join(folder, sha[2:])
         if self._repair:
             self._drop_unsound(sha.encode("ascii"))
         if not logged:
             if not os.path.exists(path):
-                atomic_write(path, data, mode=0o444, durable=False)
+                atomic_write(Path(path), data, mode=0o444, durable=False)
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         try:
@@ -437,7 +438,7 @@ class GitRepo:
         except FileExistsError:
             return
         except FileNotFoundError:  # (its folder is made only when missing: no mkdir call on the write path)
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             try:
                 fd = os.open(path, flags, 0o444)
             except FileExistsError:
@@ -499,8 +500,7 @@ class GitRepo:
         if durable:
             self.clear_stale_locks()
             return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
-        path = self.root / ".git" / "refs" / "heads" / "main"
-        lock = path.with_name("main.lock")
+        path, lock = self._branch_file, self._branch_file + ".lock"
         fd = self._take_git_lock(lock)
         try:
             if self.head() != old:  # read under main.lock, as git does
@@ -520,7 +520,7 @@ class GitRepo:
         self._checked_head = new  # (its commit was written before: no need to look it up on the next read)
         return True
 
-    def _take_git_lock(self, lock: Path) -> int:
+    def _take_git_lock(self, lock: str) -> int:
         """Create git's ``<file>.lock`` (we hold the owner lock: one found is a killed writer's, cleared)."""
         try:
             return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -541,7 +541,7 @@ class GitRepo:
         not synced — it is derived, and rebuilt for the paths a recovery names)."""
         from dulwich.index import Index, index_entry_from_stat
 
-        path_ = self.root / ".git" / "index"
+        path_ = self._index_file
         cached = self._index
         if cached is not None and cached[0] == stat_stamp(path_):
             index = cached[1]  # the file is the one we wrote last: no need to parse it again
@@ -568,8 +568,7 @@ class GitRepo:
         self._index = (stat_stamp(path_), index)
 
     def _write_index(self, index) -> None:
-        path = self.root / ".git" / "index"
-        lock = path.with_name("index.lock")
+        path, lock = self._index_file, self._index_file + ".lock"
         data = self._index_bytes(index)
         fd = self._take_git_lock(lock)
         try:
