@@ -145,7 +145,8 @@ class GitRepo:
         self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
         self._branch_file = str(self._branch_path)
         self._git_locks = [str(self.root / ".git" / rel) for rel in _GIT_LOCKS]
-        self._objects_dir = str(self.root / ".git" / "objects")
+        self._objects_dir = self.root / ".git" / "objects"
+        self._objects_path = str(self._objects_dir)
         self._index_file = str(self.root / ".git" / "index")
         self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
         self._entry_bytes: dict[bytes, tuple[object, bytes]] = {}  # path -> (index entry, its bytes), see _index_bytes
@@ -424,7 +425,7 @@ class GitRepo:
         rewrites those of a round it redoes (under :meth:`repairing`) before any later write could take
         a torn copy as present.
         """
-        folder = os.path.join(self._objects_dir, sha[:2])  # (strings, not pathlib: on every write)
+        folder = os.path.join(self._objects_path, sha[:2])  # (strings, not pathlib: on every write)
         path = os.path.join(folder, sha[2:])
         if self._repair:
             self._drop_unsound(sha.encode("ascii"))
