@@ -53,6 +53,14 @@ CHILD = textwrap.dedent('''
         from wikimem.host import Host, make_host
         return make_host(os.path.join(tmp, "data"))
 
+    def fill(store, n):
+        """An owner (or plain store) of n wiki files, written in one batch (``--files``)."""
+        if n <= 5:
+            return
+        with store.batch():
+            for k in range(n):
+                store.add(f"f{k}", "seed", text(k))
+
     def group_commit(owner, on):
         writer = owner.vstore.writer
         if hasattr(writer, "group_commit"):
@@ -86,6 +94,9 @@ CHILD = textwrap.dedent('''
         h = host()
         owner, _ = h.ensure_owner("user:lib")
         plain = MemoryStore(os.path.join(tmp, "plain"))
+        nf = args.get("files", 5)
+        for store in (h.ensure_owner("user:http")[0].vstore.store, owner.vstore.store, plain):
+            fill(store, nf)
         fd = os.open(os.path.join(tmp, "floor"), os.O_WRONLY | os.O_CREAT, 0o644)
 
         def floor(i):
@@ -93,13 +104,13 @@ CHILD = textwrap.dedent('''
             os.fsync(fd)
 
         def http(i):
-            r = client.put(f"/api/v1/owners/user:http/items/f{i % 5}/item{i}", headers=auth,
+            r = client.put(f"/api/v1/owners/user:http/items/f{i % nf}/item{i}", headers=auth,
                            json={"content": text(i)})
             assert r.status_code in (200, 201), r.get_data(as_text=True)
 
         kinds = {"fsync floor": floor,
-                 "plain MemoryStore.add": lambda i: plain.add(f"f{i % 5}", f"item{i}", text(i)),
-                 "Owner.add": lambda i: owner.add(f"f{i % 5}", f"item{i}", text(i)),
+                 "plain MemoryStore.add": lambda i: plain.add(f"f{i % nf}", f"item{i}", text(i)),
+                 "Owner.add": lambda i: owner.add(f"f{i % nf}", f"item{i}", text(i)),
                  "HTTP PUT item": http}
         for i in range(30):  # warm up
             for fn in kinds.values():
@@ -111,6 +122,52 @@ CHILD = textwrap.dedent('''
                 fn(i)
                 samples[k].append(time.perf_counter() - t)
         print(json.dumps({k: statistics.median(v) for k, v in samples.items()}))
+
+    elif mode == "phases":
+        # Where one write's time goes: each phase's function timed in place (nested phases inside their parent).
+        import collections, functools, importlib
+        from webapp import create_app
+        spent = collections.defaultdict(float)
+
+        def timed(module, qualname, label):
+            try:
+                cls_name, name = qualname.split(".")
+                cls = getattr(importlib.import_module(module), cls_name)
+                fn = getattr(cls, name)
+            except (ImportError, AttributeError, ValueError):
+                return  # (another tree may not have it)
+
+            @functools.wraps(fn)
+            def wrapper(*a, **k):
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    spent[label] += time.perf_counter() - t
+            setattr(cls, name, wrapper)
+
+        for module, qualname, label in args["phases"]:
+            timed(module, qualname, label)
+        app = create_app({"TESTING": True, "DATA_ROOT": os.path.join(tmp, "data"), "ADMIN_TOKEN": args["token"]})
+        client = app.test_client()
+        auth = {"Authorization": "Bearer " + args["token"]}
+        assert client.put("/api/v1/owners/user:http", headers=auth).status_code in (200, 201)
+        nf = args.get("files", 5)
+        fill(host().ensure_owner("user:http")[0].vstore.store, nf)
+
+        def put(i):
+            r = client.put(f"/api/v1/owners/user:http/items/f{i % nf}/item{i}", headers=auth, json={"content": text(i)})
+            assert r.status_code in (200, 201), r.get_data(as_text=True)
+
+        for i in range(30):
+            put(100_000 + i)
+        spent.clear()
+        t0 = time.perf_counter()
+        for i in range(args["samples"]):
+            put(i)
+        total = time.perf_counter() - t0
+        n = args["samples"]
+        print(json.dumps({"HTTP PUT": total / n, **{k: v / n for k, v in spent.items()}}))
 
     elif mode == "throughput":
         h = host()
@@ -145,6 +202,31 @@ CHILD = textwrap.dedent('''
         rate = run(bool(args["group"]) and supported)
         print(json.dumps({"writes_per_s": rate, "group_commit": supported}))
 ''')
+
+
+# (label, module, Class.method): the phases of one HTTP PUT, nested as indented (two spaces a level).
+PHASES = [
+    ("Owner.add", "wikimem.host.owner", "Owner.add"),
+    ("  settle: stale git locks, intent log, temp files", "wikimem.versioned.vstore", "VersionedStore._settle"),
+    ("  hand edits: the folder against HEAD", "wikimem.versioned.vstore", "VersionedStore._commit_external"),
+    ("  MemoryStore.save (validate, read, parse, render, stage)", "wikimem.store.wiki", "MemoryStore.save"),
+    ("  build the commit in memory (blob, trees, commit)", "wikimem.versioned.vstore", "VersionedStore.committed"),
+    ("  land the round", "wikimem.versioned.vstore", "VersionedStore._land"),
+    ("    intent record + its fdatasync", "wikimem.versioned.intent", "IntentLog.append"),
+    ("    loose objects", "wikimem.versioned.objects", "GitRepo.write_objects"),
+    ("    memory file + journal line", "wikimem.store.writer", "Landing.write"),
+    ("    CAS of main", "wikimem.versioned.objects", "GitRepo.move_ref"),
+    ("    .git/index", "wikimem.versioned.objects", "GitRepo.update_index"),
+    ("    history index (SQLite)", "wikimem.versioned.history.historydb", "HistoryDB.sync"),
+    ("    on_commit listeners (run index, metrics)", "wikimem.versioned.vstore", "VersionedStore.tell"),
+    ("    record marked applied", "wikimem.versioned.intent", "IntentLog.mark"),
+]
+
+
+def phases(tree: Path, samples: int, files: int) -> dict[str, float]:
+    """Mean seconds per HTTP PUT of each phase (``HTTP PUT`` the whole request), measured in a child of ``tree``."""
+    return child(tree, "phases", {"samples": samples, "token": TOKEN, "files": files,
+                                  "phases": [(m, q, label) for label, m, q in PHASES]})
 
 
 def load() -> str:
@@ -221,7 +303,9 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=3.0, help="throughput: seconds per round")
     ap.add_argument("--rounds", type=int, default=5, help="throughput: rounds of every configuration in turn")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: syncs,latency,throughput")
+    ap.add_argument("--files", type=int, default=5,
+                    help="latency and phases: wiki files of each owner, written to in turn (a large folder: 1000)")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: syncs,latency,phases,throughput")
     ap.add_argument("--tmp", default=os.environ.get("WIKIMEM_BENCH_TMP", "/var/tmp" if os.path.isdir("/var/tmp")
                                                      else None),
                     help="folder for the data (default /var/tmp: on a machine whose /tmp holds many test trees, "
@@ -231,7 +315,7 @@ def main() -> None:
     TMP = args.tmp
     trees = [("this tree", HERE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
     skip = set(filter(None, args.skip.split(",")))
-    print(f"bench/writes.py  (samples={args.samples}, {os.cpu_count()} cores; trees: "
+    print(f"bench/writes.py  (samples={args.samples}, files={args.files}, {os.cpu_count()} cores; trees: "
           + ", ".join(f"{name} = {path}" for name, path in trees) + ")")
     import tempfile
 
@@ -259,7 +343,7 @@ def main() -> None:
         for _ in range(args.rounds):  # the trees in turn, so that both meet the same load
             for name, tree in trees:
                 runs[name].append(child(tree, "latency", {"samples": max(20, args.samples // args.rounds),
-                                                          "token": TOKEN}))
+                                                          "token": TOKEN, "files": args.files}))
         results = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
         rows = []
         for name, r in results.items():
@@ -269,6 +353,25 @@ def main() -> None:
         table(f"Write latency, medians in ms (the kinds interleaved sample by sample, the trees in turn, {args.rounds} "
               f"rounds)",
               ["tree", "fsync floor", "plain add", "Owner.add", "HTTP PUT", "HTTP / plain", "HTTP / floor"], rows)
+
+    if "phases" not in skip:
+        import statistics
+
+        got: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
+        for _ in range(args.rounds):
+            for name, tree in trees:
+                for label, value in phases(tree, max(50, args.samples // args.rounds), args.files).items():
+                    got[name].setdefault(label, []).append(value)
+        med = {name: {k: statistics.median(v) for k, v in g.items()} for name, g in got.items()}
+        labels = ["HTTP PUT", "  Flask, auth, route, gate, audit (PUT − Owner.add)"] + [label for label, _, _ in PHASES]
+        for m in med.values():
+            if "Owner.add" in m:
+                m[labels[1]] = m["HTTP PUT"] - m["Owner.add"]
+        rows = [[label.replace("  ", "· ")] + [f"{med[name][label] * 1000:.3f}" if label in med[name] else "n/a"
+                                              for name, _ in trees] for label in labels]
+        table(f"Where one HTTP PUT's time goes (mean ms a write, phases timed in place, nested; medians of "
+              f"{args.rounds} runs)", ["phase"] + [name for name, _ in trees], rows)
+        print("(the memory file + journal line, and MemoryStore.save, are what a plain add does too)")
 
     if "throughput" not in skip:
         import statistics

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from wikimem.format import utc_now
-from wikimem.fsio import open_regular, read_regular
+from wikimem.fsio import open_regular, read_regular, write_all
 
 __all__ = ["Journal", "wiki_record", "diary_record", "parse_record", "render_lines"]
 
@@ -86,19 +86,22 @@ class Journal:
         if not records:
             return
         data = render_lines(records)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         # Never through a link, never a FIFO: the journal is a regular file of the folder or nothing.
-        fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-        with open(fd, "ab+") as fh:
+        try:
+            fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        except FileNotFoundError:  # (its folder is made only when missing: no mkdir call on every write)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
             # A crash mid-append can leave a torn last line: start on a new one.
-            if fh.tell() > 0:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    data = b"\n" + data
-            fh.write(data)
-            fh.flush()
+            size = os.fstat(fd).st_size
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            write_all(fd, data)
             if durable:
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def entries(self) -> list[dict]:
         """Every readable record, oldest first; torn or foreign lines are skipped."""

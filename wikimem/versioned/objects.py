@@ -20,6 +20,7 @@ import hashlib
 import io
 import os
 import re
+import struct
 import threading
 import time
 import zlib
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, Tree, object_header
 from dulwich.repo import Repo
 
 from wikimem.errors import DamagedFolder
@@ -68,12 +69,18 @@ _DIR_MODE = 0o040000
 _HEX = re.compile(rb"[0-9a-f]{40}")
 _TREE_CACHE = 512
 _COMMIT_CACHE = 256
+_GIT_LOCKS = ("refs/heads/main.lock", "index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")
 COMMITTER = b"wikimem <wikimem@localhost>"
 
 
 def loose_bytes(obj) -> bytes:
-    """The bytes of an object's loose file: zlib at level 1, git's default for loose objects (core.looseCompression)."""
-    return obj.as_legacy_object(compression_level=1)
+    """The bytes of an object's loose file: zlib at level 1, git's default for loose objects (core.looseCompression).
+
+    One ``zlib.compress`` call (dulwich's ``as_legacy_object`` sets up a compressor object per call, some three
+    times the cost for the small objects of a write); the same inflated bytes, which is all git reads.
+    """
+    raw = obj.as_raw_string()
+    return zlib.compress(object_header(obj.type_num, len(raw)) + raw, 1)
 
 
 def _person(name: str | None) -> bytes:
@@ -136,8 +143,13 @@ class GitRepo:
         self._lock = threading.Lock()
         self._repair = False  # rewrite loose objects found unsound (see repairing())
         self._branch_path = self.root / ".git" / "refs" / "heads" / "main"
+        self._branch_file = str(self._branch_path)
+        self._git_locks = [str(self.root / ".git" / rel) for rel in _GIT_LOCKS]
         self._objects_dir = self.root / ".git" / "objects"
+        self._objects_path = str(self._objects_dir)
+        self._index_file = str(self.root / ".git" / "index")
         self._index: tuple | None = None  # (stat stamp, dulwich Index) of the .git/index this process wrote last
+        self._entry_bytes: dict[bytes, tuple[object, bytes]] = {}  # path -> (index entry, its bytes), see _index_bytes
         # Objects built for a round in progress and not written yet, readable here (see write_objects()).
         self.pending: dict[bytes, object] = {}
         self._checked_head: bytes | None = None  # the last head found to name a commit of the store
@@ -174,9 +186,12 @@ class GitRepo:
         ``wikimem repair`` moves it back to the last good commit.
         """
         value: bytes | None = None
-        try:  # the loose ref, as this layer writes it: one small read
-            with open(self._branch_path, "rb") as fh:
-                data = fh.read(64)
+        try:  # the loose ref, as this layer writes it: one small read (three system calls, no buffered file)
+            fd = os.open(self._branch_file, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                data = os.read(fd, 64)
+            finally:
+                os.close(fd)
             if len(data) == 41 and data[40:] == b"\n" and _HEX.fullmatch(data[:40]):
                 value = data[:40]
         except OSError:
@@ -219,11 +234,14 @@ class GitRepo:
         obj = self.store[oid(commit_id)]
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
+        self._remember_commit(commit_id, obj)
+        return obj
+
+    def _remember_commit(self, commit_id: bytes, obj: Commit) -> None:
         with self._lock:
             self._commits[commit_id] = obj
             while len(self._commits) > _COMMIT_CACHE:
                 self._commits.popitem(last=False)
-        return obj
 
     def tree(self, tree_id: bytes) -> Tree:
         with self._lock:
@@ -334,10 +352,8 @@ class GitRepo:
                 grouped.setdefault(head, {})[rest] = content
             else:
                 here[head] = content
-        tree = Tree()
-        if base_tree is not None:
-            for item in self.tree(base_tree).iteritems():
-                tree.add(item.path, item.mode, item.sha)
+        # (a copy parses the base's raw bytes in C: not one Python call per entry of a large folder)
+        tree = cast(Tree, self.tree(base_tree).copy()) if base_tree is not None else Tree()
         for name, content in here.items():
             key = name.encode("utf-8")
             if content is None:
@@ -354,7 +370,7 @@ class GitRepo:
                 mode, sha = tree[key]
                 base_sub = sha if mode == _DIR_MODE else None
             new_sub = self.write_tree(base_sub, sub, out)
-            if not self.tree(new_sub).items():
+            if not len(self.tree(new_sub)):
                 if key in tree:
                     del tree[key]
             else:
@@ -409,13 +425,13 @@ class GitRepo:
         rewrites those of a round it redoes (under :meth:`repairing`) before any later write could take
         a torn copy as present.
         """
-        folder = self._objects_dir / sha[:2]
-        path = folder / sha[2:]
+        folder = os.path.join(self._objects_path, sha[:2])  # (strings, not pathlib: on every write)
+        path = os.path.join(folder, sha[2:])
         if self._repair:
             self._drop_unsound(sha.encode("ascii"))
         if not logged:
             if not os.path.exists(path):
-                atomic_write(path, data, mode=0o444, durable=False)
+                atomic_write(Path(path), data, mode=0o444, durable=False)
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         try:
@@ -423,7 +439,7 @@ class GitRepo:
         except FileExistsError:
             return
         except FileNotFoundError:  # (its folder is made only when missing: no mkdir call on the write path)
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             try:
                 fd = os.open(path, flags, 0o444)
             except FileExistsError:
@@ -437,10 +453,13 @@ class GitRepo:
         os.close(fd)
 
     def write_objects(self, objects: dict[str, bytes]) -> None:
-        """Write objects built with ``out=`` from their loose bytes (they stop being pending)."""
+        """Write objects built with ``out=`` from their loose bytes (they stop being pending; a commit is
+        remembered, so that the history index reads it from memory, not back from its file)."""
         for sha, data in objects.items():
             self.write_raw(sha, data, logged=True)
-            self.pending.pop(sha.encode("ascii"), None)
+            obj = self.pending.pop(sha.encode("ascii"), None)
+            if isinstance(obj, Commit):
+                self._remember_commit(obj.id, obj)
 
     def forget(self, shas) -> None:
         """Objects built with ``out=`` that will never be written (their ids, hex strings)."""
@@ -482,8 +501,7 @@ class GitRepo:
         if durable:
             self.clear_stale_locks()
             return self.repo.refs.set_if_equals(BRANCH, None if old is None else oid(old), oid(new))
-        path = self.root / ".git" / "refs" / "heads" / "main"
-        lock = path.with_name("main.lock")
+        path, lock = self._branch_file, self._branch_file + ".lock"
         fd = self._take_git_lock(lock)
         try:
             if self.head() != old:  # read under main.lock, as git does
@@ -503,7 +521,7 @@ class GitRepo:
         self._checked_head = new  # (its commit was written before: no need to look it up on the next read)
         return True
 
-    def _take_git_lock(self, lock: Path) -> int:
+    def _take_git_lock(self, lock: str) -> int:
         """Create git's ``<file>.lock`` (we hold the owner lock: one found is a killed writer's, cleared)."""
         try:
             return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -513,10 +531,9 @@ class GitRepo:
 
     def clear_stale_locks(self) -> None:
         """Remove git lock files left by a killed writer. Call only under the owner lock."""
-        git_dir = self.root / ".git"
-        for rel in ("refs/heads/main.lock", "index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"):
+        for path in self._git_locks:
             try:
-                os.unlink(git_dir / rel)
+                os.unlink(path)
             except FileNotFoundError:
                 pass
 
@@ -525,7 +542,7 @@ class GitRepo:
         not synced — it is derived, and rebuilt for the paths a recovery names)."""
         from dulwich.index import Index, index_entry_from_stat
 
-        path_ = self.root / ".git" / "index"
+        path_ = self._index_file
         cached = self._index
         if cached is not None and cached[0] == stat_stamp(path_):
             index = cached[1]  # the file is the one we wrote last: no need to parse it again
@@ -552,20 +569,49 @@ class GitRepo:
         self._index = (stat_stamp(path_), index)
 
     def _write_index(self, index) -> None:
+        path, lock = self._index_file, self._index_file + ".lock"
+        data = self._index_bytes(index)
+        fd = self._take_git_lock(lock)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(lock, path)
+
+    def _index_bytes(self, index) -> bytes:
+        """The bytes of ``.git/index`` for ``index``, as dulwich writes them (version 2, sorted by path, no
+        extensions, SHA-1 trailer), each entry serialized once while it stays the same object: a write changes
+        one or two entries, and serializing every one of a large folder's files cost milliseconds a write."""
+        from dulwich.index import IndexEntry, Stage, write_cache_entry
+
+        cache = self._entry_bytes
+        fresh: dict[bytes, tuple[object, bytes]] = {}
+        chunks = []
+        for name, entry in sorted(index.items()):
+            known = cache.get(name)
+            if known is not None and known[0] is entry:
+                chunk = known[1]
+            else:
+                if not isinstance(entry, IndexEntry) or entry.extended_flags:
+                    return self._index_bytes_in_full(index)  # (a conflict or a version-3 entry: not ours)
+                buf = io.BytesIO()
+                write_cache_entry(buf, entry.serialize(name, Stage.NORMAL), version=2)
+                chunk = buf.getvalue()
+            fresh[name] = (entry, chunk)
+            chunks.append(chunk)
+        self._entry_bytes = fresh
+        data = b"DIRC" + struct.pack(">LL", 2, len(chunks)) + b"".join(chunks)
+        return data + hashlib.sha1(data).digest()
+
+    def _index_bytes_in_full(self, index) -> bytes:
         from dulwich.index import IndexChecksumWriter, write_index_dict
 
+        self._entry_bytes = {}
         buf = io.BytesIO()
         writer = IndexChecksumWriter(buf)
         write_index_dict(writer, dict(index.items()))
         writer.write_checksum()
-        path = self.root / ".git" / "index"
-        lock = path.with_name("index.lock")
-        fd = self._take_git_lock(lock)
-        try:
-            write_all(fd, buf.getvalue())
-        finally:
-            os.close(fd)
-        os.replace(lock, path)
+        return buf.getvalue()
 
     def close(self) -> None:
         self.repo.close()

@@ -145,6 +145,7 @@ class VersionedStore:
         self.writer = self.store.writer
         self.door = self.writer.door  # every file of the folder is read and written through it
         self._stat_cache: dict[str, tuple[Stamp, bytes]] = {}
+        self._files_at: tuple[bytes, dict[str, bytes]] | None = None  # (a tree, its memory files), see _memory_files
         self._swept = False  # temp files swept by this process (see _settle)
         # Called with the new head whenever ``main`` moves — a unit's commit, a killed writer's commit
         # finished by recovery, a fast-forward or replay from the remote — still inside the owner lock,
@@ -436,12 +437,18 @@ class VersionedStore:
             self.tell(step.commit)
         if done:  # after the listeners: a writer killed before they ran leaves the record, and recovery tells them
             self.intent.mark(record, APPLIED)
-        if self.auto_pack and self.db.since_pack() >= self.pack_every:
+        if self.auto_pack and self._since_pack(done) >= self.pack_every:
             try:
                 self._pack_locked()
             except Exception:  # packing is housekeeping: the write is done
                 log.exception("packing %s failed", self.root)
         return done
+
+    def _since_pack(self, finished: bool) -> int:
+        """Commits since the last pack: as the round's own history transaction counted them (no query), else
+        asked of the history index."""
+        counted, self.db.counted = self.db.counted, None
+        return counted if finished and counted is not None else self.db.since_pack()
 
     def _abort(self, record: Record, landing: Landing | None) -> None:
         """A round failed before its branch move: the record says so (synced), then its files go back."""
@@ -470,10 +477,12 @@ class VersionedStore:
         self.git.update_index(shas, durable=False)
         for p, blob in shas.items():
             self._remember(p, blob)
+        self._advance_files(steps)
         hints = {s.commit.encode(): [tuple(t) for t in s.touches] for s in steps if s.touches is not None}
         results = {s.commit: (s.result["key"], s.result.get("payload"), s.result.get("request"))
                    for s in steps if s.result}
-        self.db.sync(hints or None, results=results or None)
+        base = steps[0].parent.encode() if steps and steps[0].parent else None
+        self.db.sync(hints or None, results=results or None, chain=(base, [s.commit.encode() for s in steps]))
 
     # -- recovery ----------------------------------------------------------------
 
@@ -537,10 +546,40 @@ class VersionedStore:
 
     def external_changes(self) -> list[str]:
         """Memory files whose content on disk differs from ``HEAD``."""
-        committed = {p: s for p, s in self.git.tracked(self.git.commit_tree(self.git.head())).items()
-                     if memory_path(p) is not None}
+        committed = self._memory_files(self.git.commit_tree(self.git.head()))
         disk = self._disk_files()
+        if disk == committed:
+            return []
         return sorted(p for p in committed.keys() | disk.keys() if committed.get(p) != disk.get(p))
+
+    def _memory_files(self, tree: bytes | None) -> dict[str, bytes]:
+        """``{path: blob sha}`` of the memory files of ``tree`` (the last one asked kept; a round's own tree
+        derived from its base's by :meth:`_advance_files`, not listed again: O(changes), not O(files))."""
+        known = self._files_at
+        if known is not None and tree is not None and known[0] == tree:
+            return known[1]
+        files = {p: s for p, s in self.git.tracked(tree).items() if memory_path(p) is not None}
+        if tree is not None:
+            self._files_at = (tree, files)
+        return files
+
+    def _advance_files(self, steps: list[Step]) -> None:
+        """The memory files of the round's last tree, from those of its base's tree and the paths it changed."""
+        known, base = self._files_at, steps[0].parent
+        if known is None or base is None or known[0] != self.git.commit_tree(base.encode("ascii")):
+            return
+        files = dict(known[1])
+        for step in steps:
+            for path, sha in step.blobs.items():
+                if memory_path(path) is None:
+                    continue
+                if sha is None:
+                    files.pop(path, None)
+                else:
+                    files[path] = sha.encode("ascii")
+        tree = self.git.commit_tree(steps[-1].commit.encode("ascii"))
+        if tree is not None:
+            self._files_at = (tree, files)
 
     def _commit_external(self, actor: str | None) -> str | None:
         paths = self.external_changes()

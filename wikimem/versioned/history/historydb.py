@@ -71,6 +71,7 @@ class HistoryDB:
         self._conn: sqlite3.Connection | None = None
         self._conn_id: tuple[int, int] | None = None  # (device, inode) of the file the connection has open
         self._synced: bytes | None = None
+        self.counted: int | None = None  # commits since the last pack, as the last catch-up of this process left it
 
     # -- connection ----------------------------------------------------------
 
@@ -167,13 +168,17 @@ class HistoryDB:
     # -- catching up with the branch -----------------------------------------
 
     def sync(self, hints: dict[bytes, list[tuple]] | None = None,
-             results: dict[str, tuple[str, object, str | None]] | None = None) -> None:
+             results: dict[str, tuple[str, object, str | None]] | None = None,
+             chain: tuple[bytes | None, list[bytes]] | None = None) -> None:
         """Index every commit reachable from the branch that is not indexed yet.
 
         ``hints`` maps a commit we just made to its touches (taken from its
         journal records), which saves re-parsing the files it changed;
         ``results`` maps it to ``(idempotency key, result, request)``, stored
-        in the same transaction, so a replay never finds the key without it.
+        in the same transaction, so a replay never finds the key without it;
+        ``chain`` is ``(base, the commits of a round in order)`` as a writer
+        just landed them: when the index stands at ``base`` and the branch at
+        the last of them, they are indexed without walking the history.
         """
         head = self.git.head()
         if head is None:
@@ -185,15 +190,18 @@ class HistoryDB:
             if not results and self._meta(db, "head") == head.decode():
                 self._synced = head
                 return
+            self.counted = None
             db.execute("BEGIN IMMEDIATE")
             try:
-                if self._meta(db, "head") != head.decode():
-                    self._catch_up(db, head, hints or {})
+                meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('head', 'since_pack')").fetchall())
+                if meta.get("head") != head.decode():
+                    self._catch_up(db, head, hints or {}, meta, chain)
                 for cid, (key, result, request) in (results or {}).items():
                     db.execute("INSERT OR REPLACE INTO idem VALUES (?,?,?,?)",
                                (key, cid, json.dumps(result, ensure_ascii=False, default=str), request))
                 db.execute("COMMIT")
             except BaseException:
+                self.counted = None
                 if db.in_transaction:  # SQLite may have rolled back already (a full disk): keep the real error
                     db.execute("ROLLBACK")
                 raise
@@ -206,8 +214,22 @@ class HistoryDB:
     def _known(self, db, cid: bytes) -> bool:
         return db.execute("SELECT 1 FROM commits WHERE id=?", (cid.decode(),)).fetchone() is not None
 
-    def _catch_up(self, db, head: bytes, hints: dict) -> None:
-        # Parents first, from the head down to the commits indexed already.
+    def _catch_up(self, db, head: bytes, hints: dict, meta: dict, chain: tuple | None = None) -> None:
+        indexed_head = meta.get("head")
+        if chain is not None and chain[1] and chain[1][-1] == head and indexed_head is not None \
+                and chain[0] is not None and indexed_head == chain[0].decode():
+            order = list(chain[1])  # a round on top of what is indexed: no walk (each commit is in memory)
+        else:
+            order = self._walk(db, head)
+        for cid in order:
+            self._index_commit(db, cid, hints.get(cid))
+        self.counted = int(meta.get("since_pack") or 0) + len(order)
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                       [("since_pack", str(self.counted)), ("head", head.decode())])
+
+    def _walk(self, db, head: bytes) -> list[bytes]:
+        """The commits to index, parents first, from the head down to those indexed already (the rows of a
+        history the branch no longer holds deleted)."""
         known: list[bytes] = []
 
         def indexed(cid: bytes) -> bool:
@@ -224,11 +246,7 @@ class HistoryDB:
             db.execute("DELETE FROM commits")
             db.execute("DELETE FROM touches")
             db.execute("DELETE FROM idem")
-        for cid in order:
-            self._index_commit(db, cid, hints.get(cid))
-        since = int(self._meta(db, "since_pack") or 0) + len(order)
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('since_pack', ?)", (str(since),))
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('head', ?)", (head.decode(),))
+        return order
 
     def _index_commit(self, db, cid: bytes, touches: list[tuple] | None = None) -> None:
         commit = self.git.commit(cid)
