@@ -212,3 +212,26 @@ def test_the_purge_after_an_erasure_reaches_the_database_copies_and_the_receipt_
         restored = restore_backup(tmp_path / "bk", tmp_path / f"fresh-{manifest[-10:-5]}",
                                   manifest=manifest.split("/")[1], secret="k" * 32)
         assert set(restored.heads) == {"user:keep"} and restored.databases == ["jobs"]
+
+
+def test_a_write_while_the_bundle_reads_its_refs_still_restores(tmp_path, monkeypatch):
+    """The race the backup under load met again: dulwich reads the branches a second time while it makes the
+    bundle, and a write landing between the two reads moved main. The manifest says what the bundle holds."""
+    import wikimem.versioned.bundles as bundles
+
+    data = tmp_path / "data"
+    host = make_host(data)
+    owner = host.create_owner(OWNERS[0])
+    owner.add("notes", "a", "before the bundle")
+    made = bundles.create_bundle_from_repo
+
+    def write_then_bundle(repo, **kwargs):
+        owner.add("notes", "b", "while the bundle reads its refs")
+        return made(repo, **kwargs)
+
+    monkeypatch.setattr(bundles, "create_bundle_from_repo", write_then_bundle)
+    make_backup(data, tmp_path / "backup")
+    monkeypatch.undo()
+    restored = restore_backup(tmp_path / "backup", tmp_path / "fresh")
+    assert restored.heads[OWNERS[0]] == owner.head()
+    assert [i.name for i in make_host(tmp_path / "fresh").owner(OWNERS[0]).items("notes")] == ["a", "b"]

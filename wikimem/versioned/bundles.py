@@ -53,8 +53,14 @@ def write_bundle_of(root: Path | str, out: BinaryIO) -> dict[str, str]:
             raise BundleError(f"{root}: no branch main to bundle")
         # HEAD too, so that ``git clone x.bundle`` checks main out
         bundle = create_bundle_from_repo(repo, refs=[ref(b"HEAD"), *sorted(heads)])
+        # dulwich reads the refs again, one by one: a write landing meanwhile moved main. What the bundle holds is
+        # what it says (HEAD set to its main: both commits' objects are in its pack).
+        held = {k: v for k, v in bundle.references.items() if k.startswith(b"refs/heads/")}
+        if BRANCH not in held:
+            raise BundleError(f"{root}: no branch main to bundle")
+        bundle.references[ref(b"HEAD")] = held[BRANCH]
         write_bundle(out, bundle)
-        return {k.decode(): v.decode() for k, v in heads.items()}
+        return {k.decode(): v.decode() for k, v in held.items()}
     finally:
         repo.close()
 
