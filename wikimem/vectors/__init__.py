@@ -19,6 +19,7 @@ from .embedders import (
     embed_text,
     vector_space,
 )
+from .kernel import prepared_engine
 from .local import KERNELS, LocalEmbedder, local_model_available
 from .queries import RememberedQueries, one_retrieve
 from .worker import shared_worker
@@ -38,7 +39,7 @@ __all__ = [
     "EmbeddingError",
     "VectorMismatch",
     "HttpEmbedder",
-    "LocalEmbedder", "KERNELS",
+    "LocalEmbedder", "KERNELS", "prepared_engine",
     "CachedVectors",
     "VectorCache",
     "MemmapVectorIndex",
