@@ -157,12 +157,19 @@ class Served:
         self.out.close()
 
     def wait_embedded(self, limit: float = 600.0) -> None:
+        """Until every layer a retrieve as the character reads has its vectors (the shared owner's, the
+        character's own memory and its layer in the owner): a fused retrieve measured while the background still
+        embeds one of them pays for that work (a retrieve's ``vectors``: what its sources hold, summed)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
+            vectors = []
             status, payload = _request(conn, "GET", OWNER_PATH, None)
-            vectors = json.loads(payload).get("vectors") if status == 200 else None
-            if vectors and vectors["embedded"] >= vectors["total"]:
+            vectors.append(json.loads(payload).get("vectors") if status == 200 else None)
+            status, payload = _request(conn, "POST", OWNER_PATH + "/retrieve",
+                                       {"query": "warm", "limit": 1, "character": CHARACTER, "explain": True})
+            vectors.append(json.loads(payload).get("vectors") if status == 200 else None)
+            if all(v and v["embedded"] >= v["total"] for v in vectors):
                 return
             time.sleep(1)
         print(f"(the owner was not fully embedded within {limit:.0f} s)", file=sys.stderr)

@@ -78,3 +78,26 @@ def test_a_characters_retrieve_embeds_the_query_once(tmp_path):
     assert [t for t in inner.queries if "surfs by the sea" in t] == asked
     assert [(e.item.file, e.item.name, e.score) for e in again.items] == [
         (e.item.file, e.item.name, e.score) for e in plain.items]
+
+
+def test_a_vector_one_index_remembers_serves_the_characters_profile_in_the_same_retrieve(tmp_path):
+    """Several characters answer one message (a group chat): the shared retrieve embeds the text, and a retrieve as
+    a character right after reads three sources — two of this owner's, which remember the vector, and the
+    character's profile, another owner, which gets it from the retrieve it runs in: no second embedding."""
+    inner = Counting()
+    host = make_host(tmp_path, embedder=inner)
+    host.characters.put("kai", name="Kai", persona="A barista.")
+    host.owner("char:kai").add("self", "who", "Kai works at the harbour café.", ctx=WriteContext(actor="seed"))
+    owner, _ = host.ensure_owner("user:ann")
+    owner.add("people", "ann", "Ann lives by the sea and surfs.", ctx=WriteContext(actor="seed"))
+    owner.add("notes", "surf", "Ann told Kai about surfing lessons.", ctx=WriteContext(actor="kai"), character="kai")
+    text = "who works at the harbour?"
+    shared = owner.retrieve(text)
+    assert shared.embedding_used and inner.queries.count(text) == 1
+    as_kai = owner.retrieve(text, character="kai")
+    assert as_kai.embedding_used
+    assert inner.queries.count(text) == 1, inner.queries
+    # the same answer as a retrieve that embedded the text itself (a new host: nothing remembered)
+    fresh = make_host(tmp_path, embedder=Counting()).owner("user:ann").retrieve(text, character="kai")
+    assert [(e.item.file, e.item.name, e.score) for e in as_kai.items] == [
+        (e.item.file, e.item.name, e.score) for e in fresh.items]

@@ -21,7 +21,7 @@ from typing import Any
 
 from .embedders import embed_queries
 
-__all__ = ["RememberedQueries", "one_retrieve", "QUERIES_KEPT"]
+__all__ = ["RememberedQueries", "one_retrieve", "in_this_retrieve", "QUERIES_KEPT"]
 
 QUERIES_KEPT = 64  # recent query vectors kept per owner (384 floats each with the local model: ~100 kB)
 
@@ -39,6 +39,14 @@ def one_retrieve() -> Iterator[None]:
     finally:
         if outer is None:
             _call.vectors = None
+
+
+def in_this_retrieve(text: str, vector: Any) -> None:
+    """A query vector found in a cache (an index's, an owner's) is this retrieve's too: the other owners it reads
+    (a character's own memory) reuse it instead of embedding the text again."""
+    scoped = getattr(_call, "vectors", None)
+    if scoped is not None:
+        scoped[text] = vector
 
 
 class RememberedQueries:
@@ -83,6 +91,8 @@ class RememberedQueries:
             row = self._recent.get(text)
             if row is not None:
                 self._recent.move_to_end(text)
+        if row is not None:
+            in_this_retrieve(text, row)
         return row
 
     def _keep(self, text: str, row: Any) -> None:

@@ -21,6 +21,7 @@ from wikimem.models import RecallItem
 from .cache import KEYS_FILE, CachedVectors, VectorCache, check_model, embed_matrix
 from .embedders import Embedder, EmbeddingError, VectorMismatch, content_hash, embed_queries, embed_text
 from .index import MemmapVectorIndex, unit_vector
+from .queries import in_this_retrieve
 
 __all__ = ["EmbeddingSearch", "NeighbourContext", "context_texts", "DIARY_VECTORS_DIR", "CONTEXT_VECTORS_DIR"]
 
@@ -312,7 +313,9 @@ class EmbeddingSearch:
             cached = self._queries.get(query)
             if cached is not None:
                 self._queries.move_to_end(query)
-                return cached
+        if cached is not None:
+            in_this_retrieve(query, cached)
+            return cached
         q = embed_matrix(_QueryRole(self.embedder), [query], 1)[0]
         with self._lock:
             self._queries[query] = q
