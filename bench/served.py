@@ -266,8 +266,8 @@ def one_at_a_time(servers: list[tuple[str, Served, dict]], questions: list[str],
     lat: dict[str, list[float]] = {name: [] for name, _, _ in servers}
     tag = secrets.token_hex(3)
     for i in range(rounds):
-        q = f"{questions[i % len(questions)]} ({tag}{i})"
-        for name, _, extra in (servers if i % 2 == 0 else servers[::-1]):
+        for j, (name, _, extra) in enumerate(servers if i % 2 == 0 else servers[::-1]):
+            q = f"{questions[i % len(questions)]} ({tag}{i}-{j})"  # (new to each: no vector of another's reused)
             t = time.perf_counter()
             status = _post(conns[name], {"query": q, "limit": 8, **extra})
             lat[name].append(time.perf_counter() - t)
