@@ -63,14 +63,20 @@ def test_one_retrieve_shares_a_vector_across_owners_only_while_it_runs():
     assert inner.queries == ["surfing", "sailing", "sailing"]
 
 
-def test_a_characters_retrieve_embeds_the_query_once(tmp_path):
-    inner = Counting()
+def _ann_with_kai(tmp_path, inner):
+    """Ann's folder with a shared item and one in Kai's layer, and Kai's profile (another owner)."""
     host = make_host(tmp_path, embedder=inner)
     host.characters.put("kai", name="Kai", persona="A barista.")
     host.owner("char:kai").add("self", "who", "Kai works at the harbour café.", ctx=WriteContext(actor="seed"))
     owner, _ = host.ensure_owner("user:ann")
     owner.add("people", "ann", "Ann lives by the sea and surfs.", ctx=WriteContext(actor="seed"))
     owner.add("notes", "surf", "Ann told Kai about surfing lessons.", ctx=WriteContext(actor="kai"), character="kai")
+    return owner
+
+
+def test_a_characters_retrieve_embeds_the_query_once(tmp_path):
+    inner = Counting()
+    owner = _ann_with_kai(tmp_path, inner)
     plain = owner.retrieve("who surfs by the sea?", character="kai")
     asked = [t for t in inner.queries if "surfs by the sea" in t]
     assert len(asked) == 1, asked  # three sources (Kai's layer, the shared layer, Kai's profile), one embedding
@@ -85,12 +91,7 @@ def test_a_vector_one_index_remembers_serves_the_characters_profile_in_the_same_
     a character right after reads three sources — two of this owner's, which remember the vector, and the
     character's profile, another owner, which gets it from the retrieve it runs in: no second embedding."""
     inner = Counting()
-    host = make_host(tmp_path, embedder=inner)
-    host.characters.put("kai", name="Kai", persona="A barista.")
-    host.owner("char:kai").add("self", "who", "Kai works at the harbour café.", ctx=WriteContext(actor="seed"))
-    owner, _ = host.ensure_owner("user:ann")
-    owner.add("people", "ann", "Ann lives by the sea and surfs.", ctx=WriteContext(actor="seed"))
-    owner.add("notes", "surf", "Ann told Kai about surfing lessons.", ctx=WriteContext(actor="kai"), character="kai")
+    owner = _ann_with_kai(tmp_path, inner)
     text = "who works at the harbour?"
     shared = owner.retrieve(text)
     assert shared.embedding_used and inner.queries.count(text) == 1
