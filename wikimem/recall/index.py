@@ -15,6 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -431,7 +432,11 @@ class MemoryIndex:
             sifting = q.room is not None and (bool(hidden) or self._hybrid is not None)
             if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
                 pool, hidden = pool + len(hidden), {}
-            cands = self._bm25_candidates(q, pool, hidden) if q.terms and pool else []
+            pairs = self._bm25_pairs(q, pool, hidden) if q.terms and pool else []
+            if self._hybrid is None and not sifting and q.half_life is None and first is not None:
+                # (BM25 alone, nothing re-scored or sifted after: a candidate is made only when demotion looks at it)
+                return self._demote((self._candidate(key, score, q) for key, score in pairs), q, first)
+            cands = [self._candidate(key, score, q) for key, score in pairs]
             lagging = self._lagging(q.mode)
         if self._hybrid is not None and limit:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
@@ -454,11 +459,11 @@ class MemoryIndex:
             self._hidden_items[key] = found
         return found
 
-    def _demote(self, cands: list[Candidate], q: Query, first: int | None = None) -> list[Candidate]:
+    def _demote(self, cands: Iterable[Candidate], q: Query, first: int | None = None) -> list[Candidate]:
         """A question with content ranks the content-free turns (greetings, acknowledgements) after the others
         (the ``first`` of that order only, when given: the candidates are looked at until they are known)."""
-        if not q.content or not cands:
-            return cands[:first]
+        if not q.content:
+            return list(islice(cands, first))
         kept: list[Candidate] = []
         free: list[Candidate] = []
         with self._lock:
@@ -477,8 +482,8 @@ class MemoryIndex:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_candidates(self, q: Query, pool: int, hidden: dict | None = None) -> list[Candidate]:
-        """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock). ``hidden``: what the
+    def _bm25_pairs(self, q: Query, pool: int, hidden: dict | None = None) -> list[tuple[Any, float]]:
+        """BM25's best ``pool`` ``(key, score)``, wiki and diary, best first (called under the lock). ``hidden``: what the
         room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their scores
         with their neighbours as without a room, but none takes a place (each seed is noted in ``q.left_out``)."""
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
@@ -487,14 +492,17 @@ class MemoryIndex:
         first = self._bm25_ranked(q, asked)
         ranked, reached = reaching(first, hidden, seeds, q.left_out)
         if not reached and asked < most and len(first) == asked:  # (a shorter list holds every match already)
-            ranked, _ = reaching(self._bm25_ranked(q, most), hidden, seeds, q.left_out)
+            first = self._bm25_ranked(q, asked := most)
+            ranked, _ = reaching(first, hidden, seeds, q.left_out)
         if self.neighbour_smoothing and ranked:
             diary = self._diary_made() if q.mode == "all" else None
-            ranked = smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), hidden=hidden or (),
-                            limit=pool)
+            near, scores = lexical_sides(q, self.wiki, diary)
+            if len(ranked) == len(first) < asked and q.dates is None:
+                scores = _unmatched  # every match is a seed (a shorter list than asked): any other key scores 0
+            ranked = smooth(ranked, self.neighbour_smoothing, near, scores, hidden=hidden or (), limit=pool)
         elif hidden:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
-        return [self._candidate(key, score, q) for key, score in ranked[:pool]]
+        return ranked[:pool]
 
     def _bm25_ranked(self, q: Query, k: int) -> list[tuple[Any, float]]:
         """BM25's best ``k`` keys, wiki and diary, best first (called under the lock)."""
@@ -595,6 +603,11 @@ class MemoryIndex:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
+
+
+def _unmatched(keys: Iterable[Any]) -> dict:
+    """The raw BM25 scores of keys that match no query term: none (smoothing reads a key left out as 0)."""
+    return {}
 
 
 def _stop_option(languages: tuple[str, ...]) -> bool | str:
