@@ -483,9 +483,10 @@ class MemoryIndex:
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
     def _bm25_pairs(self, q: Query, pool: int, hidden: dict | None = None) -> list[tuple[Any, float]]:
-        """BM25's best ``pool`` ``(key, score)``, wiki and diary, best first (called under the lock). ``hidden``: what the
-        room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their scores
-        with their neighbours as without a room, but none takes a place (each seed is noted in ``q.left_out``)."""
+        """BM25's best ``pool`` ``(key, score)``, wiki and diary, best first (called under the lock). ``hidden``:
+        what the room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their
+        scores with their neighbours as without a room, but none takes a place (each seed is noted in
+        ``q.left_out``)."""
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         most = seeds + len(hidden or ())
         asked = min(most, 2 * seeds)  # (enough unless the room leaves out more than half the best: then all)

@@ -84,6 +84,7 @@ def _ranked(raw: dict, weight: float, keys: list, nears: list, limit: int | None
     first and ties by key, those above 0 only, cut to ``limit``."""
     get = raw.get
     zeros = repeat(_NOTHING)
+    shares: Iterable[float]
     if nears and max(map(len, nears)) <= 2:  # (two neighbours at most: the shares in a few passes, in C)
         padded = list(map(add, nears, repeat(_PAD)))
         shares = map(max, map(get, map(itemgetter(0), padded), zeros), map(get, map(itemgetter(1), padded), zeros),
