@@ -498,9 +498,10 @@ class MemoryIndex:
         if self.neighbour_smoothing and ranked:
             diary = self._diary_made() if q.mode == "all" else None
             near, scores = lexical_sides(q, self.wiki, diary)
-            if len(ranked) == len(first) < asked and q.dates is None:
-                scores = _unmatched  # every match is a seed (a shorter list than asked): any other key scores 0
-            ranked = smooth(ranked, self.neighbour_smoothing, near, scores, hidden=hidden or (), limit=pool)
+            # every match a seed (a shorter list than asked, none cut): any other key scores 0, none is asked for
+            complete = len(ranked) == len(first) < asked and q.dates is None
+            ranked = smooth(ranked, self.neighbour_smoothing, near, None if complete else scores,
+                            hidden=hidden or (), limit=pool)
         elif hidden:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
         return ranked[:pool]
@@ -517,6 +518,8 @@ class MemoryIndex:
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(key, s) for key, s in every if q.in_window(key[0])]
+        if not days or not wiki:  # (one list alone: already in that order)
+            return (wiki or days)[:k]
         return by_score(wiki + days)[:k]
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:
@@ -604,11 +607,6 @@ class MemoryIndex:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
-
-
-def _unmatched(keys: Iterable[Any]) -> dict:
-    """The raw BM25 scores of keys that match no query term: none (smoothing reads a key left out as 0)."""
-    return {}
 
 
 def _stop_option(languages: tuple[str, ...]) -> bool | str:

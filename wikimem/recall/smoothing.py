@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
-from operator import add, itemgetter, le, lt, mul, neg
+from operator import itemgetter, le, lt, neg
 from typing import Any
 
 __all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
@@ -32,19 +32,18 @@ def is_transcript(file: str, items: Sequence[Any]) -> bool:
 
 def smooth(seeds: list[tuple[Hashable, float]], weight: float,
            neighbours: Callable[[Hashable], tuple[Hashable, ...]] | Mapping[Hashable, tuple[Hashable, ...]],
-           scores: Callable[[Iterable[Hashable]], dict[Hashable, float]], *,
+           scores: Callable[[Iterable[Hashable]], dict[Hashable, float]] | None, *,
            hidden: Container[Hashable] = (), limit: int | None = None) -> list[tuple[Hashable, float]]:
     """BM25's best ``(key, score)`` and their neighbours, re-scored with their neighbours' share.
 
     ``neighbours(key)``: the keys just before and after it in a
     conversation-like file (none elsewhere), or a mapping of them (a key
-    missing has none); ``scores(keys)``: raw BM25
-    scores of those keys (missing = 0). Best first, ties by key; the best
+    missing has none); ``scores(keys)``: raw BM25 scores of those keys (missing
+    = 0; None: every key that is not a seed scores 0). Best first, ties by key; the best
     ``limit`` only when given (the same as the whole list cut there).
     ``hidden``: keys left out of the answer (recall in a room): they still
     share their score and bring their neighbours in, but are not returned.
-    A key's value is ``raw + weight · max(0, raw of each neighbour)``; the
-    work is done a list at a time (``map`` over dict lookups), not a key at a time.
+    A key's value is ``raw + weight · max(0, raw of each neighbour)``.
     """
     if isinstance(neighbours, Mapping):
         mapped = neighbours.get
@@ -64,18 +63,17 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     else:
         more = list(new)
     more_nears = near_of(more)
-    wanted = set(chain.from_iterable(more_nears))
-    wanted.update(new)
-    wanted.difference_update(raw)
-    if wanted:
-        raw.update(scores(wanted))
+    if scores is not None:
+        wanted = set(chain.from_iterable(more_nears))
+        wanted.update(new)
+        wanted.difference_update(raw)
+        if wanted:
+            raw.update(scores(wanted))
     keys += more
     nears += more_nears
     return _ranked(raw, weight, keys, nears, limit)
 
 
-_NO_KEY = object()  # a neighbour that is not there (its raw score: 0)
-_PAD = (_NO_KEY, _NO_KEY)
 _NOTHING = 0.0
 
 
@@ -83,15 +81,14 @@ def _ranked(raw: dict, weight: float, keys: list, nears: list, limit: int | None
     """``keys`` valued ``raw + weight · share`` (``share``: the best raw score of its ``nears``, at least 0), best
     first and ties by key, those above 0 only, cut to ``limit``."""
     get = raw.get
-    zeros = repeat(_NOTHING)
-    shares: Iterable[float]
-    if nears and max(map(len, nears)) <= 2:  # (two neighbours at most: the shares in a few passes, in C)
-        padded = list(map(add, nears, repeat(_PAD)))
-        shares = map(max, map(get, map(itemgetter(0), padded), zeros), map(get, map(itemgetter(1), padded), zeros),
-                      zeros)
-    else:
-        shares = (max(_NOTHING, *map(get, near, zeros)) for near in nears)
-    values = list(map(add, map(get, keys, zeros), map(mul, repeat(weight), shares)))
+    values = []
+    for key, near in zip(keys, nears):  # (BM25 scores are never negative: an absent neighbour shares 0)
+        share = 0.0
+        for n in near:
+            x = get(n, 0.0)
+            if x > share:
+                share = x
+        values.append(get(key, 0.0) + weight * share)
     floor = _NOTHING  # above 0 only; and when only the best ``limit`` are wanted, at least the limit-th value
     if limit is not None and len(values) > limit:
         floor = max(floor, sorted(values, reverse=True)[limit - 1] if limit else math.inf)  # (floats: a fast sort)
@@ -99,7 +96,7 @@ def _ranked(raw: dict, weight: float, keys: list, nears: list, limit: int | None
         if not floor:  # (0 itself is not above 0)
             ranked = [pair for pair in ranked if pair[0]]
     else:  # (-value, key): sorted as is, best first and ties by key, without a key function
-        ranked = sorted(compress(zip(map(neg, values), keys), map(lt, zeros, values)))
+        ranked = sorted(compress(zip(map(neg, values), keys), map(lt, repeat(_NOTHING), values)))
     if limit is not None:
         del ranked[limit:]
     return list(zip(map(itemgetter(1), ranked), map(neg, map(itemgetter(0), ranked))))

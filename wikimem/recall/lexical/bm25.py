@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter, neg
 from sys import intern
 from typing import Any
 
@@ -546,6 +547,6 @@ def _kth_largest(values: list[float], k: int) -> float:
 def by_score(ranked: Iterable[tuple[Hashable, float]]) -> list[tuple[Hashable, float]]:
     """``(key, score)`` pairs, score descending and ties by key ascending (sorted as ``(-score, key)`` tuples: no
     key function called per pair)."""
-    order = [(-v, key) for key, v in ranked]
-    order.sort()
-    return [(key, -negated) for negated, key in order]
+    pairs = ranked if isinstance(ranked, list) else list(ranked)
+    order = sorted(zip(map(neg, map(itemgetter(1), pairs)), map(itemgetter(0), pairs)))
+    return list(zip(map(itemgetter(1), order), map(neg, map(itemgetter(0), order))))
