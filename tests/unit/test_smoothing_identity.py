@@ -97,7 +97,7 @@ def test_no_scores_asked_when_every_match_is_a_seed(tmp_path):
         asked.append(list(keys))
         return original(keys, *args, **kwargs)
 
-    bm25.scores = spy  # type: ignore[method-assign]
+    bm25.scores = spy
     result = index.retrieve("puppy", limit=10, expand_links=False)
     assert not asked  # three matches, fewer than the seeds asked for: their neighbours score 0
     names = [(e.item.name, e.score) for e in result.items]
