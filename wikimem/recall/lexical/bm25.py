@@ -43,6 +43,8 @@ _SAFETY = 1e-9
 # Slots of removed documents are reclaimed (all slots renumbered) once they
 # outnumber twice the live ones plus this slack: amortised O(1) per removal.
 RENUMBER_SLACK = 16384
+# A ranking's sums are kept for the scores() that may follow (one dict per index) when they are at most this many.
+LAST_SUMS = 4096
 
 
 @contextmanager
@@ -109,6 +111,9 @@ class BM25Index:
         self._total = 0  # sum of live document lengths
         self._version = 0  # bumped by every change: cached impacts are keyed by it
         self._caches = ImpactCaches()  # the bound on the impacts cached per term
+        # The sums of the last pure-Python ranking: (stats version, plan key, {slot: score}, whether every match
+        # is there — no pruning); scores() of the same query and statistics reads them (smoothing's neighbours)
+        self._last: tuple | None = None
 
     # -- contents ----------------------------------------------------------
 
@@ -304,6 +309,20 @@ class BM25Index:
         extra_docs = [(k, Counter(t)) for k, t in extra]
         stats = self._stats(extra_docs, peers)
         plan = [t for t in self._plan(query, stats, extra_docs, peers) if t.postings is not None]
+        last = self._last
+        if last is not None and last[0] == stats.version and last[1] == _plan_key(plan):
+            known, every = last[2], last[3]  # (the sums the ranking of this very query made: the same floats)
+            if every:
+                return {key: known.get(slot, 0.0) for key, slot in slots}
+            out = {key: known[slot] for key, slot in slots if slot in known}
+            if len(out) == len(slots):
+                return out
+            slots = [(key, slot) for key, slot in slots if slot not in known]
+            return out | self._sums(slots, plan, stats)
+        return self._sums(slots, plan, stats)
+
+    def _sums(self, slots: list[tuple[Hashable, int]], plan: list[_Term], stats: _Stats) -> dict[Hashable, float]:
+        """The scores of ``(key, slot)`` over the plan's terms that the index holds."""
         # A term ranked just now has its impacts cached (same statistics): a dict lookup then, the same
         # value as the formula gives; else the slot's position in the postings.
         cached = [self._cached_impacts(t.posted, stats) for t in plan]
@@ -460,6 +479,8 @@ class BM25Index:
             nxt = i + 1
             if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].posted.slots) > len(acc):
                 closed = self._close(acc, k, rest[nxt])
+        if cacheable and len(acc) <= LAST_SUMS:  # (what scores() of the same query then reads, not sums again)
+            self._last = (stats.version, _plan_key(terms), acc, not closed)
         keys = self._keys
         if k is not None and len(acc) > k:  # only what can make the top k becomes a pair
             threshold = _kth_largest(list(acc.values()), k)
@@ -525,6 +546,11 @@ class BM25Index:
             if hit:
                 out.append((key, total))
         return out
+
+
+def _plan_key(plan: list[_Term]) -> tuple:
+    """What a plan sums: its terms and their weights, in order (a ranking's sums are reused for the same key)."""
+    return tuple((t.term, t.weight) for t in plan)
 
 
 def _best(ranked: list[tuple[Hashable, float]], k: int | None) -> list[tuple[Hashable, float]]:
