@@ -276,7 +276,7 @@ class BM25Index:
         Score descending, ties by key ascending; only documents sharing a
         term with the query are returned.
         """
-        if k is not None and k <= 0:
+        if (k is not None and k <= 0) or (not self._slot_of and not extra):  # (an empty index: nothing to rank)
             return []
         extra_docs = [(key, Counter(terms)) for key, terms in extra]
         stats = self._stats(extra_docs, peers)
