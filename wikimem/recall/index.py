@@ -490,7 +490,10 @@ class MemoryIndex:
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         most = seeds + len(hidden or ())
         asked = min(most, 2 * seeds)  # (enough unless the room leaves out more than half the best: then all)
-        first = self._bm25_ranked(q, asked)
+        loose = bool(self.neighbour_smoothing)  # (smoothing sorts its own list: a short one needs no order)
+        first = self._bm25_ranked(q, asked, loose)
+        if loose and seeds < len(first) < asked:  # (more than the seeds: the first of them are cut in order)
+            first = by_score(first)
         ranked, reached = reaching(first, hidden, seeds, q.left_out)
         if not reached and asked < most and len(first) == asked:  # (a shorter list holds every match already)
             first = self._bm25_ranked(q, asked := most)
@@ -506,15 +509,16 @@ class MemoryIndex:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
         return ranked[:pool]
 
-    def _bm25_ranked(self, q: Query, k: int) -> list[tuple[Any, float]]:
-        """BM25's best ``k`` keys, wiki and diary, best first (called under the lock)."""
+    def _bm25_ranked(self, q: Query, k: int, loose: bool = False) -> list[tuple[Any, float]]:
+        """BM25's best ``k`` keys, wiki and diary, best first (called under the lock); ``loose``: fewer than ``k``
+        (every match) in any order."""
         bm25 = self.wiki.bm25
         if q.mode == "window":
-            return bm25.top_k(q.terms, k, extra=q.extra)
+            return bm25.top_k(q.terms, k, extra=q.extra, loose=loose)
         diary = self._diary_made()
-        wiki = bm25.top_k(q.terms, k, peers=[diary.bm25])
+        wiki = bm25.top_k(q.terms, k, peers=[diary.bm25], loose=loose)
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, k, peers=[bm25])
+            days = diary.bm25.top_k(q.terms, k, peers=[bm25], loose=loose)
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(key, s) for key, s in every if q.in_window(key[0])]

@@ -264,7 +264,7 @@ class BM25Index:
 
     def top_k(self, query: Sequence[str], k: int | None = 10, *,
               extra: Sequence[tuple[Hashable, Sequence[str]]] = (),
-              peers: Sequence[BM25Index] = ()) -> list[tuple[Hashable, float]]:
+              peers: Sequence[BM25Index] = (), loose: bool = False) -> list[tuple[Hashable, float]]:
         """The best ``k`` documents for the query terms as ``(key, score)``.
 
         ``k=None`` returns every matching document. ``extra`` documents
@@ -274,7 +274,9 @@ class BM25Index:
         too (one collection kept in two indexes, e.g. the wiki and the
         diary); their documents are not returned — ask each index in turn.
         Score descending, ties by key ascending; only documents sharing a
-        term with the query are returned.
+        term with the query are returned. ``loose``: fewer than ``k`` (every
+        match) come in any order, not sorted (a caller that sorts them itself,
+        or needs no order).
         """
         if (k is not None and k <= 0) or (not self._slot_of and not extra):  # (an empty index: nothing to rank)
             return []
@@ -286,6 +288,8 @@ class BM25Index:
         ranked = self._rank_index(plan, stats, k)
         if extra_docs:
             ranked += self._rank_extra(plan, stats, extra_docs)
+        if loose and (k is None or len(ranked) < k):
+            return ranked
         return _best(ranked, k)
 
     def score(self, key: Hashable, query: Sequence[str], *,
