@@ -56,3 +56,13 @@ def test_no_stale_sum_after_a_change_of_the_index_or_of_a_peer():
     index.top_k(query, 10, peers=[peer])
     peer.add(("peer", "more"), ["tea"] * 5)  # a peer's change moves the statistics: its sums are not read
     assert _hex(index.scores(keys, query, peers=[peer])) == _hex(expected.scores(keys, query, peers=[peer]))
+
+
+@pytest.mark.parametrize("k", [10, 300, 2000, None])
+def test_a_loose_ranking_holds_the_same_pairs_sorted_when_cut(k):
+    index = _index(_docs(600, 7))
+    query = ["tea", "kite"]
+    ordered, loose = index.top_k(query, k), index.top_k(query, k, loose=True)
+    assert sorted(loose) == sorted(ordered)
+    if k is not None and len(ordered) == k:
+        assert loose == ordered  # (cut to k: in order, ties by key)
