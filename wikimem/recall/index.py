@@ -15,6 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -431,7 +432,11 @@ class MemoryIndex:
             sifting = q.room is not None and (bool(hidden) or self._hybrid is not None)
             if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
                 pool, hidden = pool + len(hidden), {}
-            cands = self._bm25_candidates(q, pool, hidden) if q.terms and pool else []
+            pairs = self._bm25_pairs(q, pool, hidden) if q.terms and pool else []
+            if self._hybrid is None and not sifting and q.half_life is None and first is not None:
+                # (BM25 alone, nothing re-scored or sifted after: a candidate is made only when demotion looks at it)
+                return self._demote((self._candidate(key, score, q) for key, score in pairs), q, first)
+            cands = [self._candidate(key, score, q) for key, score in pairs]
             lagging = self._lagging(q.mode)
         if self._hybrid is not None and limit:
             fused = self._hybrid.rank(q, cands, pool, lagging, self._diary_index)
@@ -454,11 +459,11 @@ class MemoryIndex:
             self._hidden_items[key] = found
         return found
 
-    def _demote(self, cands: list[Candidate], q: Query, first: int | None = None) -> list[Candidate]:
+    def _demote(self, cands: Iterable[Candidate], q: Query, first: int | None = None) -> list[Candidate]:
         """A question with content ranks the content-free turns (greetings, acknowledgements) after the others
         (the ``first`` of that order only, when given: the candidates are looked at until they are known)."""
-        if not q.content or not cands:
-            return cands[:first]
+        if not q.content:
+            return list(islice(cands, first))
         kept: list[Candidate] = []
         free: list[Candidate] = []
         with self._lock:
@@ -477,37 +482,48 @@ class MemoryIndex:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_candidates(self, q: Query, pool: int, hidden: dict | None = None) -> list[Candidate]:
-        """BM25's best ``pool`` candidates, wiki and diary, best first (called under the lock). ``hidden``: what the
-        room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their scores
-        with their neighbours as without a room, but none takes a place (each seed is noted in ``q.left_out``)."""
+    def _bm25_pairs(self, q: Query, pool: int, hidden: dict | None = None) -> list[tuple[Any, float]]:
+        """BM25's best ``pool`` ``(key, score)``, wiki and diary, best first (called under the lock). ``hidden``:
+        what the room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their
+        scores with their neighbours as without a room, but none takes a place (each seed is noted in
+        ``q.left_out``)."""
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         most = seeds + len(hidden or ())
         asked = min(most, 2 * seeds)  # (enough unless the room leaves out more than half the best: then all)
-        first = self._bm25_ranked(q, asked)
+        loose = bool(self.neighbour_smoothing)  # (smoothing sorts its own list: a short one needs no order)
+        first = self._bm25_ranked(q, asked, loose)
+        if loose and seeds < len(first) < asked:  # (more than the seeds: the first of them are cut in order)
+            first = by_score(first)
         ranked, reached = reaching(first, hidden, seeds, q.left_out)
         if not reached and asked < most and len(first) == asked:  # (a shorter list holds every match already)
-            ranked, _ = reaching(self._bm25_ranked(q, most), hidden, seeds, q.left_out)
+            first = self._bm25_ranked(q, asked := most)
+            ranked, _ = reaching(first, hidden, seeds, q.left_out)
         if self.neighbour_smoothing and ranked:
             diary = self._diary_made() if q.mode == "all" else None
-            ranked = smooth(ranked, self.neighbour_smoothing, *lexical_sides(q, self.wiki, diary), hidden=hidden or (),
-                            limit=pool)
+            near, scores = lexical_sides(q, self.wiki, diary)
+            # every match a seed (a shorter list than asked, none cut): any other key scores 0, none is asked for
+            complete = len(ranked) == len(first) < asked and q.dates is None
+            ranked = smooth(ranked, self.neighbour_smoothing, near, None if complete else scores,
+                            hidden=hidden or (), limit=pool)
         elif hidden:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
-        return [self._candidate(key, score, q) for key, score in ranked[:pool]]
+        return ranked[:pool]
 
-    def _bm25_ranked(self, q: Query, k: int) -> list[tuple[Any, float]]:
-        """BM25's best ``k`` keys, wiki and diary, best first (called under the lock)."""
+    def _bm25_ranked(self, q: Query, k: int, loose: bool = False) -> list[tuple[Any, float]]:
+        """BM25's best ``k`` keys, wiki and diary, best first (called under the lock); ``loose``: fewer than ``k``
+        (every match) in any order."""
         bm25 = self.wiki.bm25
         if q.mode == "window":
-            return bm25.top_k(q.terms, k, extra=q.extra)
+            return bm25.top_k(q.terms, k, extra=q.extra, loose=loose)
         diary = self._diary_made()
-        wiki = bm25.top_k(q.terms, k, peers=[diary.bm25])
+        wiki = bm25.top_k(q.terms, k, peers=[diary.bm25], loose=loose)
         if q.dates is None:
-            days = diary.bm25.top_k(q.terms, k, peers=[bm25])
+            days = diary.bm25.top_k(q.terms, k, peers=[bm25], loose=loose)
         else:
             every: list[tuple[Any, float]] = diary.bm25.top_k(q.terms, None, peers=[bm25])
             days = [(key, s) for key, s in every if q.in_window(key[0])]
+        if not days or not wiki:  # (one list alone: already in that order)
+            return (wiki or days)[:k]
         return by_score(wiki + days)[:k]
 
     def _candidate(self, key: Any, score: float, q: Query) -> Candidate:

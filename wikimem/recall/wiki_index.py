@@ -42,6 +42,10 @@ class WikiIndex:
         # use of the file; empty for a file that is not conversation-like
         self._order: dict[str, dict[str, tuple[Key, ...]]] = {}
         self._conversational: tuple[int, bool] = (-1, False)  # (generation, any conversation-like file)
+        # (file, name) -> its neighbours, over every conversation-like file: _order flattened for smoothing's hot
+        # path; the files changed since are merged in on the next use (None: every file)
+        self._near: dict[Key, tuple[Key, ...]] = {}
+        self._near_stale: set[str] | None = None
         # file -> the speakers of its labelled turns; (file, name) -> (item, content free?)
         self._speakers: dict[str, tuple[str, ...]] = {}
         self._free: dict[Key, tuple[RecallItem, bool]] = {}
@@ -78,6 +82,18 @@ class WikiIndex:
         """The items just before and after ``key`` in its file, when the file is conversation-like."""
         around = self._order.get(key[0])  # (the hot path of smoothing: the file's map, made once)
         return (around if around is not None else self._around(key[0])).get(key[1], ())
+
+    def near(self) -> dict[Key, tuple[Key, ...]]:
+        """:meth:`neighbours` as a mapping (the keys of files that are not conversation-like left out), read only:
+        kept up to date file by file, as the index changes."""
+        stale = self._near_stale
+        if stale is None:
+            self._near, stale = {}, set(self._files)
+        near = self._near
+        for file in stale:
+            near.update({(file, name): keys for name, keys in self._around(file).items()})
+        self._near_stale = set()
+        return near
 
     def conversational(self) -> bool:
         """Whether any file is conversation-like (looked at once per :attr:`generation`)."""
@@ -140,6 +156,7 @@ class WikiIndex:
             files.setdefault(item.file, {})[item.name] = item
         bm25.extend(((i.file, i.name), tokenize(item_text(i), use_jieba=self.use_jieba)) for i in items)
         self.bm25, self._files, self._facts, self._order = bm25, files, {}, {}
+        self._near, self._near_stale = {}, None
         self._speakers, self._free = {}, {}
         self.roomed = {(i.file, i.name): i for i in items if i.channel is not None or i.present}
         self._revision, self.built = revision, True
@@ -198,4 +215,8 @@ class WikiIndex:
         if changed:
             self.generation += 1
             self._order.pop(file, None)
+            for name in old:
+                self._near.pop((file, name), None)
+            if self._near_stale is not None:
+                self._near_stale.add(file)
             self._speakers.pop(file, None)

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter, neg
 from sys import intern
 from typing import Any
 
@@ -42,6 +43,8 @@ _SAFETY = 1e-9
 # Slots of removed documents are reclaimed (all slots renumbered) once they
 # outnumber twice the live ones plus this slack: amortised O(1) per removal.
 RENUMBER_SLACK = 16384
+# A ranking's sums are kept for the scores() that may follow (one dict per index) when they are at most this many.
+LAST_SUMS = 4096
 
 
 @contextmanager
@@ -108,6 +111,9 @@ class BM25Index:
         self._total = 0  # sum of live document lengths
         self._version = 0  # bumped by every change: cached impacts are keyed by it
         self._caches = ImpactCaches()  # the bound on the impacts cached per term
+        # The sums of the last pure-Python ranking: (stats version, plan key, {slot: score}, whether every match
+        # is there — no pruning); scores() of the same query and statistics reads them (smoothing's neighbours)
+        self._last: tuple | None = None
 
     # -- contents ----------------------------------------------------------
 
@@ -258,7 +264,7 @@ class BM25Index:
 
     def top_k(self, query: Sequence[str], k: int | None = 10, *,
               extra: Sequence[tuple[Hashable, Sequence[str]]] = (),
-              peers: Sequence[BM25Index] = ()) -> list[tuple[Hashable, float]]:
+              peers: Sequence[BM25Index] = (), loose: bool = False) -> list[tuple[Hashable, float]]:
         """The best ``k`` documents for the query terms as ``(key, score)``.
 
         ``k=None`` returns every matching document. ``extra`` documents
@@ -268,9 +274,11 @@ class BM25Index:
         too (one collection kept in two indexes, e.g. the wiki and the
         diary); their documents are not returned — ask each index in turn.
         Score descending, ties by key ascending; only documents sharing a
-        term with the query are returned.
+        term with the query are returned. ``loose``: fewer than ``k`` (every
+        match) come in any order, not sorted (a caller that sorts them itself,
+        or needs no order).
         """
-        if k is not None and k <= 0:
+        if (k is not None and k <= 0) or (not self._slot_of and not extra):  # (an empty index: nothing to rank)
             return []
         extra_docs = [(key, Counter(terms)) for key, terms in extra]
         stats = self._stats(extra_docs, peers)
@@ -280,6 +288,8 @@ class BM25Index:
         ranked = self._rank_index(plan, stats, k)
         if extra_docs:
             ranked += self._rank_extra(plan, stats, extra_docs)
+        if loose and (k is None or len(ranked) < k):
+            return ranked
         return _best(ranked, k)
 
     def score(self, key: Hashable, query: Sequence[str], *,
@@ -303,6 +313,20 @@ class BM25Index:
         extra_docs = [(k, Counter(t)) for k, t in extra]
         stats = self._stats(extra_docs, peers)
         plan = [t for t in self._plan(query, stats, extra_docs, peers) if t.postings is not None]
+        last = self._last
+        if last is not None and last[0] == stats.version and last[1] == _plan_key(plan):
+            known, every = last[2], last[3]  # (the sums the ranking of this very query made: the same floats)
+            if every:
+                return {key: known.get(slot, 0.0) for key, slot in slots}
+            out = {key: known[slot] for key, slot in slots if slot in known}
+            if len(out) == len(slots):
+                return out
+            slots = [(key, slot) for key, slot in slots if slot not in known]
+            return out | self._sums(slots, plan, stats)
+        return self._sums(slots, plan, stats)
+
+    def _sums(self, slots: list[tuple[Hashable, int]], plan: list[_Term], stats: _Stats) -> dict[Hashable, float]:
+        """The scores of ``(key, slot)`` over the plan's terms that the index holds."""
         # A term ranked just now has its impacts cached (same statistics): a dict lookup then, the same
         # value as the formula gives; else the slot's position in the postings.
         cached = [self._cached_impacts(t.posted, stats) for t in plan]
@@ -459,6 +483,8 @@ class BM25Index:
             nxt = i + 1
             if k is not None and nxt < len(terms) and len(acc) >= k and len(terms[nxt].posted.slots) > len(acc):
                 closed = self._close(acc, k, rest[nxt])
+        if cacheable and len(acc) <= LAST_SUMS:  # (what scores() of the same query then reads, not sums again)
+            self._last = (stats.version, _plan_key(terms), acc, not closed)
         keys = self._keys
         if k is not None and len(acc) > k:  # only what can make the top k becomes a pair
             threshold = _kth_largest(list(acc.values()), k)
@@ -526,6 +552,11 @@ class BM25Index:
         return out
 
 
+def _plan_key(plan: list[_Term]) -> tuple:
+    """What a plan sums: its terms and their weights, in order (a ranking's sums are reused for the same key)."""
+    return tuple((t.term, t.weight) for t in plan)
+
+
 def _best(ranked: list[tuple[Hashable, float]], k: int | None) -> list[tuple[Hashable, float]]:
     """Score descending, ties by key ascending, cut to ``k``."""
     if k is not None and len(ranked) > k:
@@ -546,6 +577,6 @@ def _kth_largest(values: list[float], k: int) -> float:
 def by_score(ranked: Iterable[tuple[Hashable, float]]) -> list[tuple[Hashable, float]]:
     """``(key, score)`` pairs, score descending and ties by key ascending (sorted as ``(-score, key)`` tuples: no
     key function called per pair)."""
-    order = [(-v, key) for key, v in ranked]
-    order.sort()
-    return [(key, -negated) for negated, key in order]
+    pairs = ranked if isinstance(ranked, list) else list(ranked)
+    order = sorted(zip(map(neg, map(itemgetter(1), pairs)), map(itemgetter(0), pairs)))
+    return list(zip(map(itemgetter(1), order), map(neg, map(itemgetter(0), order))))
