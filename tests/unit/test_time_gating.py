@@ -179,3 +179,23 @@ def test_a_new_diary_entry_is_seen_at_once(store):
 def test_windows_at_the_edges_of_the_calendar_widen_without_overflow(store, window):
     result = MemoryIndex(store, use_jieba=False).retrieve("", time_range=window)
     assert result.time_range[0] >= "0001-01-01" and result.time_range[1] <= "9999-12-31"
+
+
+def test_an_entry_of_the_window_ranks_before_a_wiki_item_that_matches_no_word():
+    """What matches no word of the question comes after what does; among it, the window's entries come before the
+    wiki's items, whatever the dense ranking said (it failed on the weekdays whose window held an unmatched entry)."""
+    from wikimem.models import RecallItem
+    from wikimem.recall.fusion import Candidate
+    from wikimem.recall.window import window_order
+
+    def cand(key, kind, bm25, content):
+        return Candidate(key, RecallItem(file=key[0], name=key[1], content=content), kind, bm25, None, 0.0)
+
+    beach = cand(("2026-12-02", "10:00", 0), "diary", 2.0, "Went to the beach.")
+    swim = cand(("2026-12-02", "11:00", 0), "diary", 0.0, "Went swimming.")
+    sea = cand(("preferences", "likes-the-sea"), "wiki", 1.5, "Loves the sea.")
+    work = cand(("notes", "work"), "wiki", 0.0, "I design robots.")
+    ranked = [sea, beach, work, swim]  # (fused: the stray wiki item's cosine put it above the swim)
+    order = window_order(ranked, [beach, swim], 8, fallback=False)
+    assert [c.key for c in order] == [sea.key, beach.key, swim.key, work.key]
+    assert [c.key for c in window_order(ranked, [beach, swim], 3, fallback=False)] == [sea.key, beach.key, swim.key]

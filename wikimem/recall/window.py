@@ -34,7 +34,8 @@ def window_order(ranked: list[Candidate], window: list[Candidate], limit: int, *
 
     ``ranked``: every ranked candidate, best first (BM25 or fused);
     ``window``: each entry of the window as a candidate, oldest first;
-    ``fallback``: the window's unmatched entries come back too.
+    ``fallback``: the window's unmatched entries come back too (newest first, after the matches). What matches
+    no word comes last, the window's entries before the wiki's items.
     """
     if limit <= 0:
         return []
@@ -43,8 +44,10 @@ def window_order(ranked: list[Candidate], window: list[Candidate], limit: int, *
     scored = {c.key: c for c in ranked}  # an entry keeps the scores it was ranked with (its cosine)
     unmatched = [scored.get(c.key, c) for c in reversed(window) if c.key not in seen] if fallback else []
     seen.update(c.key for c in unmatched)
-    order = matched + unmatched + [c for c in ranked if c.key not in seen]
-    return _reserve(order, {c.key for c in window}, limit)
+    inside = {c.key for c in window}
+    rest = [c for c in ranked if c.key not in seen]  # (what matches no word: the window's entries before the rest)
+    order = matched + unmatched + [c for c in rest if c.key in inside] + [c for c in rest if c.key not in inside]
+    return _reserve(order, inside, limit)
 
 
 def _reserve(order: list[Candidate], window: set, limit: int) -> list[Candidate]:
