@@ -162,6 +162,11 @@ def test_the_mcp_example_works_as_written(tmp_path, capsys):
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         opener.open(urllib.request.Request(f"{host.base}/api/v1/owners/user:ann", method="PUT",
                                            headers={"Authorization": f"Bearer {token}"})).close()
+        # Ann lives in Shanghai (as in the curl example): "上周三" is her last Wednesday, whatever the host's zone
+        opener.open(urllib.request.Request(f"{host.base}/api/v1/owners/user:ann/settings", method="PUT",
+                                           data=json.dumps({"tz": "Asia/Shanghai"}).encode(),
+                                           headers={"Authorization": f"Bearer {token}",
+                                                    "Content-Type": "application/json"})).close()
         request = urllib.request.Request(f"{host.base}/api/v1/owners/user:ann/diary", method="POST",
                                          data=json.dumps({"content": "上周三去了海边，看了日落。",
                                                           "date": last_wednesday()}).encode(),
