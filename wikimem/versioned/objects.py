@@ -206,16 +206,34 @@ class GitRepo:
                                 "`wikimem repair` on this owner") from None
         if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
             return value
+        well_formed = len(value) == 40 and not value.strip(b"0123456789abcdef")
         try:
-            present = len(value) == 40 and not value.strip(b"0123456789abcdef") and oid(value) in self.store
+            present = well_formed and oid(value) in self.store
         except Exception:  # (dulwich on a torn object file: a power loss the intent log's redo puts right)
             present = False
+        if well_formed and not present:
+            present = self._present_afresh(value)
         if not present:
             raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
                                 "of this repository; run `wikimem repair` on this owner (it moves the branch back "
                                 "to the last good commit)")
         self._checked_head = value
         return value
+
+    def _present_afresh(self, sha: bytes) -> bool:
+        """Whether the object is there, asked of a store of its own: a lookup in the shared store can fail while
+        another thread of this process uses it (dulwich's pack cache is not thread-safe: a pack evicted or closed
+        under the lookup), and a folder is called damaged only when a fresh look agrees."""
+        try:
+            repo = Repo(str(self.root))
+        except Exception:  # noqa: BLE001 - a repository that cannot be opened: the caller's verdict stands
+            return False
+        try:
+            return oid(sha) in repo.object_store
+        except Exception:  # noqa: BLE001 - a torn object file (see head)
+            return False
+        finally:
+            repo.close()
 
     def _get(self, sha: bytes):
         found = self.pending.get(sha)
