@@ -207,37 +207,54 @@ class GitRepo:
         if value == self._checked_head:  # (the store lookup costs more than the read: once per head)
             return value
         well_formed = len(value) == 40 and not value.strip(b"0123456789abcdef")
-        try:
-            present = well_formed and oid(value) in self.store
-        except Exception:  # (dulwich on a torn object file: a power loss the intent log's redo puts right)
-            present = False
-        if well_formed and not present:
-            present = self._present_afresh(value)
-        if not present:
+        if not (well_formed and self.has(value)):  # (a torn object file counts as missing: the intent log's redo)
             raise DamagedFolder(f"{self.root.name}: the branch main names {value[:60]!r}, which is not a commit "
                                 "of this repository; run `wikimem repair` on this owner (it moves the branch back "
                                 "to the last good commit)")
         self._checked_head = value
         return value
 
-    def _present_afresh(self, sha: bytes) -> bool:
-        """Whether the object is there, asked of a store of its own: a lookup in the shared store can fail while
-        another thread of this process uses it (dulwich's pack cache is not thread-safe: a pack evicted or closed
-        under the lookup), and a folder is called damaged only when a fresh look agrees."""
+    def has(self, sha: bytes) -> bool:
+        """Whether the object is in the store (a miss of the shared store asked again afresh: see :meth:`_afresh`)."""
+        try:
+            if oid(sha) in self.store:
+                return True
+        except Exception:  # noqa: BLE001 - a pack closed under the lookup, or a torn object file: asked afresh
+            pass
+        return bool(self._afresh(lambda store: oid(sha) in store))
+
+    def _afresh(self, look):
+        """``look(store)`` asked of a store of its own, or None when that fails too.
+
+        A lookup in the shared store can fail while another thread of this process uses it: dulwich's pack cache is
+        not thread-safe (a pack that a repack removed is closed under a reader; a pack another thread just cached is
+        missed, while the loose copy is already pruned). An object is called missing, and a folder damaged, only
+        when a fresh look agrees.
+        """
         try:
             repo = Repo(str(self.root))
         except Exception:  # noqa: BLE001 - a repository that cannot be opened: the caller's verdict stands
-            return False
+            return None
         try:
-            return oid(sha) in repo.object_store
-        except Exception:  # noqa: BLE001 - a torn object file (see head)
-            return False
+            return look(repo.object_store)
+        except Exception:  # noqa: BLE001 - missing there too, or a torn object file (see head)
+            return None
         finally:
             repo.close()
 
+    def _read(self, sha: bytes):
+        """An object of the store, asked again afresh when the shared store fails to give it (see :meth:`_afresh`)."""
+        try:
+            return self.store[oid(sha)]
+        except (KeyError, ValueError, OSError, BufferError):  # (a pack closed under the read, or while read)
+            found = self._afresh(lambda store: store[oid(sha)])
+            if found is None:
+                raise
+            return found
+
     def _get(self, sha: bytes):
         found = self.pending.get(sha)
-        return found if found is not None else self.store[oid(sha)]
+        return found if found is not None else self._read(sha)
 
     def commit(self, commit_id: bytes) -> Commit:
         with self._lock:
@@ -249,7 +266,7 @@ class GitRepo:
             if not isinstance(obj, Commit):
                 raise KeyError(commit_id)
             return obj
-        obj = self.store[oid(commit_id)]
+        obj = self._read(commit_id)
         if not isinstance(obj, Commit):
             raise KeyError(commit_id)
         self._remember_commit(commit_id, obj)

@@ -70,7 +70,7 @@ from .history import (
 )
 from .intent import ABORTED, APPLIED, UNDONE, IntentLog, Record, Step
 from .messages import build_message, layer_trailers, printable
-from .objects import GitRepo, loose_bytes, oid
+from .objects import GitRepo, loose_bytes
 from .outcomes import Committed, Outcome
 from .recovery import Recovery
 from .replication import (
@@ -229,7 +229,7 @@ class VersionedStore:
         that result is pushed before the branch moves to it.
         """
         head, known = self.git.head(), tracking(self.git.repo)
-        if known is None or head == known or oid(known) not in self.git.store:
+        if known is None or head == known or not self.git.has(known):
             return
         if self.forgetting.follow(head, known, push=replica.push if replica.mode == "sync" else None):
             pass  # the remote's history was rewritten (a forget elsewhere): followed, the old one pruned
@@ -275,7 +275,7 @@ class VersionedStore:
             return "unknown"
         if head is not None and sha == head:
             return "head"
-        if not _HEX_RE.fullmatch(commit) or len(commit) != 40 or oid(sha) not in self.git.store:
+        if not _HEX_RE.fullmatch(commit) or len(commit) != 40 or not self.git.has(sha):
             return "unknown"
         if head is None or is_ancestor(self.git, head, sha):
             return "descendant"
