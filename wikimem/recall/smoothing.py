@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import itemgetter, le, lt, neg
 from typing import Any
 
-__all__ = ["is_transcript", "smooth", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
+__all__ = ["is_transcript", "smooth", "smooth_first", "lexical_sides", "MIN_TURNS", "SPEAKER_RE", "MARK_RE"]
 
 MIN_TURNS = 3
 SPEAKER_RE = re.compile(r"\s*[^\s:：\[\]#|]{1,24}\s*[:：]\s*\S")
@@ -45,11 +45,7 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     share their score and bring their neighbours in, but are not returned.
     A key's value is ``raw + weight · max(0, raw of each neighbour)``.
     """
-    if isinstance(neighbours, Mapping):
-        mapped = neighbours.get
-        near_of: Callable[[Iterable[Hashable]], list] = lambda keys: list(map(mapped, keys, repeat(())))  # noqa: E731
-    else:
-        near_of = lambda keys: list(map(neighbours, keys))  # noqa: E731
+    near_of = _near_of(neighbours)
     raw: dict[Hashable, float] = dict(seeds)
     keys = list(raw)
     nears = near_of(keys)
@@ -72,6 +68,95 @@ def smooth(seeds: list[tuple[Hashable, float]], weight: float,
     keys += more
     nears += more_nears
     return _ranked(raw, weight, keys, nears, limit)
+
+
+def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours: Callable | Mapping,
+                 scores: Callable[[Iterable[Hashable]], dict[Hashable, float]] | None, *,
+                 hidden: Container[Hashable] = (), limit: int, first: int) -> Iterator[tuple[Hashable, float]]:
+    """The pairs of :func:`smooth` (same arguments and ``limit``) in its order, lazily: the first ``first``, then
+    twice as many and so on, found by bounds that value only the keys that can be among them; the whole list from
+    :func:`smooth` itself once the bounds cannot tell.
+
+    ``seeds`` must be what BM25's seeds are: no key that is not a seed scores above the lowest of them.
+    """
+    bounds = _Bounds(seeds, weight, _near_of(neighbours), scores, hidden)
+    done, k = 0, min(max(first, 1), limit)
+    while done < k:
+        top = bounds.best(k)
+        if top is None:  # (the bounds leave too many keys in play: the whole list)
+            yield from smooth(seeds, weight, neighbours, scores, hidden=hidden, limit=limit)[done:]
+            return
+        yield from top[done:]
+        done, k = k, min(2 * k, limit)
+
+
+_MARGIN = 1 + 2.0 ** -30  # (a non-seed's score summed in another order than the seeds' may round a little above)
+
+
+class _Bounds:
+    """The best ``k`` of :func:`smooth`'s list for a growing ``k``, each key valued at most once.
+
+    ``t``, the k-th best value of the keys valued (at least the k best raw scores), is at most the k-th best value
+    of all. A key's share is at most ``reach / weight``, the best raw score in play; a key that is not a seed scores
+    at most ``ceiling`` (the lowest seed's): a seed whose ``raw + reach`` is below ``t`` cannot be among the best
+    ``k``, nor can a key that is not a seed when ``ceiling + reach`` is below ``t`` (float sums and products round
+    monotonically: the bounds hold for the computed values too).
+    """
+
+    def __init__(self, seeds: list[tuple[Hashable, float]], weight: float, near_of: Callable,
+                 scores: Callable | None, hidden: Container[Hashable]) -> None:
+        self.weight, self.near_of, self.scores = weight, near_of, scores
+        self.shown = [kv for kv in seeds if kv[0] not in hidden] if hidden else seeds
+        self.order = sorted(map(itemgetter(1), self.shown), reverse=True)
+        raws = list(map(itemgetter(1), seeds))
+        self.ceiling = min(raws, default=0.0) * _MARGIN if scores is not None else 0.0
+        self.reach = weight * max(max(raws, default=0.0), self.ceiling)
+        self.raw: dict[Hashable, float] = dict(seeds)
+        self.values: dict[Hashable, float] = {}
+
+    def best(self, k: int) -> list[tuple[Hashable, float]] | None:
+        """The best ``k`` pairs, or None when the bounds cannot tell them without the whole list."""
+        if len(self.order) < k or not self.order[k - 1] > 0:
+            return None
+        least, values = self.order[k - 1], self.values
+        self._value([key for key, s in self.shown if s >= least and key not in values])
+        t = sorted(values.values(), reverse=True)[k - 1]
+        if not self.ceiling + self.reach < t:
+            return None
+        reach = self.reach
+        self._value([key for key, s in self.shown if s + reach >= t and key not in values])
+        ranked = sorted((-v, key) for key, v in values.items() if v > 0)[:k]
+        return [(key, -negated) for negated, key in ranked]
+
+    def _value(self, keys: list) -> None:
+        """``raw + weight · share`` of ``keys`` into ``values``; the raw scores of their neighbours that are not known
+        yet are asked for only for a key whose known neighbours leave its share below ``ceiling``."""
+        nears = self.near_of(keys)
+        raw, ceiling = self.raw, self.ceiling
+        get = raw.get
+        if self.scores is not None:
+            wanted = set()
+            for near in nears:
+                if any(n not in raw for n in near) and not max(map(get, near, repeat(0.0)), default=0.0) >= ceiling:
+                    wanted.update(n for n in near if n not in raw)
+            if wanted:
+                raw.update(self.scores(wanted))
+        weight, values = self.weight, self.values
+        for key, near in zip(keys, nears):  # (the same operations as _ranked: the same floats)
+            share = 0.0
+            for n in near:
+                x = get(n, 0.0)
+                if x > share:
+                    share = x
+            values[key] = get(key, 0.0) + weight * share
+
+
+def _near_of(neighbours: Callable | Mapping) -> Callable[[Iterable[Hashable]], list]:
+    """A function from keys to the list of their neighbours' tuples."""
+    if isinstance(neighbours, Mapping):
+        mapped = neighbours.get
+        return lambda keys: list(map(mapped, keys, repeat(())))
+    return lambda keys: list(map(neighbours, keys))
 
 
 _NOTHING = 0.0
