@@ -74,20 +74,26 @@ def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours:
                  scores: Callable[[Iterable[Hashable]], dict[Hashable, float]] | None, *,
                  hidden: Container[Hashable] = (), limit: int, first: int) -> Iterator[tuple[Hashable, float]]:
     """The pairs of :func:`smooth` (same arguments and ``limit``) in its order, lazily: the first ``first``, then
-    twice as many and so on, found by bounds that value only the keys that can be among them; the whole list from
+    half as many more and so on, found by bounds that value only the keys that can be among them; the whole list from
     :func:`smooth` itself once the bounds cannot tell.
 
-    ``seeds`` must be what BM25's seeds are: no key that is not a seed scores above the lowest of them.
+    As BM25's seeds and a conversation's neighbours are: no key that is not a seed scores above the lowest seed,
+    and a key is a neighbour of each of its neighbours.
     """
-    bounds = _Bounds(seeds, weight, _near_of(neighbours), scores, hidden)
+    bounds = None
     done, k = 0, min(max(first, 1), limit)
     while done < k:
-        top = bounds.best(k)
-        if top is None:  # (the bounds leave too many keys in play: the whole list)
+        if k * _SHARE <= len(seeds):
+            bounds = bounds or _Bounds(seeds, weight, _near_of(neighbours), scores, hidden)
+        top = bounds.best(k) if bounds is not None and k * _SHARE <= len(seeds) else None
+        if top is None:  # (the bounds cannot tell, or would value most keys: the whole list)
             yield from smooth(seeds, weight, neighbours, scores, hidden=hidden, limit=limit)[done:]
             return
         yield from top[done:]
-        done, k = k, min(2 * k, limit)
+        done, k = k, min(k + k // 2 + 1, limit)  # (demotion reads a few more, seldom many)
+
+
+_SHARE = 4  # the bounds are tried for the best k of at least 4 k seeds (each of the k best brings its neighbours)
 
 
 _MARGIN = 1 + 2.0 ** -30  # (a non-seed's score summed in another order than the seeds' may round a little above)
@@ -96,21 +102,22 @@ _MARGIN = 1 + 2.0 ** -30  # (a non-seed's score summed in another order than the
 class _Bounds:
     """The best ``k`` of :func:`smooth`'s list for a growing ``k``, each key valued at most once.
 
-    ``t``, the k-th best value of the keys valued (at least the k best raw scores), is at most the k-th best value
-    of all. A key's share is at most ``reach / weight``, the best raw score in play; a key that is not a seed scores
-    at most ``ceiling`` (the lowest seed's): a seed whose ``raw + reach`` is below ``t`` cannot be among the best
-    ``k``, nor can a key that is not a seed when ``ceiling + reach`` is below ``t`` (float sums and products round
-    monotonically: the bounds hold for the computed values too).
+    The seeds with the ``k`` best raw scores shown (hidden ones too: the "strong" seeds) and their neighbours are
+    valued: ``t``, the k-th best of those values, is at most the k-th best value of all. Any other key has no strong
+    neighbour: its share is at most ``below``, the best raw score of the other seeds, or ``ceiling`` (the lowest
+    seed's: no key that is not a seed scores above it). So a seed whose ``raw + weight · max(below, ceiling)`` is
+    below ``t`` cannot be among the best ``k``; nor can a key that is not a seed when ``ceiling + weight ·
+    max(below, ceiling)`` is (else: None). Float sums and products round monotonically: the bounds hold for the
+    computed values too.
     """
 
     def __init__(self, seeds: list[tuple[Hashable, float]], weight: float, near_of: Callable,
                  scores: Callable | None, hidden: Container[Hashable]) -> None:
-        self.weight, self.near_of, self.scores = weight, near_of, scores
+        self.seeds, self.weight, self.near_of, self.scores, self.hidden = seeds, weight, near_of, scores, hidden
         self.shown = [kv for kv in seeds if kv[0] not in hidden] if hidden else seeds
         self.order = sorted(map(itemgetter(1), self.shown), reverse=True)
-        raws = list(map(itemgetter(1), seeds))
-        self.ceiling = min(raws, default=0.0) * _MARGIN if scores is not None else 0.0
-        self.reach = weight * max(max(raws, default=0.0), self.ceiling)
+        self.every = sorted(map(itemgetter(1), seeds), reverse=True) if hidden else self.order
+        self.ceiling = self.every[-1] * _MARGIN if scores is not None and seeds else 0.0
         self.raw: dict[Hashable, float] = dict(seeds)
         self.values: dict[Hashable, float] = {}
 
@@ -118,30 +125,33 @@ class _Bounds:
         """The best ``k`` pairs, or None when the bounds cannot tell them without the whole list."""
         if len(self.order) < k or not self.order[k - 1] > 0:
             return None
-        least, values = self.order[k - 1], self.values
-        self._value([key for key, s in self.shown if s >= least and key not in values])
+        least, values, hidden = self.order[k - 1], self.values, self.hidden
+        strong = [key for key, s in self.seeds if s >= least]
+        near = set(chain.from_iterable(self.near_of(strong)))
+        near.update(strong)
+        self._value([key for key in near if key not in values and key not in hidden])
         t = sorted(values.values(), reverse=True)[k - 1]
-        if not self.ceiling + self.reach < t:
+        reach = self.weight * max(next((s for s in self.every if s < least), 0.0), self.ceiling)
+        if not self.ceiling + reach < t:
             return None
-        reach = self.reach
         self._value([key for key, s in self.shown if s + reach >= t and key not in values])
         ranked = sorted((-v, key) for key, v in values.items() if v > 0)[:k]
         return [(key, -negated) for negated, key in ranked]
 
     def _value(self, keys: list) -> None:
-        """``raw + weight · share`` of ``keys`` into ``values``; the raw scores of their neighbours that are not known
-        yet are asked for only for a key whose known neighbours leave its share below ``ceiling``."""
+        """``raw + weight · share`` of ``keys`` into ``values`` (the raw scores not known yet asked for at once)."""
+        if not keys:
+            return
         nears = self.near_of(keys)
-        raw, ceiling = self.raw, self.ceiling
-        get = raw.get
+        raw = self.raw
         if self.scores is not None:
-            wanted = set()
-            for near in nears:
-                if any(n not in raw for n in near) and not max(map(get, near, repeat(0.0)), default=0.0) >= ceiling:
-                    wanted.update(n for n in near if n not in raw)
-            if wanted:
+            wanted = set(chain.from_iterable(nears))
+            wanted.update(keys)
+            wanted.difference_update(raw)
+            if wanted:  # (a key asked for and not answered scores 0: not asked again)
+                raw.update(dict.fromkeys(wanted, 0.0))
                 raw.update(self.scores(wanted))
-        weight, values = self.weight, self.values
+        get, weight, values = raw.get, self.weight, self.values
         for key, near in zip(keys, nears):  # (the same operations as _ranked: the same floats)
             share = 0.0
             for n in near:
