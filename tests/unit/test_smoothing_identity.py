@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from itertools import islice
+from unittest.mock import patch
 
 import pytest
 
@@ -196,8 +197,9 @@ def test_the_first_pairs_are_the_full_lists_whatever_is_consumed(case, mapping):
     want = _reference(seeds, weight, call, scores, hidden=hidden, limit=limit)
     asked.clear()
     fetch = None if complete else scores
-    got = list(islice(smooth_first(seeds, weight, near if mapping else call, fetch, hidden=hidden, limit=limit,
-                                   first=first), taken))
+    with patch.object(smoothing, "_SHARE", 1):  # (the bounds tried whatever the number of seeds)
+        got = list(islice(smooth_first(seeds, weight, near if mapping else call, fetch, hidden=hidden, limit=limit,
+                                       first=first), taken))
     assert [(k, v.hex()) for k, v in got] == [(k, v.hex()) for k, v in want[:taken]]
     assert not any(keys & seed_keys for keys in asked)  # (a seed's score is known: never asked for)
     assert smooth(seeds, weight, near, fetch, hidden=hidden, limit=limit) == want
@@ -224,19 +226,23 @@ def test_a_few_best_are_found_without_asking_every_neighbour():
     assert not asked
 
 
-@pytest.mark.parametrize("seeds, near, raw, best", [
+@pytest.mark.parametrize("seeds, near, raw, hidden, best", [
     # a seed whose bound only ties the first value, and wins the tie by key
-    ([(5, 1.0), (1, 0.5), (2, 0.5), (20, 0.25)], {1: (2,), 2: (1,)}, {}, (1, 1.0)),
+    ([(5, 1.0), (1, 0.5), (2, 0.5), (20, 0.25)], {1: (2,), 2: (1,)}, {}, (), (1, 1.0)),
     # a key that is not a seed, next to a seed that is not among the best raw scores, and first
-    ([(0, 1.0), (10, 0.75)], {10: (9,), 9: (10,)}, {9: 0.5}, (9, 1.25)),
+    ([(0, 1.0), (10, 0.75)], {10: (9,), 9: (10,)}, {9: 0.5}, (), (9, 1.25)),
+    # a key that is not a seed, first next to a hidden seed: its own score asked for too
+    ([(1, 2.0), (5, 1.0), (20, 0.25)], {1: (2,), 2: (1,)}, {2: 0.25}, {1}, (2, 2.25)),
 ])
-def test_the_bounds_hold_at_ties_and_beside_seeds_that_are_not_the_best(seeds, near, raw, best):
+def test_the_bounds_hold_at_ties_and_beside_seeds_that_are_not_the_best(seeds, near, raw, hidden, best, monkeypatch):
+    monkeypatch.setattr(smoothing, "_SHARE", 1)
+
     def scores(keys):
         return {k: raw.get(k, 0.0) for k in keys}
 
-    want = smooth(seeds, 1.0, near, scores, limit=10)
+    want = smooth(seeds, 1.0, near, scores, hidden=hidden, limit=10)
     assert want[0] == best
-    assert list(islice(smooth_first(seeds, 1.0, near, scores, limit=10, first=1), 10)) == want
+    assert list(islice(smooth_first(seeds, 1.0, near, scores, hidden=hidden, limit=10, first=1), 10)) == want
 
 
 def _chat(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import itemgetter, le, lt, neg
@@ -80,12 +81,10 @@ def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours:
     As BM25's seeds and a conversation's neighbours are: no key that is not a seed scores above the lowest seed,
     and a key is a neighbour of each of its neighbours.
     """
-    bounds = None
     done, k = 0, min(max(first, 1), limit)
+    bounds = _Bounds(seeds, weight, _near_of(neighbours), scores, hidden) if k * _SHARE <= len(seeds) else None
     while done < k:
-        if k * _SHARE <= len(seeds):
-            bounds = bounds or _Bounds(seeds, weight, _near_of(neighbours), scores, hidden)
-        top = bounds.best(k) if bounds is not None and k * _SHARE <= len(seeds) else None
+        top = bounds.best(k) if bounds is not None else None
         if top is None:  # (the bounds cannot tell, or would value most keys: the whole list)
             yield from smooth(seeds, weight, neighbours, scores, hidden=hidden, limit=limit)[done:]
             return
@@ -93,7 +92,7 @@ def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours:
         done, k = k, min(k + k // 2 + 1, limit)  # (demotion reads a few more, seldom many)
 
 
-_SHARE = 4  # the bounds are tried for the best k of at least 4 k seeds (each of the k best brings its neighbours)
+_SHARE = 8  # the bounds are tried for the first k of at least 8 k seeds (each of the k best brings its neighbours)
 
 
 _MARGIN = 1 + 2.0 ** -30  # (a non-seed's score summed in another order than the seeds' may round a little above)
@@ -116,8 +115,8 @@ class _Bounds:
         self.seeds, self.weight, self.near_of, self.scores, self.hidden = seeds, weight, near_of, scores, hidden
         self.shown = [kv for kv in seeds if kv[0] not in hidden] if hidden else seeds
         self.order = sorted(map(itemgetter(1), self.shown), reverse=True)
-        self.every = sorted(map(itemgetter(1), seeds), reverse=True) if hidden else self.order
-        self.ceiling = self.every[-1] * _MARGIN if scores is not None and seeds else 0.0
+        self.rising = sorted(map(itemgetter(1), seeds))  # (every seed's raw score, hidden ones too)
+        self.ceiling = self.rising[0] * _MARGIN if scores is not None and seeds else 0.0
         self.raw: dict[Hashable, float] = dict(seeds)
         self.values: dict[Hashable, float] = {}
 
@@ -131,11 +130,13 @@ class _Bounds:
         near.update(strong)
         self._value([key for key in near if key not in values and key not in hidden])
         t = sorted(values.values(), reverse=True)[k - 1]
-        reach = self.weight * max(next((s for s in self.every if s < least), 0.0), self.ceiling)
+        below = bisect_left(self.rising, least)
+        reach = self.weight * max(self.rising[below - 1] if below else 0.0, self.ceiling)
         if not self.ceiling + reach < t:
             return None
         self._value([key for key, s in self.shown if s + reach >= t and key not in values])
-        ranked = sorted((-v, key) for key, v in values.items() if v > 0)[:k]
+        kth = sorted(values.values(), reverse=True)[k - 1]  # (> 0: at least the k-th best raw score)
+        ranked = sorted([(-v, key) for key, v in values.items() if v >= kth])[:k]
         return [(key, -negated) for negated, key in ranked]
 
     def _value(self, keys: list) -> None:
