@@ -281,3 +281,38 @@ def test_demotion_reading_past_the_limit_ranks_as_the_full_smoothing(tmp_path, m
     monkeypatch.setattr(index_module, "smooth_first", full)
     assert ranked() == got
     assert len(told) == len(asks)
+
+
+def test_the_neighbours_smoothing_is_given_are_symmetric(tmp_path):
+    """What ``smooth_first``'s bounds rely on: a key is a neighbour of each of its neighbours (wiki, diary, window),
+    after writes and removals too."""
+    store = _chat(tmp_path)
+    store.add("facts", "tea", "Drinks tea.")
+    for n in range(12):
+        store.diary.append(f"the kite {n}" if n % 2 else "thanks!", date=f"2026-03-0{1 + n % 3}", time=f"1{n % 10}:00")
+    index = MemoryIndex(store, use_jieba=False, neighbour_smoothing=0.5)
+    index.retrieve("kite", diary="all", expand_links=False)
+    store.remove("s01-chat", "t05")
+    store.add("s01-chat", "t95", "Tom: the kite again.")
+    seen: list = []
+
+    def spy(original):
+        def spied(seeds, weight, near, scores, **kw):
+            get = near.get if isinstance(near, dict) else near
+            keys = {n for k, _ in seeds for n in (k, *(get(k) or ()))}
+            seen.append({k: tuple(get(k) or ()) for k in keys})
+            return original(seeds, weight, near, scores, **kw)
+        return spied
+
+    with patch.object(index_module, "smooth_first", spy(smooth_first)), patch.object(index_module, "smooth",
+                                                                                      spy(smooth)):
+        for diary in ("all", "window", None):
+            index.retrieve("the kite on 2026-03-02" if diary == "window" else "kite", diary=diary, limit=3,
+                           expand_links=False)
+    assert len(seen) == 3 and all(seen)
+    every, window, wiki = seen  # (diary days, window entries, wiki turns)
+    assert any(len(k) == 3 and every[k] for k in every) and any(len(k) == 3 and window[k] for k in window)
+    assert any(len(k) == 2 and wiki[k] for k in wiki)
+    for near in seen:
+        for key, around in near.items():
+            assert all(key in near[n] for n in around), key

@@ -93,8 +93,6 @@ def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours:
 
 
 _SHARE = 8  # the bounds are tried for the first k of at least 8 k seeds (each of the k best brings its neighbours)
-
-
 _MARGIN = 1 + 2.0 ** -30  # (a non-seed's score summed in another order than the seeds' may round a little above)
 
 
