@@ -12,7 +12,6 @@ from itertools import islice
 from unittest.mock import patch
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -151,7 +150,8 @@ def test_the_wikis_neighbours_follow_writes_hand_edits_and_rebuilds(tmp_path):
 
 
 # (quarters: many ties, sums tied exactly; and a few values that round)
-BOUNDED_SCORES = st.one_of(st.integers(0, 12).map(lambda n: n / 4), st.sampled_from([0.1 + 0.2, 2.0 / 3.0, 7.5, 1e-300]))
+BOUNDED_SCORES = st.one_of(st.integers(0, 12).map(lambda n: n / 4),
+                           st.sampled_from([0.1 + 0.2, 2.0 / 3.0, 7.5, 1e-300]))
 KEYS = st.integers(0, 30)
 
 
