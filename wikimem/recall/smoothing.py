@@ -9,6 +9,7 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from itertools import chain, compress, repeat
 from operator import itemgetter, le, lt, neg
 from typing import Any
@@ -81,12 +82,20 @@ def smooth_first(seeds: list[tuple[Hashable, float]], weight: float, neighbours:
     As BM25's seeds and a conversation's neighbours are: no key that is not a seed scores above the lowest seed,
     and a key is a neighbour of each of its neighbours.
     """
-    done, k = 0, min(max(first, 1), limit)
-    bounds = _Bounds(seeds, weight, _near_of(neighbours), scores, hidden) if k * _SHARE <= len(seeds) else None
+    k = min(max(first, 1), limit)
+    whole = partial(smooth, seeds, weight, neighbours, scores, hidden=hidden, limit=limit)
+    if k * _SHARE > len(seeds):  # (few seeds: the whole list costs less than the bounds)
+        return iter(whole())
+    return _first(_Bounds(seeds, weight, _near_of(neighbours), scores, hidden), k, limit, whole)
+
+
+def _first(bounds: _Bounds, k: int, limit: int, whole: Callable[[], list]) -> Iterator[tuple[Hashable, float]]:
+    """The best ``k`` by the bounds, then half as many more at a time, up to ``limit`` (or the rest of ``whole()``)."""
+    done = 0
     while done < k:
-        top = bounds.best(k) if bounds is not None else None
-        if top is None:  # (the bounds cannot tell, or would value most keys: the whole list)
-            yield from smooth(seeds, weight, neighbours, scores, hidden=hidden, limit=limit)[done:]
+        top = bounds.best(k)
+        if top is None:  # (the bounds cannot tell: the whole list)
+            yield from whole()[done:]
             return
         yield from top[done:]
         done, k = k, min(k + k // 2 + 1, limit)  # (demotion reads a few more, seldom many)
