@@ -41,7 +41,7 @@ from .results import (
 )
 from .rooms import Room, hidden_items, reaching, sift
 from .semantic import Contents, IndexVectors
-from .smoothing import lexical_sides, smooth
+from .smoothing import lexical_sides, smooth, smooth_first
 from .stopwords import LANGUAGES, check_languages, content_terms, is_function_term, question_only, topic_terms
 from .tokenizer import cached_terms, item_text, jieba_available, tokenize
 from .wiki_index import WikiIndex
@@ -432,8 +432,9 @@ class MemoryIndex:
             sifting = q.room is not None and (bool(hidden) or self._hybrid is not None)
             if self._hybrid is not None:  # fusion ranks a pool grown by what the room may leave out (then sifted)
                 pool, hidden = pool + len(hidden), {}
-            pairs = self._bm25_pairs(q, pool, hidden) if q.terms and pool else []
-            if self._hybrid is None and not sifting and q.half_life is None and first is not None:
+            lazy = self._hybrid is None and not sifting and q.half_life is None and first is not None
+            pairs = self._bm25_pairs(q, pool, hidden, first if lazy else None) if q.terms and pool else []
+            if lazy:
                 # (BM25 alone, nothing re-scored or sifted after: a candidate is made only when demotion looks at it)
                 return self._demote((self._candidate(key, score, q) for key, score in pairs), q, first)
             cands = [self._candidate(key, score, q) for key, score in pairs]
@@ -482,29 +483,33 @@ class MemoryIndex:
             return cands
         return apply_recency(cands, datetime.now(_tzinfo(q.tz)).date(), q.half_life)
 
-    def _bm25_pairs(self, q: Query, pool: int, hidden: dict | None = None) -> list[tuple[Any, float]]:
+    def _bm25_pairs(self, q: Query, pool: int, hidden: dict | None = None,
+                    first: int | None = None) -> Iterable[tuple[Any, float]]:
         """BM25's best ``pool`` ``(key, score)``, wiki and diary, best first (called under the lock). ``hidden``:
         what the room leaves out (``{key: (reason, item)}``): the seeds reach down past them, and they share their
         scores with their neighbours as without a room, but none takes a place (each seed is noted in
-        ``q.left_out``)."""
+        ``q.left_out``). ``first``: the same pairs, lazily, the first ``first`` of them smoothed cheaply (the
+        others only when looked at, consumed under the lock)."""
         seeds = max(2 * pool, 20) if self.neighbour_smoothing else pool
         most = seeds + len(hidden or ())
         asked = min(most, 2 * seeds)  # (enough unless the room leaves out more than half the best: then all)
         loose = bool(self.neighbour_smoothing)  # (smoothing sorts its own list: a short one needs no order)
-        first = self._bm25_ranked(q, asked, loose)
-        if loose and seeds < len(first) < asked:  # (more than the seeds: the first of them are cut in order)
-            first = by_score(first)
-        ranked, reached = reaching(first, hidden, seeds, q.left_out)
-        if not reached and asked < most and len(first) == asked:  # (a shorter list holds every match already)
-            first = self._bm25_ranked(q, asked := most)
-            ranked, _ = reaching(first, hidden, seeds, q.left_out)
+        best = self._bm25_ranked(q, asked, loose)
+        if loose and seeds < len(best) < asked:  # (more than the seeds: the first of them are cut in order)
+            best = by_score(best)
+        ranked, reached = reaching(best, hidden, seeds, q.left_out)
+        if not reached and asked < most and len(best) == asked:  # (a shorter list holds every match already)
+            best = self._bm25_ranked(q, asked := most)
+            ranked, _ = reaching(best, hidden, seeds, q.left_out)
         if self.neighbour_smoothing and ranked:
             diary = self._diary_made() if q.mode == "all" else None
             near, scores = lexical_sides(q, self.wiki, diary)
             # every match a seed (a shorter list than asked, none cut): any other key scores 0, none is asked for
-            complete = len(ranked) == len(first) < asked and q.dates is None
-            ranked = smooth(ranked, self.neighbour_smoothing, near, None if complete else scores,
-                            hidden=hidden or (), limit=pool)
+            complete = len(ranked) == len(best) < asked and q.dates is None
+            args = (ranked, self.neighbour_smoothing, near, None if complete else scores)
+            if first is not None:  # (the seeds are BM25's best: no other key scores above the lowest of them)
+                return smooth_first(*args, hidden=hidden or (), limit=pool, first=first)
+            ranked = smooth(*args, hidden=hidden or (), limit=pool)
         elif hidden:
             ranked = [kv for kv in ranked if kv[0] not in hidden]
         return ranked[:pool]
