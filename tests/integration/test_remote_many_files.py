@@ -8,31 +8,17 @@ Real app, real repositories, a real file:// remote; the descriptors are /dev/nul
 
 from __future__ import annotations
 
-import os
-import resource
-
 import pytest
 from apiworld import ADMIN, auth
+from manyfiles import many_open_files, next_descriptor
 
 from webapp import create_app
-
-FDS = 1100  # past FD_SETSIZE (1024)
 
 
 @pytest.fixture
 def many_files():
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = FDS + 256
-    if hard != resource.RLIM_INFINITY and hard < wanted:
-        pytest.skip(f"the hard limit of open files is {hard}, below {wanted}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
-    opened = [os.open(os.devnull, os.O_RDONLY) for _ in range(FDS)]
-    try:
+    with many_open_files():
         yield
-    finally:
-        for fd in opened:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_host_past_a_thousand_open_files_still_catches_up_with_its_remote(tmp_path, many_files):
@@ -45,9 +31,7 @@ def test_a_host_past_a_thousand_open_files_still_catches_up_with_its_remote(tmp_
     assert first.put("/api/v1/owners/user:ann", headers=auth(ADMIN)).status_code == 201
     assert first.put("/api/v1/owners/user:ann/items/notes/a", headers=auth(ADMIN),
                      json={"content": "written on a"}).status_code == 201
-    probe = os.open(os.devnull, os.O_RDONLY)
-    os.close(probe)
-    assert probe > 1024  # the next descriptor a fetch opens is past FD_SETSIZE
+    assert next_descriptor() > 1024  # the next descriptor a fetch opens is past FD_SETSIZE
     got = second.get("/api/v1/owners/user:ann/items/notes/a", headers=auth(ADMIN))  # b clones from the remote
     assert got.status_code == 200 and got.get_json()["item"]["content"] == "written on a", got.get_json()
     assert second.put("/api/v1/owners/user:ann/items/notes/b", headers=auth(ADMIN),

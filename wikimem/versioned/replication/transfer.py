@@ -211,7 +211,7 @@ class _KillingSSHVendor(SubprocessSSHVendor):
 def _poller(fileno: int) -> Callable[[], bool]:
     """Whether ``fileno`` has bytes to read now, by poll(2): dulwich asks select(2), which refuses a descriptor
     above 1023 (FD_SETSIZE) — a long-lived process holding many owners open reaches that, and every fetch of a
-    file:// or ssh remote then failed with "filedescriptor out of range in select()"."""
+    file://, ssh or git:// remote then failed with "filedescriptor out of range in select()"."""
     poller = select.poll()
     poller.register(fileno, select.POLLIN)
     return lambda: bool(poller.poll(0))
@@ -233,6 +233,15 @@ class _PollingSubprocessClient(SubprocessGitClient):
                 _poller(proc.stdout.fileno()), proc.stderr)
 
 
+class _PollingTCPClient(TCPGitClient):
+    """git:// read with :func:`_poller` instead of select(2) (dulwich's connect as it stands, its reader aside)."""
+
+    def _connect(self, cmd: bytes, path: bytes | str, protocol_version: int | None = None) -> Any:
+        proto, _select, stderr = super()._connect(cmd, path, protocol_version)
+        reader = getattr(proto.read, "__self__")  # noqa: B009 - the socket's buffered reader, its descriptor the socket's
+        return proto, _poller(reader.fileno()), stderr
+
+
 def metered_client(kind: str, *args: Any, limits: TransferLimits | None = None, **kwargs: Any) -> Any:
     """A dulwich client of ``kind`` (``http``, ``tcp``, ``subprocess``: git's own upload-pack, ``ssh``) whose
     operations a :class:`Meter` bounds: ``with client.metered(meter): …`` (the meters are the client's
@@ -246,7 +255,7 @@ def metered_client(kind: str, *args: Any, limits: TransferLimits | None = None, 
         return client
     kwargs["report_activity"] = meters.activity
     if kind == "tcp":
-        client = TCPGitClient(*args, **kwargs)
+        client = _PollingTCPClient(*args, **kwargs)
     elif kind == "ssh":
         kwargs["vendor"] = _KillingSSHVendor(meters)
         client = SSHGitClient(*args, **kwargs)
