@@ -7,8 +7,6 @@ real dulwich repositories, the real Flask app and real gunicorn processes,
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
 from pathlib import Path
 
@@ -16,24 +14,6 @@ import pytest
 
 # ``from fakes import FakeOpenAI``: the fakes of true system boundaries live next to this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-# A host holds about ten files (its SQLite databases with their WAL and shm, the intent log) until the cyclic garbage
-# collector frees it, and a full collection is rare: a test worker building an app per test held 2,400 files after
-# the integration tests, and select(2) in a library refuses any descriptor above 1023. Past this many open files a
-# test's end collects (rarely: each collection frees hundreds).
-OPEN_FILES_COLLECTED = 400
-
-
-@pytest.fixture(autouse=True)
-def _collect_unreferenced_hosts():
-    yield
-    try:
-        held = len(os.listdir("/proc/self/fd"))
-    except OSError:  # (no /proc)
-        return
-    if held > OPEN_FILES_COLLECTED:
-        gc.collect()
 
 
 def pytest_configure(config):
