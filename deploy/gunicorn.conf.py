@@ -67,8 +67,10 @@ wsgi_app = "webapp.wsgi:app"
 bind = [str(read_setting("BIND")).strip() or "127.0.0.1:8000"]  # WIKIMEM_BIND, read where the app reads it
 workers = _int_env("WIKIMEM_WORKERS", _default_workers())
 # Threaded workers: a memorize call waiting 20 s on a slow model holds one thread, while the
-# process's other threads keep serving retrieves (a sync worker would be blocked whole).
-worker_class = "gthread"
+# process's other threads keep serving retrieves (a sync worker would be blocked whole). gthread,
+# except that a worker holding `threads` connections leaves the next one to a less loaded worker for a
+# few milliseconds: a burst of kept-alive connections no longer lands on one worker (webapp/gworker.py).
+worker_class = "webapp.gworker.BalancedThreadWorker"
 threads = _int_env("WIKIMEM_THREADS", 8)
 preload_app = False
 
