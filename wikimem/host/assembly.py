@@ -40,7 +40,6 @@ from wikimem.host.fleet import (
 from wikimem.host.fleet import handler as bulk_handler
 
 from .access import OwnerQuota
-from .admission import RankingSlots
 from .backups import known_backups
 from .channels import Channels
 from .characters import Characters
@@ -61,7 +60,7 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
               peers: Peers | None = None, metrics: NullMetrics = NULL_METRICS, database: str | None = None,
               name: str | None = None, job_limits: Limits | None = None, staging: StagingPolicy | None = None,
               retention: Retention | None = None, default_tz: str | None = None,
-              memorize_facts: str = "direct", ranking_slots: int = 0) -> Host:
+              memorize_facts: str = "direct") -> Host:
     """A :class:`Host` of the owners under ``data_root``, for this process.
 
     ``database``: the ``postgresql://`` URL a cluster's hosts share for the run index and the jobs (None:
@@ -69,9 +68,7 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
     root); ``job_limits`` bound what one tenant may queue; ``staging`` is the policy of runs on probation;
     ``replication`` makes every owner replicate to its own git remote (SPEC §9); ``peers`` are the other hosts
     of the cluster, asked for listings; ``default_tz`` the time zone of owners without one (``WIKIMEM_TZ``);
-    ``memorize_facts`` where memorize's facts go without a character (``WIKIMEM_MEMORIZE_FACTS``);
-    ``ranking_slots`` how many retrieves this process ranks at once, the rest in line (0: no limit;
-    ``WIKIMEM_RANKING_SLOTS``)."""
+    ``memorize_facts`` where memorize's facts go without a character (``WIKIMEM_MEMORIZE_FACTS``)."""
     root = Path(data_root)
     retention = retention or Retention()
     name = name or f"{socket.gethostname()}:{root.resolve()}"
@@ -87,9 +84,8 @@ def make_host(data_root: Path | str, *, index_cache: int = 64, embedder: Any = N
         run_index.start(has_owners=any(entries))
     replicating = (Replication(replication, state_dir=root / "replication", metrics=metrics)
                    if replication is not None else None)
-    ranking = RankingSlots(ranking_slots)  # one line per process, every owner's retrieves in it
     owners = Owners(root, open_owner=functools.partial(Owner, embedder=embedder, llm=llm, recall=recall,
-                                                       metrics=metrics, ranking=ranking),
+                                                       metrics=metrics),
                     run_index=run_index, replication=replicating, index_cache=index_cache, quota=quota,
                     retention=retention, metrics=metrics, default_tz=default_tz)
     # With a remote this host can act on any owner: it takes over the steps of a host that is gone.

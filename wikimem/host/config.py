@@ -117,7 +117,6 @@ class Config:
     neighbour_item_weight: float = 0.6
     fusion_weight: float = 0.3
     index_cache: int = 64
-    ranking_slots: int = 2  # retrieves one process ranks at once, the rest in line (admission.py); 0: no limit
     max_content_length: int = 1024 * 1024
     proxies: int = 0
     remote: str | None = None
@@ -495,7 +494,7 @@ def build_host(config: Config, *, metrics: Metrics | None = None) -> Host:
                      metrics=metrics if metrics is not None else build_metrics(config),
                      database=config.database_url or None, name=config.host_name(), job_limits=config.job_limits(),
                      retention=config.retention(), staging=config.staging_policy(), default_tz=config.tz or None,
-                     memorize_facts=config.memorize_facts, ranking_slots=config.ranking_slots)
+                     memorize_facts=config.memorize_facts)
 
 
 # -- metrics (wikimem/host/metrics.py) ------------------------------------------------------

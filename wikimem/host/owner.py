@@ -31,7 +31,6 @@ from wikimem.recall import Room
 from wikimem.store import resolve_tz
 from wikimem.vectors import RememberedQueries, one_retrieve
 
-from .admission import UNLIMITED, RankingSlots
 from .batchops import Op, check_content, parse_ops
 from .duplicates import check_duplicate
 from .indexes import Indexes
@@ -152,7 +151,7 @@ class Owner:
     """
 
     def __init__(self, owner_id: str, root: Path, *, embedder=None, llm=None, cache_dir: Path | None = None,
-                 recall=None, metrics: NullMetrics = NULL_METRICS, ranking: RankingSlots = UNLIMITED):
+                 recall=None, metrics: NullMetrics = NULL_METRICS):
         from wikimem.versioned import VersionedStore
 
         self.id = owner_id
@@ -160,10 +159,8 @@ class Owner:
         self.vstore = VersionedStore(self.root)
         self.review = Review(self.vstore, owner_id)
         self.embedder = embedder
-        # What its indexes embed with: the embedder (letting its ranking place go while it runs), its recent
-        # query vectors shared by every index (layers too)
-        self.ranking = ranking  # the host's retrieves ranked a few at a time, in arrival order (host/admission.py)
-        self._queries = RememberedQueries(ranking.embedder(embedder)) if embedder is not None else None
+        # What its indexes embed with: the embedder, its recent query vectors shared by every index (layers too)
+        self._queries = RememberedQueries(embedder) if embedder is not None else None
         self.llm = llm
         self._cache_dir = cache_dir
         self.recall = recall  # RecallOptions of the host (None: the library's defaults)
@@ -437,18 +434,17 @@ class Owner:
         take = getattr(self.embedder, "take", None)  # a TimedEmbedder: what this thread spent embedding
         if callable(take):
             take()
-        with self.ranking.hold() as queued:
-            if character is None:
-                result = sources[0].index.retrieve(query, room=sources[0].room, **retrieve_kwargs)
-                if sources[0].staged is not None:
-                    mark_staged([*result.items, *result.dropped], sources[0].staged)
-            else:
-                with one_retrieve():  # the query embedded once for the three sources (the profile is another owner)
-                    result = retrieve_layers(sources, str(query), **retrieve_kwargs)
+        if character is None:
+            result = sources[0].index.retrieve(query, room=sources[0].room, **retrieve_kwargs)
+            if sources[0].staged is not None:
+                mark_staged([*result.items, *result.dropped], sources[0].staged)
+        else:
+            with one_retrieve():  # the query embedded once for the three sources (the profile is another owner)
+                result = retrieve_layers(sources, str(query), **retrieve_kwargs)
         end = time.perf_counter()
         embedding = take() if callable(take) else 0.0
-        self.metrics.retrieve({"freshness": ready - start, "queued": queued, "embedding": embedding,
-                               "ranking": max(0.0, end - ready - queued - embedding), "total": end - start})
+        self.metrics.retrieve({"freshness": ready - start, "embedding": embedding,
+                               "ranking": max(0.0, end - ready - embedding), "total": end - start})
         return result
 
     def _room(self, character: str | None, channel: Any, present: Any) -> Room | None:

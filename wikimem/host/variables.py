@@ -170,8 +170,6 @@ VARIABLES: tuple[Variable, ...] = (
     _v("WIKIMEM_NEIGHBOUR_ITEM_WEIGHT", "the item's own share against its neighbours'", "recall", kind="number"),
     _v("WIKIMEM_FUSION_WEIGHT", "BM25's share of the fused score (with an embedder)", "recall", kind="number"),
     _v("WIKIMEM_INDEX_CACHE", "owners' indexes one process keeps in memory (LRU)", "recall", kind="int"),
-    _v("WIKIMEM_RANKING_SLOTS", "retrieves one process ranks at once; the others wait in arrival order, a query "
-       "being embedded waits outside (0 = no limit)", "recall", kind="count"),
     # -- background jobs
     _v("WIKIMEM_JOBS_PER_PREFIX", "open background jobs one token prefix may have (0 = no limit) → 429 "
        "`queue_full`", "jobs", kind="count"),
