@@ -101,3 +101,84 @@ def test_the_state_file_is_shared_by_every_connection_of_a_data_root(tmp_path):
     a.revoke("sid", time.time() + 60)
     assert b.is_revoked("sid")
     assert json.loads(json.dumps(a.check())) is True
+
+
+def _hold_counter_lock(path: str, held, release) -> None:
+    import fcntl
+
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        held.set()
+        release.wait(60)
+
+
+def test_counter_writers_wait_on_one_lock_across_processes_and_a_busy_one_says_locked(tmp_path):
+    """Every API request counts here: its writers queue on a file lock that hands over at once (SQLite's own busy
+    handler sleeps 1, 2, 5 … 100 ms between tries), and a lock held past the busy timeout is SQLite's "locked"."""
+    from wikimem.host.access.authstate import LOCK_FILE, STATE_FILE
+
+    state = AuthState(tmp_path, busy_timeout=0.5)
+    assert state.incr("k", 60) == 1
+    ctx = multiprocessing.get_context("spawn")
+    held, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_counter_lock, args=(str(tmp_path / STATE_FILE.parent / LOCK_FILE), held,
+                                                          release))
+    holder.start()
+    try:
+        assert held.wait(60)
+        import sqlite3
+
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            state.incr("k", 60)  # another process writes: this one waits its turn, here past the timeout
+        assert state.count("k") == 1  # (reading never waits)
+    finally:
+        release.set()
+        holder.join(60)
+    assert state.incr("k", 60) == 2
+
+
+def _count_threads(root: str, n: int, out) -> None:
+    import threading
+
+    state = AuthState(root)
+    got: list[int] = []
+    threads = [threading.Thread(target=lambda: got.extend(state.incr("k", 60) for _ in range(n))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put(got)
+
+
+def test_counters_are_exact_across_processes_and_their_threads(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_count_threads, args=(str(tmp_path), 25, out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    seen = sorted(n for _ in procs for n in out.get(timeout=120))
+    for p in procs:
+        p.join()
+    assert seen == list(range(1, 301))
+
+
+def test_ended_windows_are_swept_once_a_minute_per_process(tmp_path, monkeypatch):
+    from wikimem.host.access.authstate import SWEEP_EVERY
+
+    state = AuthState(tmp_path)
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now)
+    state.incr("old", 10)
+    monkeypatch.setattr(time, "time", lambda: now + 20)  # "old" ended; the last sweep was 20 s ago
+    state.incr("new", 10)
+
+    def rows() -> set[str]:
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "auth" / "state.sqlite3") as db:
+            return {key for (key,) in db.execute("SELECT key FROM hits")}
+
+    assert rows() == {"old", "new"}
+    monkeypatch.setattr(time, "time", lambda: now + SWEEP_EVERY + 1)
+    state.incr("new", 10)
+    assert rows() == {"new"}

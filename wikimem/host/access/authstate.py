@@ -9,13 +9,17 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from wikimem.locking import while_locked
+from wikimem.errors import StoreBusy
+from wikimem.locking import FileLock, while_locked
 
 __all__ = ["AuthState", "STATE_FILE", "SCHEMA_VERSION", "MIGRATIONS", "SchemaTooNew"]
 
 STATE_FILE = Path("auth") / "state.sqlite3"
+LOCK_FILE = "state.lock"  # beside it: the counters' writers, one at a time (flock)
 
 # Step n brings a file of version n to version n + 1. Version 0 is the first layout (a file made
 # before versions existed says 0 too: its tables are there, IF NOT EXISTS keeps step 0 harmless).
@@ -33,6 +37,9 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 # A token's last use is written at most this often (seconds) by one process.
 TOUCH_EVERY = 60.0
+# Counters whose window ended are deleted at most this often (seconds) by one process: a key counted again
+# starts its new window in place (_INCR), so the sweep only keeps keys nobody uses from piling up.
+SWEEP_EVERY = 60.0
 
 
 class SchemaTooNew(RuntimeError):
@@ -56,6 +63,11 @@ class AuthState:
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._touched: dict[str, float] = {}  # token id → when this process last wrote its use
+        # Counter writes one at a time across the host's threads and processes, in a lock that hands over at
+        # once: writers that met in SQLite's lock each slept in its busy handler's backoff (1, 2, 5, 10 … 100 ms;
+        # measured: 84–110 ms at p99 of an API request under 16 connections, 530 ms at worst).
+        self._writing = (os.getpid(), self._new_lock())
+        self._swept = 0.0  # when this process last deleted ended windows
 
     def _db(self) -> sqlite3.Connection:
         """This thread's connection (a new one after a fork: connections must not cross processes)."""
@@ -120,13 +132,35 @@ class AuthState:
     # -- fixed-window counters ----------------------------------------------
 
     def incr(self, key: str, expiry: float, amount: int = 1) -> int:
-        """Add ``amount`` to ``key``'s counter (a new window of ``expiry`` seconds if none is open); the new count."""
-        now = time.time()
+        """Add ``amount`` to ``key``'s counter (a new window of ``expiry`` seconds if none is open); the new count.
+
+        One write transaction, taken by one thread of this process at a time (every API request counts here)."""
         db = self._db()
-        # fetchall: the statement must run to its end, or its write transaction stays open.
-        [(count,)] = db.execute(_INCR, {"key": key, "amount": amount, "expires": now + expiry, "now": now}).fetchall()
-        db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
+        with self._write_lock():
+            now = time.time()
+            # fetchall: the statement must run to its end, or its write transaction stays open.
+            [(count,)] = db.execute(_INCR, {"key": key, "amount": amount, "expires": now + expiry,
+                                            "now": now}).fetchall()
+            if not 0 <= now - self._swept < SWEEP_EVERY:
+                self._swept = now
+                db.execute("DELETE FROM hits WHERE expires <= ?", (now,))
         return int(count)
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        """The lock of counter writes (a new one after a fork: a parent's thread may have held its thread lock);
+        not taken within the busy timeout: SQLite's own "database is locked", as a busy file would say."""
+        pid, lock = self._writing
+        if pid != os.getpid():
+            self._writing = pid, lock = os.getpid(), self._new_lock()
+        try:
+            with lock.hold():
+                yield
+        except StoreBusy as exc:
+            raise sqlite3.OperationalError(f"database is locked ({exc})") from exc
+
+    def _new_lock(self) -> FileLock:
+        return FileLock(self.path.with_name(LOCK_FILE), timeout=self.busy_timeout)
 
     def count(self, key: str) -> int:
         """The count of ``key``'s open window (0 if none)."""
