@@ -7,6 +7,7 @@ Nothing a client sends reaches the file system except through :func:`encode_owne
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import secrets
@@ -35,6 +36,10 @@ log = logging.getLogger(__name__)
 
 # The newest commit of an owner that is gone everywhere: deleted (its history kept), or erased (a tombstone).
 GONE_ACTIONS = ("delete-owner", "erase-owner")
+# An owner left out of the LRU holds four files (its history index with WAL and shm, its intent log) until the
+# garbage collector breaks its reference cycles, which may be minutes away: a scan through a few hundred owners
+# ran out of files first. Every so many evictions the process collects (an owner a request still uses stays).
+COLLECT_EVERY = 32
 
 
 class Owners:
@@ -72,6 +77,7 @@ class Owners:
         self.on_erased: list[Callable[[str], None]] = []
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         self._lock = threading.Lock()
+        self._evicted = 0  # owners left out of the LRU since the last collection
 
     # -- paths -------------------------------------------------------------
 
@@ -165,7 +171,11 @@ class Owners:
             self._owners.move_to_end(owner_id)
             while len(self._owners) > self.index_cache:
                 self._owners.popitem(last=False)
+                self._evicted += 1
                 self.metrics.owner_cache("eviction")
+            collect, self._evicted = (True, 0) if self._evicted >= COLLECT_EVERY else (False, self._evicted)
+        if collect:
+            gc.collect()
         return self._fresh(owner)
 
     def peek(self, owner_id: str) -> Owner:
