@@ -11,7 +11,9 @@ while the other sat idle, and requests queued behind seven others.
 defers: past that, the next connection is left in the kernel's queue for
 :data:`PAUSE` seconds, for a worker holding fewer to take; if none does, this
 worker accepts it then. Nothing waits longer than that pause, and no
-connection is refused.
+connection is refused. It overrides three hooks of gthread's event loop
+(gunicorn 24 and later: ``accept``, ``set_accept_enabled``,
+``wait_for_and_dispatch_events``).
 """
 
 from __future__ import annotations
