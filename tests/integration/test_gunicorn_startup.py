@@ -67,7 +67,7 @@ def test_a_slow_model_holds_one_thread_not_the_worker(tmp_path):
         llm.reply_fn = slow_reply
         with Gunicorn(tmp_path, WIKIMEM_WORKERS="1", WIKIMEM_LLM_URL=llm.url, WIKIMEM_LLM_MODEL="fake-chat",
                       WIKIMEM_LLM_TIMEOUT="50") as host:
-            assert "Using worker: gthread" in host.output()
+            assert "Using worker: webapp.gworker.BalancedThreadWorker" in host.output()  # (threaded)
             writer = Client(host.base, host.token, owner="user:writer", timeout=55, retries=0, proxies={})
             # A generous timeout: what matters is that the answer comes while the model still thinks
             # (the gate is shut until then), however slow a busy machine makes it.
