@@ -693,7 +693,7 @@ def _wait_embedded(port: int, limit: float = 300.0) -> None:
 
 
 def wrk_main(args) -> None:
-    """Retrieve vs /healthz at 16 connections (wrk), 2 gthread workers, one owner of chat turns."""
+    """Retrieve vs /healthz at 16 connections (wrk), 2 threaded workers, one owner of chat turns."""
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     trees = _trees(args.baseline)
@@ -743,7 +743,7 @@ def wrk_main(args) -> None:
                     share = _embed_share(tree, root, questions)
                     shares.append((name, share))
         print(f"## Retrieve vs /healthz (wrk -t2 -c16, {args.duration:g} s each in {args.reps} alternations, medians; "
-              f"gunicorn gthread, {args.workers} "
+              f"gunicorn threaded workers, {args.workers} "
               f"workers x 8 threads; one owner of {args.turns} chat turns; load average "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())})\n")
         print(table(["tree", "embedder", "retrieve req/s", "/healthz req/s", "ratio (goal >= 0.6)",

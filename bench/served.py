@@ -3,7 +3,7 @@
 One owner of --turns chat turns (LoCoMo-sized: bench/quality_data/en.json's
 first turns), gunicorn started with ``deploy/gunicorn.conf.py`` and nothing
 but the data root, the tokens and the port set (the shipped JSON logs at
-``info``, the multiprocess metrics, 2 gthread workers × 8 threads). Prints:
+``info``, the multiprocess metrics, 2 threaded workers × 8 threads: webapp/gworker.py). Prints:
 
 1. retrieve vs ``/healthz`` under wrk at 16 connections (BM25 default), in
    --reps alternations: req/s, p50, p99 and their ratio;
@@ -449,7 +449,7 @@ def main() -> None:
             for script in args.scripts.values():  # both workers open the owner and build its indexes
                 _wrk_run(server.url, 3, 16, script)
         print(f"# Served retrieve (issue 39): one owner of {args.turns} chat turns, deploy/gunicorn.conf.py "
-              f"(2 gthread workers x 8 threads, JSON logs at info, multiprocess metrics)\n")
+              f"(2 threaded workers x 8 threads, JSON logs at info, multiprocess metrics)\n")
         _headline(args, pairs)
         if not args.no_profile:
             _profiles(args, pairs)
