@@ -61,16 +61,21 @@ def _count(root: str, n: int, out) -> None:
     out.put([state.incr("k", 60) for _ in range(n)])
 
 
-def test_counters_are_exact_across_processes(tmp_path):
+def _counted(tmp_path, target, each: int, processes: int) -> list[int]:
+    """Every count the ``processes`` processes running ``target`` saw, sorted."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_count, args=(str(tmp_path), 40, out)) for _ in range(4)]
+    procs = [ctx.Process(target=target, args=(str(tmp_path), each, out)) for _ in range(processes)]
     for p in procs:
         p.start()
     seen = sorted(n for _ in procs for n in out.get(timeout=120))
     for p in procs:
         p.join()
-    assert seen == list(range(1, 161))  # every increment counted once, none lost or doubled
+    return seen
+
+
+def test_counters_are_exact_across_processes(tmp_path):
+    assert _counted(tmp_path, _count, 40, 4) == list(range(1, 161))  # every increment counted once
     assert AuthState(tmp_path).count("k") == 160
 
 
@@ -151,15 +156,7 @@ def _count_threads(root: str, n: int, out) -> None:
 
 
 def test_counters_are_exact_across_processes_and_their_threads(tmp_path):
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_count_threads, args=(str(tmp_path), 25, out)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    seen = sorted(n for _ in procs for n in out.get(timeout=120))
-    for p in procs:
-        p.join()
-    assert seen == list(range(1, 301))
+    assert _counted(tmp_path, _count_threads, 25, 3) == list(range(1, 301))  # 3 processes × 4 threads × 25
 
 
 def test_ended_windows_are_swept_once_a_minute_per_process(tmp_path, monkeypatch):
