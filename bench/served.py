@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -146,6 +147,19 @@ class Served:
                 pass
         return total
 
+    def spread(self) -> str:
+        """Established connections to this server's port that each worker holds now, fewest first ("8/8")."""
+        import psutil
+
+        held = []
+        for child in psutil.Process(self.proc.pid).children():
+            try:
+                held.append(sum(1 for c in child.net_connections("tcp")
+                                if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == self.port))
+            except psutil.Error:
+                pass
+        return "/".join(str(n) for n in sorted(held))
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -178,17 +192,24 @@ class Served:
 # -- measurements -------------------------------------------------------------------------------------------
 
 def _wrk_cpu(server: Served, url: str, seconds: int, script: Path | None) -> dict:
-    """One wrk run, with the workers' CPU per request (less sensitive to other jobs than req/s)."""
+    """One wrk run, with the workers' CPU per request (less sensitive to other jobs than req/s) and how its
+    connections were spread over the workers halfway through (e.g. "8/8"; "0/16": one worker served it all)."""
     cpu = server.cpu()
+    spread: list[str] = []
+    sampler = threading.Timer(seconds / 2, lambda: spread.append(server.spread()))
+    sampler.start()
     run = _wrk_run(url, seconds, 16, script)
+    sampler.join()
     requests = run["rps"] * seconds
-    return run | {"cpu": (server.cpu() - cpu) / requests if requests else float("nan")}
+    return run | {"cpu": (server.cpu() - cpu) / requests if requests else float("nan"), "spread": spread}
 
 
 def _median(rows: list[dict]) -> dict:
     """Per key, the median over the runs (non-2xx: their sum)."""
     keys = [k for k in ("rps", "p50", "p99", "ratio", "cpu", "cpu_ratio") if k in rows[0]]
-    return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows)}
+    return {k: statistics.median(r[k] for r in rows) for k in keys} | {"non2xx": sum(r["non2xx"] for r in rows),
+                                                                      "spread": [x for r in rows
+                                                                                 for x in r.get("spread", [])]}
 
 
 def alternate(server: Served, scripts: dict[str, Path], seconds: float, reps: int) -> dict[str, dict]:
@@ -333,9 +354,10 @@ def _headline(args, pairs: list[tuple[str, Served]]) -> None:
         for route, r in routes.items():
             extra = ["", ""] if route == "/healthz" else [f"**{r['ratio']:.2f}**", f"{r['cpu_ratio']:.1f}x"]
             rows.append([name, route, f"{r['rps']:.0f}", ms(r["p50"]), ms(r["p99"]), ms(r["cpu"]), *extra,
-                         r["non2xx"]])
+                         r["non2xx"], " ".join(r["spread"])])
     print(table(["tree", "route", "req/s", "p50 ms", "p99 ms (goal < 30)", "workers' CPU ms a request",
-                 "req/s / healthz's (goal >= 0.6)", "CPU a request / healthz's", "non-2xx"], rows))
+                 "req/s / healthz's (goal >= 0.6)", "CPU a request / healthz's", "non-2xx",
+                 "connections per worker, each run"], rows))
     for name, routes in measured.items():
         shared, character = routes["retrieve"], routes[f"retrieve as {CHARACTER}"]
         print(f"\n{name}: retrieve as {CHARACTER} (three layers) / shared-only: p50 "
