@@ -11,6 +11,7 @@ import secrets
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,30 @@ from .jobtypes import DEFAULT_RETENTION, Handler, Limits, RetryLater, Step, erro
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["JobRunner", "HostJobs", "JOB_THREADS"]
+__all__ = ["JobRunner", "HostJobs", "JOB_THREADS", "stop_all"]
 
 JOB_THREADS = 2  # background job threads per host process
 
 log = logging.getLogger("wikimem.host.fleet.jobs")
 
 # -- the runner ------------------------------------------------------------------
+
+# Runners started in this process, held weakly: a stopped runner no longer keeps its host (its owners, their
+# files) alive, as a bound method registered with atexit did.
+_started: weakref.WeakSet[JobRunner] = weakref.WeakSet()
+
+
+def stop_all(timeout: float | None = 5.0) -> None:
+    """Stop every runner this process started (after their steps in flight). At exit: daemon threads are frozen
+    mid-call when the interpreter finalizes, and one frozen inside SQLite holds its connection's mutex and hangs
+    the exit. A stopped runner starts again on its host's next submit or look at an unfinished job."""
+    for runner in list(_started):
+        if runner.running:
+            runner.stop(timeout)
+
+
+atexit.register(stop_all)
+
 
 class JobRunner:
     """Background threads of one process that run the steps of registered kinds.
@@ -60,7 +78,6 @@ class JobRunner:
         self._pid = 0
         self._lock = threading.Lock()
         self._last_prune = 0.0
-        self._atexit = False
 
     def register(self, kind: str, handler: Handler) -> None:
         """Run the steps of ``kind`` with ``handler`` (a :class:`Step` → a JSON-able result)."""
@@ -90,11 +107,7 @@ class JobRunner:
             self._threads.append(threading.Thread(target=self._beat, name="wikimem-job-heartbeat", daemon=True))
             for t in self._threads:
                 t.start()
-            if not self._atexit:
-                # Daemon threads are frozen mid-call when the interpreter finalizes; one frozen inside
-                # SQLite holds its connection's mutex and hangs the exit. Stop them first.
-                atexit.register(self.stop, timeout=5.0)
-                self._atexit = True
+            _started.add(self)
         return self
 
     def stop(self, timeout: float | None = 10.0) -> None:
