@@ -3,9 +3,10 @@
 gthread workers share one listening socket, and whichever worker's loop is
 awake accepts. A burst of connections (a bot pool starting, nginx's upstream
 keep-alive, wrk) lands in a few hundred microseconds, so the worker that woke
-first took them all: measured at 16 connections and 2 workers, 0/16, 1/15 or
-2/14 in four runs of six (bench/served.py), one process serving every request
-while the other sat idle, and requests queued behind seven others.
+first took most: measured at 16 connections and 2 workers, six runs each,
+0/16, 1/15 or 2/14 in three runs of retrieves and 0/16 to 4/12 in four runs
+of /healthz, one process serving (nearly) every request while the other sat
+idle, and requests queued behind seven others.
 
 :class:`BalancedThreadWorker` holds at most ``threads`` connections before it
 defers: past that, the next connection is left in the kernel's queue for

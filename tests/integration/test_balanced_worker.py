@@ -1,8 +1,8 @@
 """The shipped gunicorn worker spreads a burst of kept-alive connections over its workers (webapp/gworker.py).
 
 With gunicorn's own gthread worker, a burst of 16 connections to 2 workers
-landed 0/16, 1/15 or 2/14 in four runs of six: one process served every
-request while the other idled. Here each burst of 8 (2 workers × 4 threads)
+landed 0/16, 1/15 or 2/14 in three runs of six: one process served (nearly)
+every request while the other idled. Here each burst of 8 (2 workers × 4 threads)
 must leave no worker holding more than its share and one.
 """
 
