@@ -107,6 +107,7 @@ def _hit(strategy: FixedWindowRateLimiter, items: list[RateLimitItem], *identifi
 # pass its limit by at most BATCH - 1 hits per other worker; and a worker that exits drops fewer than BATCH.
 BATCH = 16
 AGE = 1.0
+MAX_TALLIES = 10_000  # keys one process remembers (tokens × limits); past it, all start again from a write
 
 
 @dataclass
@@ -172,9 +173,6 @@ class ApiLimiter:
                 reset = self._strategy.get_window_stats(item, "api", who).reset_time
                 return max(1, math.ceil(reset - time.time()))
         return None
-
-
-MAX_TALLIES = 10_000  # keys one process remembers (tokens × limits); past it, all start again from a write
 
 
 def _errors(storage: Storage) -> tuple[type[BaseException], ...]:

@@ -134,7 +134,7 @@ class AuthState:
     def incr(self, key: str, expiry: float, amount: int = 1) -> int:
         """Add ``amount`` to ``key``'s counter (a new window of ``expiry`` seconds if none is open); the new count.
 
-        One write transaction, taken by one thread of this process at a time (every API request counts here)."""
+        One write transaction, one writer at a time across the host's threads and processes (:meth:`_write_lock`)."""
         db = self._db()
         with self._write_lock():
             now = time.time()
