@@ -12,7 +12,8 @@ but the data root, the tokens and the port set (the shipped JSON logs at
    owner lookup, freshness, ranking, serialization, logging, metrics, Flask
    and gunicorn: parsing, routing, thread hand-offs);
 3. the fused retrieve (``WIKIMEM_EMBEDDER=local``; also on the prepared engine,
-   ``WIKIMEM_EMBED_KERNEL=prepared``, unless --no-prepared) vs BM25-only through the
+   ``WIKIMEM_EMBED_KERNEL=prepared``, unless --no-prepared; and with --embed-threads N
+   the bundled engine on N OpenMP threads a worker) vs BM25-only through the
    API: p50 of one request at a time, every query text new (its vector not
    cached), the two servers taking turns; then wrk at 16 connections.
 
@@ -408,6 +409,15 @@ def _fused(args, questions: list[str], pairs: list[tuple[str, Served]], tmp: Pat
             both += [(f"{name}, fused, prepared engine", prepared, {}),
                      (f"{name}, fused, prepared engine, as {CHARACTER}", prepared, {"character": CHARACTER})]
             kinds[name] += ["fused, prepared engine", f"fused, prepared engine, as {CHARACTER}"]
+        if server.tree == REPO and args.embed_threads:  # the bundled engine on N OpenMP threads a worker
+            label = f"fused, {args.embed_threads} OpenMP threads"
+            shutil.copytree(tmp / "seed", tmp / f"fused-{len(started)}")
+            threaded = Served(tmp / f"fused-{len(started)}", "local", tmp, tree=server.tree,
+                              OMP_NUM_THREADS=str(args.embed_threads), OMP_WAIT_POLICY="PASSIVE")
+            started.append(threaded)
+            labels.append(f"{name}, {args.embed_threads} OpenMP threads")
+            both += [(f"{name}, {label}", threaded, {})]
+            kinds[name] += [label]
     for fused in started:
         _wrk_run(fused.url, 4, 4, args.scripts["repeated"])
         _wrk_run(fused.url, 4, 4, args.scripts["character"])
@@ -453,6 +463,9 @@ def main() -> None:
     ap.add_argument("--no-fused", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--no-prepared", action="store_true", help="no fused server on the prepared engine")
+    ap.add_argument("--embed-threads", type=int, default=0,
+                    help="also a fused server whose workers run the bundled model on this many OpenMP threads "
+                         "(OMP_NUM_THREADS, passive waits; the shipped configuration pins 1)")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
