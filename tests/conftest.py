@@ -7,6 +7,7 @@ real dulwich repositories, the real Flask app and real gunicorn processes,
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,11 @@ import pytest
 
 # ``from fakes import FakeOpenAI``: the fakes of true system boundaries live next to this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# One OpenMP thread for the local model, as each gunicorn worker has (deploy/gunicorn.conf.py): the suite runs two
+# workers on two cores, and a model team of two threads beside the other worker waited on its own barriers (the
+# fused golden test took 106 s with two threads and a busy core beside it, 83 s with one).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_configure(config):
