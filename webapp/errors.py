@@ -9,6 +9,7 @@ import dataclasses
 import errno
 import logging
 import sqlite3
+import time
 
 from flask import Flask, Response, jsonify, render_template, request
 from markupsafe import escape
@@ -135,8 +136,35 @@ def _wants_json() -> bool:
     return request.path.startswith("/api/") or request.path in JSON_PATHS
 
 
+# A body refused as too large is still read (and dropped) up to this many times the limit, for at most this long:
+# a server that closes with unread bytes sends a reset, and a client still sending gets a broken pipe, not the 413.
+DRAIN_FACTOR, DRAIN_SECONDS, DRAIN_CHUNK = 4, 2.0, 64 * 1024
+
+
+def _drain_refused_body() -> bool:
+    """Read the declared body of a request refused for its size, within the bounds above; whether all of it was
+    (what is left is the server's to skip or close on: gunicorn skips it before a next request)."""
+    length, limit = request.content_length, request.max_content_length
+    stream = request.environ.get("wsgi.input")
+    if length is None or limit is None or stream is None or length > DRAIN_FACTOR * limit:
+        return False
+    deadline = time.monotonic() + DRAIN_SECONDS
+    left = length
+    try:
+        while left > 0 and time.monotonic() < deadline:
+            chunk = stream.read(min(DRAIN_CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+    except (OSError, ValueError):  # the client went away
+        return False
+    return left == 0
+
+
 def _handle(exc: BaseException):
     status = error_status(exc)
+    if status == 413:
+        _drain_refused_body()
     if isinstance(exc, DamagedFolder):
         log.error("damaged owner folder on %s %s: %s", request.method, request.path, exc)
     elif status == 500:
