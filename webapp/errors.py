@@ -141,24 +141,23 @@ def _wants_json() -> bool:
 DRAIN_FACTOR, DRAIN_SECONDS, DRAIN_CHUNK = 4, 2.0, 64 * 1024
 
 
-def _drain_refused_body() -> bool:
-    """Read the declared body of a request refused for its size, within the bounds above; whether all of it was
-    (what is left is the server's to skip or close on: gunicorn skips it before a next request)."""
+def _drain_refused_body() -> None:
+    """Read and drop the declared body of a request refused for its size, within the bounds above (what is left
+    is the server's to skip or close on: gunicorn skips it before a next request)."""
     length, limit = request.content_length, request.max_content_length
     stream = request.environ.get("wsgi.input")
     if length is None or limit is None or stream is None or length > DRAIN_FACTOR * limit:
-        return False
+        return
     deadline = time.monotonic() + DRAIN_SECONDS
     left = length
     try:
         while left > 0 and time.monotonic() < deadline:
             chunk = stream.read(min(DRAIN_CHUNK, left))
             if not chunk:
-                break
+                return
             left -= len(chunk)
     except (OSError, ValueError):  # the client went away
-        return False
-    return left == 0
+        return
 
 
 def _handle(exc: BaseException):
