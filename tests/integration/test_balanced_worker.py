@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -42,7 +43,7 @@ def _burst(port: int) -> list[socket.socket]:
     return socks
 
 
-def _config_marking_ready_workers(tmp_path) -> tuple[str, object]:
+def _config_marking_ready_workers(tmp_path: Path) -> tuple[str, Path]:
     """The shipped configuration, plus a hook that leaves ``ready-<pid>`` once a worker has loaded the app
     (gunicorn's ``post_worker_init``: the worker enters its loop right after)."""
     ready = tmp_path / "ready"
